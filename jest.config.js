@@ -1,0 +1,17 @@
+/**
+ * Three tiers (immich-style): unit specs beside the source, integration specs
+ * that run Lua scripts and connections against real redis-server processes,
+ * and end-to-end specs that boot the whole app on Fastify.
+ * Every Redis the tests use is started by the harness in test/harness.
+ */
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }];
+const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, moduleFileExtensions: ['ts', 'js', 'json'] };
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
+    { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'], testTimeout: 60000 },
+    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], testTimeout: 60000 },
+  ],
+};

@@ -1,0 +1,38 @@
+import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { ApiBearerAuth, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { Caller, CallerKind } from './caller';
+import { SECURITY } from './security-schemes';
+
+export const AUTH_KINDS = 'auth:kinds';
+export const PUBLIC_ROUTE = 'auth:public';
+
+/**
+ * Declares which kinds of caller may use a route (or every route of a
+ * controller) and documents the matching Swagger security schemes.
+ * Missing or invalid credentials get 401; a valid caller of another kind gets 403.
+ */
+export function Auth(...kinds: [CallerKind, ...CallerKind[]]) {
+  const docs = kinds.map((k) => {
+    if (k === 'user') return ApiBearerAuth(SECURITY.user);
+    if (k === 'merchant') return ApiSecurity({ [SECURITY.merchant]: [], [SECURITY.merchantSecret]: [] });
+    return ApiSecurity(k === 'service' ? SECURITY.service : SECURITY.admin);
+  });
+  return applyDecorators(
+    SetMetadata(AUTH_KINDS, kinds),
+    ...docs,
+    ApiUnauthorizedResponse({ description: 'Missing or invalid credentials', type: ErrorBodyDto }),
+    ApiForbiddenResponse({ description: 'Authenticated, but not a caller this endpoint serves', type: ErrorBodyDto }),
+  );
+}
+
+/** A route with no credentials (liveness and readiness probes). Use sparingly. */
+export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
+
+/** The authenticated caller of this request. */
+export const CurrentCaller = createParamDecorator((_data: unknown, ctx: ExecutionContext): Caller => {
+  const req = ctx.switchToHttp().getRequest<FastifyRequest>();
+  if (!req.caller) throw new Error('CurrentCaller used on a route without @Auth');
+  return req.caller;
+});

@@ -1,0 +1,65 @@
+/** How the service reaches Redis. `managed` means a local redis-server the service supervises (development only). */
+export type RedisTopology =
+  | { mode: 'standalone'; url: string }
+  | { mode: 'sentinel'; sentinels: HostPort[]; masterName: string; sentinelPassword?: string }
+  | { mode: 'cluster'; nodes: HostPort[] }
+  | { mode: 'managed'; port: number; dir: string };
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+export interface RedisConfig {
+  topology: RedisTopology;
+  username?: string;
+  password?: string;
+  tls: boolean;
+  tlsCaFile?: string;
+  tlsRejectUnauthorized: boolean;
+  /** Prepended by the key builder to every key: `<prefix>:<feature>:{tag}:<part>`. */
+  keyPrefix: string;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** Retry-After sent with a 503 when Redis is unreachable. */
+  retryAfterS: number;
+}
+
+export interface JwtConfig {
+  algorithm: 'HS256' | 'RS256' | 'ES256';
+  /** HS256 secret or PEM public key. */
+  key: string;
+  issuer?: string;
+  audience?: string;
+  clockToleranceS: number;
+  /** True when the key is the built-in development secret. */
+  isDevSecret: boolean;
+}
+
+export interface RateLimitConfig {
+  enabled: boolean;
+  windowMs: number;
+  limits: Record<'user' | 'merchant' | 'service' | 'admin' | 'anonymous', number>;
+}
+
+/** The typed, validated configuration. Built once at boot by `loadConfig`; inject it, never read `process.env`. */
+export class AppConfig {
+  env!: 'development' | 'test' | 'production';
+  port!: number;
+  host!: string;
+  logLevel!: string;
+  bodyLimitBytes!: number;
+  requestIdHeader!: string;
+  shutdownGraceMs!: number;
+  swaggerEnabled!: boolean;
+  redis!: RedisConfig;
+  jwt!: JwtConfig;
+  /** merchantId → HMAC secret */
+  merchantSecrets!: ReadonlyMap<string, string>;
+  merchantSignatureWindowMs!: number;
+  /** service name → token */
+  serviceTokens!: ReadonlyMap<string, string>;
+  /** admin key name → key */
+  adminKeys!: ReadonlyMap<string, string>;
+  rateLimit!: RateLimitConfig;
+}

@@ -1,0 +1,171 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { AppConfig, HostPort, RedisTopology } from './app-config';
+import { EnvSchema } from './env.schema';
+
+/** A setting is missing or invalid. The message always starts with the variable's name. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Credentials used only outside production, so `npm start` works with no setup. Production refuses them. */
+export const DEV_DEFAULTS = {
+  JWT_SECRET: 'dev-only-jwt-secret-change-me-0123456789abcdef',
+  MERCHANT_SECRETS: 'm_demo:dev-merchant-secret-0123456789',
+  SERVICE_TOKENS: 'dev-service:dev-service-token-0123456789',
+  ADMIN_API_KEYS: 'dev-admin:dev-admin-key-0123456789',
+} as const;
+
+const NAME_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** Parses `name:secret,name2:secret2`. Secrets must be at least 16 characters. */
+export function parseNamedSecrets(variable: string, raw: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const i = entry.indexOf(':');
+    const name = i > 0 ? entry.slice(0, i) : '';
+    const secret = i > 0 ? entry.slice(i + 1) : '';
+    if (!NAME_RE.test(name)) throw new ConfigError(variable, `has an entry without a valid name (want name:secret, name of A-Z a-z 0-9 _ . -)`);
+    if (secret.length < 16) throw new ConfigError(variable, `entry "${name}" has a secret shorter than 16 characters`);
+    if (out.has(name)) throw new ConfigError(variable, `names "${name}" twice`);
+    out.set(name, secret);
+  }
+  if (out.size === 0) throw new ConfigError(variable, 'is empty');
+  return out;
+}
+
+function parseHostPorts(raw: string): HostPort[] {
+  return raw.split(',').map((hp) => {
+    const i = hp.lastIndexOf(':');
+    return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+  });
+}
+
+function readPem(variable: string, value: string): string {
+  if (value.includes('-----BEGIN')) return value.replace(/\\n/g, '\n');
+  try {
+    return readFileSync(resolve(value), 'utf8');
+  } catch {
+    throw new ConfigError(variable, `is neither a PEM key nor a readable file path`);
+  }
+}
+
+/**
+ * Validates the environment once and returns the typed configuration.
+ * Throws `ConfigError` naming the first bad variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = plainToInstance(EnvSchema, { ...env }, { excludeExtraneousValues: false });
+  const errors = validateSync(parsed, { whitelist: false, forbidUnknownValues: false });
+  if (errors.length > 0) {
+    const e = errors[0];
+    const why = Object.values(e.constraints ?? {})[0] ?? 'is invalid';
+    // class-validator messages start with the property name; strip it so ours does exactly once.
+    throw new ConfigError(e.property, why.startsWith(e.property) ? why.slice(e.property.length).trim() : why);
+  }
+  const s = parsed;
+  const nodeEnv = s.NODE_ENV ?? 'development';
+  const prod = nodeEnv === 'production';
+
+  const topology = redisTopology(s, prod);
+  const cfg = new AppConfig();
+  cfg.env = nodeEnv;
+  cfg.port = s.PORT ?? 3000;
+  cfg.host = s.HOST ?? '0.0.0.0';
+  cfg.logLevel = s.LOG_LEVEL ?? 'info';
+  cfg.bodyLimitBytes = s.BODY_LIMIT_BYTES ?? 64 * 1024;
+  cfg.requestIdHeader = s.REQUEST_ID_HEADER ?? 'x-request-id';
+  cfg.shutdownGraceMs = s.SHUTDOWN_GRACE_MS ?? 10_000;
+  cfg.swaggerEnabled = s.SWAGGER_ENABLED ?? true;
+
+  if (s.REDIS_TLS_CA_FILE) readPem('REDIS_TLS_CA_FILE', s.REDIS_TLS_CA_FILE);
+  cfg.redis = {
+    topology,
+    username: s.REDIS_USERNAME,
+    password: s.REDIS_PASSWORD,
+    tls: s.REDIS_TLS ?? false,
+    tlsCaFile: s.REDIS_TLS_CA_FILE,
+    tlsRejectUnauthorized: s.REDIS_TLS_REJECT_UNAUTHORIZED ?? true,
+    keyPrefix: s.REDIS_KEY_PREFIX ?? 'rp',
+    commandTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS ?? 1000,
+    connectTimeoutMs: s.REDIS_CONNECT_TIMEOUT_MS ?? 2000,
+    retryAfterS: s.REDIS_RETRY_AFTER_S ?? 1,
+  };
+
+  const algorithm = s.JWT_ALGORITHM ?? (s.JWT_PUBLIC_KEY ? 'RS256' : 'HS256');
+  let key: string;
+  if (algorithm === 'HS256') {
+    if (s.JWT_PUBLIC_KEY) throw new ConfigError('JWT_PUBLIC_KEY', 'is set but JWT_ALGORITHM is HS256 (use JWT_SECRET, or set JWT_ALGORITHM=RS256/ES256)');
+    if (!s.JWT_SECRET && prod) throw new ConfigError('JWT_SECRET', 'is required in production when JWT_ALGORITHM is HS256');
+    key = s.JWT_SECRET ?? DEV_DEFAULTS.JWT_SECRET;
+  } else {
+    if (!s.JWT_PUBLIC_KEY) throw new ConfigError('JWT_PUBLIC_KEY', `is required when JWT_ALGORITHM is ${algorithm}`);
+    key = readPem('JWT_PUBLIC_KEY', s.JWT_PUBLIC_KEY);
+  }
+  cfg.jwt = {
+    algorithm,
+    key,
+    issuer: s.JWT_ISSUER,
+    audience: s.JWT_AUDIENCE,
+    clockToleranceS: s.JWT_CLOCK_TOLERANCE_S ?? 5,
+    isDevSecret: key === DEV_DEFAULTS.JWT_SECRET,
+  };
+  if (prod && cfg.jwt.isDevSecret) throw new ConfigError('JWT_SECRET', 'is the development default; production needs its own');
+
+  cfg.merchantSecrets = credentials('MERCHANT_SECRETS', s.MERCHANT_SECRETS, prod);
+  cfg.merchantSignatureWindowMs = s.MERCHANT_SIGNATURE_WINDOW_MS ?? 5 * 60_000;
+  cfg.serviceTokens = credentials('SERVICE_TOKENS', s.SERVICE_TOKENS, prod);
+  cfg.adminKeys = credentials('ADMIN_API_KEYS', s.ADMIN_API_KEYS, prod);
+
+  cfg.rateLimit = {
+    enabled: s.RATE_LIMIT_ENABLED ?? true,
+    windowMs: s.RATE_LIMIT_WINDOW_MS ?? 1000,
+    limits: {
+      user: s.RATE_LIMIT_USER ?? 50,
+      merchant: s.RATE_LIMIT_MERCHANT ?? 200,
+      service: s.RATE_LIMIT_SERVICE ?? 5000,
+      admin: s.RATE_LIMIT_ADMIN ?? 50,
+      anonymous: s.RATE_LIMIT_ANONYMOUS ?? 20,
+    },
+  };
+  return cfg;
+}
+
+function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefined, prod: boolean): Map<string, string> {
+  if (!raw) {
+    if (prod) throw new ConfigError(variable, 'is required in production');
+    return parseNamedSecrets(variable, DEV_DEFAULTS[variable]);
+  }
+  if (prod && raw === DEV_DEFAULTS[variable]) throw new ConfigError(variable, 'is the development default; production needs its own');
+  return parseNamedSecrets(variable, raw);
+}
+
+function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
+  const set = [
+    s.REDIS_URL && 'REDIS_URL',
+    s.REDIS_SENTINELS && 'REDIS_SENTINELS',
+    s.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES',
+  ].filter(Boolean) as string[];
+  if (set.length > 1) throw new ConfigError(set[1], `cannot be combined with ${set[0]}; configure exactly one Redis topology`);
+  if (s.REDIS_URL) return { mode: 'standalone', url: s.REDIS_URL };
+  if (s.REDIS_SENTINELS) {
+    if (!s.REDIS_SENTINEL_MASTER) throw new ConfigError('REDIS_SENTINEL_MASTER', 'is required with REDIS_SENTINELS');
+    return {
+      mode: 'sentinel',
+      sentinels: parseHostPorts(s.REDIS_SENTINELS),
+      masterName: s.REDIS_SENTINEL_MASTER,
+      sentinelPassword: s.REDIS_SENTINEL_PASSWORD,
+    };
+  }
+  if (s.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: parseHostPorts(s.REDIS_CLUSTER_NODES) };
+  if (prod) throw new ConfigError('REDIS_URL', 'is required in production (or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES); production never starts a local redis-server');
+  return { mode: 'managed', port: s.REDIS_MANAGED_PORT ?? 6380, dir: resolve(s.REDIS_MANAGED_DIR ?? '.data/redis') };
+}

@@ -1,0 +1,88 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppConfig } from '../config/app-config';
+import { isRedisUnavailable } from '../redis/redis-unavailable.error';
+import { ScriptError } from '../scripts/script-errors';
+import { ApiError } from './api-error';
+import { ErrorBodyDto } from './error-body.dto';
+
+const CODE_BY_STATUS: Record<number, string> = {
+  400: 'BAD_REQUEST',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  422: 'UNPROCESSABLE_ENTITY',
+  429: 'RATE_LIMITED',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+export interface ErrorResponse {
+  status: number;
+  body: ErrorBodyDto;
+  headers: Record<string, string>;
+}
+
+/**
+ * Turns any thrown value into `{statusCode, error, message, details?, requestId}`.
+ * Redis outages become 503 + Retry-After. Unknown errors become a bare 500 and
+ * are logged with their stack; a stack never reaches the caller.
+ */
+export function toErrorResponse(err: unknown, requestId: string, retryAfterS: number, logger: Logger): ErrorResponse {
+  const body = (status: number, error: string, message: string, details?: unknown): ErrorBodyDto => ({
+    statusCode: status,
+    error,
+    message,
+    ...(details === undefined ? {} : { details }),
+    requestId,
+  });
+  if (err instanceof ApiError) {
+    return { status: err.getStatus(), body: body(err.getStatus(), err.code, err.message, err.details), headers: err.headers };
+  }
+  if (err instanceof ScriptError) {
+    return { status: err.status, body: body(err.status, err.codeName, err.message), headers: {} };
+  }
+  if (isRedisUnavailable(err)) {
+    return {
+      status: 503,
+      body: body(503, 'REDIS_UNAVAILABLE', 'A backing store is unavailable; retry later'),
+      headers: { 'retry-after': String(retryAfterS) },
+    };
+  }
+  if (err instanceof HttpException) {
+    const status = err.getStatus();
+    const res = err.getResponse();
+    const message =
+      typeof res === 'string' ? res : Array.isArray((res as { message?: unknown }).message) ? ((res as { message: string[] }).message).join('; ') : String((res as { message?: unknown }).message ?? err.message);
+    return { status, body: body(status, CODE_BY_STATUS[status] ?? `HTTP_${status}`, message), headers: {} };
+  }
+  // Fastify's own errors (body too large, bad JSON, bad content type) carry a 4xx statusCode.
+  const fst = err as { statusCode?: number; code?: string; message?: string };
+  if (typeof fst?.statusCode === 'number' && fst.statusCode >= 400 && fst.statusCode < 500) {
+    const s = fst.statusCode;
+    const message = s === 413 ? 'Request body is too large' : fst.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(fst.message ?? '') ? 'Request body is not valid JSON' : (fst.message ?? 'Bad request');
+    return { status: s, body: body(s, CODE_BY_STATUS[s] ?? `HTTP_${s}`, message), headers: {} };
+  }
+  logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack, name: err.name } : err, requestId }, 'unhandled error');
+  return { status: 500, body: body(500, 'INTERNAL', 'Internal server error'), headers: {} };
+}
+
+@Catch()
+export class AllExceptionsFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HttpError');
+
+  constructor(private readonly config: AppConfig) {}
+
+  catch(err: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const req = http.getRequest<FastifyRequest>();
+    const reply = http.getResponse<FastifyReply>();
+    const { status, body, headers } = toErrorResponse(err, String(req.id), this.config.redis.retryAfterS, this.logger);
+    if (status >= HttpStatus.INTERNAL_SERVER_ERROR && status !== 503) this.logger.warn({ status, requestId: req.id }, 'request failed');
+    void reply.status(status).headers(headers).send(body);
+  }
+}

@@ -1,0 +1,18 @@
+import { HttpException } from '@nestjs/common';
+
+/** An HTTP error with a stable machine-readable code and optional details. */
+export class ApiError extends HttpException {
+  constructor(
+    status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+    /** Extra response headers, e.g. Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message, status);
+  }
+}
+
+export const unauthorized = (message: string) => new ApiError(401, 'UNAUTHORIZED', message);
+export const forbidden = (message: string) => new ApiError(403, 'FORBIDDEN', message);

@@ -1,0 +1,63 @@
+import { readFileSync } from 'node:fs';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { RedisConfig } from '../config/app-config';
+
+/** Reconnect forever with capped backoff; callers never wait on it because commands time out. */
+const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2000);
+
+/** ioredis options shared by every connection to a data node. */
+export function nodeOptions(cfg: RedisConfig): RedisOptions {
+  const tls = cfg.tls
+    ? { ca: cfg.tlsCaFile ? readFileSync(cfg.tlsCaFile) : undefined, rejectUnauthorized: cfg.tlsRejectUnauthorized }
+    : undefined;
+  return {
+    username: cfg.username,
+    password: cfg.password,
+    tls,
+    lazyConnect: true,
+    connectTimeout: cfg.connectTimeoutMs,
+    // Every command settles within the timeout, so an unreachable Redis becomes a prompt 503, never a hang.
+    commandTimeout: cfg.commandTimeoutMs,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    retryStrategy,
+    // Batches the commands of concurrent requests into one write: fewer syscalls under load.
+    enableAutoPipelining: true,
+  };
+}
+
+/** Options for a standalone (URL or managed) or Sentinel connection. */
+export function standaloneOrSentinelOptions(cfg: RedisConfig): RedisOptions {
+  const base = nodeOptions(cfg);
+  const t = cfg.topology;
+  if (t.mode === 'sentinel') {
+    return {
+      ...base,
+      sentinels: t.sentinels,
+      name: t.masterName,
+      sentinelPassword: t.sentinelPassword,
+      enableTLSForSentinelMode: cfg.tls,
+      sentinelRetryStrategy: retryStrategy,
+      // Follow a failover: reconnect to the new master when the old one turns into a replica.
+      reconnectOnError: (err) => /READONLY/.test(err.message),
+    };
+  }
+  return base;
+}
+
+export function clusterOptions(cfg: RedisConfig): ClusterOptions {
+  const { enableAutoPipelining, ...redisOptions } = nodeOptions(cfg);
+  return {
+    redisOptions,
+    lazyConnect: true,
+    enableAutoPipelining,
+    enableOfflineQueue: true,
+    enableReadyCheck: true,
+    scaleReads: 'master',
+    maxRedirections: 16,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    clusterRetryStrategy: retryStrategy,
+    slotsRefreshTimeout: cfg.connectTimeoutMs,
+  };
+}

@@ -1,0 +1,113 @@
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import Redis, { Cluster } from 'ioredis';
+import { AppConfig } from '../config/app-config';
+import { MetricsService } from '../metrics/metrics.service';
+import { BackgroundWorkers } from '../workers/background-workers.service';
+import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
+
+/** A command connection: one standalone/Sentinel-managed node or a whole cluster. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Owns every ioredis connection of the process: one for commands, plus
+ * dedicated ones for pub/sub and blocking commands, created on first use and
+ * all closed on shutdown. Nothing else calls `new Redis()`.
+ */
+@Injectable()
+export class RedisService implements OnApplicationShutdown {
+  private readonly logger = new Logger(RedisService.name);
+  /** The shared command connection. Never use it for SUBSCRIBE or blocking commands. */
+  readonly client: RedisClient;
+  private subscriberConn?: RedisClient;
+  private readonly blockingConns = new Map<string, RedisClient>();
+  private lastErrorLog = 0;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly metrics: MetricsService,
+    private readonly workers: BackgroundWorkers,
+  ) {
+    this.client = this.create('command');
+  }
+
+  get isCluster(): boolean {
+    return this.client instanceof Cluster;
+  }
+
+  /** True once the command connection is up. */
+  get isConnected(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  /** Connects the command connection and proves it answers. Rejects if Redis cannot be reached. */
+  async warmUp(): Promise<void> {
+    if (this.client.status === 'wait') await this.client.connect();
+    await this.client.ping();
+  }
+
+  /** The dedicated pub/sub connection, created on first use. */
+  subscriber(): RedisClient {
+    this.subscriberConn ??= this.create('subscriber');
+    return this.subscriberConn;
+  }
+
+  /**
+   * A dedicated connection for blocking commands (BLMOVE, BZPOPMIN...), one per name,
+   * created on first use. It has no command timeout: callers must pass a bounded block time.
+   */
+  blocking(name: string): RedisClient {
+    let conn = this.blockingConns.get(name);
+    if (!conn) {
+      conn = this.create(`blocking:${name}`, { commandTimeout: undefined });
+      this.blockingConns.set(name, conn);
+    }
+    return conn;
+  }
+
+  /** The master nodes: every node of a cluster, or the one node otherwise. */
+  masters(): Redis[] {
+    return this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+  }
+
+  /** Runs after HTTP has drained: stop the workers that still use Redis, then close every connection. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.workers.stopAll();
+    const all = [this.client, this.subscriberConn, ...this.blockingConns.values()].filter(Boolean) as RedisClient[];
+    await Promise.all(
+      all.map(async (c) => {
+        try {
+          await Promise.race([c.quit(), new Promise((r) => setTimeout(r, this.config.redis.commandTimeoutMs))]);
+        } catch {
+          /* already closed */
+        } finally {
+          c.disconnect();
+        }
+      }),
+    );
+  }
+
+  private create(role: string, overrides: { commandTimeout?: number } = {}): RedisClient {
+    const cfg = this.config.redis;
+    const t = cfg.topology;
+    let conn: RedisClient;
+    if (t.mode === 'cluster') {
+      const opts = clusterOptions(cfg);
+      if ('commandTimeout' in overrides) opts.redisOptions = { ...opts.redisOptions, commandTimeout: overrides.commandTimeout };
+      conn = new Cluster(t.nodes, opts);
+    } else {
+      const opts = { ...standaloneOrSentinelOptions(cfg), ...overrides, connectionName: `redis-pay:${role}` };
+      conn = t.mode === 'standalone' ? new Redis(t.url, opts) : t.mode === 'managed' ? new Redis({ ...opts, host: '127.0.0.1', port: t.port }) : new Redis(opts);
+    }
+    conn.on('error', (err: Error) => {
+      this.metrics.redisErrors.inc({ kind: 'connection' });
+      // A down Redis emits an error per reconnect attempt; log at most once a second.
+      const now = Date.now();
+      if (now - this.lastErrorLog > 1000) {
+        this.lastErrorLog = now;
+        this.logger.warn({ role, err: err.message }, 'redis connection error');
+      }
+    });
+    if (role !== 'command' && conn.status === 'wait') conn.connect().catch(() => undefined);
+    return conn;
+  }
+}

@@ -1,0 +1,117 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type Redis from 'ioredis';
+import { MetricsService } from '../metrics/metrics.service';
+import { isRedisUnavailable, RedisUnavailableError } from '../redis/redis-unavailable.error';
+import { RedisService } from '../redis/redis.service';
+import { scriptErrorFor } from './script-errors';
+import { DEFAULT_LUA_DIR, loadAllScripts, ScriptDefinition } from './script-loader';
+
+export type ScriptArg = string | number | Buffer;
+
+/**
+ * Every Lua script under `lua/`, loaded from disk once. At boot each script is
+ * SCRIPT LOADed on every master; calls go by EVALSHA (ioredis falls back to
+ * EVAL, which caches the script again, when a node answers NOSCRIPT after a
+ * restart or failover). Modules call scripts only through typed wrappers that
+ * use `run()`.
+ */
+@Injectable()
+export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(ScriptRegistry.name);
+  private readonly scripts: Map<string, ScriptDefinition>;
+  private loaded = false;
+  private retryTimer?: NodeJS.Timeout;
+  private stopped = false;
+
+  constructor(
+    private readonly redis: RedisService,
+    private readonly metrics: MetricsService,
+  ) {
+    this.scripts = loadAllScripts(DEFAULT_LUA_DIR);
+    for (const def of this.scripts.values()) {
+      this.redis.client.defineCommand(def.command, { numberOfKeys: def.numberOfKeys, lua: def.source });
+    }
+    // A restarted or new node has an empty script cache: load again whenever the connection comes back.
+    this.redis.client.on('ready', () => {
+      if (this.loaded) void this.loadAll().catch(() => undefined);
+    });
+  }
+
+  /** True once every script has been loaded on every master. */
+  get isLoaded(): boolean {
+    return this.loaded;
+  }
+
+  list(): ScriptDefinition[] {
+    return [...this.scripts.values()];
+  }
+
+  get(id: string): ScriptDefinition {
+    const def = this.scripts.get(id);
+    if (!def) throw new Error(`unknown script ${id}`);
+    return def;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.warm();
+  }
+
+  onApplicationShutdown(): void {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+  }
+
+  /** Connects and loads the scripts; on failure retries every second in the background until it succeeds. */
+  private async warm(): Promise<void> {
+    try {
+      await this.redis.warmUp();
+      await this.loadAll();
+      this.logger.log({ scripts: this.scripts.size, masters: this.redis.masters().length }, 'redis warm, scripts loaded');
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'redis not ready yet; retrying');
+      if (!this.stopped) this.retryTimer = setTimeout(() => void this.warm(), 1000);
+    }
+  }
+
+  /** SCRIPT LOAD of every script on every master node. */
+  async loadAll(): Promise<void> {
+    const masters = this.redis.masters();
+    if (masters.length === 0) throw new RedisUnavailableError();
+    await Promise.all(masters.map((node) => this.loadOn(node)));
+    this.loaded = true;
+  }
+
+  private async loadOn(node: Redis): Promise<void> {
+    const pipeline = node.pipeline();
+    for (const def of this.scripts.values()) pipeline.script('LOAD', def.source);
+    const results = (await pipeline.exec()) ?? [];
+    const defs = [...this.scripts.values()];
+    results.forEach(([err, sha], i) => {
+      if (err) throw err;
+      if (sha !== defs[i].sha) throw new Error(`script ${defs[i].id} loaded with sha ${String(sha)}, expected ${defs[i].sha}`);
+    });
+  }
+
+  /**
+   * Runs a script by EVALSHA. A negative integer result is a script result code
+   * and becomes a typed `ScriptError`; an unreachable Redis becomes `RedisUnavailableError`.
+   */
+  async run<T = unknown>(id: string, keys: readonly string[], args: readonly ScriptArg[] = []): Promise<T> {
+    const def = this.get(id);
+    if (keys.length !== def.numberOfKeys) throw new Error(`script ${id} takes ${def.numberOfKeys} keys, got ${keys.length}`);
+    let result: unknown;
+    try {
+      const cmd = (this.redis.client as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[def.command];
+      result = await cmd.call(this.redis.client, ...keys, ...args);
+    } catch (err) {
+      if (isRedisUnavailable(err)) {
+        this.metrics.redisErrors.inc({ kind: 'unavailable' });
+        throw new RedisUnavailableError(err);
+      }
+      this.metrics.redisErrors.inc({ kind: 'command' });
+      throw err;
+    }
+    if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
+    return result as T;
+  }
+}
