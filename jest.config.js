@@ -4,7 +4,7 @@
  * and end-to-end specs that boot the whole app on Fastify.
  * Every Redis the tests use is started by the harness in test/harness.
  */
-const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }];
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
 const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, moduleFileExtensions: ['ts', 'js', 'json'] };
 
 /** @type {import('jest').Config} */

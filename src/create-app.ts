@@ -3,12 +3,11 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
-import { AllExceptionsFilter, toErrorResponse } from './http/all-exceptions.filter';
+import { AllExceptionsFilter } from './http/all-exceptions.filter';
 import { requestIdGenerator } from './http/logging';
 import { setupSwagger } from './http/swagger';
 import { createValidationPipe } from './http/validation';
 import { MetricsService } from './metrics/metrics.service';
-import { Logger as NestLogger } from '@nestjs/common';
 
 /**
  * Builds the whole application on Fastify, initialised but not listening.
@@ -44,13 +43,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     );
     done();
   });
-  // Errors raised by Fastify itself (body too large, malformed JSON) get the same body shape.
-  const errLogger = new NestLogger('HttpError');
-  fastify.setErrorHandler((err, req, reply) => {
-    const { status, body, headers } = toErrorResponse(err, String(req.id), config.redis.retryAfterS, errLogger);
-    void reply.status(status).headers(headers).send(body);
-  });
-
   if (config.swaggerEnabled) setupSwagger(app);
   await app.init();
   await fastify.ready();

@@ -29,7 +29,7 @@ const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? unde
  * `load-config.ts` and in `.env.example`; keep the three in step.
  */
 export class EnvSchema {
-  @IsOptional() @IsIn(['development', 'test', 'production'])
+  @IsOptional() @Transform(emptyToUndefined) @IsIn(['development', 'test', 'production'])
   NODE_ENV?: 'development' | 'test' | 'production';
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(65535)
@@ -38,7 +38,7 @@ export class EnvSchema {
   @IsOptional() @Transform(emptyToUndefined) @IsString() @MaxLength(255)
   HOST?: string;
 
-  @IsOptional() @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  @IsOptional() @Transform(emptyToUndefined) @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL?: string;
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(1024) @Max(10 * 1024 * 1024)
@@ -84,7 +84,7 @@ export class EnvSchema {
   @IsOptional() @Transform(toBool) @IsBoolean()
   REDIS_TLS_REJECT_UNAUTHORIZED?: boolean;
 
-  @IsOptional() @Matches(/^[A-Za-z0-9_.-]{1,32}$/, { message: 'must be 1-32 characters of A-Z a-z 0-9 _ . - (no braces or colons)' })
+  @IsOptional() @Transform(emptyToUndefined) @Matches(/^[A-Za-z0-9_.-]{1,32}$/, { message: 'must be 1-32 characters of A-Z a-z 0-9 _ . - (no braces or colons)' })
   REDIS_KEY_PREFIX?: string;
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(60_000)
@@ -103,7 +103,7 @@ export class EnvSchema {
   REDIS_MANAGED_DIR?: string;
 
   // --- Identities ------------------------------------------------------------
-  @IsOptional() @IsIn(['HS256', 'RS256', 'ES256'])
+  @IsOptional() @Transform(emptyToUndefined) @IsIn(['HS256', 'RS256', 'ES256'])
   JWT_ALGORITHM?: 'HS256' | 'RS256' | 'ES256';
 
   @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(32, { message: 'must be at least 32 characters' }) @MaxLength(4096)

@@ -1,3 +1,4 @@
+import { createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { plainToInstance } from 'class-transformer';
@@ -42,10 +43,13 @@ export function parseNamedSecrets(variable: string, raw: string): Map<string, st
   return out;
 }
 
-function parseHostPorts(raw: string): HostPort[] {
+function parseHostPorts(variable: string, raw: string): HostPort[] {
   return raw.split(',').map((hp) => {
     const i = hp.lastIndexOf(':');
-    return { host: hp.slice(0, i), port: Number(hp.slice(i + 1)) };
+    const host = hp.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+    const port = Number(hp.slice(i + 1));
+    if (!host || !Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError(variable, `has an invalid host:port "${hp}"`);
+    return { host, port };
   });
 }
 
@@ -67,9 +71,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const errors = validateSync(parsed, { whitelist: false, forbidUnknownValues: false });
   if (errors.length > 0) {
     const e = errors[0];
-    const why = Object.values(e.constraints ?? {})[0] ?? 'is invalid';
     // class-validator messages start with the property name; strip it so ours does exactly once.
-    throw new ConfigError(e.property, why.startsWith(e.property) ? why.slice(e.property.length).trim() : why);
+    // Reversed: the type check (declared last) reads better first than a range check.
+    const msgs = Object.values(e.constraints ?? {})
+      .map((m) => (m.startsWith(e.property) ? m.slice(e.property.length).trim() : m))
+      .reverse();
+    throw new ConfigError(e.property, msgs.join('; ') || 'is invalid');
   }
   const s = parsed;
   const nodeEnv = s.NODE_ENV ?? 'development';
@@ -109,6 +116,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   } else {
     if (!s.JWT_PUBLIC_KEY) throw new ConfigError('JWT_PUBLIC_KEY', `is required when JWT_ALGORITHM is ${algorithm}`);
     key = readPem('JWT_PUBLIC_KEY', s.JWT_PUBLIC_KEY);
+    let type: string | undefined;
+    try {
+      type = createPublicKey(key).asymmetricKeyType;
+    } catch {
+      throw new ConfigError('JWT_PUBLIC_KEY', 'is not a valid PEM public key');
+    }
+    const want = algorithm === 'ES256' ? 'ec' : 'rsa';
+    if (type !== want) throw new ConfigError('JWT_PUBLIC_KEY', `is a ${type} key but JWT_ALGORITHM is ${algorithm}`);
   }
   cfg.jwt = {
     algorithm,
@@ -144,8 +159,14 @@ function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefine
     if (prod) throw new ConfigError(variable, 'is required in production');
     return parseNamedSecrets(variable, DEV_DEFAULTS[variable]);
   }
-  if (prod && raw === DEV_DEFAULTS[variable]) throw new ConfigError(variable, 'is the development default; production needs its own');
-  return parseNamedSecrets(variable, raw);
+  const parsed = parseNamedSecrets(variable, raw);
+  if (prod) {
+    const dev = new Set(parseNamedSecrets(variable, DEV_DEFAULTS[variable]).values());
+    for (const [name, secret] of parsed) {
+      if (dev.has(secret)) throw new ConfigError(variable, `entry "${name}" uses a development default secret; production needs its own`);
+    }
+  }
+  return parsed;
 }
 
 function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
@@ -160,12 +181,12 @@ function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
     if (!s.REDIS_SENTINEL_MASTER) throw new ConfigError('REDIS_SENTINEL_MASTER', 'is required with REDIS_SENTINELS');
     return {
       mode: 'sentinel',
-      sentinels: parseHostPorts(s.REDIS_SENTINELS),
+      sentinels: parseHostPorts('REDIS_SENTINELS', s.REDIS_SENTINELS),
       masterName: s.REDIS_SENTINEL_MASTER,
       sentinelPassword: s.REDIS_SENTINEL_PASSWORD,
     };
   }
-  if (s.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: parseHostPorts(s.REDIS_CLUSTER_NODES) };
+  if (s.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', s.REDIS_CLUSTER_NODES) };
   if (prod) throw new ConfigError('REDIS_URL', 'is required in production (or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES); production never starts a local redis-server');
   return { mode: 'managed', port: s.REDIS_MANAGED_PORT ?? 6380, dir: resolve(s.REDIS_MANAGED_DIR ?? '.data/redis') };
 }

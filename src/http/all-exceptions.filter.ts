@@ -43,7 +43,7 @@ export function toErrorResponse(err: unknown, requestId: string, retryAfterS: nu
   if (err instanceof ApiError) {
     return { status: err.getStatus(), body: body(err.getStatus(), err.code, err.message, err.details), headers: err.headers };
   }
-  if (err instanceof ScriptError) {
+  if (err instanceof ScriptError && err.status < 500) {
     return { status: err.status, body: body(err.status, err.codeName, err.message), headers: {} };
   }
   if (isRedisUnavailable(err)) {

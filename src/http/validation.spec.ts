@@ -1,0 +1,135 @@
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Max, Min, MinLength, ValidateNested, ValidationError } from 'class-validator';
+import { ApiError } from './api-error';
+import { createValidationPipe, type FieldError, flattenValidationErrors } from './validation';
+
+class LineDto {
+  @IsString() @MinLength(1)
+  sku!: string;
+
+  @IsInt() @Min(1) @Max(100)
+  qty!: number;
+}
+
+class AddressDto {
+  @IsString()
+  city!: string;
+}
+
+class OrderDto {
+  @IsInt() @Min(1)
+  amount!: number;
+
+  @IsOptional() @IsString()
+  note?: string;
+
+  @ValidateNested() @Type(() => AddressDto)
+  address!: AddressDto;
+
+  @ValidateNested({ each: true }) @Type(() => LineDto)
+  lines!: LineDto[];
+}
+
+const valid = () => ({ amount: 500, address: { city: 'Oslo' }, lines: [{ sku: 'a', qty: 1 }] });
+
+const ve = (property: string, constraints?: Record<string, string>, children: ValidationError[] = []): ValidationError =>
+  Object.assign(new ValidationError(), { property, constraints, children });
+
+describe('Validation', () => {
+  describe(flattenValidationErrors.name, () => {
+    it('gives dotted paths with [i] for array indexes', () => {
+      const errors = [
+        ve('a', undefined, [ve('b', undefined, [ve('0', undefined, [ve('c', { isInt: 'c must be an integer number' })])])]),
+      ];
+      expect(flattenValidationErrors(errors)).toEqual([{ field: 'a.b[0].c', errors: ['c must be an integer number'] }]);
+    });
+
+    it('handles nested arrays, top-level fields and errors on both a parent and its children', () => {
+      const errors = [
+        ve('amount', { min: 'amount must not be less than 1', isInt: 'amount must be an integer number' }),
+        ve('grid', { arrayMinSize: 'grid too small' }, [ve('2', undefined, [ve('10', { isInt: 'bad cell' })])]),
+        ve('x', undefined, [ve('y', undefined, [ve('z', { isString: 'z must be a string' })])]),
+      ];
+      expect(flattenValidationErrors(errors)).toEqual<FieldError[]>([
+        { field: 'amount', errors: ['amount must not be less than 1', 'amount must be an integer number'] },
+        { field: 'grid', errors: ['grid too small'] },
+        { field: 'grid[2][10]', errors: ['bad cell'] },
+        { field: 'x.y.z', errors: ['z must be a string'] },
+      ]);
+    });
+
+    it('only treats all-digit properties as indexes', () => {
+      expect(flattenValidationErrors([ve('a', undefined, [ve('1b', { c: 'm' })])])).toEqual([{ field: 'a.1b', errors: ['m'] }]);
+    });
+
+    it('returns nothing for no errors and for errors without constraints anywhere', () => {
+      expect(flattenValidationErrors([])).toEqual([]);
+      expect(flattenValidationErrors([ve('a', undefined, [ve('b')])])).toEqual([]);
+    });
+  });
+
+  describe(createValidationPipe.name, () => {
+    const pipe = createValidationPipe();
+    const run = (value: unknown) => pipe.transform(value, { type: 'body', metatype: OrderDto });
+
+    async function failure(value: unknown): Promise<ApiError> {
+      let caught: unknown;
+      try {
+        await run(value);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(ApiError);
+      const err = caught as ApiError;
+      expect(err.getStatus()).toBe(400);
+      expect(err.code).toBe('VALIDATION_FAILED');
+      return err;
+    }
+    const fields = (err: ApiError) => (err.details as FieldError[]).map((d) => d.field);
+
+    it('returns a DTO instance for a valid body', async () => {
+      const out = await run(valid());
+      expect(out).toBeInstanceOf(OrderDto);
+      expect((out as OrderDto).address).toBeInstanceOf(AddressDto);
+      expect((out as OrderDto).lines[0]).toBeInstanceOf(LineDto);
+    });
+
+    it('rejects an unknown top-level field and names it', async () => {
+      const err = await failure({ ...valid(), admin: true });
+      expect(err.details).toEqual([{ field: 'admin', errors: ['property admin should not exist'] }]);
+      expect(err.message).toContain('admin');
+    });
+
+    it('rejects an unknown nested field with its path', async () => {
+      const body = valid();
+      const err = await failure({ ...body, lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 2, price: 1 }] });
+      expect(fields(err)).toEqual(['lines[1].price']);
+    });
+
+    it('names the failing field inside an array element', async () => {
+      const err = await failure({ ...valid(), lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 1000 }] });
+      expect(fields(err)).toEqual(['lines[1].qty']);
+      expect(err.message).toBe('qty must not be greater than 100');
+    });
+
+    it('names nested object fields', async () => {
+      expect(fields(await failure({ ...valid(), address: { city: 7 } }))).toEqual(['address.city']);
+    });
+
+    it('does not convert types implicitly', async () => {
+      const err = await failure({ ...valid(), amount: '500' });
+      expect(fields(err)).toEqual(['amount']);
+    });
+
+    it('reports every failing field, joined in the message', async () => {
+      const err = await failure({ amount: 0, address: {}, lines: [{ sku: '', qty: 1 }], extra: 1 });
+      expect(fields(err).sort()).toEqual(['address.city', 'amount', 'extra', 'lines[0].sku'].sort());
+      expect(err.message.split('; ')).toHaveLength(4);
+    });
+
+    it('does not echo the rejected values', async () => {
+      const err = await failure({ ...valid(), note: { secret: 'p4ssw0rd-value' } });
+      expect(JSON.stringify({ message: err.message, details: err.details })).not.toContain('p4ssw0rd-value');
+    });
+  });
+});
