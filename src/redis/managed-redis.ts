@@ -54,7 +54,8 @@ export class ManagedRedis {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     const exited = new Promise<void>((r) => this.child.once('exit', () => r()));
     this.child.kill('SIGTERM');
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]).finally(() => clearTimeout(timer));
     this.say('[managed-redis] stopped');
   }
 }

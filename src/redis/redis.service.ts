@@ -76,11 +76,14 @@ export class RedisService implements OnApplicationShutdown {
     await Promise.all(
       all.map(async (c) => {
         try {
-          await Promise.race([c.quit(), new Promise((r) => setTimeout(r, this.config.redis.commandTimeoutMs))]);
+          let timer: NodeJS.Timeout | undefined;
+          const timeout = new Promise((r) => (timer = setTimeout(r, this.config.redis.commandTimeoutMs)));
+          await Promise.race([c.quit(), timeout]).finally(() => clearTimeout(timer));
         } catch {
           /* already closed */
         } finally {
-          c.disconnect();
+          // quit() normally ends it; disconnect only what is still open (a second disconnect leaves a 2 s timer behind).
+          if (c.status !== 'end') c.disconnect();
         }
       }),
     );

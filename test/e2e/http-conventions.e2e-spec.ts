@@ -1,0 +1,158 @@
+import Redis from 'ioredis';
+import request from 'supertest';
+import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { startTestApp, TestApp, userToken } from '../support/test-app';
+
+const ERROR_KEYS = ['statusCode', 'error', 'message', 'requestId'];
+
+function expectErrorShape(body: Record<string, unknown>, status: number, requestId?: string) {
+  expect(body.statusCode).toBe(status);
+  for (const k of ERROR_KEYS) expect(body).toHaveProperty(k);
+  expect(Object.keys(body).every((k) => [...ERROR_KEYS, 'details'].includes(k))).toBe(true);
+  expect(JSON.stringify(body)).not.toMatch(/\n\s+at |node_modules|\.ts:\d+/);
+  if (requestId) expect(body.requestId).toBe(requestId);
+}
+
+describe('HTTP conventions', () => {
+  let redis: RedisServerHandle;
+  let t: TestApp;
+  let raw: Redis;
+  const token = userToken('acc_http');
+  const auth = { authorization: `Bearer ${token}` };
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    t = await startTestApp(redis.url, { BODY_LIMIT_BYTES: '2048' });
+    raw = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    raw.disconnect();
+    await t.close();
+    await redis.destroy();
+  });
+
+  const storedKeys = () => raw.keys(`${t.config.redis.keyPrefix}:diagnostics:*`);
+
+  describe('request id', () => {
+    it('echoes a well-formed X-Request-Id and puts it in error bodies', async () => {
+      const res = await request(t.server).get('/diagnostics/whoami').set('x-request-id', 'req-abc.123');
+      expect(res.status).toBe(401);
+      expect(res.headers['x-request-id']).toBe('req-abc.123');
+      expectErrorShape(res.body, 401, 'req-abc.123');
+    });
+
+    it('replaces a malformed request id with a fresh UUID', async () => {
+      const res = await request(t.server).get('/health/live').set('x-request-id', 'bad id with spaces');
+      expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    });
+
+    it('generates one when none is sent, different per request', async () => {
+      const a = await request(t.server).get('/health/live');
+      const b = await request(t.server).get('/health/live');
+      expect(a.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
+    });
+  });
+
+  describe('validation and error bodies', () => {
+    it('accepts a valid request and runs the script for the token account', async () => {
+      const res = await request(t.server).post('/diagnostics/touch').set(auth).send({ label: 'home' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ accountId: 'acc_http', label: 'home', count: 1 });
+      expect(await raw.hget(`${t.config.redis.keyPrefix}:diagnostics:{acc_http}:visits:home`, 'n')).toBe('1');
+    });
+
+    it.each([
+      ['an unknown field', { label: 'a', accountId: 'someone-else' }, 'accountId'],
+      ['a string that is too long', { label: 'x'.repeat(33) }, 'label'],
+      ['a wrong type', { label: 42 }, 'label'],
+      ['a number out of range', { label: 'a', ttlSeconds: 10_000_000 }, 'ttlSeconds'],
+      ['a numeric string where a number is required', { label: 'a', ttlSeconds: '60' }, 'ttlSeconds'],
+      ['a missing field', {}, 'label'],
+    ])('rejects %s with 400 naming the field, storing nothing', async (_what, body, field) => {
+      const before = await storedKeys();
+      const res = await request(t.server).post('/diagnostics/touch').set(auth).send(body);
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body, 400);
+      expect(res.body.error).toBe('VALIDATION_FAILED');
+      expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
+      expect(res.body.message).toContain(field);
+      expect(await storedKeys()).toEqual(before);
+    });
+
+    it('rejects malformed JSON with 400 in the standard shape', async () => {
+      const res = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send('{"label":');
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body, 400);
+    });
+
+    it('rejects a body over the size limit with 413 in the standard shape', async () => {
+      const res = await request(t.server)
+        .post('/diagnostics/touch')
+        .set(auth)
+        .send({ label: 'a', pad: 'x'.repeat(4096) });
+      expect(res.status).toBe(413);
+      expectErrorShape(res.body, 413);
+      expect(res.body.error).toBe('PAYLOAD_TOO_LARGE');
+    });
+
+    it('answers an unknown route with 404 in the standard shape', async () => {
+      const res = await request(t.server).get('/no/such/route').set('x-request-id', 'r404');
+      expect(res.status).toBe(404);
+      expectErrorShape(res.body, 404, 'r404');
+    });
+  });
+
+  describe('Swagger', () => {
+    it('serves Swagger UI at /docs and an OpenAPI document with the four security schemes', async () => {
+      const ui = await request(t.server).get('/docs/');
+      expect(ui.status).toBe(200);
+      expect(ui.text).toContain('swagger');
+      const doc = await request(t.server).get('/docs/openapi.json');
+      expect(doc.status).toBe(200);
+      const schemes = doc.body.components.securitySchemes;
+      expect(Object.keys(schemes).sort()).toEqual(['AdminKey', 'AppUserJwt', 'MerchantId', 'MerchantSecret', 'ServiceToken']);
+      expect(doc.body.paths['/diagnostics/touch'].post.security).toEqual([{ AppUserJwt: [] }]);
+    });
+  });
+
+  describe('when Redis is unreachable', () => {
+    it('answers 503 within the command timeout when Redis hangs (no reply at all)', async () => {
+      await raw.call('CLIENT', 'PAUSE', '3000', 'ALL');
+      try {
+        const started = Date.now();
+        const res = await request(t.server).post('/diagnostics/touch').set(auth).send({ label: 'hang' });
+        const elapsed = Date.now() - started;
+        expect(res.status).toBe(503);
+        expect(res.headers['retry-after']).toBe('1');
+        expect(res.body.error).toBe('REDIS_UNAVAILABLE');
+        expect(elapsed).toBeLessThan(2 * t.config.redis.commandTimeoutMs + 500);
+      } finally {
+        await raw.call('CLIENT', 'UNPAUSE');
+      }
+    });
+
+    it('answers 503 with Retry-After within the command timeout, then recovers', async () => {
+      await redis.stop();
+      try {
+        const started = Date.now();
+        const res = await request(t.server).post('/diagnostics/touch').set(auth).send({ label: 'down' });
+        const elapsed = Date.now() - started;
+        expect(res.status).toBe(503);
+        expect(res.headers['retry-after']).toBe('1');
+        expectErrorShape(res.body, 503);
+        expect(res.body.error).toBe('REDIS_UNAVAILABLE');
+        // command timeout is 500 ms; rate limit + script = at most two timed-out commands
+        expect(elapsed).toBeLessThan(2 * t.config.redis.commandTimeoutMs + 500);
+      } finally {
+        await redis.start();
+      }
+      let status = 0;
+      for (let i = 0; i < 50 && status !== 200; i++) {
+        status = (await request(t.server).post('/diagnostics/touch').set(auth).send({ label: 'back' })).status;
+        if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status).toBe(200);
+    });
+  });
+});
