@@ -9,9 +9,11 @@ const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, modu
 
 /** @type {import('jest').Config} */
 module.exports = {
+  // Integration and e2e suites start real redis-server processes; a global option (ignored per project).
+  testTimeout: 60000,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
-    { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'], testTimeout: 60000 },
-    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'], testTimeout: 60000 },
+    { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'] },
+    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
   ],
 };

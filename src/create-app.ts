@@ -43,6 +43,17 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     );
     done();
   });
+  // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open.
+  let draining = false;
+  fastify.addHook('preClose', (done) => {
+    draining = true;
+    done();
+  });
+  fastify.addHook('onSend', (_req, reply, payload, done) => {
+    if (draining) void reply.header('connection', 'close');
+    done(null, payload);
+  });
+
   if (config.swaggerEnabled) setupSwagger(app);
   await app.init();
   await fastify.ready();

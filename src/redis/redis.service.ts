@@ -78,7 +78,8 @@ export class RedisService implements OnApplicationShutdown {
         try {
           let timer: NodeJS.Timeout | undefined;
           const timeout = new Promise((r) => (timer = setTimeout(r, this.config.redis.commandTimeoutMs)));
-          await Promise.race([c.quit(), timeout]).finally(() => clearTimeout(timer));
+          const ended = new Promise((r) => c.once('end', r));
+          await Promise.race([c.quit().then(() => ended), timeout]).finally(() => clearTimeout(timer));
         } catch {
           /* already closed */
         } finally {

@@ -1,0 +1,131 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { connect } from 'node:net';
+import Redis from 'ioredis';
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
+import { RedisService } from '../../src/redis/redis.service';
+import { freePort } from '../harness/free-port';
+import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { startTestApp, userToken } from '../support/test-app';
+
+const MAIN = resolve(__dirname, '../../dist/main.js');
+
+const portOpen = (port: number) =>
+  new Promise<boolean>((r) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => (s.end(), r(true)));
+    s.once('error', () => (s.destroy(), r(false)));
+  });
+
+async function until<T>(fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function runMain(env: Record<string, string>): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
+  let out = '';
+  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  return { child, output: () => out, exit };
+}
+
+describe('Lifecycle', () => {
+  describe('graceful shutdown (in process)', () => {
+    let redis: RedisServerHandle;
+    beforeAll(async () => {
+      redis = await startRedisServer();
+    });
+    afterAll(() => redis.destroy());
+
+    it('finishes an in-flight request, stops accepting, stops workers before closing Redis', async () => {
+      const t = await startTestApp(redis.url, { REDIS_COMMAND_TIMEOUT_MS: '3000' });
+      const events: string[] = [];
+      const redisService = t.app.get(RedisService);
+      const admin = new Redis(redis.url);
+      const visitKey = `${t.config.redis.keyPrefix}:diagnostics:{acc_sd}:visits:drain`;
+      t.app.get(BackgroundWorkers).register('probe', {
+        stop: async () => {
+          // Server side, the in-flight request must be done by now, and Redis still open for the worker.
+          events.push(`worker stopped after visit ${await admin.hget(visitKey, 'n')}, redis ${redisService.client.status}`);
+        },
+      });
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const port = (t.app.getHttpServer().address() as { port: number }).port;
+      // Hold Redis for 800 ms so the request below is in flight when shutdown starts.
+      await admin.call('CLIENT', 'PAUSE', '800', 'WRITE');
+      const inFlight = fetch(`http://127.0.0.1:${port}/diagnostics/touch`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken('acc_sd')}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ label: 'drain' }),
+      });
+      await new Promise((r) => setTimeout(r, 200));
+      const closing = t.app.close().then(() => events.push(`closed, redis ${redisService.client.status}`));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await portOpen(port)).toBe(false); // no longer accepting
+      const res = await inFlight;
+      expect(res.status).toBe(200);
+      expect(res.headers.get('connection')).toBe('close');
+      expect((await res.json()).count).toBe(1);
+      await closing;
+      admin.disconnect();
+      expect(events).toEqual(['worker stopped after visit 1, redis ready', 'closed, redis end']);
+    });
+  });
+
+  describe('the real process (dist/main.js)', () => {
+    beforeAll(() => {
+      if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
+    });
+
+    it('in development with no Redis configured, supervises a local redis-server (AOF, noeviction) and stops it on SIGTERM', async () => {
+      const [port, redisPort] = [await freePort(), await freePort()];
+      const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
+      const p = runMain({ NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'warn' });
+      try {
+        await until(async () => ((await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30_000);
+        expect(p.output()).toContain('[managed-redis]');
+        const r = new Redis(redisPort);
+        expect(await r.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
+        expect(await r.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
+        expect(await r.config('GET', 'dir')).toEqual(['dir', dir]);
+        r.disconnect();
+        const pid = Number(readFileSync(join(dir, 'redis.pid'), 'utf8'));
+        p.child.kill('SIGTERM');
+        expect(await p.exit).toBe(0);
+        expect(await portOpen(redisPort)).toBe(false);
+        expect(existsSync(`/proc/${pid}`)).toBe(false);
+      } finally {
+        p.child.kill('SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('in production refuses to start without Redis settings, naming the variable', async () => {
+      const p = runMain({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) });
+      expect(await p.exit).toBe(78);
+      expect(p.output()).toMatch(/Configuration error: REDIS_URL is required in production/);
+    });
+
+    it('stops with a message naming a bad setting', async () => {
+      const p = runMain({ NODE_ENV: 'development', PORT: 'eighty' });
+      expect(await p.exit).toBe(78);
+      expect(p.output()).toMatch(/Configuration error: PORT /);
+    });
+
+    it('never spawns redis-server in production', async () => {
+      const before = spawnSync('pgrep', ['-c', 'redis-server']).stdout.toString().trim();
+      const p = runMain({ NODE_ENV: 'production', JWT_SECRET: 'y'.repeat(40) });
+      await p.exit;
+      expect(spawnSync('pgrep', ['-c', 'redis-server']).stdout.toString().trim()).toBe(before);
+    });
+  });
+});
