@@ -11,6 +11,7 @@ const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, modu
 module.exports = {
   // Integration and e2e suites start real redis-server processes; a global option (ignored per project).
   testTimeout: 60000,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
     { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'] },

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 /** What the managed server reports to the console (plain lines; runs before the app logger exists). */
 type Say = (line: string) => void;
 
-const which = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).stdout.trim() || undefined;
+export const which = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).stdout.trim() || undefined;
 
 /**
  * A local `redis-server` the service supervises in development when no Redis
@@ -60,7 +60,8 @@ export class ManagedRedis {
   }
 }
 
-function installRedis(say: Say): string {
+/** Installs Debian's redis-server and redis-tools with apt-get (root), saying so on the console. */
+export function installRedis(say: Say): string {
   say('[managed-redis] redis-server is not installed; installing the OS package "redis-server" with apt-get (needs root)...');
   if (!which('apt-get')) throw new Error('redis-server is missing and apt-get is not available: install Redis 7 or set REDIS_URL');
   try {
@@ -68,7 +69,7 @@ function installRedis(say: Say): string {
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
     execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server', 'redis-tools'], { stdio: 'inherit', env });
   } catch (err) {
-    throw new Error(`could not install redis-server (${(err as Error).message}); install it or set REDIS_URL`);
+    throw new Error(`could not install redis-server (${(err as Error).message}); install it or set REDIS_URL`, { cause: err });
   }
   const bin = which('redis-server');
   if (!bin) throw new Error('redis-server still not found after installing; set REDIS_URL');

@@ -74,7 +74,7 @@ describe('Lifecycle', () => {
       const res = await inFlight;
       expect(res.status).toBe(200);
       expect(res.headers.get('connection')).toBe('close');
-      expect((await res.json()).count).toBe(1);
+      expect(((await res.json()) as { count: number }).count).toBe(1);
       await closing;
       admin.disconnect();
       expect(events).toEqual(['worker stopped after visit 1, redis ready', 'closed, redis end']);

@@ -1,0 +1,25 @@
+/**
+ * Mints a development app-user token: `npm run token -- <accountId> [ttlSeconds]`.
+ * Uses JWT_SECRET from the environment or `.env`, else the development default.
+ * Refuses to run with NODE_ENV=production: production tokens come from the identity provider.
+ */
+import { existsSync } from 'node:fs';
+import { sign } from 'jsonwebtoken';
+import { DEV_DEFAULTS } from '../src/config/load-config';
+
+if (existsSync('.env')) process.loadEnvFile('.env');
+const [accountId, ttl = '86400'] = process.argv.slice(2);
+if (!accountId || !/^[A-Za-z0-9_.:-]{1,64}$/.test(accountId) || !/^\d+$/.test(ttl)) {
+  console.error('usage: npm run token -- <accountId> [ttlSeconds]   (accountId: 1-64 of A-Z a-z 0-9 _ . : -)');
+  process.exit(2);
+}
+if (process.env.NODE_ENV === 'production') {
+  console.error('refusing to mint tokens with NODE_ENV=production');
+  process.exit(2);
+}
+if (process.env.JWT_ALGORITHM && process.env.JWT_ALGORITHM !== 'HS256') {
+  console.error(`JWT_ALGORITHM is ${process.env.JWT_ALGORITHM}: mint tokens with the private key of your identity provider`);
+  process.exit(2);
+}
+const secret = process.env.JWT_SECRET || DEV_DEFAULTS.JWT_SECRET;
+process.stdout.write(sign({ sub: accountId }, secret, { algorithm: 'HS256', expiresIn: Number(ttl) }) + '\n');
