@@ -9,7 +9,7 @@ import { SECURITY } from '../auth/security-schemes';
  * Swagger serialises it with Function#toString.
  */
 /* istanbul ignore next */
-async function signMerchantRequest(req: { url: string; method: string; body?: unknown; headers: Record<string, string> }) {
+export async function signMerchantRequest(req: { url: string; method: string; body?: unknown; headers: Record<string, string> }) {
   const secret = req.headers['X-Merchant-Secret'];
   if (!secret) return req;
   delete req.headers['X-Merchant-Secret'];

@@ -89,10 +89,20 @@ describe('Lifecycle', () => {
     it('in development with no Redis configured, supervises a local redis-server (AOF, noeviction) and stops it on SIGTERM', async () => {
       const [port, redisPort] = [await freePort(), await freePort()];
       const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
-      const p = runMain({ NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'warn' });
+      const p = runMain({ NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'info' });
       try {
         await until(async () => ((await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30_000);
         expect(p.output()).toContain('[managed-redis]');
+        // Structured JSON logs carry the request id; credentials are redacted.
+        const token = 'Bearer secret-looking-token-value';
+        await fetch(`http://127.0.0.1:${port}/diagnostics/whoami`, { headers: { 'x-request-id': 'life-123', authorization: token } });
+        const line = await until(async () => {
+          const found = p.output().split('\n').find((l) => l.startsWith('{') && l.includes('life-123'));
+          return found ? (JSON.parse(found) as Record<string, unknown>) : undefined;
+        }, 5000);
+        expect(line.requestId).toBe('life-123');
+        expect(line.res).toEqual({ statusCode: 401 });
+        expect(p.output()).not.toContain('secret-looking-token-value');
         const r = new Redis(redisPort);
         expect(await r.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
         expect(await r.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
