@@ -33,6 +33,26 @@ describe(JwtVerifier.name, () => {
       expect(verifier.verify(hs({ sub: 'acct_42' }))).toBe('acct_42');
     });
 
+    it('remembers a verified token but still enforces its expiry', () => {
+      jest.useFakeTimers({ now: Date.now() });
+      try {
+        const fresh = new JwtVerifier(loadConfig({ NODE_ENV: 'test', JWT_SECRET: SECRET, JWT_CLOCK_TOLERANCE_S: '0' }));
+        const token = hs({ sub: 'acct_cached' }, { expiresIn: 2 });
+        expect(fresh.verify(token)).toBe('acct_cached');
+        expect(fresh.verify(token)).toBe('acct_cached'); // served from the cache
+        jest.setSystemTime(Date.now() + 3000);
+        expect(rejection(fresh, token).message).toBe('Bearer token has expired');
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+
+    it('never caches a token that failed verification', () => {
+      const forged = hs({ sub: 'acct_forged' }, { expiresIn: 60 }, 'another-secret-another-secret-0123');
+      rejection(verifier, forged);
+      rejection(verifier, forged);
+    });
+
     it.each(['a', 'user:123', 'u.s-e_r', 'x'.repeat(64)])('accepts sub %j', (sub) => {
       expect(verifier.verify(hs({ sub }))).toBe(sub);
     });

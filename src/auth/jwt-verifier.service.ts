@@ -1,19 +1,33 @@
 import { Injectable } from '@nestjs/common';
+import { createPublicKey, createSecretKey, KeyObject } from 'node:crypto';
 import { JsonWebTokenError, TokenExpiredError, verify, type VerifyOptions } from 'jsonwebtoken';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
 
 const SUB_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** Verified tokens remembered, so a token is verified once, not on every request. */
+const CACHE_MAX = 50_000;
 
-/** Verifies app-user bearer tokens: signature (HS256, RS256 or ES256 as configured), expiry, and `sub`. */
+/**
+ * Verifies app-user bearer tokens: signature (HS256, RS256 or ES256 as
+ * configured), expiry, and `sub`.
+ *
+ * The key is a `KeyObject` built once: given a string, jsonwebtoken tries to
+ * parse it as a public key on every call (about 0.5 ms). A successful
+ * verification is cached until the token's `exp`, bounded in size; only
+ * tokens that verified are cached, so the cache never admits a bad token.
+ */
 @Injectable()
 export class JwtVerifier {
   private readonly options: VerifyOptions;
-  private readonly key: string;
+  private readonly key: KeyObject;
+  private readonly toleranceMs: number;
+  private readonly verified = new Map<string, { sub: string; expMs: number }>();
 
   constructor(config: AppConfig) {
     const j = config.jwt;
-    this.key = j.key;
+    this.key = j.algorithm === 'HS256' ? createSecretKey(Buffer.from(j.key, 'utf8')) : createPublicKey(j.key);
+    this.toleranceMs = j.clockToleranceS * 1000;
     this.options = {
       algorithms: [j.algorithm],
       issuer: j.issuer,
@@ -24,6 +38,11 @@ export class JwtVerifier {
 
   /** Returns the account id (`sub`) or throws a 401 `ApiError`. */
   verify(token: string): string {
+    const hit = this.verified.get(token);
+    if (hit) {
+      if (Date.now() < hit.expMs + this.toleranceMs) return hit.sub;
+      this.verified.delete(token);
+    }
     let payload: unknown;
     try {
       payload = verify(token, this.key, this.options);
@@ -35,6 +54,8 @@ export class JwtVerifier {
     const claims = payload as { sub?: unknown; exp?: unknown };
     if (typeof claims.exp !== 'number') throw unauthorized('Bearer token has no exp claim');
     if (typeof claims.sub !== 'string' || !SUB_RE.test(claims.sub)) throw unauthorized('Bearer token has no valid sub claim');
+    if (this.verified.size >= CACHE_MAX) this.verified.delete(this.verified.keys().next().value as string);
+    this.verified.set(token, { sub: claims.sub, expMs: claims.exp * 1000 });
     return claims.sub;
   }
 }
