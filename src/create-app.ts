@@ -1,10 +1,9 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { AllExceptionsFilter } from './http/all-exceptions.filter';
-import { requestIdGenerator } from './http/logging';
+import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
 import { setupSwagger } from './http/swagger';
 import { createValidationPipe } from './http/validation';
 import { MetricsService } from './metrics/metrics.service';
@@ -15,9 +14,8 @@ import { MetricsService } from './metrics/metrics.service';
  */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
+    ...fastifyLoggingOptions(config),
     bodyLimit: config.bodyLimitBytes,
-    genReqId: requestIdGenerator(config.requestIdHeader),
-    requestIdHeader: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
@@ -25,11 +23,11 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bufferLogs: true,
     rawBody: true,
   });
-  app.useLogger(app.get(Logger));
+  const fastify = app.getHttpAdapter().getInstance();
+  app.useLogger(new PinoNestLogger(fastify.log));
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter(config));
 
-  const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(MetricsService);
   const header = config.requestIdHeader;
   fastify.addHook('onRequest', (req, reply, done) => {

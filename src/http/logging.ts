@@ -1,54 +1,104 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Params } from 'nestjs-pino';
+import type { LoggerService } from '@nestjs/common';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { AppConfig } from '../config/app-config';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Request headers never written to logs. */
-export const REDACTED_HEADERS = [
-  'authorization',
-  'x-service-token',
-  'x-admin-key',
-  'x-signature',
-  'x-merchant-secret',
-  'cookie',
-];
-
 /**
  * Fastify `genReqId`: keeps a caller's request id when it is well-formed,
- * otherwise makes one. It is stored on the raw request so the pino-http logger
- * and Fastify agree on it.
+ * otherwise makes one.
  */
 export function requestIdGenerator(header: string) {
   return (raw: IncomingMessage): string => {
     const given = raw.headers[header];
-    const id = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
-    (raw as IncomingMessage & { id?: string }).id = id;
-    return id;
+    return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
   };
 }
 
-/** Structured JSON logs (pino) with the request id on every line of a request, secrets redacted. */
-export function loggerParams(config: AppConfig): Params {
+/**
+ * One JSON access-log line per request, written when the response is done:
+ * `{requestId, method, url, route, statusCode, responseTimeMs, caller}`.
+ * Headers are never logged, so credentials cannot leak into logs.
+ */
+export class AccessLogController extends LogController {
+  override incomingRequest(): void {
+    // One line per request is enough: the completion line carries everything.
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const status = reply.statusCode;
+    const line = {
+      method: request.method,
+      url: request.url,
+      route: request.routeOptions.url,
+      statusCode: status,
+      responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+      caller: request.caller && request.caller.kind !== 'anonymous' ? `${request.caller.kind}:${request.caller.id}` : undefined,
+    };
+    if (error || status >= 500) reply.log.error({ ...line, err: error ?? undefined }, 'request failed');
+    else if (status >= 400) reply.log.warn(line, 'request rejected');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
+/** Fastify's logger (pino): JSON lines, the request id on every line of a request. */
+export function fastifyLoggingOptions(config: AppConfig): Pick<FastifyServerOptions, 'logger' | 'logController' | 'genReqId' | 'requestIdHeader'> {
   return {
-    pinoHttp: {
+    logger: {
       level: config.logLevel,
-      genReqId: (req) => (req as IncomingMessage & { id?: string }).id ?? randomUUID(),
-      customAttributeKeys: { reqId: 'requestId' },
-      redact: { paths: REDACTED_HEADERS.map((h) => `req.headers["${h}"]`), censor: '[redacted]' },
-      serializers: {
-        req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
-          method: req.method,
-          url: req.url,
-          headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, REDACTED_HEADERS.includes(k) ? '[redacted]' : v])),
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customSuccessMessage: (req, res) => `${req.method} ${req.url} ${res.statusCode}`,
-      customErrorMessage: (req, res) => `${req.method} ${req.url} ${res.statusCode}`,
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-      quietReqLogger: true,
+      base: { service: 'redis-pay' },
+      // Never serialise a request with its headers (credentials live there).
+      serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }) },
     },
+    logController: new AccessLogController({ requestIdLogLabel: 'requestId' }),
+    genReqId: requestIdGenerator(config.requestIdHeader),
+    requestIdHeader: false,
   };
+}
+
+/**
+ * Nest's LoggerService on top of the same pino logger, so framework and
+ * service logs are JSON too. Accepts both Nest style `log(message, context)`
+ * and pino style `log({fields}, message, context)`.
+ */
+export class PinoNestLogger implements LoggerService {
+  constructor(private readonly pino: FastifyBaseLogger) {}
+
+  log(message: unknown, ...rest: unknown[]): void {
+    this.write('info', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]): void {
+    this.write('error', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.write('warn', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.write('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.write('trace', message, rest);
+  }
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.write('fatal', message, rest);
+  }
+
+  private write(level: 'info' | 'error' | 'warn' | 'debug' | 'trace' | 'fatal', message: unknown, rest: unknown[]): void {
+    if (!(this.pino as unknown as { isLevelEnabled(l: string): boolean }).isLevelEnabled(level)) return;
+    // Nest appends the context (the logger's name) as the last string argument.
+    const args = [...rest];
+    const context = args.length > 0 && typeof args[args.length - 1] === 'string' ? (args.pop() as string) : undefined;
+    if (message !== null && typeof message === 'object' && !(message instanceof Error)) {
+      const msg = typeof args[0] === 'string' ? (args.shift() as string) : undefined;
+      this.pino[level]({ context, ...(message as object) }, msg);
+    } else if (message instanceof Error) {
+      this.pino[level]({ context, err: message }, message.message);
+    } else {
+      // Nest passes an error's stack as the second argument of error().
+      const stack = level === 'error' && typeof args[0] === 'string' ? args[0] : undefined;
+      this.pino[level]({ context, ...(stack ? { stack } : {}) }, String(message));
+    }
+  }
 }

@@ -101,7 +101,7 @@ describe('Lifecycle', () => {
           return found ? (JSON.parse(found) as Record<string, unknown>) : undefined;
         }, 5000);
         expect(line.requestId).toBe('life-123');
-        expect(line.res).toEqual({ statusCode: 401 });
+        expect(line).toMatchObject({ statusCode: 401, method: 'GET', route: '/diagnostics/whoami', service: 'redis-pay' });
         expect(p.output()).not.toContain('secret-looking-token-value');
         const r = new Redis(redisPort);
         expect(await r.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
