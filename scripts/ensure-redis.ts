@@ -1,8 +1,9 @@
 /**
- * Makes sure `redis-server` and `redis-cli` are installed (the test harness
- * and the managed development Redis need them), installing Debian's packages
- * when they are missing. Runs before `npm test`.
+ * Makes sure `redis-server`, `redis-cli` (the test harness and the managed
+ * development Redis need them) and `openssl` (the TLS test makes its
+ * certificates with it) are installed, installing Debian's packages when one
+ * is missing. Runs before `npm test`.
  */
 import { installRedis, which } from '../src/redis/managed-redis';
 
-if (!which('redis-server') || !which('redis-cli')) installRedis((line) => console.log(line));
+if (!which('redis-server') || !which('redis-cli') || !which('openssl')) installRedis((line) => console.log(line), ['openssl']);

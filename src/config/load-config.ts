@@ -98,7 +98,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     topology,
     username: s.REDIS_USERNAME,
     password: s.REDIS_PASSWORD,
-    tls: s.REDIS_TLS ?? false,
+    tls: s.REDIS_TLS ?? (s.REDIS_URL?.startsWith('rediss://') ?? false),
     tlsCaFile: s.REDIS_TLS_CA_FILE,
     tlsRejectUnauthorized: s.REDIS_TLS_REJECT_UNAUTHORIZED ?? true,
     keyPrefix: s.REDIS_KEY_PREFIX ?? 'rp',

@@ -60,14 +60,17 @@ export class ManagedRedis {
   }
 }
 
-/** Installs Debian's redis-server and redis-tools with apt-get (root), saying so on the console. */
-export function installRedis(say: Say): string {
-  say('[managed-redis] redis-server is not installed; installing the OS package "redis-server" with apt-get (needs root)...');
+/**
+ * Installs Debian's redis-server and redis-tools (plus any `extra` packages)
+ * with apt-get (root), saying so on the console. Returns the redis-server path.
+ */
+export function installRedis(say: Say, extra: string[] = []): string {
+  say(`[managed-redis] installing the OS packages ${['redis-server', 'redis-tools', ...extra].join(', ')} with apt-get (needs root)...`);
   if (!which('apt-get')) throw new Error('redis-server is missing and apt-get is not available: install Redis 7 or set REDIS_URL');
   try {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server', 'redis-tools'], { stdio: 'inherit', env });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server', 'redis-tools', ...extra], { stdio: 'inherit', env });
   } catch (err) {
     throw new Error(`could not install redis-server (${(err as Error).message}); install it or set REDIS_URL`, { cause: err });
   }
