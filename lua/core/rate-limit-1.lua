@@ -1,32 +1,33 @@
 --[[
-  Counts one request against a caller's fixed-window rate limit. The window
-  starts at the caller's first request and lasts ARGV[2] ms (PEXPIRE), so the
-  state is one small key per active caller and it cleans itself up.
+  Leases up to ARGV[3] requests from a caller's fixed-window rate limit. The
+  window starts at the caller's first request and lasts ARGV[2] ms (PEXPIRE),
+  so the state is one small key per active caller and it cleans itself up.
+  The counter counts every request granted to any instance, so the limit
+  holds across instances; an instance spends its lease locally.
 
   KEYS[1]  the caller's window counter (string)
   ARGV[1]  limit: requests allowed per window (integer >= 1)
   ARGV[2]  window length in milliseconds (integer >= 1)
+  ARGV[3]  requests wanted now (integer >= 1)
 
-  Returns: {allowed, remaining, resetMs}
-    allowed   1 when the request is within the limit, 0 when over it
-    remaining requests left in this window (0 when over)
+  Returns: {granted, remaining, resetMs}
+    granted   requests granted, 0 .. ARGV[3] (0 = over the limit)
+    remaining requests left in this window after this grant
     resetMs   milliseconds until the window ends
 ]]
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
-local count = redis.call('INCR', KEYS[1])
-local ttl = window
-if count == 1 then
-  redis.call('PEXPIRE', KEYS[1], window)
-else
-  ttl = redis.call('PTTL', KEYS[1])
-  if ttl < 0 then
-    -- A counter without expiry would block the caller for good: repair it.
-    redis.call('PEXPIRE', KEYS[1], window)
-    ttl = window
-  end
+local want = tonumber(ARGV[3])
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  -- New window, or a counter that lost its expiry (which would block the caller for good).
+  ttl = window
 end
-if count > limit then
+local granted = math.min(want, limit - used)
+if granted <= 0 then
   return {0, 0, ttl}
 end
-return {1, limit - count, ttl}
+redis.call('INCRBY', KEYS[1], granted)
+redis.call('PEXPIRE', KEYS[1], ttl)
+return {granted, limit - used - granted, ttl}

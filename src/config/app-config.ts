@@ -39,6 +39,8 @@ export interface JwtConfig {
 export interface RateLimitConfig {
   enabled: boolean;
   windowMs: number;
+  /** Most requests one instance leases from Redis at a time (see RateLimiter). 1 = every request asks Redis. */
+  maxLease: number;
   limits: Record<'user' | 'merchant' | 'service' | 'admin' | 'anonymous', number>;
 }
 

@@ -140,6 +140,9 @@ export class EnvSchema {
   @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
   RATE_LIMIT_WINDOW_MS?: number;
 
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000)
+  RATE_LIMIT_MAX_LEASE?: number;
+
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
   RATE_LIMIT_USER?: number;
 

@@ -103,6 +103,7 @@ describe(loadConfig.name, () => {
       expect(cfg.rateLimit).toEqual({
         enabled: true,
         windowMs: 1000,
+        maxLease: 100,
         limits: { user: 50, merchant: 200, service: 5000, admin: 50, anonymous: 20 },
       });
     });

@@ -143,6 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   cfg.rateLimit = {
     enabled: s.RATE_LIMIT_ENABLED ?? true,
     windowMs: s.RATE_LIMIT_WINDOW_MS ?? 1000,
+    maxLease: s.RATE_LIMIT_MAX_LEASE ?? 100,
     limits: {
       user: s.RATE_LIMIT_USER ?? 50,
       merchant: s.RATE_LIMIT_MERCHANT ?? 200,

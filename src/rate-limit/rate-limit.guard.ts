@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { ApiError } from '../http/api-error';
-import { RateLimitScripts } from './rate-limit.scripts';
+import { RateLimiter } from './rate-limiter.service';
 
 export const SKIP_RATE_LIMIT = 'rate-limit:skip';
 /** Exempts a route from rate limiting (health probes, which must not depend on Redis). */
@@ -12,15 +12,15 @@ export const SkipRateLimit = () => SetMetadata(SKIP_RATE_LIMIT, true);
 /**
  * Global guard, after `AuthGuard`: limits each caller (kind + id; anonymous
  * callers by IP) to a configured number of requests per window. The counters
- * live in Redis, so the limit holds across instances. Over the limit: 429 with
- * Retry-After.
+ * live in Redis, so the limit holds across instances (`RateLimiter`). Over the
+ * limit: 429 with Retry-After.
  */
 @Injectable()
 export class RateLimitGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly config: AppConfig,
-    private readonly scripts: RateLimitScripts,
+    private readonly limiter: RateLimiter,
   ) {}
 
   async canActivate(ctx: ExecutionContext): Promise<boolean> {
@@ -30,7 +30,7 @@ export class RateLimitGuard implements CanActivate {
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     const caller = req.caller ?? { kind: 'anonymous' as const, id: req.ip };
     const limit = rl.limits[caller.kind];
-    const verdict = await this.scripts.hit(`${caller.kind}:${caller.id}`, limit, rl.windowMs);
+    const verdict = await this.limiter.take(`${caller.kind}:${caller.id}`, limit);
     const reply = ctx.switchToHttp().getResponse<FastifyReply>();
     void reply.header('x-ratelimit-limit', limit).header('x-ratelimit-remaining', verdict.remaining);
     if (!verdict.allowed) {

@@ -2,9 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 
-export interface RateLimitVerdict {
-  allowed: boolean;
+export interface RateLimitLease {
+  /** Requests granted (0 when the caller is over the limit). */
+  granted: number;
+  /** Requests left in the window after this grant, across all instances. */
   remaining: number;
+  /** Milliseconds until the window ends. */
   resetMs: number;
 }
 
@@ -16,10 +19,10 @@ export class RateLimitScripts {
     private readonly keys: KeyBuilder,
   ) {}
 
-  /** Counts one request of `subject` against `limit` per `windowMs`. */
-  async hit(subject: string, limit: number, windowMs: number): Promise<RateLimitVerdict> {
+  /** Leases up to `want` requests of `subject`'s window of `limit` per `windowMs`. */
+  async lease(subject: string, limit: number, windowMs: number, want: number): Promise<RateLimitLease> {
     const key = this.keys.tagged('rate', subject).key('window');
-    const [allowed, remaining, resetMs] = await this.scripts.run<[number, number, number]>('core/rate-limit', [key], [limit, windowMs]);
-    return { allowed: allowed === 1, remaining, resetMs };
+    const [granted, remaining, resetMs] = await this.scripts.run<[number, number, number]>('core/rate-limit', [key], [limit, windowMs, want]);
+    return { granted, remaining, resetMs };
   }
 }

@@ -1,0 +1,101 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { RateLimitScripts } from './rate-limit.scripts';
+
+export interface RateLimitVerdict {
+  allowed: boolean;
+  limit: number;
+  /** Requests left in the window (this instance's lease plus what Redis still holds). */
+  remaining: number;
+  /** Milliseconds until the caller may try again (when not allowed) or the window ends. */
+  resetMs: number;
+}
+
+interface Lease {
+  tokens: number;
+  remainingInRedis: number;
+  /** Local clock time at which the window (and so the lease) ends. */
+  endsAt: number;
+  /** A lease request under way; concurrent requests of the caller wait for it. */
+  pending?: Promise<void>;
+}
+
+/**
+ * Per-caller rate limits whose state lives in Redis, spent in leases.
+ *
+ * Each instance takes `lease` requests at a time from the caller's counter in
+ * Redis (one script call) and spends them locally, so most requests cost no
+ * round trip. The counter in Redis counts every request granted to any
+ * instance: callers never get more than the limit per window, whatever the
+ * number of instances. The price is the other way round: requests leased by
+ * one instance and not used there in the window are lost, so a caller spread
+ * over N instances may be held up to N × (lease − 1) requests below the limit.
+ * The lease is a tenth of the limit, at most RATE_LIMIT_MAX_LEASE; limits up
+ * to 19 per window (or RATE_LIMIT_MAX_LEASE=1) are exact.
+ */
+@Injectable()
+export class RateLimiter {
+  private readonly leases = new Map<string, Lease>();
+  private lastSweep = 0;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly scripts: RateLimitScripts,
+  ) {}
+
+  /** Counts one request of `subject` against `limit` per window. */
+  async take(subject: string, limit: number): Promise<RateLimitVerdict> {
+    const now = Date.now();
+    this.sweep(now);
+    let lease = this.leases.get(subject);
+    // Each pass spends a token, waits for a lease under way, or leases (which grants at least one or proves the window spent).
+    for (let attempt = 0; attempt < 100; attempt++) {
+      if (lease && lease.endsAt > now) {
+        if (lease.tokens > 0) {
+          lease.tokens--;
+          return { allowed: true, limit, remaining: lease.tokens + lease.remainingInRedis, resetMs: lease.endsAt - now };
+        }
+        if (lease.pending) {
+          await lease.pending;
+          lease = this.leases.get(subject);
+          continue;
+        }
+        if (lease.remainingInRedis === 0) {
+          return { allowed: false, limit, remaining: 0, resetMs: lease.endsAt - now };
+        }
+      }
+      lease = await this.refill(subject, limit, lease);
+    }
+    // Lost a hundred races for tokens to concurrent requests of the same caller: treat as over the limit for now.
+    return { allowed: false, limit, remaining: 0, resetMs: Math.max(1, (lease?.endsAt ?? now + 1000) - now) };
+  }
+
+  private async refill(subject: string, limit: number, previous: Lease | undefined): Promise<Lease> {
+    const rl = this.config.rateLimit;
+    const want = Math.max(1, Math.min(rl.maxLease, Math.floor(limit / 10)));
+    const lease: Lease = previous && previous.endsAt > Date.now() ? previous : { tokens: 0, remainingInRedis: limit, endsAt: Date.now() + rl.windowMs };
+    let done!: () => void;
+    lease.pending = new Promise<void>((r) => (done = r));
+    this.leases.set(subject, lease);
+    try {
+      const r = await this.scripts.lease(subject, limit, rl.windowMs, want);
+      lease.tokens += r.granted;
+      lease.remainingInRedis = r.remaining;
+      lease.endsAt = Date.now() + r.resetMs;
+      return lease;
+    } catch (err) {
+      this.leases.delete(subject);
+      throw err;
+    } finally {
+      lease.pending = undefined;
+      done();
+    }
+  }
+
+  /** Forgets ended windows, at most once a second, so the map stays as small as the set of active callers. */
+  private sweep(now: number): void {
+    if (now - this.lastSweep < 1000) return;
+    this.lastSweep = now;
+    for (const [subject, lease] of this.leases) if (lease.endsAt <= now && !lease.pending) this.leases.delete(subject);
+  }
+}

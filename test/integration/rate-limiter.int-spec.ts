@@ -1,0 +1,94 @@
+import { loadConfig } from '../../src/config/load-config';
+import { MetricsService } from '../../src/metrics/metrics.service';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
+import { RedisService } from '../../src/redis/redis.service';
+import { RateLimitScripts } from '../../src/rate-limit/rate-limit.scripts';
+import { RateLimiter } from '../../src/rate-limit/rate-limiter.service';
+import { ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
+import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
+
+/** One "instance": its own connection, registry and limiter, sharing Redis and the key prefix. */
+async function instance(url: string, prefix: string, env: Record<string, string> = {}) {
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: url, REDIS_KEY_PREFIX: prefix, REDIS_COMMAND_TIMEOUT_MS: '500', ...env });
+  const metrics = new MetricsService();
+  const redis = new RedisService(config, metrics, new BackgroundWorkers());
+  const scripts = new ScriptRegistry(redis, metrics);
+  await redis.warmUp();
+  await scripts.loadAll();
+  const limiter = new RateLimiter(config, new RateLimitScripts(scripts, new KeyBuilder(config)));
+  return { limiter, close: () => redis.onApplicationShutdown() };
+}
+
+describe(RateLimiter.name, () => {
+  let server: RedisServerHandle;
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(() => server.destroy());
+
+  it('never grants more than the limit across five instances under concurrency, and grants all of it when demand exceeds it', async () => {
+    const prefix = randomPrefix();
+    const instances = await Promise.all(Array.from({ length: 5 }, () => instance(server.url, prefix, { RATE_LIMIT_WINDOW_MS: '20000' })));
+    try {
+      const limit = 200; // lease of 20 per instance
+      const verdicts = await Promise.all(Array.from({ length: 1000 }, (_, i) => instances[i % 5].limiter.take('user:acc_burst', limit)));
+      expect(verdicts.filter((v) => v.allowed)).toHaveLength(limit);
+      const denied = verdicts.filter((v) => !v.allowed);
+      expect(denied).toHaveLength(800);
+      for (const v of denied) expect(v.resetMs).toBeGreaterThan(0);
+    } finally {
+      await Promise.all(instances.map((x) => x.close()));
+    }
+  });
+
+  it('is exact for small limits: one request per Redis call', async () => {
+    const prefix = randomPrefix();
+    const [a, b] = [await instance(server.url, prefix), await instance(server.url, prefix)];
+    try {
+      const results: boolean[] = [];
+      for (let i = 0; i < 7; i++) results.push((await (i % 2 ? a : b).limiter.take('user:acc_small', 5)).allowed);
+      expect(results).toEqual([true, true, true, true, true, false, false]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('opens a new window when the old one ends', async () => {
+    const x = await instance(server.url, randomPrefix(), { RATE_LIMIT_WINDOW_MS: '300' });
+    try {
+      expect((await x.limiter.take('user:acc_w', 1)).allowed).toBe(true);
+      const denied = await x.limiter.take('user:acc_w', 1);
+      expect(denied.allowed).toBe(false);
+      await new Promise((r) => setTimeout(r, denied.resetMs + 50));
+      expect((await x.limiter.take('user:acc_w', 1)).allowed).toBe(true);
+    } finally {
+      await x.close();
+    }
+  });
+
+  it('keeps callers apart', async () => {
+    const x = await instance(server.url, randomPrefix());
+    try {
+      expect((await x.limiter.take('user:acc_1', 1)).allowed).toBe(true);
+      expect((await x.limiter.take('user:acc_1', 1)).allowed).toBe(false);
+      expect((await x.limiter.take('user:acc_2', 1)).allowed).toBe(true);
+      expect((await x.limiter.take('service:billing', 1)).allowed).toBe(true);
+    } finally {
+      await x.close();
+    }
+  });
+
+  it('fails with RedisUnavailableError (a 503) when it needs Redis and Redis is down', async () => {
+    const x = await instance(server.url, randomPrefix());
+    await server.stop();
+    try {
+      await expect(x.limiter.take('user:acc_down', 5)).rejects.toBeInstanceOf(RedisUnavailableError);
+    } finally {
+      await server.start();
+      await x.close();
+    }
+  });
+});
