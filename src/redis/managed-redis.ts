@@ -97,11 +97,12 @@ function stopLeftover(pidFile: string, say: Say): void {
   rmSync(pidFile, { force: true });
 }
 
-function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+/** Resolves once something accepts TCP connections on 127.0.0.1:`port`; rejects if `child` exits first or time runs out. */
+export function waitForPort(port: number, child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
     const attempt = () => {
-      if (child.exitCode !== null) return reject(new Error(`redis-server exited with code ${child.exitCode} (is port ${port} taken?)`));
+      if (child && child.exitCode !== null) return reject(new Error(`process on port ${port} exited with code ${child.exitCode} (is the port taken?)`));
       const sock = connect(port, '127.0.0.1');
       sock.once('connect', () => {
         sock.end();
@@ -109,8 +110,8 @@ function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Prom
       });
       sock.once('error', () => {
         sock.destroy();
-        if (Date.now() > deadline) reject(new Error(`redis-server did not open port ${port} in ${timeoutMs} ms`));
-        else setTimeout(attempt, 50);
+        if (Date.now() > deadline) reject(new Error(`nothing opened port ${port} in ${timeoutMs} ms`));
+        else setTimeout(attempt, 25);
       });
     };
     attempt();

@@ -2,9 +2,9 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { freePort } from './free-port';
+import { waitForPort } from '../../src/redis/managed-redis';
 
 /** A real `redis-server` on a free loopback port, owned by one test suite. */
 export interface RedisServerHandle {
@@ -87,25 +87,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   return handle;
 }
 
-export function waitForPort(port: number, child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      if (child && child.exitCode !== null) return reject(new Error(`redis-server on ${port} exited with ${child.exitCode}`));
-      const s = connect(port, '127.0.0.1');
-      s.once('connect', () => {
-        s.end();
-        resolve();
-      });
-      s.once('error', () => {
-        s.destroy();
-        if (Date.now() > deadline) reject(new Error(`port ${port} not open after ${timeoutMs} ms`));
-        else setTimeout(attempt, 25);
-      });
-    };
-    attempt();
-  });
-}
+export { waitForPort };
 
 /** A key prefix unique to one test, so suites sharing a server never see each other's keys. */
 export const randomPrefix = () => `t${randomBytes(4).toString('hex')}`;
