@@ -19,7 +19,11 @@ export function nodeOptions(cfg: RedisConfig): RedisOptions {
     // Every command settles within the timeout, so an unreachable Redis becomes a prompt 503, never a hang.
     commandTimeout: cfg.commandTimeoutMs,
     maxRetriesPerRequest: 1,
-    enableOfflineQueue: true,
+    // No command is ever queued while disconnected or re-sent after a connection drops: a caller that got a
+    // 503 must never find its command executed later behind its back (ioredis would replay both by default).
+    // Long-lived pub/sub and blocking connections override the offline queue (see RedisService).
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
     retryStrategy,
     // Batches the commands of concurrent requests into one write: fewer syscalls under load.
     enableAutoPipelining: true,
@@ -38,6 +42,10 @@ export function standaloneOrSentinelOptions(cfg: RedisConfig): RedisOptions {
       sentinelPassword: t.sentinelPassword,
       enableTLSForSentinelMode: cfg.tls,
       sentinelRetryStrategy: retryStrategy,
+      // Reconnect as soon as a Sentinel publishes +switch-master. Without it, after a failover that leaves the
+      // old master running (SENTINEL FAILOVER, a partition), writes keep going to the old master until Sentinel
+      // demotes it (~10 s), and its resync from the new master discards every one of them.
+      failoverDetector: true,
       // Follow a failover: reconnect to the new master when the old one turns into a replica.
       reconnectOnError: (err) => /READONLY/.test(err.message),
     };
@@ -51,7 +59,7 @@ export function clusterOptions(cfg: RedisConfig): ClusterOptions {
     redisOptions,
     lazyConnect: true,
     enableAutoPipelining,
-    enableOfflineQueue: true,
+    enableOfflineQueue: false,
     enableReadyCheck: true,
     scaleReads: 'master',
     maxRedirections: 16,

@@ -10,6 +10,7 @@ const UNAVAILABLE_PATTERNS = [
   /Command timed out/i,
   /Connection is closed/i,
   /Stream isn't writeable/i,
+  /isn't ready and enableOfflineQueue/i,
   /MaxRetriesPerRequest/i,
   /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND/,
   /None of startup nodes is available/i,

@@ -47,7 +47,7 @@ export class RedisService implements OnApplicationShutdown {
 
   /** The dedicated pub/sub connection, created on first use. */
   subscriber(): RedisClient {
-    this.subscriberConn ??= this.create('subscriber');
+    this.subscriberConn ??= this.create('subscriber', { enableOfflineQueue: true });
     return this.subscriberConn;
   }
 
@@ -58,7 +58,7 @@ export class RedisService implements OnApplicationShutdown {
   blocking(name: string): RedisClient {
     let conn = this.blockingConns.get(name);
     if (!conn) {
-      conn = this.create(`blocking:${name}`, { commandTimeout: undefined });
+      conn = this.create(`blocking:${name}`, { commandTimeout: undefined, enableOfflineQueue: true });
       this.blockingConns.set(name, conn);
     }
     return conn;
@@ -79,7 +79,11 @@ export class RedisService implements OnApplicationShutdown {
           let timer: NodeJS.Timeout | undefined;
           const timeout = new Promise((r) => (timer = setTimeout(r, this.config.redis.commandTimeoutMs)));
           const ended = new Promise((r) => c.once('end', r));
-          await Promise.race([c.quit().then(() => ended), timeout]).finally(() => clearTimeout(timer));
+          // In Sentinel mode disconnect() also closes the failover detector's connections to the Sentinels;
+          // call it right after QUIT's reply, while the socket is still open, so it leaves no 2 s timer behind.
+          const sentinel = this.config.redis.topology.mode === 'sentinel';
+          const quit = c.quit().then(() => (sentinel ? c.disconnect() : undefined));
+          await Promise.race([quit.then(() => ended), timeout]).finally(() => clearTimeout(timer));
         } catch {
           /* already closed */
         } finally {
@@ -90,13 +94,18 @@ export class RedisService implements OnApplicationShutdown {
     );
   }
 
-  private create(role: string, overrides: { commandTimeout?: number } = {}): RedisClient {
+  /**
+   * Builds one connection. The command connection never queues offline (fail fast: 503); the pub/sub and
+   * blocking ones, created on first use, queue their first commands until connected.
+   */
+  private create(role: string, overrides: { commandTimeout?: number; enableOfflineQueue?: boolean } = {}): RedisClient {
     const cfg = this.config.redis;
     const t = cfg.topology;
     let conn: RedisClient;
     if (t.mode === 'cluster') {
       const opts = clusterOptions(cfg);
-      if ('commandTimeout' in overrides) opts.redisOptions = { ...opts.redisOptions, commandTimeout: overrides.commandTimeout };
+      opts.redisOptions = { ...opts.redisOptions, ...overrides, connectionName: `redis-pay:${role}` };
+      if (overrides.enableOfflineQueue !== undefined) opts.enableOfflineQueue = overrides.enableOfflineQueue;
       conn = new Cluster(t.nodes, opts);
     } else {
       const opts = { ...standaloneOrSentinelOptions(cfg), ...overrides, connectionName: `redis-pay:${role}` };

@@ -153,6 +153,8 @@ describe('HTTP conventions', () => {
         if (status !== 200) await new Promise((r) => setTimeout(r, 100));
       }
       expect(status).toBe(200);
+      // The request answered 503 was never queued: it must not run once Redis is back.
+      expect(await raw.exists(`${t.config.redis.keyPrefix}:diagnostics:{acc_http}:visits:down`)).toBe(0);
     });
   });
 });
