@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { HostPort, RedisProcess, freePorts, makeTempDir, removeDir, waitUntil, withConnection } from './redis-cluster';
+import { HostPort, RedisProcess, freePorts, makeTempDir, removeDir, waitUntil, withConnection } from './redis-process';
 
 export interface RedisSentinelHandle {
   sentinels: HostPort[];

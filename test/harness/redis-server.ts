@@ -1,10 +1,7 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { freePort } from './free-port';
-import { waitForPort } from '../../src/redis/managed-redis';
+import { makeTempDir, RedisProcess, removeDir } from './redis-process';
 
 /** A real `redis-server` on a free loopback port, owned by one test suite. */
 export interface RedisServerHandle {
@@ -31,15 +28,19 @@ export interface RedisServerOptions {
   appendonly?: boolean;
 }
 
-/** Starts `redis-server` (AOF on, noeviction, like production) and waits until it accepts connections. */
+/**
+ * Starts `redis-server` (AOF on, noeviction, like production) and waits until it
+ * accepts connections. The process and its folder are also registered with the
+ * harness watchdog, so a crashed or killed test run leaves nothing behind.
+ */
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServerHandle> {
   const port = opts.port ?? (await freePort());
-  const dir = mkdtempSync(join(tmpdir(), 'rp-redis-'));
-  let child: ChildProcess | undefined;
-  const args = [
+  const dir = makeTempDir('rp-redis-');
+  const proc = new RedisProcess(port, dir, [
     '--port', String(port),
     '--bind', '127.0.0.1',
     '--dir', dir,
+    '--logfile', join(dir, 'redis.log'),
     '--appendonly', opts.appendonly === false ? 'no' : 'yes',
     '--appendfsync', 'always',
     '--save', '',
@@ -47,47 +48,27 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     '--daemonize', 'no',
     '--loglevel', 'warning',
     ...(opts.args ?? []),
-  ];
-  const exited = () => !child || child.exitCode !== null || child.signalCode !== null;
-  const waitExit = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
-
+  ]);
   const handle: RedisServerHandle = {
     host: '127.0.0.1',
     port,
     url: `redis://127.0.0.1:${port}`,
     dir,
-    async start() {
-      if (!exited()) return;
-      const c = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'inherit'] });
-      child = c;
-      await waitForPort(port, c, 10_000);
-    },
-    async stop() {
-      if (exited()) return;
-      const c = child!;
-      c.kill('SIGTERM');
-      await waitExit(c);
-    },
-    async kill() {
-      if (exited()) return;
-      const c = child!;
-      c.kill('SIGKILL');
-      await waitExit(c);
-    },
+    start: () => proc.start(),
+    stop: () => proc.stop(),
+    kill: () => proc.kill(),
     async restart() {
-      await handle.stop();
-      await handle.start();
+      await proc.stop();
+      await proc.start();
     },
     async destroy() {
-      await handle.stop();
-      rmSync(dir, { recursive: true, force: true });
+      await proc.stop();
+      removeDir(dir);
     },
   };
-  await handle.start();
+  await proc.start();
   return handle;
 }
-
-export { waitForPort };
 
 /** A key prefix unique to one test, so suites sharing a server never see each other's keys. */
 export const randomPrefix = () => `t${randomBytes(4).toString('hex')}`;

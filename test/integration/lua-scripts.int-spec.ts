@@ -11,7 +11,8 @@ import { RedisService } from '../../src/redis/redis.service';
 import { DEFAULT_LUA_DIR, loadAllScripts, ScriptContractError } from '../../src/scripts/script-loader';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { BackgroundWorkers } from '../../src/workers/background-workers.service';
-import { RedisClusterHandle, rawConnection, startRedisCluster } from '../harness/redis-cluster';
+import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
+import { rawConnection } from '../harness/redis-process';
 import { randomPrefix } from '../harness/redis-server';
 
 Logger.overrideLogger(['error']);

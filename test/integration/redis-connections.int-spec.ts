@@ -8,7 +8,8 @@ import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { RedisClient, RedisService } from '../../src/redis/redis.service';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { BackgroundWorkers } from '../../src/workers/background-workers.service';
-import { HostPort, RedisClusterHandle, startRedisCluster, waitUntil, withConnection } from '../harness/redis-cluster';
+import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
+import { HostPort, waitUntil, withConnection } from '../harness/redis-process';
 import { RedisSentinelHandle, startRedisSentinel } from '../harness/redis-sentinel';
 import { RedisServerHandle, randomPrefix, startRedisServer } from '../harness/redis-server';
 
