@@ -1,18 +1,7 @@
 import { request } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 
-/** A TCP port that was free a moment ago on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../test/harness/free-port';
 
 /** Resolves once 127.0.0.1:port accepts a TCP connection. `check` may abort early (e.g. the process died). */
 export function waitForPort(port: number, timeoutMs: number, check: () => void = () => undefined): Promise<void> {

@@ -2,7 +2,6 @@ import { loadConfig } from '../config/load-config';
 import { KeyBuilder, TaggedKeys } from './key-builder';
 
 // cluster-key-slot ships without types; it is the slot function ioredis itself uses.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const calculateSlot = require('cluster-key-slot') as (key: string) => number;
 
 const builder = (prefix = 'rp') => new KeyBuilder(loadConfig({ NODE_ENV: 'test', REDIS_KEY_PREFIX: prefix }));
