@@ -9,6 +9,10 @@ import { RedisService } from '../../src/redis/redis.service';
 import { freePort } from '../harness/free-port';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, userToken } from '../support/test-app';
+import { sign } from 'jsonwebtoken';
+import { DEV_DEFAULTS } from '../../src/config/load-config';
+
+const devToken = (sub: string) => sign({ sub }, DEV_DEFAULTS.JWT_SECRET, { algorithm: 'HS256', expiresIn: 600 });
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
 
@@ -115,6 +119,43 @@ describe('Lifecycle', () => {
         expect(existsSync(`/proc/${pid}`)).toBe(false);
       } finally {
         p.child.kill('SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('after a kill -9, a restart takes over the orphaned redis-server and its data survives', async () => {
+      const [port, redisPort] = [await freePort(), await freePort()];
+      const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
+      const env = { NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'warn' };
+      const ready = () => until(async () => ((await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30_000);
+      const touch = async () =>
+        (await (
+          await fetch(`http://127.0.0.1:${port}/diagnostics/touch`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${devToken('acc_k9')}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ label: 'k9' }),
+          })
+        ).json()) as { count: number };
+      const first = runMain(env);
+      let second: ReturnType<typeof runMain> | undefined;
+      try {
+        await ready();
+        expect((await touch()).count).toBe(1);
+        const orphan = Number(readFileSync(join(dir, 'redis.pid'), 'utf8'));
+        first.child.kill('SIGKILL');
+        await first.exit;
+        expect(existsSync(`/proc/${orphan}`)).toBe(true); // the child redis-server outlived its parent
+        second = runMain(env);
+        await ready();
+        expect(second.output()).toContain(`stopping leftover redis-server (pid ${orphan})`);
+        expect((await touch()).count).toBe(2); // the AOF kept the first visit
+        second.child.kill('SIGTERM');
+        expect(await second.exit).toBe(0);
+        expect(await portOpen(redisPort)).toBe(false);
+      } finally {
+        first.child.kill('SIGKILL');
+        second?.child.kill('SIGKILL');
+        spawnSync('pkill', ['-f', `redis-server 127.0.0.1:${redisPort}`]);
         rmSync(dir, { recursive: true, force: true });
       }
     });
