@@ -50,6 +50,7 @@ export function setupSwagger(app: NestFastifyApplication): void {
   const document = SwaggerModule.createDocument(app, config);
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'docs/openapi.json',
-    swaggerOptions: { persistAuthorization: true, requestInterceptor: signMerchantRequest },
+    // Not persisted: Swagger UI would keep every credential, the merchant secret too, in localStorage.
+    swaggerOptions: { persistAuthorization: false, requestInterceptor: signMerchantRequest },
   });
 }
