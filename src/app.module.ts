@@ -1,4 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { AuthGuard } from './auth/auth.guard';
+import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { AuthModule } from './auth/auth.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -10,8 +13,9 @@ import { RedisModule } from './redis/redis.module';
 
 /**
  * The root module. Infrastructure (config, metrics, Redis + scripts) is global;
- * features are ordinary modules listed here. AuthModule comes before
- * RateLimitModule so the identity guard runs before the rate-limit guard.
+ * features are ordinary modules listed here. The two global guards are
+ * registered here, in order: identity first, then the per-caller rate limit
+ * (which needs to know the caller).
  */
 @Module({})
 export class AppModule {
@@ -26,6 +30,10 @@ export class AppModule {
         RateLimitModule,
         HealthModule,
         DiagnosticsModule,
+      ],
+      providers: [
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_GUARD, useClass: RateLimitGuard },
       ],
     };
   }

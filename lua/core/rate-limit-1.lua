@@ -23,6 +23,9 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   -- New window, or a counter that lost its expiry (which would block the caller for good).
   ttl = window
+  if used > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+  end
 end
 local granted = math.min(want, limit - used)
 if granted <= 0 then

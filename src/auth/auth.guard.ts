@@ -2,7 +2,8 @@ import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/commo
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { forbidden, unauthorized } from '../http/api-error';
+import { ApiError, forbidden, unauthorized } from '../http/api-error';
+import { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { AUTH_KINDS, PUBLIC_ROUTE } from './auth.decorators';
 import { Caller, CallerKind } from './caller';
 import { JwtVerifier } from './jwt-verifier.service';
@@ -26,7 +27,8 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly jwt: JwtVerifier,
     private readonly merchants: MerchantVerifier,
-    config: AppConfig,
+    private readonly limiter: RateLimiter,
+    private readonly config: AppConfig,
   ) {
     this.services = new SecretMatcher(config.serviceTokens);
     this.admins = new SecretMatcher(config.adminKeys);
@@ -45,12 +47,33 @@ export class AuthGuard implements CanActivate {
       throw forbidden('This endpoint is not open to any caller');
     }
     const presented = this.presentedKinds(req);
-    if (presented.length === 0) throw unauthorized(`Missing credentials; this endpoint accepts: ${allowed.join(', ')}`);
-    if (presented.length > 1) throw unauthorized(`Send exactly one kind of credential, got: ${presented.join(', ')}`);
+    try {
+      if (presented.length === 0) throw unauthorized(`Missing credentials; this endpoint accepts: ${allowed.join(', ')}`);
+      if (presented.length > 1) throw unauthorized(`Send exactly one kind of credential, got: ${presented.join(', ')}`);
+      req.caller = await this.authenticate(presented[0], req, allowed.includes(presented[0]));
+    } catch (err) {
+      if (err instanceof ApiError && err.getStatus() === 401) await this.chargeFailedAttempt(req.ip);
+      throw err;
+    }
     const kind = presented[0];
-    req.caller = await this.authenticate(kind, req, allowed.includes(kind));
     if (!allowed.includes(kind)) throw forbidden(`This endpoint is not for ${kind} callers; it accepts: ${allowed.join(', ')}`);
     return true;
+  }
+
+  /**
+   * Failed authentication is never free: it counts against the anonymous
+   * limit of the caller's IP, so credentials cannot be guessed at line rate.
+   * Over the limit the answer becomes 429. If Redis cannot count it, the 401 stands.
+   */
+  private async chargeFailedAttempt(ip: string): Promise<void> {
+    const rl = this.config.rateLimit;
+    if (!rl.enabled) return;
+    const verdict = await this.limiter.take(`anonymous:${ip}`, rl.limits.anonymous).catch(() => undefined);
+    if (verdict && !verdict.allowed) {
+      throw new ApiError(429, 'RATE_LIMITED', 'Too many failed authentication attempts', undefined, {
+        'retry-after': String(Math.max(1, Math.ceil(verdict.resetMs / 1000))),
+      });
+    }
   }
 
   private presentedKinds(req: FastifyRequest): CallerKind[] {

@@ -1,12 +1,12 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
-import { AuthGuard } from './auth.guard';
+import { RateLimitModule } from '../rate-limit/rate-limit.module';
 import { JwtVerifier } from './jwt-verifier.service';
 import { MerchantVerifier } from './merchant-verifier.service';
 
-/** The identity layer: registers `AuthGuard` globally. Routes opt in with `@Auth(...)`. */
+/** The identity layer: the verifiers behind `AuthGuard` (registered globally, first, by AppModule). Routes opt in with `@Auth(...)`. */
 @Module({
-  providers: [JwtVerifier, MerchantVerifier, { provide: APP_GUARD, useClass: AuthGuard }],
-  exports: [JwtVerifier],
+  imports: [RateLimitModule],
+  providers: [JwtVerifier, MerchantVerifier],
+  exports: [JwtVerifier, MerchantVerifier, RateLimitModule],
 })
 export class AuthModule {}

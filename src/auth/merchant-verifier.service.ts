@@ -10,6 +10,8 @@ import { HEADERS } from './security-schemes';
 
 const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
 const MERCHANT_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Extra nonce lifetime covering clock skew between instances. */
+const NONCE_MARGIN_MS = 60_000;
 
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];
@@ -59,7 +61,8 @@ export class MerchantVerifier {
     const key = this.keys.tagged('auth', `m:${merchantId}`).key(`nonce:${nonce}`);
     let claimed: string | null;
     try {
-      claimed = await this.redis.client.set(key, '1', 'PX', this.config.merchantSignatureWindowMs * 2, 'NX');
+      // Remembered past the window on both sides plus a margin for clock differences between instances.
+      claimed = await this.redis.client.set(key, '1', 'PX', this.config.merchantSignatureWindowMs * 2 + NONCE_MARGIN_MS, 'NX');
     } catch (err) {
       throw isRedisUnavailable(err) ? new RedisUnavailableError(err) : err;
     }

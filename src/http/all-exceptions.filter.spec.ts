@@ -66,8 +66,11 @@ describe(toErrorResponse.name, () => {
       ['RedisUnavailableError', new RedisUnavailableError(new Error('Command timed out'))],
       ['ioredis command timeout', new Error('Command timed out')],
       ['ioredis closed connection', new Error('Connection is closed.')],
-      ['ECONNREFUSED', econnrefused],
-      ['an errno code only', withProps(new Error('socket failure'), { code: 'ECONNRESET' })],
+      ['a wrapped ECONNREFUSED', new RedisUnavailableError(econnrefused)],
+      ['a BUSY reply', new ReplyError('BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT.')],
+      ['an OOM reply (noeviction, memory full)', new ReplyError("OOM command not allowed when used memory > 'maxmemory'.")],
+      ['a MISCONF reply', new ReplyError('MISCONF Errors writing to the AOF file')],
+      ['an aborted auto-pipelined command', new Error('Command aborted due to connection close')],
       ['ioredis MaxRetriesPerRequestError', new MaxRetriesPerRequestError(1)],
       ['a LOADING reply', new ReplyError('LOADING Redis is loading the dataset in memory')],
       ['a CLUSTERDOWN reply', new ReplyError('CLUSTERDOWN The cluster is down')],
@@ -84,8 +87,13 @@ describe(toErrorResponse.name, () => {
       expect(r.headers).toEqual({ 'retry-after': String(RETRY_AFTER) });
     });
 
+    it('a socket error from another dependency is not a Redis outage (500, not 503 REDIS_UNAVAILABLE)', () => {
+      expect(respond(econnrefused).status).toBe(500);
+      expect(respond(withProps(new Error('socket failure'), { code: 'ECONNRESET' })).status).toBe(500);
+    });
+
     it('does not leak the Redis address or stack', () => {
-      const json = JSON.stringify(respond(econnrefused).body);
+      const json = JSON.stringify(respond(new RedisUnavailableError(econnrefused)).body);
       expect(json).not.toContain('10.1.2.3');
       expect(json).not.toMatch(STACK_FRAME);
     });

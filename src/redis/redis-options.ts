@@ -63,7 +63,9 @@ export function clusterOptions(cfg: RedisConfig): ClusterOptions {
     enableReadyCheck: true,
     scaleReads: 'master',
     maxRedirections: 16,
-    retryDelayOnFailover: 100,
+    // Never re-send on "Connection is closed.": the command may already have run (a script would run twice).
+    // MOVED/ASK/TRYAGAIN/CLUSTERDOWN are still retried: Redis refused those without running them.
+    retryDelayOnFailover: 0,
     retryDelayOnClusterDown: 100,
     clusterRetryStrategy: retryStrategy,
     slotsRefreshTimeout: cfg.connectTimeoutMs,

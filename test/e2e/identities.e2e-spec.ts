@@ -9,7 +9,8 @@ describe('Identities', () => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    t = await startTestApp(redis.url);
+    // Many deliberate 401s from one IP here: lift the failed-attempt limit (tested in ops.e2e-spec).
+    t = await startTestApp(redis.url, { RATE_LIMIT_ANONYMOUS: '100000' });
   });
   afterAll(async () => {
     await t.close();

@@ -130,6 +130,22 @@ describe('Ops endpoints', () => {
       expect(res.headers['x-ratelimit-remaining']).toBe('4');
     });
 
+    it('charges failed authentication to the IP, answering 429 once the anonymous limit is spent', async () => {
+      const c = await startTestApp(redis.url, { RATE_LIMIT_ANONYMOUS: '3', RATE_LIMIT_WINDOW_MS: '5000' });
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i < 5; i++) statuses.push((await request(c.server).get('/metrics').set('x-admin-key', `guess-${i}-guess-guess`)).status);
+        expect(statuses).toEqual([401, 401, 401, 429, 429]);
+        const limited = await request(c.server).get('/diagnostics/whoami');
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        // A caller with valid credentials is counted on its own limit, not the IP's.
+        expect((await request(c.server).get('/diagnostics/whoami').set('authorization', `Bearer ${userToken('acc_ok')}`)).status).toBe(200);
+      } finally {
+        await c.close();
+      }
+    });
+
     it('never limits health probes', async () => {
       for (let i = 0; i < 30; i++) expect((await request(a.server).get('/health/live')).status).toBe(200);
     });

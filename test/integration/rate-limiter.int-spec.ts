@@ -1,3 +1,4 @@
+import Redis from 'ioredis';
 import { loadConfig } from '../../src/config/load-config';
 import { MetricsService } from '../../src/metrics/metrics.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
@@ -65,6 +66,23 @@ describe(RateLimiter.name, () => {
       await new Promise((r) => setTimeout(r, denied.resetMs + 50));
       expect((await x.limiter.take('user:acc_w', 1)).allowed).toBe(true);
     } finally {
+      await x.close();
+    }
+  });
+
+  it('repairs a spent counter that lost its expiry, so the caller is not blocked for good', async () => {
+    const prefix = randomPrefix();
+    const x = await instance(server.url, prefix);
+    const raw = new Redis(server.url);
+    try {
+      const key = `${prefix}:rate:{user:acc_stuck}:window`;
+      await raw.set(key, '999'); // no TTL, over the limit
+      expect((await x.limiter.take('user:acc_stuck', 5)).allowed).toBe(false);
+      const ttl = await raw.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(1000);
+    } finally {
+      raw.disconnect();
       await x.close();
     }
   });
