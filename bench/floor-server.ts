@@ -11,8 +11,7 @@
  * Started by bench/http-floor.ts in its own process: `node --import tsx bench/floor-server.ts`.
  */
 import Fastify from 'fastify';
-import Redis from 'ioredis';
-import { DEFAULT_LUA_DIR, loadAllScripts } from '../src/scripts/script-loader';
+import { connectTouchRedis } from './lib/touch-redis';
 
 interface TouchBody {
   account: string;
@@ -20,27 +19,10 @@ interface TouchBody {
   ttlSeconds?: number;
 }
 
-type TouchCommand = (key: string, ttlMs: number) => Promise<[number, number]>;
-
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3100);
   const prefix = process.env.KEY_PREFIX ?? 'floor';
-  const luaDir = process.env.LUA_DIR ?? DEFAULT_LUA_DIR;
-  const def = loadAllScripts(luaDir).get('diagnostics/touch');
-  if (!def) throw new Error(`${luaDir}/diagnostics/touch-1.lua not found`);
-
-  // The Redis options that matter for throughput match the service's (src/redis/redis-options.ts).
-  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-    lazyConnect: true,
-    enableAutoPipelining: true,
-    maxRetriesPerRequest: 1,
-    commandTimeout: 1000,
-  });
-  redis.defineCommand('touch', { numberOfKeys: def.numberOfKeys, lua: def.source });
-  await redis.connect();
-  const sha = await redis.script('LOAD', def.source);
-  if (sha !== def.sha) throw new Error(`touch script loaded with sha ${String(sha)}, expected ${def.sha}`);
-  const touch = (redis as unknown as { touch: TouchCommand }).touch.bind(redis);
+  const { redis, touch } = await connectTouchRedis();
 
   const app = Fastify({ logger: false });
   app.post('/diagnostics/touch', async (req) => {
@@ -58,7 +40,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void close());
 
   await app.listen({ port, host: '127.0.0.1' });
-  console.error(`floor-server listening on 127.0.0.1:${port} (script sha ${def.sha})`);
+  console.error(`floor-server listening on 127.0.0.1:${port}`);
 }
 
 main().catch((err) => {

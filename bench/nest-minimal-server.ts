@@ -19,7 +19,7 @@ import { Body, Controller, HttpCode, Inject, Module, Post } from '@nestjs/common
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import Redis from 'ioredis';
-import { DEFAULT_LUA_DIR, loadAllScripts } from '../src/scripts/script-loader';
+import { connectTouchRedis, type TouchCommand } from './lib/touch-redis';
 
 interface TouchBody {
   account: string;
@@ -27,7 +27,6 @@ interface TouchBody {
   ttlSeconds?: number;
 }
 
-type TouchCommand = (key: string, ttlMs: number) => Promise<[number, number]>;
 
 const REDIS = Symbol('REDIS');
 const TOUCH = Symbol('TOUCH');
@@ -55,23 +54,7 @@ class TouchController {
     { provide: PREFIX, useValue: process.env.KEY_PREFIX ?? 'nest-minimal' },
     {
       provide: REDIS,
-      useFactory: async (): Promise<Redis> => {
-        const luaDir = process.env.LUA_DIR ?? DEFAULT_LUA_DIR;
-        const def = loadAllScripts(luaDir).get('diagnostics/touch');
-        if (!def) throw new Error(`${luaDir}/diagnostics/touch-1.lua not found`);
-        // The same options as the floor (bench/floor-server.ts), which match the service's.
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-          lazyConnect: true,
-          enableAutoPipelining: true,
-          maxRetriesPerRequest: 1,
-          commandTimeout: 1000,
-        });
-        redis.defineCommand('touch', { numberOfKeys: def.numberOfKeys, lua: def.source });
-        await redis.connect();
-        const sha = await redis.script('LOAD', def.source);
-        if (sha !== def.sha) throw new Error(`touch script loaded with sha ${String(sha)}, expected ${def.sha}`);
-        return redis;
-      },
+      useFactory: async (): Promise<Redis> => (await connectTouchRedis()).redis,
     },
     {
       provide: TOUCH,
