@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/commo
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { ApiError, forbidden, unauthorized } from '../http/api-error';
+import { ApiError, forbidden, rateLimited, unauthorized } from '../http/api-error';
 import { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { AUTH_KINDS, PUBLIC_ROUTE } from './auth.decorators';
 import { Caller, CallerKind } from './caller';
@@ -69,11 +69,7 @@ export class AuthGuard implements CanActivate {
     const rl = this.config.rateLimit;
     if (!rl.enabled) return;
     const verdict = await this.limiter.take(`anonymous:${ip}`, rl.limits.anonymous).catch(() => undefined);
-    if (verdict && !verdict.allowed) {
-      throw new ApiError(429, 'RATE_LIMITED', 'Too many failed authentication attempts', undefined, {
-        'retry-after': String(Math.max(1, Math.ceil(verdict.resetMs / 1000))),
-      });
-    }
+    if (verdict && !verdict.allowed) throw rateLimited('Too many failed authentication attempts', verdict.resetMs);
   }
 
   private presentedKinds(req: FastifyRequest): CallerKind[] {

@@ -3,7 +3,6 @@ import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
 import { KeyBuilder } from '../redis/key-builder';
-import { isRedisUnavailable, RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { RedisService } from '../redis/redis.service';
 import { signatureMatches } from './merchant-signature';
 import { HEADERS } from './security-schemes';
@@ -59,13 +58,9 @@ export class MerchantVerifier {
 
   private async claimNonce(merchantId: string, nonce: string): Promise<void> {
     const key = this.keys.tagged('auth', `m:${merchantId}`).key(`nonce:${nonce}`);
-    let claimed: string | null;
-    try {
-      // Remembered past the window on both sides plus a margin for clock differences between instances.
-      claimed = await this.redis.client.set(key, '1', 'PX', this.config.merchantSignatureWindowMs * 2 + NONCE_MARGIN_MS, 'NX');
-    } catch (err) {
-      throw isRedisUnavailable(err) ? new RedisUnavailableError(err) : err;
-    }
+    // Remembered past the window on both sides plus a margin for clock differences between instances.
+    const ttlMs = this.config.merchantSignatureWindowMs * 2 + NONCE_MARGIN_MS;
+    const claimed = await this.redis.command((c) => c.set(key, '1', 'PX', ttlMs, 'NX'));
     if (claimed !== 'OK') throw unauthorized('X-Nonce has already been used (replayed request)');
   }
 }

@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { ApiError } from '../http/api-error';
+import { rateLimited } from '../http/api-error';
 import { RateLimiter } from './rate-limiter.service';
 
 export const SKIP_RATE_LIMIT = 'rate-limit:skip';
@@ -33,10 +33,7 @@ export class RateLimitGuard implements CanActivate {
     const verdict = await this.limiter.take(`${caller.kind}:${caller.id}`, limit);
     const reply = ctx.switchToHttp().getResponse<FastifyReply>();
     void reply.header('x-ratelimit-limit', limit).header('x-ratelimit-remaining', verdict.remaining);
-    if (!verdict.allowed) {
-      const retryAfter = String(Math.max(1, Math.ceil(verdict.resetMs / 1000)));
-      throw new ApiError(429, 'RATE_LIMITED', `Rate limit of ${limit} requests per ${rl.windowMs} ms exceeded`, undefined, { 'retry-after': retryAfter });
-    }
+    if (!verdict.allowed) throw rateLimited(`Rate limit of ${limit} requests per ${rl.windowMs} ms exceeded`, verdict.resetMs);
     return true;
   }
 }

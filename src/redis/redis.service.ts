@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { BackgroundWorkers } from '../workers/background-workers.service';
 import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
+import { isRedisUnavailable, RedisUnavailableError } from './redis-unavailable.error';
 
 /** A command connection: one standalone/Sentinel-managed node or a whole cluster. */
 export type RedisClient = Redis | Cluster;
@@ -43,6 +44,24 @@ export class RedisService implements OnApplicationShutdown {
   async warmUp(): Promise<void> {
     if (this.client.status === 'wait') await this.client.connect();
     await this.client.ping();
+  }
+
+  /**
+   * Runs commands on the command connection and classifies what fails, in one
+   * place: an unreachable or not-serving Redis becomes `RedisUnavailableError`
+   * (a 503), and both kinds of failure are counted in `redis_errors_total`.
+   */
+  async command<T>(fn: (client: RedisClient) => Promise<T>): Promise<T> {
+    try {
+      return await fn(this.client);
+    } catch (err) {
+      if (isRedisUnavailable(err)) {
+        this.metrics.redisErrors.inc({ kind: 'unavailable' });
+        throw new RedisUnavailableError(err);
+      }
+      this.metrics.redisErrors.inc({ kind: 'command' });
+      throw err;
+    }
   }
 
   /** The dedicated pub/sub connection, created on first use. */

@@ -1,7 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { MetricsService } from '../metrics/metrics.service';
-import { isRedisUnavailable, RedisUnavailableError } from '../redis/redis-unavailable.error';
+import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { RedisService } from '../redis/redis.service';
 import { scriptErrorFor } from './script-errors';
 import { DEFAULT_LUA_DIR, loadAllScripts, ScriptDefinition } from './script-loader';
@@ -23,10 +22,7 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
 
-  constructor(
-    private readonly redis: RedisService,
-    private readonly metrics: MetricsService,
-  ) {
+  constructor(private readonly redis: RedisService) {
     this.scripts = loadAllScripts(DEFAULT_LUA_DIR);
     for (const def of this.scripts.values()) {
       this.redis.client.defineCommand(def.command, { numberOfKeys: def.numberOfKeys, lua: def.source });
@@ -99,18 +95,10 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
   async run<T = unknown>(id: string, keys: readonly string[], args: readonly ScriptArg[] = []): Promise<T> {
     const def = this.get(id);
     if (keys.length !== def.numberOfKeys) throw new Error(`script ${id} takes ${def.numberOfKeys} keys, got ${keys.length}`);
-    let result: unknown;
-    try {
-      const cmd = (this.redis.client as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[def.command];
-      result = await cmd.call(this.redis.client, ...keys, ...args);
-    } catch (err) {
-      if (isRedisUnavailable(err)) {
-        this.metrics.redisErrors.inc({ kind: 'unavailable' });
-        throw new RedisUnavailableError(err);
-      }
-      this.metrics.redisErrors.inc({ kind: 'command' });
-      throw err;
-    }
+    const result = await this.redis.command((client) => {
+      const cmd = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[def.command];
+      return cmd.call(client, ...keys, ...args);
+    });
     if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
     return result as T;
   }

@@ -211,7 +211,7 @@ describe('ScriptRegistry on a 3-master cluster', () => {
     keys = new KeyBuilder(config);
     const metrics = new MetricsService();
     redis = new RedisService(config, metrics, new BackgroundWorkers());
-    scripts = new ScriptRegistry(redis, metrics);
+    scripts = new ScriptRegistry(redis);
     await scripts.onApplicationBootstrap();
 
     const slots = await raw[0].cluster('SLOTS');

@@ -15,7 +15,7 @@ async function instance(url: string, prefix: string, env: Record<string, string>
   const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: url, REDIS_KEY_PREFIX: prefix, REDIS_COMMAND_TIMEOUT_MS: '500', ...env });
   const metrics = new MetricsService();
   const redis = new RedisService(config, metrics, new BackgroundWorkers());
-  const scripts = new ScriptRegistry(redis, metrics);
+  const scripts = new ScriptRegistry(redis);
   await redis.warmUp();
   await scripts.loadAll();
   const limiter = new RateLimiter(config, new RateLimitScripts(scripts, new KeyBuilder(config)));

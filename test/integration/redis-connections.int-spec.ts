@@ -38,7 +38,7 @@ function makeRig(topologyEnv: Record<string, string>): Rig {
   });
   const metrics = new MetricsService();
   const redis = new RedisService(config, metrics, new BackgroundWorkers());
-  const scripts = new ScriptRegistry(redis, metrics);
+  const scripts = new ScriptRegistry(redis);
   const rig: Rig = {
     config,
     redis,

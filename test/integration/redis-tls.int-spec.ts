@@ -31,7 +31,7 @@ describe('Redis over TLS with a password', () => {
     const config = loadConfig({ NODE_ENV: 'test', REDIS_KEY_PREFIX: randomPrefix(), REDIS_CONNECT_TIMEOUT_MS: '1000', REDIS_COMMAND_TIMEOUT_MS: '1000', ...env });
     const metrics = new MetricsService();
     const redis = new RedisService(config, metrics, new BackgroundWorkers());
-    const scripts = new ScriptRegistry(redis, metrics);
+    const scripts = new ScriptRegistry(redis);
     return { config, redis, scripts };
   }
 
