@@ -11,13 +11,7 @@
  * Started by bench/http-floor.ts in its own process: `node --import tsx bench/floor-server.ts`.
  */
 import Fastify from 'fastify';
-import { connectTouchRedis } from './lib/touch-redis';
-
-interface TouchBody {
-  account: string;
-  label: string;
-  ttlSeconds?: number;
-}
+import { answerTouch, connectTouchRedis, serveUntilSignal, type TouchBody } from './lib/touch-redis';
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3100);
@@ -25,22 +19,8 @@ async function main(): Promise<void> {
   const { redis, touch } = await connectTouchRedis();
 
   const app = Fastify({ logger: false });
-  app.post('/diagnostics/touch', async (req) => {
-    const { account, label, ttlSeconds } = req.body as TouchBody;
-    const [count, serverTimeMs] = await touch(`${prefix}:diagnostics:{${account}}:visits:${label}`, (ttlSeconds ?? 3600) * 1000);
-    return { accountId: account, label, count, serverTimeMs };
-  });
-
-  const close = async () => {
-    await app.close();
-    redis.disconnect();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void close());
-  process.once('SIGINT', () => void close());
-
-  await app.listen({ port, host: '127.0.0.1' });
-  console.error(`floor-server listening on 127.0.0.1:${port}`);
+  app.post('/diagnostics/touch', (req) => answerTouch(touch, prefix, req.body as TouchBody));
+  await serveUntilSignal('floor-server', port, app, redis);
 }
 
 main().catch((err) => {

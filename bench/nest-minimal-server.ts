@@ -18,33 +18,24 @@ import 'reflect-metadata';
 import { Body, Controller, HttpCode, Inject, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import Redis from 'ioredis';
-import { connectTouchRedis, type TouchCommand } from './lib/touch-redis';
+import { answerTouch, connectTouchRedis, serveUntilSignal, type TouchBody } from './lib/touch-redis';
 
-interface TouchBody {
-  account: string;
-  label: string;
-  ttlSeconds?: number;
-}
-
-
-const REDIS = Symbol('REDIS');
-const TOUCH = Symbol('TOUCH');
+/** `connectTouchRedis()`'s connection and touch command. */
+const TOUCH_REDIS = Symbol('TOUCH_REDIS');
 const PREFIX = Symbol('PREFIX');
+type TouchRedis = Awaited<ReturnType<typeof connectTouchRedis>>;
 
 @Controller('diagnostics')
 class TouchController {
   constructor(
-    @Inject(TOUCH) private readonly touchScript: TouchCommand,
+    @Inject(TOUCH_REDIS) private readonly redis: TouchRedis,
     @Inject(PREFIX) private readonly prefix: string,
   ) {}
 
   @Post('touch')
   @HttpCode(200)
-  async touch(@Body() body: TouchBody) {
-    const { account, label, ttlSeconds } = body;
-    const [count, serverTimeMs] = await this.touchScript(`${this.prefix}:diagnostics:{${account}}:visits:${label}`, (ttlSeconds ?? 3600) * 1000);
-    return { accountId: account, label, count, serverTimeMs };
+  touch(@Body() body: TouchBody) {
+    return answerTouch(this.redis.touch, this.prefix, body);
   }
 }
 
@@ -52,15 +43,7 @@ class TouchController {
   controllers: [TouchController],
   providers: [
     { provide: PREFIX, useValue: process.env.KEY_PREFIX ?? 'nest-minimal' },
-    {
-      provide: REDIS,
-      useFactory: async (): Promise<Redis> => (await connectTouchRedis()).redis,
-    },
-    {
-      provide: TOUCH,
-      inject: [REDIS],
-      useFactory: (redis: Redis): TouchCommand => (redis as unknown as { touch: TouchCommand }).touch.bind(redis),
-    },
+    { provide: TOUCH_REDIS, useFactory: connectTouchRedis },
   ],
 })
 class MinimalModule {}
@@ -68,18 +51,7 @@ class MinimalModule {}
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3101);
   const app = await NestFactory.create<NestFastifyApplication>(MinimalModule, new FastifyAdapter({ logger: false }), { logger: false });
-  const redis = app.get<Redis>(REDIS);
-
-  const close = async () => {
-    await app.close();
-    redis.disconnect();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void close());
-  process.once('SIGINT', () => void close());
-
-  await app.listen({ port, host: '127.0.0.1' });
-  console.error(`nest-minimal-server listening on 127.0.0.1:${port}`);
+  await serveUntilSignal('nest-minimal-server', port, app, app.get<TouchRedis>(TOUCH_REDIS).redis);
 }
 
 main().catch((err) => {

@@ -25,3 +25,35 @@ export async function connectTouchRedis(): Promise<{ redis: Redis; touch: TouchC
   if (sha !== def.sha) throw new Error(`touch script loaded with sha ${String(sha)}, expected ${def.sha}`);
   return { redis, touch: (redis as unknown as { touch: TouchCommand }).touch.bind(redis) };
 }
+
+/** The body both baselines accept: the account comes from the body (no auth). */
+export interface TouchBody {
+  account: string;
+  label: string;
+  ttlSeconds?: number;
+}
+
+/** The baselines' handler: the same key and JSON as the service's POST /diagnostics/touch. */
+export async function answerTouch(touch: TouchCommand, prefix: string, body: TouchBody) {
+  const { account, label, ttlSeconds } = body;
+  const [count, serverTimeMs] = await touch(`${prefix}:diagnostics:{${account}}:visits:${label}`, (ttlSeconds ?? 3600) * 1000);
+  return { accountId: account, label, count, serverTimeMs };
+}
+
+/** Listens on 127.0.0.1:`port`; on SIGTERM/SIGINT closes the server and Redis and exits 0. */
+export async function serveUntilSignal(
+  name: string,
+  port: number,
+  server: { listen(opts: { port: number; host: string }): Promise<unknown>; close(): Promise<unknown> },
+  redis: Redis,
+): Promise<void> {
+  const close = async () => {
+    await server.close();
+    redis.disconnect();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void close());
+  process.once('SIGINT', () => void close());
+  await server.listen({ port, host: '127.0.0.1' });
+  console.error(`${name} listening on 127.0.0.1:${port}`);
+}
