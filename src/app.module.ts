@@ -5,6 +5,7 @@ import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { AuthModule } from './auth/auth.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
+import { DelayQueueModule } from './delay-queue/delay-queue.module';
 import { DiagnosticsModule } from './diagnostics/diagnostics.module';
 import { HealthModule } from './health/health.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -28,6 +29,7 @@ export class AppModule {
         RedisModule,
         AuthModule,
         RateLimitModule,
+        DelayQueueModule,
         HealthModule,
         DiagnosticsModule,
       ],

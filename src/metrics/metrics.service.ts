@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /**
  * The one Prometheus registry. Feature modules add their own metrics with
@@ -35,6 +35,11 @@ export class MetricsService {
 
   counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  /** A gauge whose value is read at scrape time by `collect` (set values on `this` inside it). */
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[], collect: (this: Gauge<L>) => Promise<void> | void): Gauge<L> {
+    return new Gauge({ name, help, labelNames, collect, registers: [this.registry] });
   }
 
   histogram<L extends string>(name: string, help: string, buckets: number[], labelNames: readonly L[] = []): Histogram<L> {

@@ -1,0 +1,21 @@
+--[[
+  Acknowledges one delivery: the item is done and removed. Does nothing when
+  the delivery is no longer the live one (cancelled, replaced, or delivered
+  again after its visibility timeout).
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  the item id
+  ARGV[2]  the delivery's attempt number (its fencing token)
+
+  Returns: 1 acked, 0 the delivery was no longer current
+]]
+--- @include "includes/delay-queue-state"
+if not isCurrent(ARGV[1], ARGV[2]) then return 0 end
+forget(ARGV[1])
+return 1

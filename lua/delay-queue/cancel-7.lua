@@ -1,0 +1,24 @@
+--[[
+  Cancels one item wherever it is: O(log n), no scan. An in-flight item is
+  removed too, so its delivery can no longer be acked or extended and
+  `stillWanted()` turns false; a 'gone:<id>' event tells the holder to abort.
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  the item id
+  ARGV[2]  the queue's event channel
+
+  Returns: where the item was: 0 absent, 1 pending, 2 ready, 3 in flight, 4 dead
+]]
+--- @include "includes/delay-queue-state"
+local id = ARGV[1]
+local state = itemState(id)
+if state == 0 then return 0 end
+forget(id)
+if state == 3 then redis.call('PUBLISH', ARGV[2], 'gone:' .. id) end
+return state

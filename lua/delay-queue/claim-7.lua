@@ -1,0 +1,94 @@
+--[[
+  One step of a worker, in bounded work (each batch at most 1,000 items):
+  1. in-flight items past their visibility deadline go back to ready, or to
+     dead when they used up ARGV[3] deliveries (their holder went silent);
+  2. due pending items move to ready, oldest first;
+  3. up to ARGV[1] ready items, oldest first, are claimed: moved to in-flight
+     with deadline now + ARGV[2] and their delivery count incremented.
+  Any instance may run it; two runs never claim the same delivery.
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  items to claim, 0..1000
+  ARGV[2]  visibility timeout, ms
+  ARGV[3]  max deliveries per item
+  ARGV[4]  batch size for steps 1 and 2, 1..1000
+
+  Returns: {now, nextWake, readyLeft, promoted, requeued, died, id1, payload1, attempt1, dueAt1, ...}
+    nextWake  the earliest pending due time or in-flight deadline, '' when neither exists
+]]
+--- @include "includes/server-time-ms"
+local now = serverTimeMs()
+local want = tonumber(ARGV[1])
+local visibility = tonumber(ARGV[2])
+local maxAttempts = tonumber(ARGV[3])
+local batch = tonumber(ARGV[4])
+
+-- 1. Lost deliveries.
+local requeued, died = 0, 0
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, batch)
+for _, id in ipairs(expired) do
+  redis.call('ZREM', KEYS[3], id)
+  if tonumber(redis.call('HGET', KEYS[6], id) or '0') >= maxAttempts then
+    redis.call('ZADD', KEYS[4], now, id)
+    redis.call('HSET', KEYS[7], id, 'visibility timeout: the worker holding the item stopped responding')
+    died = died + 1
+  else
+    redis.call('ZADD', KEYS[2], now, id)
+    requeued = requeued + 1
+  end
+end
+
+-- 2. Promotion.
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch)
+local promoted = #due / 2
+if promoted > 0 then
+  local zargs, ids = {}, {}
+  for i = 1, #due, 2 do
+    zargs[#zargs + 1] = due[i + 1]
+    zargs[#zargs + 1] = due[i]
+    ids[#ids + 1] = due[i]
+  end
+  redis.call('ZADD', KEYS[2], unpack(zargs))
+  redis.call('ZREM', KEYS[1], unpack(ids))
+end
+
+-- 3. Claim.
+local out = {now, '', 0, promoted, requeued, died}
+if want > 0 then
+  local ready = redis.call('ZRANGE', KEYS[2], 0, want - 1, 'WITHSCORES')
+  local deadline = now + visibility
+  for i = 1, #ready, 2 do
+    local id = ready[i]
+    redis.call('ZREM', KEYS[2], id)
+    local payload = redis.call('HGET', KEYS[5], id)
+    if payload then
+      redis.call('ZADD', KEYS[3], deadline, id)
+      local attempt = redis.call('HINCRBY', KEYS[6], id, 1)
+      out[#out + 1] = id
+      out[#out + 1] = payload
+      out[#out + 1] = attempt
+      out[#out + 1] = ready[i + 1]
+    else
+      -- Cannot happen through these scripts; never hand out an item without its payload.
+      redis.call('ZADD', KEYS[4], now, id)
+      redis.call('HSET', KEYS[7], id, 'payload missing')
+      died = died + 1
+      out[6] = died
+    end
+  end
+end
+
+local nextWake = nil
+local p = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if p[2] then nextWake = tonumber(p[2]) end
+local f = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+if f[2] and (not nextWake or tonumber(f[2]) < nextWake) then nextWake = tonumber(f[2]) end
+if nextWake then out[2] = string.format('%d', nextWake) end
+out[3] = redis.call('ZCARD', KEYS[2])
+return out

@@ -1,0 +1,23 @@
+--[[
+  Checks that a delivery is still the live one and, if so, pushes its
+  visibility deadline to now + ARGV[3]. Workers call it as a heartbeat and
+  handlers through `stillWanted()` before an irreversible step.
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  the item id
+  ARGV[2]  the delivery's attempt number (its fencing token)
+  ARGV[3]  visibility timeout, ms
+
+  Returns: 1 still current (deadline extended), 0 cancelled, replaced or delivered again
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/delay-queue-state"
+if not isCurrent(ARGV[1], ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[3], 'XX', serverTimeMs() + tonumber(ARGV[3]), ARGV[1])
+return 1

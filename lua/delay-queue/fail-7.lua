@@ -1,0 +1,41 @@
+--[[
+  Ends one delivery without success. 'fail': records the error, then either
+  schedules a retry after ARGV[4] ms or, when the item used up ARGV[3]
+  deliveries, moves it to dead. 'release': hands the item back to ready at
+  once (a worker shutting down). The interrupted delivery still counts, so
+  delivery numbers only grow and a stale holder can never pass as current.
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  the item id
+  ARGV[2]  the delivery's attempt number (its fencing token)
+  ARGV[3]  max deliveries per item
+  ARGV[4]  retry delay, ms
+  ARGV[5]  the error text
+  ARGV[6]  'fail' or 'release'
+  ARGV[7]  the queue's event channel
+
+  Returns: 1 retry scheduled, 2 dead, 3 released, 0 the delivery was no longer current
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/delay-queue-state"
+local id = ARGV[1]
+if not isCurrent(id, ARGV[2]) then return 0 end
+local now = serverTimeMs()
+redis.call('ZREM', KEYS[3], id)
+if ARGV[6] == 'release' then
+  redis.call('ZADD', KEYS[2], now, id)
+  return 3
+end
+redis.call('HSET', KEYS[7], id, ARGV[5])
+if tonumber(ARGV[2]) >= tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[4], now, id)
+  return 2
+end
+addPending(id, now + tonumber(ARGV[4]), ARGV[7])
+return 1

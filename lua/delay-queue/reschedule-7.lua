@@ -1,0 +1,33 @@
+--[[
+  Moves a pending or ready item to a new due time, keeping its payload.
+  An item already in flight or dead cannot be rescheduled (use schedule to
+  replace it).
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  the item id
+  ARGV[2]  'delay' or 'at' (see schedule)
+  ARGV[3]  delay or due time, ms
+  ARGV[4]  the queue's event channel
+
+  Returns: the new due time (ms);
+    -1 (NOT_FOUND) no such item, -5 (INVALID_STATE) in flight or dead,
+    -6 (INVALID_ARGUMENT) the time is not a number
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/delay-queue-state"
+local id = ARGV[1]
+local now = serverTimeMs()
+local due = dueFrom(ARGV[2], ARGV[3], now)
+if not due then return -6 end
+local state = itemState(id)
+if state == 0 then return -1 end
+if state > 2 then return -5 end
+redis.call('ZREM', KEYS[2], id)
+addPending(id, due, ARGV[4])
+return due

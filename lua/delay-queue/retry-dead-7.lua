@@ -1,0 +1,25 @@
+--[[
+  Gives one dead letter a fresh start: due now, delivery count and error cleared.
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  the item id
+  ARGV[2]  the queue's event channel
+
+  Returns: the new due time (ms); -1 (NOT_FOUND) when the id is not a dead letter
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/delay-queue-state"
+local id = ARGV[1]
+if not redis.call('ZSCORE', KEYS[4], id) then return -1 end
+local now = serverTimeMs()
+redis.call('ZREM', KEYS[4], id)
+redis.call('HDEL', KEYS[6], id)
+redis.call('HDEL', KEYS[7], id)
+addPending(id, now, ARGV[2])
+return now

@@ -1,0 +1,40 @@
+--[[
+  Schedules one item, idempotent by id: there is never more than one entry
+  per id. With ARGV[5] = 'replace' an existing entry (pending, ready, in
+  flight or dead) is replaced by the new due time and payload, and its
+  delivery count starts again; with 'keep' the existing entry is left as it
+  is. Publishes the due time on ARGV[6] when the item is the new head.
+
+  KEYS[1]  pending zset
+  KEYS[2]  ready zset
+  KEYS[3]  in-flight zset
+  KEYS[4]  dead zset
+  KEYS[5]  payload hash
+  KEYS[6]  attempts hash
+  KEYS[7]  errors hash
+  ARGV[1]  the item id
+  ARGV[2]  'delay' (ARGV[3] counts from the Redis clock) or 'at' (ARGV[3] is epoch ms)
+  ARGV[3]  delay or due time, ms
+  ARGV[4]  payload
+  ARGV[5]  'replace' or 'keep'
+  ARGV[6]  the queue's event channel
+
+  Returns: {written, existedState, dueAt}
+    written       1 when this call wrote the entry, 0 when 'keep' found one
+    existedState  0 new, else where the entry was: 1 pending, 2 ready, 3 in flight, 4 dead
+    dueAt         the entry's due time (for a kept entry: its current score)
+    -6 (INVALID_ARGUMENT) when the time is not a number
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/delay-queue-state"
+local id = ARGV[1]
+local now = serverTimeMs()
+local due = dueFrom(ARGV[2], ARGV[3], now)
+if not due then return -6 end
+local state, score = itemState(id)
+if state ~= 0 and ARGV[5] == 'keep' then return {0, state, string.format('%d', score)} end
+if state == 3 then redis.call('PUBLISH', ARGV[6], 'gone:' .. id) end
+if state ~= 0 then forget(id) end
+redis.call('HSET', KEYS[5], id, ARGV[4])
+addPending(id, due, ARGV[6])
+return {1, state, string.format('%d', due)}

@@ -1,0 +1,49 @@
+-- Shared piece of the delay-queue scripts, inlined by the script loader.
+-- Every queue script takes the same seven keys, all under the queue's hash tag:
+--   KEYS[1] pending  zset  id -> due time (ms, Redis clock)
+--   KEYS[2] ready    zset  id -> due time (claim order: oldest first)
+--   KEYS[3] inflight zset  id -> visibility deadline (ms)
+--   KEYS[4] dead     zset  id -> time of death (ms)
+--   KEYS[5] payload  hash  id -> payload
+--   KEYS[6] attempts hash  id -> deliveries so far (the delivery's fencing token)
+--   KEYS[7] errors   hash  id -> last handler error
+-- State codes: 0 absent, 1 pending, 2 ready, 3 in flight, 4 dead.
+local STATE_KEYS = { KEYS[1], KEYS[2], KEYS[3], KEYS[4] }
+
+-- Where `id` is, and its score there (O(1) per structure).
+local function itemState(id)
+  for code, key in ipairs(STATE_KEYS) do
+    local score = redis.call('ZSCORE', key, id)
+    if score then return code, tonumber(score) end
+  end
+  return 0, nil
+end
+
+-- Removes every trace of `id` (O(log n)).
+local function forget(id)
+  for _, key in ipairs(STATE_KEYS) do redis.call('ZREM', key, id) end
+  redis.call('HDEL', KEYS[5], id)
+  redis.call('HDEL', KEYS[6], id)
+  redis.call('HDEL', KEYS[7], id)
+end
+
+-- Adds `id` to pending at `due` and tells every instance when it became the new head.
+local function addPending(id, due, channel)
+  redis.call('ZADD', KEYS[1], due, id)
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if head[1] == id then redis.call('PUBLISH', channel, 'due:' .. string.format('%d', due)) end
+end
+
+-- True when (id, token) is the live delivery: in flight and not redelivered since.
+local function isCurrent(id, token)
+  return redis.call('ZSCORE', KEYS[3], id) and redis.call('HGET', KEYS[6], id) == token
+end
+
+-- A due time from ARGV: mode 'delay' counts from the Redis clock, 'at' is absolute.
+local function dueFrom(mode, value, now)
+  local v = tonumber(value)
+  if not v then return nil end
+  if mode == 'delay' then return now + v end
+  if mode == 'at' then return v end
+  return nil
+end

@@ -1,0 +1,67 @@
+import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { Auth } from '../auth/auth.decorators';
+import { ApiError } from '../http/api-error';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { DelayQueueService } from './delay-queue.service';
+import {
+  CancelResultDto,
+  DeadLetterPageDto,
+  DeadPageQueryDto,
+  ItemParamDto,
+  QueueListDto,
+  QueueParamDto,
+  QueueStatsDto,
+  RetryResultDto,
+} from './dto/delay-queue-admin.dto';
+
+/** Ops view of the delay queues (admin key). */
+@ApiTags('ops: delay queues')
+@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'A bad queue name, id or paging parameter' })
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@Auth('admin')
+@Controller('admin/delay-queues')
+export class DelayQueueAdminController {
+  constructor(private readonly queues: DelayQueueService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Every known queue with its counts' })
+  @ApiOkResponse({ type: QueueListDto })
+  async list(): Promise<QueueListDto> {
+    const names = await this.queues.listQueues();
+    return { queues: await Promise.all(names.map((q) => this.queues.stats(q))) };
+  }
+
+  @Get(':queue')
+  @ApiOperation({ summary: "One queue's pending, ready, in-flight and dead counts, and how overdue its oldest item is" })
+  @ApiOkResponse({ type: QueueStatsDto })
+  stats(@Param() p: QueueParamDto): Promise<QueueStatsDto> {
+    return this.queues.stats(p.queue);
+  }
+
+  @Get(':queue/dead')
+  @ApiOperation({ summary: 'Dead letters, newest first, paged' })
+  @ApiOkResponse({ type: DeadLetterPageDto })
+  dead(@Param() p: QueueParamDto, @Query() q: DeadPageQueryDto): Promise<DeadLetterPageDto> {
+    return this.queues.deadLetters(p.queue, q.offset ?? 0, q.limit ?? 20);
+  }
+
+  @Post(':queue/dead/:id/retry')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Make one dead letter due now, with its delivery count reset' })
+  @ApiOkResponse({ type: RetryResultDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No dead letter with this id' })
+  async retry(@Param() p: ItemParamDto): Promise<RetryResultDto> {
+    return { dueAt: await this.queues.retryDead(p.queue, p.id) };
+  }
+
+  @Delete(':queue/items/:id')
+  @ApiOperation({ summary: 'Cancel one item, wherever it is (pending, ready, in flight or dead)' })
+  @ApiOkResponse({ type: CancelResultDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No item with this id' })
+  async cancel(@Param() p: ItemParamDto): Promise<CancelResultDto> {
+    const r = await this.queues.cancel(p.queue, p.id);
+    if (r.state === 'absent') throw new ApiError(404, 'NOT_FOUND', `no item ${p.id} in queue ${p.queue}`);
+    return r;
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * Public types of the delay-queue engine: "do X at time T unless it is
+ * cancelled first", shared by every module. See README "Delay queue".
+ */
+
+/** Where an item is. `absent` = never scheduled, acknowledged or cancelled. */
+export type ItemState = 'pending' | 'ready' | 'in-flight' | 'dead' | 'absent';
+
+/** When an item is due: an absolute time (epoch ms or Date), or a delay measured on the Redis server's clock. */
+export type When = { dueAt: number | Date } | { delayMs: number };
+
+export interface ScheduleOptions {
+  /**
+   * What to do when (queue, id) already exists (pending, ready, in flight or dead):
+   * `replace` (default) sets the new due time and payload, `keep` leaves the existing entry untouched.
+   */
+  ifExists?: 'replace' | 'keep';
+}
+
+export interface ScheduleResult {
+  /** True when this call created or replaced the entry; false when `keep` found one. */
+  written: boolean;
+  /** False when an entry for the id already existed (it was replaced or kept). */
+  created: boolean;
+  /** The entry's due time in epoch ms (Redis server clock) after the call. */
+  dueAt: number;
+}
+
+export interface CancelResult {
+  /** True when the item was still pending or ready, so no handler had started on it. */
+  wasPending: boolean;
+  /** Where the item was when the cancel landed. `in-flight`: a handler held it; its `signal` aborts and `stillWanted()` turns false. */
+  state: ItemState;
+}
+
+export interface ItemView<T = unknown> {
+  id: string;
+  state: Exclude<ItemState, 'absent'>;
+  /** Due time for pending/ready items, visibility deadline for in-flight ones, time of death for dead ones (epoch ms). */
+  at: number;
+  payload: T;
+  /** Deliveries so far. */
+  attempts: number;
+  /** The last handler error, for items that failed at least once. */
+  lastError?: string;
+}
+
+export interface QueueStats {
+  queue: string;
+  pending: number;
+  ready: number;
+  inFlight: number;
+  dead: number;
+  /** How long ago (ms, Redis clock) the oldest due-but-unclaimed item came due; 0 when none is overdue. */
+  oldestOverdueMs: number;
+  /** Due time of the earliest pending item, or null. */
+  nextDueAt: number | null;
+}
+
+export interface DeadLetter<T = unknown> {
+  id: string;
+  payload: T;
+  attempts: number;
+  lastError: string;
+  diedAt: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  offset: number;
+  limit: number;
+}
+
+/** What a handler receives with each delivery. */
+export interface Delivery<T = unknown> {
+  queue: string;
+  id: string;
+  payload: T;
+  /** 1 on the first delivery; doubles as the delivery's fencing token. */
+  attempt: number;
+  /** When the item was due (epoch ms). */
+  dueAt: number;
+  /** Aborted when the item is cancelled, the delivery is lost (visibility expired) or the worker stops. */
+  signal: AbortSignal;
+  /**
+   * One atomic check in Redis: is this delivery still the live one (not cancelled, not redelivered)?
+   * It also extends the visibility deadline. Call it right before an irreversible side effect.
+   */
+  stillWanted(): Promise<boolean>;
+}
+
+export type Handler<T = unknown> = (delivery: Delivery<T>) => Promise<void>;
+
+export interface BackoffOptions {
+  /** Delay before the first retry, ms. Default 1000. */
+  initialMs?: number;
+  /** Cap on any one retry delay, ms. Default 300000. */
+  maxMs?: number;
+  /** Growth per attempt. Default 2. */
+  factor?: number;
+}
+
+export interface ProcessOptions {
+  /** Handlers run at once in this instance. Default 10, at most 1000. */
+  concurrency?: number;
+  /** A delivery not acked, failed or extended within this time is delivered again. Default 30000. */
+  visibilityTimeoutMs?: number;
+  /** Deliveries before an item goes to dead-letter. Default 5. */
+  maxAttempts?: number;
+  backoff?: BackoffOptions;
+  /** Fallback poll, ms, jittered down to half; at most 1000. Default 1000. */
+  pollMs?: number;
+}
+
+export interface Processor {
+  readonly queue: string;
+  /** Stops claiming, waits for running handlers (up to the grace), hands unfinished items back. */
+  stop(): Promise<void>;
+}

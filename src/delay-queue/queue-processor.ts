@@ -1,0 +1,247 @@
+import { Logger } from '@nestjs/common';
+import type { RedisClient } from '../redis/redis.service';
+import type { ScriptRegistry } from '../scripts/script-registry.service';
+import type { BackgroundWorker } from '../workers/background-workers.service';
+import type { DelayQueueMetrics } from './delay-queue.metrics';
+import type { QueueKeys } from './delay-queue.keys';
+import type { Delivery, Handler, Processor } from './delay-queue.types';
+
+/** Most items one claim script moves in each of its steps: keeps every script call short (no BUSY). */
+export const BATCH = 1000;
+const MAX_ERROR_CHARS = 2000;
+
+export interface ProcessorSettings {
+  concurrency: number;
+  visibilityTimeoutMs: number;
+  maxAttempts: number;
+  backoff: { initialMs: number; maxMs: number; factor: number };
+  pollMs: number;
+  /** How long stop() waits for running handlers before handing their items back. */
+  shutdownGraceMs: number;
+}
+
+interface Running {
+  abort: AbortController;
+  done: Promise<void>;
+  attempt: number;
+}
+
+/** Retry delay after `attempt` failed deliveries: exponential, capped, with "equal jitter" (half fixed, half random). */
+export function backoffDelay(attempt: number, b: ProcessorSettings['backoff'], random = Math.random): number {
+  const full = Math.min(b.maxMs, b.initialMs * b.factor ** Math.max(0, attempt - 1));
+  return Math.round(full / 2 + random() * (full / 2));
+}
+
+/**
+ * One instance's worker for one queue. It wakes on a timer armed for the
+ * earliest due time (re-armed by the queue's pub/sub events), and on a
+ * jittered fallback poll, so a lost event costs at most one poll interval.
+ * Each wake runs the claim script, which also moves due items to ready and
+ * reclaims deliveries whose holder went silent.
+ */
+export class QueueProcessor<T> implements Processor, BackgroundWorker {
+  private readonly logger: Logger;
+  private readonly running = new Map<string, Running>();
+  private stopped = false;
+  private ticking = false;
+  private tickAgain = false;
+  private wakeAt = Infinity;
+  private wakeTimer?: NodeJS.Timeout;
+  private pollTimer?: NodeJS.Timeout;
+  /** Redis clock minus local clock, ms, from the last claim: timers are armed on the Redis clock. */
+  private clockOffset = 0;
+  /** Whether the last claim left ready items behind (claim more when a slot frees up). */
+  private readyLeft = false;
+  private lastErrorLog = 0;
+  private readonly onMessage = (channel: string, message: string) => {
+    if (channel === this.keys.channel) this.event(message);
+  };
+
+  constructor(
+    readonly queue: string,
+    private readonly keys: QueueKeys,
+    private readonly handler: Handler<T>,
+    private readonly settings: ProcessorSettings,
+    private readonly scripts: ScriptRegistry,
+    private readonly subscriber: RedisClient,
+    private readonly metrics: DelayQueueMetrics,
+  ) {
+    this.logger = new Logger(`DelayQueue:${queue}`);
+  }
+
+  async start(): Promise<void> {
+    this.subscriber.on('message', this.onMessage);
+    this.schedulePoll();
+    // Catch-up first: whatever came due while no instance ran is claimed now, oldest first.
+    void this.tick();
+    await this.subscriber.subscribe(this.keys.channel).catch((err: Error) => {
+      this.logger.warn({ err: err.message }, 'subscribe failed; the fallback poll covers until it reconnects');
+    });
+  }
+
+  /** Stops claiming, lets running handlers finish within the grace period, then hands the rest back. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.wakeTimer);
+    clearTimeout(this.pollTimer);
+    this.subscriber.off('message', this.onMessage);
+    await this.subscriber.unsubscribe(this.keys.channel).catch(() => undefined);
+    const all = Promise.all([...this.running.values()].map((r) => r.done));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((r) => (timer = setTimeout(r, this.settings.shutdownGraceMs)))]);
+    clearTimeout(timer);
+    await Promise.all(
+      [...this.running].map(async ([id, r]) => {
+        r.abort.abort(new Error('worker stopping'));
+        await this.run<number>('fail', [id, r.attempt, this.settings.maxAttempts, 0, 'released at shutdown', 'release', this.keys.channel]).catch(() => 0);
+      }),
+    );
+  }
+
+  private event(message: string): void {
+    if (message.startsWith('due:')) {
+      const due = Number(message.slice(4));
+      if (Number.isFinite(due) && due < this.wakeAt) this.arm(due);
+    } else if (message.startsWith('gone:')) {
+      this.running.get(message.slice(5))?.abort.abort(new Error('item cancelled or replaced'));
+    }
+  }
+
+  /** Sets the wake-up timer for `due` on the Redis clock. */
+  private arm(due: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.wakeTimer);
+    this.wakeAt = due;
+    const delay = Math.max(0, due - (Date.now() + this.clockOffset));
+    // Beyond the poll interval the poll will run a claim anyway and re-arm from its answer.
+    if (delay > this.settings.pollMs) return;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeAt = Infinity;
+      void this.tick();
+    }, delay);
+  }
+
+  private schedulePoll(): void {
+    if (this.stopped) return;
+    const ms = this.settings.pollMs * (0.5 + Math.random() * 0.5);
+    this.pollTimer = setTimeout(() => {
+      void this.tick();
+      this.schedulePoll();
+    }, ms);
+  }
+
+  /** Claims until nothing more is due or every slot is busy. One tick at a time; a tick asked for meanwhile runs right after. */
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    if (this.ticking) {
+      this.tickAgain = true;
+      return;
+    }
+    this.ticking = true;
+    try {
+      let more = true;
+      while (more && !this.stopped) {
+        const want = Math.min(BATCH, this.settings.concurrency - this.running.size);
+        const t0 = Date.now();
+        const r = await this.run<Array<string | number>>('claim', [want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, BATCH]);
+        const now = Number(r[0]);
+        this.clockOffset = now - (t0 + Date.now()) / 2;
+        const [promoted, requeued, died] = [Number(r[3]), Number(r[4]), Number(r[5])];
+        if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
+        const claimed = (r.length - 6) / 4;
+        for (let i = 6; i < r.length; i += 4) {
+          this.deliver(String(r[i]), String(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), now);
+        }
+        this.readyLeft = Number(r[2]) > 0;
+        this.wakeAt = Infinity;
+        if (r[1] !== '') this.arm(Number(r[1]));
+        // Go round again while a step hit its batch limit, or ready items remain and slots are free.
+        more = promoted === BATCH || requeued + died === BATCH || (this.readyLeft && claimed === want && want > 0 && this.running.size < this.settings.concurrency);
+      }
+    } catch (err) {
+      const now = Date.now();
+      if (now - this.lastErrorLog > 5000) {
+        this.lastErrorLog = now;
+        this.logger.warn({ err: (err as Error).message }, 'claim failed; retrying on the next poll');
+      }
+    } finally {
+      this.ticking = false;
+      if (this.tickAgain) {
+        this.tickAgain = false;
+        void this.tick();
+      }
+    }
+  }
+
+  private deliver(id: string, raw: string, attempt: number, dueAt: number, claimedAt: number): void {
+    const abort = new AbortController();
+    const labels = { queue: this.queue };
+    this.metrics.fired.inc(labels);
+    this.metrics.lateness.observe(labels, Math.max(0, claimedAt - dueAt) / 1000);
+    const extend = async (): Promise<boolean> => {
+      const ok = (await this.run<number>('extend', [id, attempt, this.settings.visibilityTimeoutMs])) === 1;
+      if (!ok) abort.abort(new Error('delivery no longer current'));
+      return ok;
+    };
+    const heartbeat = setInterval(() => void extend().catch(() => undefined), Math.max(50, this.settings.visibilityTimeoutMs / 3));
+    const delivery: Delivery<T> = {
+      queue: this.queue,
+      id,
+      payload: undefined as T,
+      attempt,
+      dueAt,
+      signal: abort.signal,
+      stillWanted: () => (abort.signal.aborted ? Promise.resolve(false) : extend()),
+    };
+    const done = (async () => {
+      let failure: unknown;
+      let succeeded = false;
+      try {
+        delivery.payload = JSON.parse(raw) as T;
+        await this.handler(delivery);
+        succeeded = true;
+      } catch (err) {
+        failure = err;
+      }
+      try {
+        if (this.stopped && abort.signal.aborted) return; // handed back by stop()
+        if (succeeded) {
+          if ((await this.retry(() => this.run<number>('ack', [id, attempt]))) === 1) this.metrics.acked.inc(labels);
+          return;
+        }
+        const text = (failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure)).slice(0, MAX_ERROR_CHARS);
+        const delay = backoffDelay(attempt, this.settings.backoff);
+        const outcome = await this.retry(() =>
+          this.run<number>('fail', [id, attempt, this.settings.maxAttempts, delay, text, 'fail', this.keys.channel]),
+        );
+        if (outcome === 1) this.metrics.retried.inc(labels);
+        if (outcome === 2) this.metrics.dead.inc(labels);
+      } catch (err) {
+        // Redis stayed unreachable: the item stays in flight and is delivered again after its visibility timeout.
+        this.logger.warn({ id, attempt, err: (err as Error).message }, 'could not record the outcome; the item will be redelivered');
+      } finally {
+        clearInterval(heartbeat);
+        this.running.delete(id);
+        if (this.readyLeft) void this.tick();
+      }
+    })();
+    this.running.set(id, { abort, done, attempt });
+  }
+
+  /** A few quick retries for ack/fail when Redis blips; if all fail the visibility timeout redelivers the item. */
+  private async retry<R>(fn: () => Promise<R>): Promise<R> {
+    for (let i = 0; ; i++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (i >= 3 || this.stopped) throw err;
+        await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+      }
+    }
+  }
+
+  private run<R>(script: string, args: Array<string | number>): Promise<R> {
+    return this.scripts.run<R>(`delay-queue/${script}`, this.keys.keys, args);
+  }
+}
