@@ -1,12 +1,15 @@
 -- Shared piece of the delay-queue scripts, inlined by the script loader.
--- Every queue script takes the same seven keys, all under the queue's hash tag:
+-- Every queue script takes the same nine keys, all under the queue's hash tag:
 --   KEYS[1] pending  zset  id -> due time (ms, Redis clock)
 --   KEYS[2] ready    zset  id -> due time (claim order: oldest first)
 --   KEYS[3] inflight zset  id -> visibility deadline (ms)
 --   KEYS[4] dead     zset  id -> time of death (ms)
 --   KEYS[5] payload  hash  id -> payload
---   KEYS[6] attempts hash  id -> deliveries so far (the delivery's fencing token)
+--   KEYS[6] attempts hash  id -> deliveries so far
 --   KEYS[7] errors   hash  id -> last handler error
+--   KEYS[8] lease    hash  id -> fencing token of the live delivery (only while in flight)
+--   KEYS[9] seq      string  the queue's fencing-token counter: tokens never repeat, even
+--                    when an id is cancelled and scheduled again
 -- State codes: 0 absent, 1 pending, 2 ready, 3 in flight, 4 dead.
 local STATE_KEYS = { KEYS[1], KEYS[2], KEYS[3], KEYS[4] }
 
@@ -25,6 +28,7 @@ local function forget(id)
   redis.call('HDEL', KEYS[5], id)
   redis.call('HDEL', KEYS[6], id)
   redis.call('HDEL', KEYS[7], id)
+  redis.call('HDEL', KEYS[8], id)
 end
 
 -- Adds `id` to pending at `due` and tells every instance when it became the new head.
@@ -34,9 +38,9 @@ local function addPending(id, due, channel)
   if head[1] == id then redis.call('PUBLISH', channel, 'due:' .. string.format('%d', due)) end
 end
 
--- True when (id, token) is the live delivery: in flight and not redelivered since.
+-- True when (id, token) is the live delivery: in flight and not cancelled, replaced or redelivered since.
 local function isCurrent(id, token)
-  return redis.call('ZSCORE', KEYS[3], id) and redis.call('HGET', KEYS[6], id) == token
+  return redis.call('HGET', KEYS[8], id) == token and redis.call('ZSCORE', KEYS[3], id) ~= false
 end
 
 -- A due time from ARGV: mode 'delay' counts from the Redis clock, 'at' is absolute.
@@ -46,4 +50,11 @@ local function dueFrom(mode, value, now)
   if mode == 'delay' then return now + v end
   if mode == 'at' then return v end
   return nil
+end
+
+-- Tells the holder of an in-flight delivery of `id` that it was revoked (cancelled or replaced),
+-- naming the delivery by its fencing token so a later delivery of the same id is not disturbed.
+local function revoke(id, channel)
+  local token = redis.call('HGET', KEYS[8], id)
+  if token then redis.call('PUBLISH', channel, 'gone:' .. token) end
 end

@@ -10,7 +10,7 @@ export const MAX_PAYLOAD_BYTES = 16 * 1024;
 /** Longest delay: ten years. */
 export const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
 
-/** The seven keys every queue script takes (in this order) and the queue's event channel. */
+/** The nine keys every queue script takes (in this order) and the queue's event channel. */
 export interface QueueKeys {
   keys: readonly string[];
   /** pending, ready, in-flight, dead: what the stats script reads. */
@@ -19,7 +19,7 @@ export interface QueueKeys {
 }
 
 export const FEATURE = 'dq';
-const PARTS = ['pending', 'ready', 'inflight', 'dead', 'payload', 'attempts', 'errors'] as const;
+const PARTS = ['pending', 'ready', 'inflight', 'dead', 'payload', 'attempts', 'errors', 'lease', 'seq'] as const;
 
 export function checkQueueName(queue: unknown): string {
   if (typeof queue !== 'string' || !QUEUE_NAME_RE.test(queue)) {

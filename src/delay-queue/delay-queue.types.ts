@@ -77,8 +77,13 @@ export interface Delivery<T = unknown> {
   queue: string;
   id: string;
   payload: T;
-  /** 1 on the first delivery; doubles as the delivery's fencing token. */
+  /** 1 on the first delivery. */
   attempt: number;
+  /**
+   * This delivery's fencing token: unique and increasing per queue, never reused even when the id is
+   * cancelled and scheduled again. A downstream write can refuse a token older than one it has seen.
+   */
+  token: number;
   /** When the item was due (epoch ms). */
   dueAt: number;
   /** Aborted when the item is cancelled, the delivery is lost (visibility expired) or the worker stops. */

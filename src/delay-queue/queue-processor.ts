@@ -21,9 +21,9 @@ export interface ProcessorSettings {
 }
 
 interface Running {
+  id: string;
   abort: AbortController;
   done: Promise<void>;
-  attempt: number;
 }
 
 /** Retry delay after `attempt` failed deliveries: exponential, capped, with "equal jitter" (half fixed, half random). */
@@ -41,7 +41,8 @@ export function backoffDelay(attempt: number, b: ProcessorSettings['backoff'], r
  */
 export class QueueProcessor<T> implements Processor, BackgroundWorker {
   private readonly logger: Logger;
-  private readonly running = new Map<string, Running>();
+  /** Running deliveries by fencing token (an id replaced while in flight can briefly have two). */
+  private readonly running = new Map<number, Running>();
   private stopped = false;
   private ticking = false;
   private tickAgain = false;
@@ -92,9 +93,9 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     await Promise.race([all, new Promise((r) => (timer = setTimeout(r, this.settings.shutdownGraceMs)))]);
     clearTimeout(timer);
     await Promise.all(
-      [...this.running].map(async ([id, r]) => {
+      [...this.running].map(async ([token, r]) => {
         r.abort.abort(new Error('worker stopping'));
-        await this.run<number>('fail', [id, r.attempt, this.settings.maxAttempts, 0, 'released at shutdown', 'release', this.keys.channel]).catch(() => 0);
+        await this.run<number>('fail', [r.id, token, this.settings.maxAttempts, 0, 'released at shutdown', 'release', this.keys.channel]).catch(() => 0);
       }),
     );
   }
@@ -104,7 +105,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       const due = Number(message.slice(4));
       if (Number.isFinite(due) && due < this.wakeAt) this.arm(due);
     } else if (message.startsWith('gone:')) {
-      this.running.get(message.slice(5))?.abort.abort(new Error('item cancelled or replaced'));
+      this.running.get(Number(message.slice(5)))?.abort.abort(new Error('item cancelled or replaced'));
     }
   }
 
@@ -149,9 +150,9 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         this.clockOffset = now - (t0 + Date.now()) / 2;
         const [promoted, requeued, died] = [Number(r[3]), Number(r[4]), Number(r[5])];
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
-        const claimed = (r.length - 6) / 4;
-        for (let i = 6; i < r.length; i += 4) {
-          this.deliver(String(r[i]), String(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), now);
+        const claimed = (r.length - 6) / 5;
+        for (let i = 6; i < r.length; i += 5) {
+          this.deliver(String(r[i]), String(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), Number(r[i + 4]), now);
         }
         this.readyLeft = Number(r[2]) > 0;
         this.wakeAt = Infinity;
@@ -174,13 +175,13 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     }
   }
 
-  private deliver(id: string, raw: string, attempt: number, dueAt: number, claimedAt: number): void {
+  private deliver(id: string, raw: string, attempt: number, dueAt: number, token: number, claimedAt: number): void {
     const abort = new AbortController();
     const labels = { queue: this.queue };
     this.metrics.fired.inc(labels);
     this.metrics.lateness.observe(labels, Math.max(0, claimedAt - dueAt) / 1000);
     const extend = async (): Promise<boolean> => {
-      const ok = (await this.run<number>('extend', [id, attempt, this.settings.visibilityTimeoutMs])) === 1;
+      const ok = (await this.run<number>('extend', [id, token, this.settings.visibilityTimeoutMs])) === 1;
       if (!ok) abort.abort(new Error('delivery no longer current'));
       return ok;
     };
@@ -190,6 +191,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       id,
       payload: undefined as T,
       attempt,
+      token,
       dueAt,
       signal: abort.signal,
       stillWanted: () => (abort.signal.aborted ? Promise.resolve(false) : extend()),
@@ -207,13 +209,13 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       try {
         if (this.stopped && abort.signal.aborted) return; // handed back by stop()
         if (succeeded) {
-          if ((await this.retry(() => this.run<number>('ack', [id, attempt]))) === 1) this.metrics.acked.inc(labels);
+          if ((await this.retry(() => this.run<number>('ack', [id, token]))) === 1) this.metrics.acked.inc(labels);
           return;
         }
         const text = (failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure)).slice(0, MAX_ERROR_CHARS);
         const delay = backoffDelay(attempt, this.settings.backoff);
         const outcome = await this.retry(() =>
-          this.run<number>('fail', [id, attempt, this.settings.maxAttempts, delay, text, 'fail', this.keys.channel]),
+          this.run<number>('fail', [id, token, this.settings.maxAttempts, delay, text, 'fail', this.keys.channel]),
         );
         if (outcome === 1) this.metrics.retried.inc(labels);
         if (outcome === 2) this.metrics.dead.inc(labels);
@@ -222,11 +224,11 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         this.logger.warn({ id, attempt, err: (err as Error).message }, 'could not record the outcome; the item will be redelivered');
       } finally {
         clearInterval(heartbeat);
-        this.running.delete(id);
+        this.running.delete(token);
         if (this.readyLeft) void this.tick();
       }
     })();
-    this.running.set(id, { abort, done, attempt });
+    this.running.set(token, { id, abort, done });
   }
 
   /** A few quick retries for ack/fail when Redis blips; if all fail the visibility timeout redelivers the item. */

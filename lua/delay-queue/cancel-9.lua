@@ -1,7 +1,7 @@
 --[[
   Cancels one item wherever it is: O(log n), no scan. An in-flight item is
   removed too, so its delivery can no longer be acked or extended and
-  `stillWanted()` turns false; a 'gone:<id>' event tells the holder to abort.
+  `stillWanted()` turns false; a 'gone:<token>' event tells the holder to abort.
 
   KEYS[1]  pending zset
   KEYS[2]  ready zset
@@ -10,6 +10,8 @@
   KEYS[5]  payload hash
   KEYS[6]  attempts hash
   KEYS[7]  errors hash
+  KEYS[8]  lease hash (id -> fencing token of the live delivery)
+  KEYS[9]  fencing-token counter
   ARGV[1]  the item id
   ARGV[2]  the queue's event channel
 
@@ -19,6 +21,6 @@
 local id = ARGV[1]
 local state = itemState(id)
 if state == 0 then return 0 end
+if state == 3 then revoke(id, ARGV[2]) end
 forget(id)
-if state == 3 then redis.call('PUBLISH', ARGV[2], 'gone:' .. id) end
 return state

@@ -2,8 +2,7 @@
   Ends one delivery without success. 'fail': records the error, then either
   schedules a retry after ARGV[4] ms or, when the item used up ARGV[3]
   deliveries, moves it to dead. 'release': hands the item back to ready at
-  once (a worker shutting down). The interrupted delivery still counts, so
-  delivery numbers only grow and a stale holder can never pass as current.
+  once (a worker shutting down); the interrupted delivery still counts.
 
   KEYS[1]  pending zset
   KEYS[2]  ready zset
@@ -12,9 +11,11 @@
   KEYS[5]  payload hash
   KEYS[6]  attempts hash
   KEYS[7]  errors hash
+  KEYS[8]  lease hash (id -> fencing token of the live delivery)
+  KEYS[9]  fencing-token counter
   ARGV[1]  the item id
-  ARGV[2]  the delivery's attempt number (its fencing token)
-  ARGV[3]  max deliveries per item
+  ARGV[2]  the delivery's fencing token
+  ARGV[3]  max deliveries per item (compared with the item's delivery count)
   ARGV[4]  retry delay, ms
   ARGV[5]  the error text
   ARGV[6]  'fail' or 'release'
@@ -28,12 +29,13 @@ local id = ARGV[1]
 if not isCurrent(id, ARGV[2]) then return 0 end
 local now = serverTimeMs()
 redis.call('ZREM', KEYS[3], id)
+redis.call('HDEL', KEYS[8], id)
 if ARGV[6] == 'release' then
   redis.call('ZADD', KEYS[2], now, id)
   return 3
 end
 redis.call('HSET', KEYS[7], id, ARGV[5])
-if tonumber(ARGV[2]) >= tonumber(ARGV[3]) then
+if tonumber(redis.call('HGET', KEYS[6], id) or '0') >= tonumber(ARGV[3]) then
   redis.call('ZADD', KEYS[4], now, id)
   return 2
 end

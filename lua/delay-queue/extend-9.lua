@@ -10,8 +10,10 @@
   KEYS[5]  payload hash
   KEYS[6]  attempts hash
   KEYS[7]  errors hash
+  KEYS[8]  lease hash (id -> fencing token of the live delivery)
+  KEYS[9]  fencing-token counter
   ARGV[1]  the item id
-  ARGV[2]  the delivery's attempt number (its fencing token)
+  ARGV[2]  the delivery's fencing token
   ARGV[3]  visibility timeout, ms
 
   Returns: 1 still current (deadline extended), 0 cancelled, replaced or delivered again

@@ -8,6 +8,8 @@
   KEYS[5]  payload hash
   KEYS[6]  attempts hash
   KEYS[7]  errors hash
+  KEYS[8]  lease hash (id -> fencing token of the live delivery)
+  KEYS[9]  fencing-token counter
   ARGV[1]  offset, >= 0
   ARGV[2]  page size, 1..100
 

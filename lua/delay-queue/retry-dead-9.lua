@@ -8,6 +8,8 @@
   KEYS[5]  payload hash
   KEYS[6]  attempts hash
   KEYS[7]  errors hash
+  KEYS[8]  lease hash (id -> fencing token of the live delivery)
+  KEYS[9]  fencing-token counter
   ARGV[1]  the item id
   ARGV[2]  the queue's event channel
 

@@ -4,7 +4,8 @@
      dead when they used up ARGV[3] deliveries (their holder went silent);
   2. due pending items move to ready, oldest first;
   3. up to ARGV[1] ready items, oldest first, are claimed: moved to in-flight
-     with deadline now + ARGV[2] and their delivery count incremented.
+     with deadline now + ARGV[2], their delivery count incremented and a new
+     fencing token (from the queue's counter) leased to the delivery.
   Any instance may run it; two runs never claim the same delivery.
 
   KEYS[1]  pending zset
@@ -14,12 +15,14 @@
   KEYS[5]  payload hash
   KEYS[6]  attempts hash
   KEYS[7]  errors hash
+  KEYS[8]  lease hash (id -> fencing token of the live delivery)
+  KEYS[9]  fencing-token counter
   ARGV[1]  items to claim, 0..1000
   ARGV[2]  visibility timeout, ms
   ARGV[3]  max deliveries per item
   ARGV[4]  batch size for steps 1 and 2, 1..1000
 
-  Returns: {now, nextWake, readyLeft, promoted, requeued, died, id1, payload1, attempt1, dueAt1, ...}
+  Returns: {now, nextWake, readyLeft, promoted, requeued, died, id1, payload1, attempt1, dueAt1, token1, ...}
     nextWake  the earliest pending due time or in-flight deadline, '' when neither exists
 ]]
 --- @include "includes/server-time-ms"
@@ -34,6 +37,7 @@ local requeued, died = 0, 0
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(expired) do
   redis.call('ZREM', KEYS[3], id)
+  redis.call('HDEL', KEYS[8], id)
   if tonumber(redis.call('HGET', KEYS[6], id) or '0') >= maxAttempts then
     redis.call('ZADD', KEYS[4], now, id)
     redis.call('HSET', KEYS[7], id, 'visibility timeout: the worker holding the item stopped responding')
@@ -70,10 +74,13 @@ if want > 0 then
     if payload then
       redis.call('ZADD', KEYS[3], deadline, id)
       local attempt = redis.call('HINCRBY', KEYS[6], id, 1)
+      local token = redis.call('INCR', KEYS[9])
+      redis.call('HSET', KEYS[8], id, token)
       out[#out + 1] = id
       out[#out + 1] = payload
       out[#out + 1] = attempt
       out[#out + 1] = ready[i + 1]
+      out[#out + 1] = token
     else
       -- Cannot happen through these scripts; never hand out an item without its payload.
       redis.call('ZADD', KEYS[4], now, id)

@@ -12,6 +12,8 @@
   KEYS[5]  payload hash
   KEYS[6]  attempts hash
   KEYS[7]  errors hash
+  KEYS[8]  lease hash (id -> fencing token of the live delivery)
+  KEYS[9]  fencing-token counter
   ARGV[1]  the item id
   ARGV[2]  'delay' (ARGV[3] counts from the Redis clock) or 'at' (ARGV[3] is epoch ms)
   ARGV[3]  delay or due time, ms
@@ -33,7 +35,7 @@ local due = dueFrom(ARGV[2], ARGV[3], now)
 if not due then return -6 end
 local state, score = itemState(id)
 if state ~= 0 and ARGV[5] == 'keep' then return {0, state, string.format('%d', score)} end
-if state == 3 then redis.call('PUBLISH', ARGV[6], 'gone:' .. id) end
+if state == 3 then revoke(id, ARGV[6]) end
 if state ~= 0 then forget(id) end
 redis.call('HSET', KEYS[5], id, ARGV[4])
 addPending(id, due, ARGV[6])

@@ -1,0 +1,60 @@
+import { DelayQueueArgumentError } from './delay-queue.errors';
+import { MAX_DELAY_MS, MAX_PAYLOAD_BYTES } from './delay-queue.keys';
+import type { ProcessOptions, When } from './delay-queue.types';
+import type { ProcessorSettings } from './queue-processor';
+
+/** The largest JS Date, ms. */
+const MAX_TIME_MS = 8.64e15;
+
+/** A `When` as script arguments: `['delay', ms]` (counted on the Redis clock) or `['at', epochMs]`. */
+export function timeArgs(when: When): ['delay' | 'at', number] {
+  if (when && typeof when === 'object' && 'delayMs' in when) {
+    const d = when.delayMs;
+    if (!Number.isInteger(d) || d < 0 || d > MAX_DELAY_MS) {
+      throw new DelayQueueArgumentError('delayMs', `must be an integer from 0 to ${MAX_DELAY_MS} (ten years)`);
+    }
+    return ['delay', d];
+  }
+  if (when && typeof when === 'object' && 'dueAt' in when) {
+    const t = when.dueAt instanceof Date ? when.dueAt.getTime() : when.dueAt;
+    if (!Number.isInteger(t) || t < 0 || t > MAX_TIME_MS) throw new DelayQueueArgumentError('dueAt', 'must be a valid time (epoch ms or Date)');
+    return ['at', t];
+  }
+  throw new DelayQueueArgumentError('when', 'must be {dueAt} or {delayMs}');
+}
+
+/** The payload as stored: JSON, at most MAX_PAYLOAD_BYTES. */
+export function encodePayload(payload: unknown): string {
+  let raw: string | undefined;
+  try {
+    raw = JSON.stringify(payload);
+  } catch {
+    raw = undefined;
+  }
+  if (raw === undefined) throw new DelayQueueArgumentError('payload', 'must be JSON-serialisable');
+  const bytes = Buffer.byteLength(raw);
+  if (bytes > MAX_PAYLOAD_BYTES) throw new DelayQueueArgumentError('payload', `is ${bytes} bytes as JSON; the limit is ${MAX_PAYLOAD_BYTES}`);
+  return raw;
+}
+
+/** `process()` options with defaults applied and bounds checked. */
+export function processorSettings(o: ProcessOptions): ProcessorSettings {
+  const int = (field: string, v: number | undefined, dflt: number, min: number, max: number) => {
+    const x = v ?? dflt;
+    if (!Number.isInteger(x) || x < min || x > max) throw new DelayQueueArgumentError(field, `must be an integer from ${min} to ${max}`);
+    return x;
+  };
+  const visibilityTimeoutMs = int('visibilityTimeoutMs', o.visibilityTimeoutMs, 30_000, 100, 3_600_000);
+  const initialMs = int('backoff.initialMs', o.backoff?.initialMs, 1000, 0, 86_400_000);
+  const maxMs = int('backoff.maxMs', o.backoff?.maxMs, 300_000, initialMs, 86_400_000);
+  const factor = o.backoff?.factor ?? 2;
+  if (typeof factor !== 'number' || !(factor >= 1 && factor <= 10)) throw new DelayQueueArgumentError('backoff.factor', 'must be a number from 1 to 10');
+  return {
+    concurrency: int('concurrency', o.concurrency, 10, 1, 1000),
+    visibilityTimeoutMs,
+    maxAttempts: int('maxAttempts', o.maxAttempts, 5, 1, 1000),
+    backoff: { initialMs, maxMs, factor },
+    pollMs: int('pollMs', o.pollMs, 1000, 50, 1000),
+    shutdownGraceMs: Math.min(visibilityTimeoutMs, 10_000),
+  };
+}
