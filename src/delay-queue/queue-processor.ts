@@ -24,6 +24,7 @@ interface Running {
   id: string;
   abort: AbortController;
   done: Promise<void>;
+  heartbeat: NodeJS.Timeout;
 }
 
 /** Retry delay after `attempt` failed deliveries: exponential, capped, with "equal jitter" (half fixed, half random). */
@@ -95,6 +96,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     await Promise.all(
       [...this.running].map(async ([token, r]) => {
         r.abort.abort(new Error('worker stopping'));
+        clearInterval(r.heartbeat);
         await this.run<number>('fail', [r.id, token, this.settings.maxAttempts, 0, 'released at shutdown', 'release', this.keys.channel]).catch(() => 0);
       }),
     );
@@ -228,7 +230,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         if (this.readyLeft) void this.tick();
       }
     })();
-    this.running.set(token, { id, abort, done });
+    this.running.set(token, { id, abort, done, heartbeat });
   }
 
   /** A few quick retries for ack/fail when Redis blips; if all fail the visibility timeout redelivers the item. */
