@@ -84,6 +84,7 @@ if want > 0 then
     else
       -- Cannot happen through these scripts; never hand out an item without its payload.
       redis.call('ZADD', KEYS[4], now, id)
+      redis.call('HSET', KEYS[5], id, 'null') -- every entry has a payload (schedule relies on it)
       redis.call('HSET', KEYS[7], id, 'payload missing')
       died = died + 1
       out[6] = died

@@ -32,6 +32,7 @@ redis.call('ZREM', KEYS[3], id)
 redis.call('HDEL', KEYS[8], id)
 if ARGV[6] == 'release' then
   redis.call('ZADD', KEYS[2], now, id)
+  redis.call('PUBLISH', ARGV[7], 'due:' .. string.format('%d', now)) -- a running peer picks it up now
   return 3
 end
 redis.call('HSET', KEYS[7], id, ARGV[5])

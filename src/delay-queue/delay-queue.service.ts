@@ -47,7 +47,8 @@ export class DelayQueueService {
     private readonly workers: BackgroundWorkers,
     private readonly metrics: DelayQueueMetrics,
   ) {
-    metrics.setStatsSource(() => Promise.all([...this.known].map((q) => this.stats(q))));
+    // Every queue in the shared registry, so any instance's scrape shows them all (aggregate with max, not sum).
+    metrics.setStatsSource(async () => Promise.all((await this.listQueues()).slice(0, 1000).map((q) => this.stats(q))));
   }
 
   /**

@@ -6,8 +6,13 @@ import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { QueueKeys } from './delay-queue.keys';
 import type { Delivery, Handler, Processor } from './delay-queue.types';
 
-/** Most items one claim script moves in each of its steps: keeps every script call short (no BUSY). */
+/** Most items one claim script promotes or requeues per step: keeps every script call short (no BUSY). */
 export const BATCH = 1000;
+/**
+ * Most items one claim script hands out. Claiming costs six commands per item against two for
+ * promoting, so this is smaller: one call stays around a few milliseconds inside Redis.
+ */
+export const CLAIM_BATCH = 100;
 const MAX_ERROR_CHARS = 2000;
 
 export interface ProcessorSettings {
@@ -45,7 +50,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   /** Running deliveries by fencing token (an id replaced while in flight can briefly have two). */
   private readonly running = new Map<number, Running>();
   private stopped = false;
-  private ticking = false;
+  /** The running tick, if any: stop() waits for it so no claim reply arrives after stop() resolved. */
+  private ticking?: Promise<void>;
   private tickAgain = false;
   private wakeAt = Infinity;
   private wakeTimer?: NodeJS.Timeout;
@@ -88,6 +94,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     clearTimeout(this.wakeTimer);
     clearTimeout(this.pollTimer);
     this.subscriber.off('message', this.onMessage);
+    await this.ticking;
     await this.subscriber.unsubscribe(this.keys.channel).catch(() => undefined);
     const all = Promise.all([...this.running.values()].map((r) => r.done));
     let timer: NodeJS.Timeout | undefined;
@@ -135,17 +142,27 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   }
 
   /** Claims until nothing more is due or every slot is busy. One tick at a time; a tick asked for meanwhile runs right after. */
-  private async tick(): Promise<void> {
-    if (this.stopped) return;
+  private tick(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     if (this.ticking) {
       this.tickAgain = true;
-      return;
+      return this.ticking;
     }
-    this.ticking = true;
+    this.ticking = this.claimLoop().finally(() => {
+      this.ticking = undefined;
+      if (this.tickAgain) {
+        this.tickAgain = false;
+        void this.tick();
+      }
+    });
+    return this.ticking;
+  }
+
+  private async claimLoop(): Promise<void> {
     try {
       let more = true;
       while (more && !this.stopped) {
-        const want = Math.min(BATCH, this.settings.concurrency - this.running.size);
+        const want = Math.min(CLAIM_BATCH, this.settings.concurrency - this.running.size);
         const t0 = Date.now();
         const r = await this.run<Array<string | number>>('claim', [want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, BATCH]);
         const now = Number(r[0]);
@@ -167,12 +184,6 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       if (now - this.lastErrorLog > 5000) {
         this.lastErrorLog = now;
         this.logger.warn({ err: (err as Error).message }, 'claim failed; retrying on the next poll');
-      }
-    } finally {
-      this.ticking = false;
-      if (this.tickAgain) {
-        this.tickAgain = false;
-        void this.tick();
       }
     }
   }

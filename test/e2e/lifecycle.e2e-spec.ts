@@ -173,10 +173,13 @@ describe('Lifecycle', () => {
     });
 
     it('never spawns redis-server in production', async () => {
-      const before = spawnSync('pgrep', ['-c', 'redis-server']).stdout.toString().trim();
-      const p = runMain({ NODE_ENV: 'production', JWT_SECRET: 'y'.repeat(40) });
-      await p.exit;
-      expect(spawnSync('pgrep', ['-c', 'redis-server']).stdout.toString().trim()).toBe(before);
+      // Look for a redis-server on this run's own managed port, not a machine-wide count that other suites change.
+      const port = await freePort();
+      const spawned = () => spawnSync('pgrep', ['-f', `redis-server .*:${port}`]).stdout.toString().trim();
+      const p = runMain({ NODE_ENV: 'production', JWT_SECRET: 'y'.repeat(40), REDIS_MANAGED_PORT: String(port) });
+      expect(await p.exit).toBe(78);
+      expect(p.output()).not.toContain('[managed-redis]');
+      expect(spawned()).toBe('');
     });
   });
 });
