@@ -25,8 +25,10 @@ export function nodeOptions(cfg: RedisConfig): RedisOptions {
     enableOfflineQueue: false,
     autoResendUnfulfilledCommands: false,
     retryStrategy,
-    // Batches the commands of concurrent requests into one write: fewer syscalls under load.
-    enableAutoPipelining: true,
+    // Off: with auto-pipelining, 50 concurrent calls go out as one write per tick and Node and Redis take turns
+    // on whole batches instead of overlapping. Measured (bench delay-queue, http-floor A/B): off gives ~1.9x the
+    // schedule() throughput and ~6% more HTTP req/s, for a little more Redis CPU (more, smaller reads).
+    enableAutoPipelining: false,
   };
 }
 
