@@ -15,12 +15,15 @@
   ARGV[1]  the item id
   ARGV[2]  the queue's event channel
 
-  Returns: where the item was: 0 absent, 1 pending, 2 ready, 3 in flight, 4 dead
+  Returns: {state, attempts}
+    state     where the item was: 0 absent, 1 pending, 2 ready, 3 in flight, 4 dead
+    attempts  deliveries it had before the cancel (> 0: a handler ran on it before)
 ]]
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
 local state = itemState(id)
-if state == 0 then return 0 end
+if state == 0 then return {0, 0} end
+local attempts = tonumber(redis.call('HGET', KEYS[6], id) or '0')
 if state == 3 then revoke(id, ARGV[2]) end
 forget(id)
-return state
+return {state, attempts}

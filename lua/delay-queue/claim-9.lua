@@ -1,11 +1,13 @@
 --[[
   One step of a worker, in bounded work (each batch at most 1,000 items):
-  1. in-flight items past their visibility deadline go back to ready, or to
-     dead when they used up ARGV[3] deliveries (their holder went silent);
+  1. in-flight items past their visibility deadline go back to ready at
+     their due time, or to dead when they used up ARGV[3] deliveries (their
+     holder went silent; a 'gone:<token>' event tells it, if it is alive);
   2. due pending items move to ready, oldest first;
   3. up to ARGV[1] ready items, oldest first, are claimed: moved to in-flight
      with deadline now + ARGV[2], their delivery count incremented and a new
-     fencing token (from the queue's counter) leased to the delivery.
+     fencing token leased to the delivery (the queue's counter, kept at or
+     above the Redis clock in microseconds).
   Any instance may run it; two runs never claim the same delivery.
 
   KEYS[1]  pending zset
@@ -21,11 +23,13 @@
   ARGV[2]  visibility timeout, ms
   ARGV[3]  max deliveries per item
   ARGV[4]  batch size for steps 1 and 2, 1..1000
+  ARGV[5]  the queue's event channel (revocations of lost deliveries)
 
   Returns: {now, nextWake, readyLeft, promoted, requeued, died, id1, payload1, attempt1, dueAt1, token1, ...}
     nextWake  the earliest pending due time or in-flight deadline, '' when neither exists
 ]]
 --- @include "includes/server-time-ms"
+--- @include "includes/delay-queue-state"
 local now = serverTimeMs()
 local want = tonumber(ARGV[1])
 local visibility = tonumber(ARGV[2])
@@ -36,6 +40,9 @@ local batch = tonumber(ARGV[4])
 local requeued, died = 0, 0
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(expired) do
+  local token, due = leaseOf(id)
+  -- The silent holder may still be alive: tell it the delivery is gone.
+  if token then redis.call('PUBLISH', ARGV[5], 'gone:' .. token) end
   redis.call('ZREM', KEYS[3], id)
   redis.call('HDEL', KEYS[8], id)
   if tonumber(redis.call('HGET', KEYS[6], id) or '0') >= maxAttempts then
@@ -43,7 +50,8 @@ for _, id in ipairs(expired) do
     redis.call('HSET', KEYS[7], id, 'visibility timeout: the worker holding the item stopped responding')
     died = died + 1
   else
-    redis.call('ZADD', KEYS[2], now, id)
+    -- Back in line at its original due time, so catch-up stays oldest first.
+    redis.call('ZADD', KEYS[2], due or now, id)
     requeued = requeued + 1
   end
 end
@@ -75,7 +83,11 @@ if want > 0 then
       redis.call('ZADD', KEYS[3], deadline, id)
       local attempt = redis.call('HINCRBY', KEYS[6], id, 1)
       local token = redis.call('INCR', KEYS[9])
-      redis.call('HSET', KEYS[8], id, token)
+      if token < now * 1000 then
+        token = now * 1000
+        redis.call('SET', KEYS[9], string.format('%d', token))
+      end
+      redis.call('HSET', KEYS[8], id, string.format('%d:%d', token, tonumber(ready[i + 1])))
       out[#out + 1] = id
       out[#out + 1] = payload
       out[#out + 1] = attempt

@@ -2,7 +2,7 @@
   Ends one delivery without success. 'fail': records the error, then either
   schedules a retry after ARGV[4] ms or, when the item used up ARGV[3]
   deliveries, moves it to dead. 'release': hands the item back to ready at
-  once (a worker shutting down); the interrupted delivery still counts.
+  once, at its original due time (a worker shutting down); the interrupted delivery still counts.
 
   KEYS[1]  pending zset
   KEYS[2]  ready zset
@@ -26,12 +26,13 @@
 --- @include "includes/server-time-ms"
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
-if not isCurrent(id, ARGV[2]) then return 0 end
+local current, due = isCurrent(id, ARGV[2])
+if not current then return 0 end
 local now = serverTimeMs()
 redis.call('ZREM', KEYS[3], id)
 redis.call('HDEL', KEYS[8], id)
 if ARGV[6] == 'release' then
-  redis.call('ZADD', KEYS[2], now, id)
+  redis.call('ZADD', KEYS[2], due or now, id)
   redis.call('PUBLISH', ARGV[7], 'due:' .. string.format('%d', now)) -- a running peer picks it up now
   return 3
 end

@@ -7,9 +7,12 @@
 --   KEYS[5] payload  hash  id -> payload
 --   KEYS[6] attempts hash  id -> deliveries so far
 --   KEYS[7] errors   hash  id -> last handler error
---   KEYS[8] lease    hash  id -> fencing token of the live delivery (only while in flight)
---   KEYS[9] seq      string  the queue's fencing-token counter: tokens never repeat, even
---                    when an id is cancelled and scheduled again
+--   KEYS[8] lease    hash  id -> '<token>:<due>' of the live delivery (only while in flight):
+--                    its fencing token and the item's due time, kept for a requeue
+--   KEYS[9] seq      string  the queue's last fencing token. Tokens never repeat, even when an
+--                    id is cancelled and scheduled again, and never fall below the Redis
+--                    clock in microseconds, so a replica promoted after losing recent
+--                    writes still hands out larger tokens than the old master did
 -- State codes: 0 absent, 1 pending, 2 ready, 3 in flight, 4 dead.
 local STATE_KEYS = { KEYS[1], KEYS[2], KEYS[3], KEYS[4] }
 
@@ -38,9 +41,20 @@ local function addPending(id, due, channel)
   if head[1] == id then redis.call('PUBLISH', channel, 'due:' .. string.format('%d', due)) end
 end
 
--- True when (id, token) is the live delivery: in flight and not cancelled, replaced or redelivered since.
+-- The lease of `id` split into its fencing token and due time, or nil when it has none.
+local function leaseOf(id)
+  local lease = redis.call('HGET', KEYS[8], id)
+  if not lease then return nil, nil end
+  local token, due = string.match(lease, '^(%d+):(%-?%d+)$')
+  return token, tonumber(due)
+end
+
+-- True when (id, token) is the live delivery: in flight and not cancelled, replaced or
+-- redelivered since. Also returns the item's due time.
 local function isCurrent(id, token)
-  return redis.call('HGET', KEYS[8], id) == token and redis.call('ZSCORE', KEYS[3], id) ~= false
+  local leased, due = leaseOf(id)
+  if leased ~= token or not redis.call('ZSCORE', KEYS[3], id) then return false, nil end
+  return true, due
 end
 
 -- A due time from ARGV: mode 'delay' counts from the Redis clock, 'at' is absolute.
@@ -55,6 +69,6 @@ end
 -- Tells the holder of an in-flight delivery of `id` that it was revoked (cancelled or replaced),
 -- naming the delivery by its fencing token so a later delivery of the same id is not disturbed.
 local function revoke(id, channel)
-  local token = redis.call('HGET', KEYS[8], id)
+  local token = leaseOf(id)
   if token then redis.call('PUBLISH', channel, 'gone:' .. token) end
 end

@@ -82,24 +82,27 @@ describe('delay-queue arguments', () => {
 
   describe(processorSettings.name, () => {
     it('fills in the defaults', () => {
-      expect(processorSettings({})).toEqual({
+      expect(processorSettings({}, 20_000)).toEqual({
         concurrency: 10,
         visibilityTimeoutMs: 30_000,
         maxAttempts: 5,
         backoff: { initialMs: 1000, maxMs: 300_000, factor: 2 },
         pollMs: 1000,
+        handlerTimeoutMs: 300_000,
         shutdownGraceMs: 10_000,
       });
     });
 
-    it('never waits longer at shutdown than the visibility timeout', () => {
-      expect(processorSettings({ visibilityTimeoutMs: 2000 }).shutdownGraceMs).toBe(2000);
+    it("waits at shutdown for half the app's shutdown budget, and never longer than the visibility timeout", () => {
+      expect(processorSettings({}, 10_000).shutdownGraceMs).toBe(5000);
+      expect(processorSettings({ visibilityTimeoutMs: 2000 }, 20_000).shutdownGraceMs).toBe(2000);
     });
 
     it.each([
       [{ concurrency: 0 }, 'concurrency'],
       [{ concurrency: 1001 }, 'concurrency'],
-      [{ visibilityTimeoutMs: 99 }, 'visibilityTimeoutMs'],
+      [{ visibilityTimeoutMs: 999 }, 'visibilityTimeoutMs'],
+      [{ handlerTimeoutMs: 999 }, 'handlerTimeoutMs'],
       [{ maxAttempts: 0 }, 'maxAttempts'],
       [{ pollMs: 1001 }, 'pollMs'],
       [{ backoff: { initialMs: -1 } }, 'backoff.initialMs'],
@@ -107,7 +110,7 @@ describe('delay-queue arguments', () => {
       [{ backoff: { factor: 0.5 } }, 'backoff.factor'],
       [{ backoff: { factor: NaN } }, 'backoff.factor'],
     ])('rejects %p naming %s', (opts, field) => {
-      expect(thrown(() => processorSettings(opts)).field).toBe(field);
+      expect(thrown(() => processorSettings(opts, 10_000)).field).toBe(field);
     });
   });
 });

@@ -38,13 +38,14 @@ export function encodePayload(payload: unknown): string {
 }
 
 /** `process()` options with defaults applied and bounds checked. */
-export function processorSettings(o: ProcessOptions): ProcessorSettings {
+export function processorSettings(o: ProcessOptions, appShutdownGraceMs: number): ProcessorSettings {
   const int = (field: string, v: number | undefined, dflt: number, min: number, max: number) => {
     const x = v ?? dflt;
     if (!Number.isInteger(x) || x < min || x > max) throw new DelayQueueArgumentError(field, `must be an integer from ${min} to ${max}`);
     return x;
   };
-  const visibilityTimeoutMs = int('visibilityTimeoutMs', o.visibilityTimeoutMs, 30_000, 100, 3_600_000);
+  // At least a second: shorter, a GC pause or a Redis stall would hand a live delivery to a second holder.
+  const visibilityTimeoutMs = int('visibilityTimeoutMs', o.visibilityTimeoutMs, 30_000, 1000, 3_600_000);
   const initialMs = int('backoff.initialMs', o.backoff?.initialMs, 1000, 0, 86_400_000);
   const maxMs = int('backoff.maxMs', o.backoff?.maxMs, 300_000, initialMs, 86_400_000);
   const factor = o.backoff?.factor ?? 2;
@@ -55,6 +56,8 @@ export function processorSettings(o: ProcessOptions): ProcessorSettings {
     maxAttempts: int('maxAttempts', o.maxAttempts, 5, 1, 1000),
     backoff: { initialMs, maxMs, factor },
     pollMs: int('pollMs', o.pollMs, 1000, 50, 1000),
-    shutdownGraceMs: Math.min(visibilityTimeoutMs, 10_000),
+    handlerTimeoutMs: int('handlerTimeoutMs', o.handlerTimeoutMs, 300_000, 1000, 86_400_000),
+    // Half the app's shutdown budget: the rest is for the HTTP drain and handing items back before the force exit.
+    shutdownGraceMs: Math.min(visibilityTimeoutMs, Math.floor(appShutdownGraceMs / 2)),
   };
 }

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
@@ -21,6 +22,7 @@ import type {
   ScheduleResult,
   When,
 } from './delay-queue.types';
+import { QueueEventBus } from './queue-event-bus';
 import { QueueProcessor } from './queue-processor';
 
 const STATES: ItemState[] = ['absent', 'pending', 'ready', 'in-flight', 'dead'];
@@ -39,6 +41,7 @@ export class DelayQueueService {
   private readonly known = new Set<string>();
   private readonly keyCache = new Map<string, QueueKeys>();
   private readonly processors = new Map<string, QueueProcessor<unknown>>();
+  private eventBus?: QueueEventBus;
 
   constructor(
     private readonly redis: RedisService,
@@ -46,6 +49,7 @@ export class DelayQueueService {
     private readonly keyBuilder: KeyBuilder,
     private readonly workers: BackgroundWorkers,
     private readonly metrics: DelayQueueMetrics,
+    private readonly config: AppConfig,
   ) {
     // Every queue in the shared registry, so any instance's scrape shows them all (aggregate with max, not sum).
     metrics.setStatsSource(async () => Promise.all((await this.listQueues()).slice(0, 1000).map((q) => this.stats(q))));
@@ -72,14 +76,13 @@ export class DelayQueueService {
     return { written, created: r[1] === 0, dueAt: Number(r[2]) };
   }
 
-  /** Cancels (queue, id) wherever it is, in O(log n). `wasPending` says no handler had started on it. */
+  /** Cancels (queue, id) wherever it is, in O(log n). `wasPending`: no live delivery held it (see CancelResult). */
   async cancel(queue: string, id: string): Promise<CancelResult> {
     const k = this.keys(queue);
     checkItemId(id);
-    const code = await this.scripts.run<number>('delay-queue/cancel', k.keys, [id, k.channel]);
-    const state = STATES[code];
+    const [code, attempts] = await this.scripts.run<[number, number]>('delay-queue/cancel', k.keys, [id, k.channel]);
     if (code !== 0) this.metrics.cancelled.inc({ queue });
-    return { wasPending: code === 1 || code === 2, state };
+    return { wasPending: code === 1 || code === 2, state: STATES[code], attempts };
   }
 
   /** Moves a pending or ready item to a new due time. 404 when absent, 409 when in flight or dead. */
@@ -164,8 +167,9 @@ export class DelayQueueService {
   async process<T>(queue: string, handler: Handler<T>, options: ProcessOptions = {}): Promise<Processor> {
     const k = this.keys(queue);
     if (this.processors.has(queue)) throw new DelayQueueArgumentError('queue', `already has a processor in this instance`);
-    const settings = processorSettings(options);
-    const processor = new QueueProcessor<T>(queue, k, handler, settings, this.scripts, this.redis.subscriber(), this.metrics);
+    const settings = processorSettings(options, this.config.shutdownGraceMs);
+    this.eventBus ??= new QueueEventBus(this.redis.subscriber());
+    const processor = new QueueProcessor<T>(queue, k, handler, settings, this.scripts, this.eventBus, this.metrics);
     this.processors.set(queue, processor as QueueProcessor<unknown>);
     this.workers.register(`delay-queue:${queue}`, processor);
     await this.remember(queue).catch(() => undefined);

@@ -22,15 +22,23 @@ export interface ScheduleResult {
   written: boolean;
   /** False when an entry for the id already existed (it was replaced or kept). */
   created: boolean;
-  /** The entry's due time in epoch ms (Redis server clock) after the call. */
+  /**
+   * The entry's due time in epoch ms after the call. For an entry `keep` found in flight or dead:
+   * its visibility deadline or time of death.
+   */
   dueAt: number;
 }
 
 export interface CancelResult {
-  /** True when the item was still pending or ready, so no handler had started on it. */
+  /**
+   * True when the item was pending or ready: no live delivery held it, and none ever will.
+   * It may still have been delivered before (a retry waiting for its backoff): see `attempts`.
+   */
   wasPending: boolean;
   /** Where the item was when the cancel landed. `in-flight`: a handler held it; its `signal` aborts and `stillWanted()` turns false. */
   state: ItemState;
+  /** Deliveries the item had before the cancel; 0 means no handler ever ran on it. */
+  attempts: number;
 }
 
 export interface ItemView<T = unknown> {
@@ -109,13 +117,18 @@ export interface BackoffOptions {
 export interface ProcessOptions {
   /** Handlers run at once in this instance. Default 10, at most 1000. */
   concurrency?: number;
-  /** A delivery not acked, failed or extended within this time is delivered again. Default 30000. */
+  /** A delivery not acked, failed or extended within this time is delivered again. Default 30000, at least 1000. */
   visibilityTimeoutMs?: number;
   /** Deliveries before an item goes to dead-letter. Default 5. */
   maxAttempts?: number;
   backoff?: BackoffOptions;
   /** Fallback poll, ms, jittered down to half; at most 1000. Default 1000. */
   pollMs?: number;
+  /**
+   * A handler still running after this long counts as a failed delivery (retry or dead-letter) and its
+   * slot is freed; its signal aborts. Default 300000. Keeps a hung handler from holding an item forever.
+   */
+  handlerTimeoutMs?: number;
 }
 
 export interface Processor {

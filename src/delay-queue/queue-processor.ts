@@ -1,10 +1,10 @@
 import { Logger } from '@nestjs/common';
-import type { RedisClient } from '../redis/redis.service';
 import type { ScriptRegistry } from '../scripts/script-registry.service';
 import type { BackgroundWorker } from '../workers/background-workers.service';
 import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { QueueKeys } from './delay-queue.keys';
 import type { Delivery, Handler, Processor } from './delay-queue.types';
+import type { QueueEventBus } from './queue-event-bus';
 
 /** Most items one claim script promotes or requeues per step: keeps every script call short (no BUSY). */
 export const BATCH = 1000;
@@ -21,6 +21,8 @@ export interface ProcessorSettings {
   maxAttempts: number;
   backoff: { initialMs: number; maxMs: number; factor: number };
   pollMs: number;
+  /** A handler still running after this long counts as failed (retry or dead-letter) and frees its slot. */
+  handlerTimeoutMs: number;
   /** How long stop() waits for running handlers before handing their items back. */
   shutdownGraceMs: number;
 }
@@ -29,7 +31,16 @@ interface Running {
   id: string;
   abort: AbortController;
   done: Promise<void>;
-  heartbeat: NodeJS.Timeout;
+  /** Set by stop() when it hands the item back: the delivery then records nothing itself. */
+  handedBack: boolean;
+}
+
+/** What a delivery's handler is failed with when it runs past `handlerTimeoutMs`. */
+export class HandlerTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`handler still running after ${ms} ms`);
+    this.name = 'HandlerTimeoutError';
+  }
 }
 
 /** Retry delay after `attempt` failed deliveries: exponential, capped, with "equal jitter" (half fixed, half random). */
@@ -61,9 +72,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   /** Whether the last claim left ready items behind (claim more when a slot frees up). */
   private readyLeft = false;
   private lastErrorLog = 0;
-  private readonly onMessage = (channel: string, message: string) => {
-    if (channel === this.keys.channel) this.event(message);
-  };
+  /** The earliest due time announced by an event while a claim was on the wire (its reply must not undo it). */
+  private eventDueDuringClaim = Infinity;
 
   constructor(
     readonly queue: string,
@@ -71,48 +81,51 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     private readonly handler: Handler<T>,
     private readonly settings: ProcessorSettings,
     private readonly scripts: ScriptRegistry,
-    private readonly subscriber: RedisClient,
+    private readonly events: QueueEventBus,
     private readonly metrics: DelayQueueMetrics,
   ) {
     this.logger = new Logger(`DelayQueue:${queue}`);
   }
 
   async start(): Promise<void> {
-    this.subscriber.on('message', this.onMessage);
     this.schedulePoll();
     // Catch-up first: whatever came due while no instance ran is claimed now, oldest first.
     void this.tick();
-    await this.subscriber.subscribe(this.keys.channel).catch((err: Error) => {
+    await this.events.subscribe(this.keys.channel, (m) => this.event(m)).catch((err: Error) => {
       this.logger.warn({ err: err.message }, 'subscribe failed; the fallback poll covers until it reconnects');
     });
   }
 
-  /** Stops claiming, lets running handlers finish within the grace period, then hands the rest back. */
+  /**
+   * Stops claiming, lets running handlers finish within the grace period (revocations still reach
+   * them meanwhile), then hands the rest back to ready at their due time.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.wakeTimer);
     clearTimeout(this.pollTimer);
-    this.subscriber.off('message', this.onMessage);
     await this.ticking;
-    await this.subscriber.unsubscribe(this.keys.channel).catch(() => undefined);
     const all = Promise.all([...this.running.values()].map((r) => r.done));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([all, new Promise((r) => (timer = setTimeout(r, this.settings.shutdownGraceMs)))]);
     clearTimeout(timer);
     await Promise.all(
       [...this.running].map(async ([token, r]) => {
+        r.handedBack = true;
         r.abort.abort(new Error('worker stopping'));
-        clearInterval(r.heartbeat);
         await this.run<number>('fail', [r.id, token, this.settings.maxAttempts, 0, 'released at shutdown', 'release', this.keys.channel]).catch(() => 0);
       }),
     );
+    await this.events.unsubscribe(this.keys.channel).catch(() => undefined);
   }
 
   private event(message: string): void {
     if (message.startsWith('due:')) {
       const due = Number(message.slice(4));
-      if (Number.isFinite(due) && due < this.wakeAt) this.arm(due);
+      if (!Number.isFinite(due)) return;
+      this.eventDueDuringClaim = Math.min(this.eventDueDuringClaim, due);
+      if (due < this.wakeAt) this.arm(due);
     } else if (message.startsWith('gone:')) {
       this.running.get(Number(message.slice(5)))?.abort.abort(new Error('item cancelled or replaced'));
     }
@@ -164,7 +177,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       while (more && !this.stopped) {
         const want = Math.min(CLAIM_BATCH, this.settings.concurrency - this.running.size);
         const t0 = Date.now();
-        const r = await this.run<Array<string | number>>('claim', [want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, BATCH]);
+        this.eventDueDuringClaim = Infinity;
+        const r = await this.run<Array<string | number>>('claim', [want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, BATCH, this.keys.channel]);
         const now = Number(r[0]);
         this.clockOffset = now - (t0 + Date.now()) / 2;
         const [promoted, requeued, died] = [Number(r[3]), Number(r[4]), Number(r[5])];
@@ -174,8 +188,10 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
           this.deliver(String(r[i]), String(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), Number(r[i + 4]), now);
         }
         this.readyLeft = Number(r[2]) > 0;
+        // The reply's next wake-up was computed before any event that arrived while it was on the wire.
+        const next = Math.min(r[1] === '' ? Infinity : Number(r[1]), this.eventDueDuringClaim);
         this.wakeAt = Infinity;
-        if (r[1] !== '') this.arm(Number(r[1]));
+        if (Number.isFinite(next)) this.arm(next);
         // Go round again while a step hit its batch limit, or ready items remain and slots are free.
         more = promoted === BATCH || requeued + died === BATCH || (this.readyLeft && claimed === want && want > 0 && this.running.size < this.settings.concurrency);
       }
@@ -198,7 +214,9 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       if (!ok) abort.abort(new Error('delivery no longer current'));
       return ok;
     };
-    const heartbeat = setInterval(() => void extend().catch(() => undefined), Math.max(50, this.settings.visibilityTimeoutMs / 3));
+    // The heartbeat keeps a live delivery's deadline ahead; it ends with the delivery or its revocation.
+    const heartbeat = setInterval(() => void extend().catch(() => undefined), this.settings.visibilityTimeoutMs / 3);
+    abort.signal.addEventListener('abort', () => clearInterval(heartbeat), { once: true });
     const delivery: Delivery<T> = {
       queue: this.queue,
       id,
@@ -209,22 +227,33 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       signal: abort.signal,
       stillWanted: () => (abort.signal.aborted ? Promise.resolve(false) : extend()),
     };
-    const done = (async () => {
+    const entry: Running = { id, abort, handedBack: false, done: Promise.resolve() };
+    entry.done = (async () => {
       let failure: unknown;
       let succeeded = false;
+      let timer: NodeJS.Timeout | undefined;
       try {
         delivery.payload = JSON.parse(raw) as T;
-        await this.handler(delivery);
+        const handled = Promise.resolve().then(() => this.handler(delivery));
+        handled.catch(() => undefined); // a handler that outlives its timeout may still reject later
+        const timedOut = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new HandlerTimeoutError(this.settings.handlerTimeoutMs)), this.settings.handlerTimeoutMs);
+        });
+        await Promise.race([handled, timedOut]);
         succeeded = true;
       } catch (err) {
         failure = err;
+      } finally {
+        clearTimeout(timer);
+        clearInterval(heartbeat);
       }
       try {
-        if (this.stopped && abort.signal.aborted) return; // handed back by stop()
+        if (entry.handedBack) return; // stop() gave the item back already
         if (succeeded) {
           if ((await this.retry(() => this.run<number>('ack', [id, token]))) === 1) this.metrics.acked.inc(labels);
           return;
         }
+        if (failure instanceof HandlerTimeoutError) abort.abort(failure);
         const text = (failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure)).slice(0, MAX_ERROR_CHARS);
         const delay = backoffDelay(attempt, this.settings.backoff);
         const outcome = await this.retry(() =>
@@ -236,12 +265,11 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         // Redis stayed unreachable: the item stays in flight and is delivered again after its visibility timeout.
         this.logger.warn({ id, attempt, err: (err as Error).message }, 'could not record the outcome; the item will be redelivered');
       } finally {
-        clearInterval(heartbeat);
         this.running.delete(token);
         if (this.readyLeft) void this.tick();
       }
     })();
-    this.running.set(token, { id, abort, done, heartbeat });
+    this.running.set(token, entry);
   }
 
   /** A few quick retries for ack/fail when Redis blips; if all fail the visibility timeout redelivers the item. */
@@ -250,7 +278,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       try {
         return await fn();
       } catch (err) {
-        if (i >= 3 || this.stopped) throw err;
+        if (i >= 3) throw err;
         await new Promise((r) => setTimeout(r, 100 * 2 ** i));
       }
     }

@@ -177,7 +177,7 @@ describe('Delay-queue admin API', () => {
     it('DELETE …/items/{id} cancels a pending item (200, wasPending) and then answers 404', async () => {
       const first = await request(t.server).delete('/admin/delay-queues/cancel-q/items/p1').set(admin);
       expect(first.status).toBe(200);
-      expect(first.body).toEqual({ wasPending: true, state: 'pending' });
+      expect(first.body).toEqual({ wasPending: true, state: 'pending', attempts: 0 });
       expect(await dq.get('cancel-q', 'p1')).toBeNull();
       const second = await request(t.server).delete('/admin/delay-queues/cancel-q/items/p1').set(admin);
       expect(second.status).toBe(404);
@@ -190,7 +190,7 @@ describe('Delay-queue admin API', () => {
     it('DELETE …/items/{id} removes a dead letter, saying no handler is pending on it', async () => {
       const res = await request(t.server).delete('/admin/delay-queues/dead-q/items/d1').set(admin);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ wasPending: false, state: 'dead' });
+      expect(res.body).toEqual({ wasPending: false, state: 'dead', attempts: 2 });
       const after = await request(t.server).get('/admin/delay-queues/dead-q/dead').set(admin);
       expect(after.body.total).toBe(4);
       expect(after.body.items.map((i: { id: string }) => i.id)).not.toContain('d1');

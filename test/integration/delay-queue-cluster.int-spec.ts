@@ -81,7 +81,7 @@ describe(`${DelayQueueService.name} on a 3-master cluster`, () => {
       await dq.schedule(q, 'placed', { delayMs: 60_000 }, 'p');
       expect(await raw[owner].zcard(pending)).toBe(1);
       await expect(raw[(owner + 1) % 3].zcard(pending)).rejects.toThrow(/^MOVED \d+ 127\.0\.0\.1:\d+/);
-      expect(await dq.cancel(q, 'placed')).toEqual({ wasPending: true, state: 'pending' });
+      expect(await dq.cancel(q, 'placed')).toEqual({ wasPending: true, state: 'pending', attempts: 0 });
     }
   });
 
@@ -104,7 +104,7 @@ describe(`${DelayQueueService.name} on a 3-master cluster`, () => {
       expect(moved).toBeGreaterThan(p.dueAt);
       expect(await dq.stats(q)).toMatchObject({ pending: 3, ready: 0, inFlight: 0, dead: 0, nextDueAt: 1 });
 
-      const claimed = await run<Array<string | number>>('claim', [2, 30_000, 1, 1000]);
+      const claimed = await run<Array<string | number>>('claim', [2, 30_000, 1, 1000, k.channel]);
       expect(claimed.slice(6).filter((_, i) => i % 5 === 0)).toEqual(['a', 'b']);
       const [tokenA, tokenB] = [Number(claimed[10]), Number(claimed[15])];
       expect(tokenB).toBeGreaterThan(tokenA);
@@ -117,8 +117,8 @@ describe(`${DelayQueueService.name} on a 3-master cluster`, () => {
       expect(dead).toMatchObject({ total: 1, items: [{ id: 'b', payload: { kind: 'failed' }, attempts: 1, lastError: 'Error: no' }] });
       await dq.retryDead(q, 'b');
       expect(await dq.get(q, 'b')).toMatchObject({ state: 'pending', attempts: 0 });
-      expect(await dq.cancel(q, 'b')).toEqual({ wasPending: true, state: 'pending' });
-      expect(await dq.cancel(q, 'p')).toEqual({ wasPending: true, state: 'pending' });
+      expect(await dq.cancel(q, 'b')).toEqual({ wasPending: true, state: 'pending', attempts: 0 });
+      expect(await dq.cancel(q, 'p')).toEqual({ wasPending: true, state: 'pending', attempts: 0 });
       expect(await dq.stats(q)).toMatchObject({ pending: 0, ready: 0, inFlight: 0, dead: 0, nextDueAt: null });
 
       // Every call went to this queue's master.

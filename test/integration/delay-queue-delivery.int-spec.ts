@@ -167,7 +167,7 @@ describe(`${DelayQueueService.name} delivery`, () => {
       for (const x of inFlightCancels) expect(x).toEqual({ id: x.id, state: 'in-flight', stillWanted: false, aborted: true });
       expect(await a.dq.stats(q)).toMatchObject({ pending: 0, ready: 0, inFlight: 0, dead: 0 });
     } finally {
-      cancels.forEach((c) => c.resolve({ wasPending: false, state: 'absent' }));
+      cancels.forEach((c) => c.resolve({ wasPending: false, state: 'absent', attempts: 0 }));
       await p.stop();
     }
   });
@@ -279,6 +279,65 @@ describe(`${DelayQueueService.name} delivery`, () => {
     // Either the handler ran before stop() resolved, or the item was handed back; never a handler after the stop.
     expect(startedAfterStop.filter((after) => after)).toEqual([]);
     expect([null, 'ready']).toContain((await b.dq.get(q, 'late'))?.state ?? null);
+  });
+
+  it('a wake-up event that arrives while a claim is on the wire is not undone by that claim\'s reply', async () => {
+    const q = newQueue('wake-race');
+    const [pending] = queueKeys(b.keyBuilder, q).keys;
+    // A far-off item makes every claim reply name a next wake-up 60 s away.
+    await b.dq.schedule(q, 'far', { delayMs: 60_000 }, 'far');
+    const fired = deferred<number>();
+    const p = await b.dq.process(q, async (d) => void (d.id === 'y' && fired.resolve(performance.now())), { pollMs: 1000 });
+    const claimRan = deferred();
+    const reply = deferred();
+    try {
+      await sleep(100); // the catch-up claim has answered
+      b.holdReply = (script, keys) => (script === 'delay-queue/claim' && keys[0] === pending ? (claimRan.resolve(), reply.promise) : undefined);
+      await within(claimRan.promise, 3_000, 'a poll claim');
+      b.holdReply = undefined;
+      // While that reply is held, a new head arrives and its due: event arms the timer...
+      const t0 = performance.now();
+      await b.dq.schedule(q, 'y', { delayMs: 150 }, 'y');
+      await sleep(50);
+      // ...and then the stale reply ("next wake-up in 60 s") comes back.
+      reply.resolve();
+      const at = await within(fired.promise, 3_000, 'y to fire');
+      // On time: the timer survived. Undone, y would wait for the next poll, at least 500 ms after the held one.
+      expect(at - t0).toBeLessThan(450);
+    } finally {
+      b.holdReply = undefined;
+      reply.resolve();
+      await p.stop();
+    }
+  });
+
+  it('a handler that never settles fails after handlerTimeoutMs: its item goes on to dead-letter and its slot serves the next item', async () => {
+    const q = newQueue('hung');
+    const hungSignal = deferred<AbortSignal>();
+    const nextDone = deferred();
+    const p = await a.dq.process<string>(
+      q,
+      (d) => {
+        if (d.id === 'hang') {
+          hungSignal.resolve(d.signal);
+          return new Promise<void>(() => undefined); // never settles
+        }
+        nextDone.resolve();
+        return Promise.resolve();
+      },
+      { concurrency: 1, handlerTimeoutMs: 1_000, maxAttempts: 1 },
+    );
+    try {
+      await a.dq.schedule(q, 'hang', { delayMs: 0 }, 'h');
+      const signal = await within(hungSignal.promise, 3_000, 'the hung delivery');
+      await a.dq.schedule(q, 'next', { delayMs: 0 }, 'n');
+      await within(nextDone.promise, 5_000, 'the next item in the freed slot');
+      expect(signal.aborted).toBe(true);
+      expect(await a.dq.get(q, 'hang')).toMatchObject({ state: 'dead', attempts: 1, lastError: expect.stringContaining('HandlerTimeoutError') });
+      await waitUntil('next acked', async () => (await a.dq.get(q, 'next')) === null, 2_000);
+    } finally {
+      await p.stop();
+    }
   });
 
   it('10,000 items due in the same millisecond are all delivered exactly once, in bounded script calls (nothing in SLOWLOG)', async () => {

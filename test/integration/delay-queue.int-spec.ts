@@ -50,7 +50,7 @@ describe(DelayQueueService.name, () => {
   const run = <R>(queue: string, script: string, args: ScriptArg[]) => scripts.run<R>(`delay-queue/${script}`, keysOf(queue).keys, args);
   /** One claim step, as a worker runs it; returns the claimed deliveries. */
   const claimDeliveries = async (queue: string, want: number, maxAttempts = 5, visibilityMs = 30_000) => {
-    const r = await run<Array<string | number>>(queue, 'claim', [want, visibilityMs, maxAttempts, 1000]);
+    const r = await run<Array<string | number>>(queue, 'claim', [want, visibilityMs, maxAttempts, 1000, keysOf(queue).channel]);
     const out: Array<{ id: string; token: number }> = [];
     for (let i = 6; i < r.length; i += CLAIMED_FIELDS) out.push({ id: String(r[i]), token: Number(r[i + 4]) });
     return out;
@@ -230,12 +230,12 @@ describe(DelayQueueService.name, () => {
       const states = await Promise.all(['pending', 'ready', 'flying', 'dead'].map(async (id) => (await dq.get(q, id))?.state));
       expect(states).toEqual(['pending', 'ready', 'in-flight', 'dead']);
 
-      expect(await dq.cancel(q, 'pending')).toEqual({ wasPending: true, state: 'pending' });
-      expect(await dq.cancel(q, 'ready')).toEqual({ wasPending: true, state: 'ready' });
-      expect(await dq.cancel(q, 'flying')).toEqual({ wasPending: false, state: 'in-flight' });
-      expect(await dq.cancel(q, 'dead')).toEqual({ wasPending: false, state: 'dead' });
-      expect(await dq.cancel(q, 'never-scheduled')).toEqual({ wasPending: false, state: 'absent' });
-      expect(await dq.cancel(q, 'pending')).toEqual({ wasPending: false, state: 'absent' });
+      expect(await dq.cancel(q, 'pending')).toEqual({ wasPending: true, state: 'pending', attempts: 0 });
+      expect(await dq.cancel(q, 'ready')).toEqual({ wasPending: true, state: 'ready', attempts: 0 });
+      expect(await dq.cancel(q, 'flying')).toEqual({ wasPending: false, state: 'in-flight', attempts: 1 });
+      expect(await dq.cancel(q, 'dead')).toEqual({ wasPending: false, state: 'dead', attempts: 1 });
+      expect(await dq.cancel(q, 'never-scheduled')).toEqual({ wasPending: false, state: 'absent', attempts: 0 });
+      expect(await dq.cancel(q, 'pending')).toEqual({ wasPending: false, state: 'absent', attempts: 0 });
 
       expect(await itemKeys(q)).toEqual([]);
       // The cancelled delivery can no longer be extended, acked or failed.
@@ -250,7 +250,7 @@ describe(DelayQueueService.name, () => {
       const ids = Array.from({ length: 20 }, (_, i) => `item-${i}`);
       await Promise.all(ids.map((id) => dq.schedule(q, id, { delayMs: 200 }, id)));
       const cancelled = ids.filter((_, i) => i % 2 === 0);
-      for (const r of await Promise.all(cancelled.map((id) => dq.cancel(q, id)))) expect(r).toEqual({ wasPending: true, state: 'pending' });
+      for (const r of await Promise.all(cancelled.map((id) => dq.cancel(q, id)))) expect(r).toEqual({ wasPending: true, state: 'pending', attempts: 0 });
 
       const fired: string[] = [];
       const p = await dq.process<string>(q, async (d) => void fired.push(d.id), { concurrency: 5 });
@@ -275,15 +275,15 @@ describe(DelayQueueService.name, () => {
         else if (args[0]?.toLowerCase() === 'echo' && args[1] === 'cancel-done') markerSeen = true;
       });
       try {
-        expect(await dq.cancel(q, 'victim')).toEqual({ wasPending: false, state: 'dead' });
+        expect(await dq.cancel(q, 'victim')).toEqual({ wasPending: false, state: 'dead', attempts: 1 });
         // MONITOR reports in execution order: once the marker shows, every command of the cancel has too.
         await raw.echo('cancel-done');
         await waitUntil('MONITOR to report the cancel', async () => markerSeen, 2_000);
       } finally {
         monitor.disconnect();
       }
-      expect(new Set(commands)).toEqual(new Set(['zscore', 'zrem', 'hdel']));
-      expect(commands.length).toBeLessThanOrEqual(12);
+      expect(new Set(commands)).toEqual(new Set(['zscore', 'zrem', 'hget', 'hdel']));
+      expect(commands.length).toBeLessThanOrEqual(13);
 
       // Items live only in zsets and hashes (plus the token counter): no list that anything could scan.
       const stored = await storedKeys(q);
@@ -478,6 +478,47 @@ describe(DelayQueueService.name, () => {
       }
       expect(await dq.stats(q)).toMatchObject({ pending: 0, ready: 0, inFlight: 0, dead: 2 });
     });
+
+    it('a lost delivery goes back in line at its original due time (catch-up stays oldest first), and its silent holder is told', async () => {
+      const q = newQueue('requeue-due');
+      const k = keysOf(q);
+      await dq.schedule(q, 'old', { dueAt: 1000 }, 'o');
+      const [held] = await claimDeliveries(q, 1, 5, 100);
+      await dq.schedule(q, 'newer', { dueAt: 5000 }, 'n');
+      const sub = raw.duplicate();
+      const events: string[] = [];
+      try {
+        await sub.subscribe(k.channel);
+        sub.on('message', (_c: string, m: string) => events.push(m));
+        await sleep(150);
+        expect(await claimDeliveries(q, 0, 5, 100)).toEqual([]);
+        // Back in ready at its due time, ahead of the newer item, not at the time of the requeue.
+        expect(await raw.zrange(k.keys[1], '0', '-1', 'WITHSCORES')).toEqual(['old', '1000', 'newer', '5000']);
+        await waitUntil('the revocation event', async () => events.includes(`gone:${held.token}`), 2_000);
+        expect((await claimDeliveries(q, 1)).map((d) => d.id)).toEqual(['old']);
+      } finally {
+        sub.disconnect();
+      }
+    });
+
+    it('fencing tokens stay at or above the Redis clock in microseconds: a counter lost in a failover never hands out an old token again', async () => {
+      const q = newQueue('tokens');
+      const k = keysOf(q);
+      await dq.schedule(q, 'a', { dueAt: 1 }, 'a');
+      const before = await redisNow();
+      const [first] = await claimDeliveries(q, 1);
+      expect(first.token).toBeGreaterThanOrEqual(before * 1000);
+      // A promoted replica that never saw the counter, the lease or the claim: the item is pending again.
+      await raw.del(k.keys[8]);
+      await run(q, 'cancel', ['a', k.channel]);
+      await dq.schedule(q, 'a', { dueAt: 1 }, 'a');
+      await sleep(2);
+      const [second] = await claimDeliveries(q, 1);
+      expect(second.token).toBeGreaterThan(first.token);
+      expect(await run<number>(q, 'extend', ['a', first.token, 30_000])).toBe(0);
+      expect(await run<number>(q, 'ack', ['a', first.token])).toBe(0);
+      expect(await run<number>(q, 'ack', ['a', second.token])).toBe(1);
+    });
   });
 
   describe('the Redis server clock', () => {
@@ -553,7 +594,7 @@ describe(DelayQueueService.name, () => {
       ['concurrency', { concurrency: 0 }],
       ['concurrency', { concurrency: 1001 }],
       ['concurrency', { concurrency: 2.5 }],
-      ['visibilityTimeoutMs', { visibilityTimeoutMs: 99 }],
+      ['visibilityTimeoutMs', { visibilityTimeoutMs: 999 }],
       ['maxAttempts', { maxAttempts: 0 }],
       ['pollMs', { pollMs: 20 }],
       ['pollMs', { pollMs: 5_000 }],

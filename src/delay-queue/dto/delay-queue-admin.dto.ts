@@ -74,4 +74,5 @@ export class RetryResultDto {
 export class CancelResultDto {
   @ApiProperty({ description: 'True when no handler had started on the item', example: true }) wasPending!: boolean;
   @ApiProperty({ enum: ['pending', 'ready', 'in-flight', 'dead', 'absent'], example: 'pending' }) state!: string;
+  @ApiProperty({ description: 'Deliveries the item had before the cancel; 0 = no handler ever ran on it', example: 0 }) attempts!: number;
 }
