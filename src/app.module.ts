@@ -8,6 +8,7 @@ import { ConfigModule } from './config/config.module';
 import { DelayQueueModule } from './delay-queue/delay-queue.module';
 import { DiagnosticsModule } from './diagnostics/diagnostics.module';
 import { HealthModule } from './health/health.module';
+import { MessagesModule } from './messages/messages.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
@@ -32,6 +33,7 @@ export class AppModule {
         DelayQueueModule,
         HealthModule,
         DiagnosticsModule,
+        MessagesModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },

@@ -44,6 +44,15 @@ export interface RateLimitConfig {
   limits: Record<'user' | 'merchant' | 'service' | 'admin' | 'anonymous', number>;
 }
 
+export interface MessagesConfig {
+  /** Most messages an account keeps (the newest). */
+  maxPerAccount: number;
+  /** How long a message is kept, ms. */
+  retentionMs: number;
+  /** Reminder delay per pending-action type, ms (overrides of the built-in defaults). */
+  pendingActionDelays: ReadonlyMap<string, number>;
+}
+
 /** The typed, validated configuration. Built once at boot by `loadConfig`; inject it, never read `process.env`. */
 export class AppConfig {
   env!: 'development' | 'test' | 'production';
@@ -64,4 +73,5 @@ export class AppConfig {
   /** admin key name → key */
   adminKeys!: ReadonlyMap<string, string>;
   rateLimit!: RateLimitConfig;
+  messages!: MessagesConfig;
 }

@@ -157,4 +157,16 @@ export class EnvSchema {
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
   RATE_LIMIT_ANONYMOUS?: number;
+
+  // --- Message center -----------------------------------------------------------
+  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(100_000)
+  MESSAGES_MAX_PER_ACCOUNT?: number;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3650 * 86_400)
+  MESSAGES_RETENTION_SECONDS?: number;
+
+  @IsOptional() @Transform(emptyToUndefined) @Matches(/^[A-Z][A-Z0-9_]{0,31}:\d{1,9}(,[A-Z][A-Z0-9_]{0,31}:\d{1,9})*$/, {
+    message: 'must be TYPE:delayMs[,TYPE:delayMs...] with upper-case types',
+  })
+  PENDING_ACTION_DELAYS?: string;
 }

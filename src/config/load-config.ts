@@ -135,6 +135,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   };
   if (prod && cfg.jwt.isDevSecret) throw new ConfigError('JWT_SECRET', 'is the development default; production needs its own');
 
+  cfg.messages = {
+    maxPerAccount: s.MESSAGES_MAX_PER_ACCOUNT ?? 1000,
+    retentionMs: (s.MESSAGES_RETENTION_SECONDS ?? 90 * 86_400) * 1000,
+    pendingActionDelays: new Map(
+      (s.PENDING_ACTION_DELAYS ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((e) => [e.split(':')[0], Number(e.split(':')[1])] as const),
+    ),
+  };
+
   cfg.merchantSecrets = credentials('MERCHANT_SECRETS', s.MERCHANT_SECRETS, prod);
   cfg.merchantSignatureWindowMs = s.MERCHANT_SIGNATURE_WINDOW_MS ?? 5 * 60_000;
   cfg.serviceTokens = credentials('SERVICE_TOKENS', s.SERVICE_TOKENS, prod);

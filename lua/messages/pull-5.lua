@@ -1,0 +1,62 @@
+--[[
+  One page of an account's messages in server order. With a cursor ARGV[1]
+  (a msgId, i.e. a sequence) it returns the messages stored after it, oldest
+  first; the cursor need not exist any more (expired or trimmed messages do
+  not break it). Without one it returns the newest page. Messages past the
+  retention time are never returned. First checks that the account has taken
+  in every broadcast up to ARGV[3]; if not, it answers 'sync' and the caller
+  runs sync-broadcasts first. Reads only.
+
+  KEYS[1]  inbox zset
+  KEYS[2]  bodies hash
+  KEYS[3]  idempotency hash
+  KEYS[4]  read set
+  KEYS[5]  meta hash
+  ARGV[1]  cursor: the last msgId the app has, or '' for the newest page
+  ARGV[2]  page size, 0..100 (0: only the unread count)
+  ARGV[3]  the latest broadcast sequence the caller knows of (0: none)
+  ARGV[4]  retention, ms
+
+  Returns: {'sync', lastBroadcastTakenIn} when broadcasts must be taken in first; else
+    {'ok', unread, hasMore, id1, body1, read1, ...}
+    hasMore  1 when more messages lie beyond the page (newer with a cursor, older without)
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/messages-inbox"
+local latestBroadcast = tonumber(ARGV[3])
+if latestBroadcast > metaNumber('bcast') then return {'sync', string.format('%d', metaNumber('bcast'))} end
+local now = serverTimeMs()
+local limit = tonumber(ARGV[2])
+local floor = string.format('%d', retentionFloor(now, tonumber(ARGV[4])))
+local out = {'ok', metaNumber('unread'), 0}
+if limit == 0 then return out end
+local page
+if ARGV[1] ~= '' then
+  local from = math.max(tonumber(ARGV[1]), tonumber(floor) - 1)
+  page = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', from), '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
+else
+  local newest = redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', floor, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+  page = {}
+  for i = #newest - 1, 1, -2 do
+    page[#page + 1] = newest[i]
+    page[#page + 1] = newest[i + 1]
+  end
+  -- Newest page: the extra (oldest) one only says that more exist.
+  if #page > limit * 2 then
+    table.remove(page, 1)
+    table.remove(page, 1)
+    out[3] = 1
+  end
+end
+if ARGV[1] ~= '' and #page > limit * 2 then
+  page[#page] = nil
+  page[#page] = nil
+  out[3] = 1
+end
+for i = 1, #page, 2 do
+  local id = page[i]
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[2], id) or 'null'
+  out[#out + 1] = readFlag(id, tonumber(page[i + 1]))
+end
+return out

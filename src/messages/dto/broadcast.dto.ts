@@ -1,0 +1,49 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
+import { ACCOUNT_ID_RE } from '../message-keys';
+import { LINK_RE } from './write-message.dto';
+
+/** Most accounts one listed broadcast may name. */
+export const MAX_AUDIENCE = 10_000;
+
+export class BroadcastDto {
+  @ApiProperty({ example: 'Double 11: 20% back on every payment', minLength: 1, maxLength: 100 })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(100)
+  title!: string;
+
+  @ApiProperty({ example: 'Pay with your balance today and get 20% back, up to ¥50.', minLength: 1, maxLength: 2000 })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2000)
+  content!: string;
+
+  @ApiPropertyOptional({ example: 'redispay://promotions/double-11', maxLength: 2048 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2048)
+  @Matches(LINK_RE, { message: 'url must be an absolute link such as https://… or redispay://…' })
+  url?: string;
+
+  @ApiProperty({
+    description: '"all" (one write; every account sees it on its next pull) or a list of up to 10,000 account ids (written into each inbox)',
+    oneOf: [{ type: 'string', enum: ['all'] }, { type: 'array', items: { type: 'string' }, maxItems: 10_000 }],
+    example: 'all',
+  })
+  @ValidateBy({
+    name: 'isAudience',
+    validator: {
+      validate: (v: unknown) => v === 'all' || (Array.isArray(v) && v.length >= 1 && v.length <= MAX_AUDIENCE && v.every((a) => typeof a === 'string' && ACCOUNT_ID_RE.test(a))),
+      defaultMessage: () => `audience must be "all" or 1-${MAX_AUDIENCE} account ids (1-64 characters of A-Z a-z 0-9 _ . : -)`,
+    },
+  })
+  audience!: 'all' | string[];
+}
+
+export class BroadcastResultDto {
+  @ApiProperty({ example: '1795302000000000' }) broadcastId!: string;
+  @ApiProperty({ enum: ['all', 'accounts'] }) audience!: string;
+  @ApiProperty({ description: 'Inboxes written (0 for "all": accounts take it in on their next pull)', example: 0 }) written!: number;
+  @ApiProperty({ description: 'Accounts that already had it', example: 0 }) duplicates!: number;
+}

@@ -1,0 +1,44 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ACCOUNT_ID_RE } from '../message-keys';
+import { PENDING_ACTION_NAMES } from '../pending-action-types';
+
+export class StartPendingActionDto {
+  @ApiProperty({ example: 'acc_1001', maxLength: 64 })
+  @IsString()
+  @MaxLength(64)
+  @Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  accountId!: string;
+
+  @ApiProperty({ enum: PENDING_ACTION_NAMES, example: 'PASSWORD_RECOVERY' })
+  @IsString()
+  @IsIn(PENDING_ACTION_NAMES)
+  bizType!: string;
+
+  @ApiPropertyOptional({ description: 'Free-form context kept with the reminder (at most 1 KiB as JSON)', example: { channel: 'sms' } })
+  @IsOptional()
+  @IsObject()
+  context?: Record<string, unknown>;
+}
+
+export class PendingActionParamDto {
+  @ApiProperty({ enum: PENDING_ACTION_NAMES })
+  @IsString()
+  @IsIn(PENDING_ACTION_NAMES)
+  bizType!: string;
+
+  @ApiProperty({ example: 'acc_1001', maxLength: 64 })
+  @IsString()
+  @MaxLength(64)
+  @Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  accountId!: string;
+}
+
+export class PendingActionResultDto {
+  @ApiProperty({ description: 'Identifies this start of the action', example: 'b3f1c2d4-...' }) actionId!: string;
+  @ApiProperty({ description: 'When the reminder is due unless the action is finished first (epoch ms, Redis clock)', example: 1795302600000 }) remindAt!: number;
+}
+
+export class FinishResultDto {
+  @ApiProperty({ description: 'True when the action was pending (so no reminder will be sent)', example: true }) wasPending!: boolean;
+}

@@ -1,0 +1,95 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ACCOUNT_ID_RE } from '../message-keys';
+
+export const BIZ_TYPE_RE = /^[A-Za-z0-9_.-]{1,32}$/;
+export const OUTER_BIZ_ID_RE = /^[\x21-\x7e]{1,64}$/;
+export const LINK_RE = /^[a-z][a-z0-9+.-]{1,31}:\/\/\S+$/i;
+
+export class WriteMessageDto {
+  @ApiProperty({ description: 'The account the message is for', example: 'acc_1001', maxLength: 64 })
+  @IsString()
+  @MaxLength(64)
+  @Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  accountId!: string;
+
+  @ApiProperty({ description: 'Business type; with outerBizId the idempotency key', example: 'PAYMENT_SUCCESS', maxLength: 32 })
+  @IsString()
+  @MaxLength(32)
+  @Matches(BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -' })
+  bizType!: string;
+
+  @ApiProperty({ description: "The business system's own id for the event (order id, refund id...)", example: 'order-20261122-0001', maxLength: 64 })
+  @IsString()
+  @MaxLength(64)
+  @Matches(OUTER_BIZ_ID_RE, { message: 'outerBizId must be 1-64 printable ASCII characters without spaces' })
+  outerBizId!: string;
+
+  @ApiProperty({ example: 'Payment successful', minLength: 1, maxLength: 100 })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(100)
+  title!: string;
+
+  @ApiProperty({ example: '¥128.00 paid to Coffee Corner', minLength: 1, maxLength: 2000 })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2000)
+  content!: string;
+
+  @ApiPropertyOptional({ description: 'Where tapping the message leads (https:// or an app deep link)', example: 'redispay://orders/order-20261122-0001', maxLength: 2048 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2048)
+  @Matches(LINK_RE, { message: 'url must be an absolute link such as https://… or redispay://…' })
+  url?: string;
+
+  @ApiPropertyOptional({ example: 'https://static.example.com/logos/pay.png', maxLength: 2048 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(2048)
+  @Matches(/^https:\/\/\S+$/, { message: 'logoUrl must be an https:// URL' })
+  logoUrl?: string;
+
+  @ApiPropertyOptional({ description: 'Also send a push notification', default: false })
+  @IsOptional()
+  @IsBoolean()
+  needPush?: boolean;
+
+  @ApiPropertyOptional({ description: 'When the business event happened (ISO 8601). Only shown; pulls order by the server sequence.', example: '2026-11-22T08:30:00.000Z' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  createdAt?: string;
+}
+
+export class WriteBatchDto {
+  @ApiProperty({
+    description: 'Up to 500 messages. Each is checked and written on its own: one bad item does not fail the others.',
+    type: [WriteMessageDto],
+    minItems: 1,
+    maxItems: 500,
+  })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(500)
+  messages!: unknown[];
+}
+
+export class WriteResultDto {
+  @ApiProperty({ description: 'The message id (the original one for a duplicate)', example: '1795302000000000' }) msgId!: string;
+  @ApiProperty({ description: 'True when (bizType, outerBizId) was already written for this account', example: false }) duplicate!: boolean;
+}
+
+export class BatchItemResultDto {
+  @ApiProperty({ example: 0 }) index!: number;
+  @ApiProperty({ description: '201 new, 200 duplicate, 400 invalid (nothing stored)', enum: [200, 201, 400] }) status!: number;
+  @ApiPropertyOptional({ example: '1795302000000000' }) msgId?: string;
+  @ApiPropertyOptional({ example: 'title must be shorter than or equal to 100 characters' }) error?: string;
+}
+
+export class BatchResultDto {
+  @ApiProperty({ type: [BatchItemResultDto] }) results!: BatchItemResultDto[];
+  @ApiProperty({ example: 498 }) created!: number;
+  @ApiProperty({ example: 1 }) duplicates!: number;
+  @ApiProperty({ example: 1 }) invalid!: number;
+}

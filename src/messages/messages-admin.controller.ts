@@ -1,0 +1,24 @@
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { Auth } from '../auth/auth.decorators';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { BroadcastDto, BroadcastResultDto } from './dto/broadcast.dto';
+import { MessagesService } from './messages.service';
+
+/** Ops promotions (admin key). */
+@ApiTags('ops: messages')
+@Auth('admin')
+@ApiBadRequestResponse({ type: ErrorBodyDto })
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@Controller('admin/messages')
+export class MessagesAdminController {
+  constructor(private readonly messages: MessagesService) {}
+
+  @Post('broadcast')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Send a message to every account ("all": one write) or to a list of up to 10,000 accounts' })
+  @ApiOkResponse({ type: BroadcastResultDto })
+  broadcast(@Body() dto: BroadcastDto): Promise<BroadcastResultDto> {
+    return this.messages.broadcast(dto);
+  }
+}

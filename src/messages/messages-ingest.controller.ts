@@ -1,0 +1,54 @@
+import { Body, Controller, Delete, Param, Post, Res } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Auth } from '../auth/auth.decorators';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { FinishResultDto, PendingActionParamDto, PendingActionResultDto, StartPendingActionDto } from './dto/pending-action.dto';
+import { BatchResultDto, WriteBatchDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
+import { MessagesService } from './messages.service';
+import { PendingActionsService } from './pending-actions.service';
+
+/** Business systems write messages and report unfinished actions (service token). */
+@ApiTags('messages (business systems)')
+@Auth('service')
+@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Invalid body; the fields are named and nothing is stored' })
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@Controller()
+export class MessagesIngestController {
+  constructor(
+    private readonly messages: MessagesService,
+    private readonly pending: PendingActionsService,
+  ) {}
+
+  @Post('messages')
+  @ApiOperation({ summary: 'Write one message, idempotent on (bizType, outerBizId) per account' })
+  @ApiCreatedResponse({ type: WriteResultDto, description: 'New message' })
+  @ApiOkResponse({ type: WriteResultDto, description: 'Duplicate: the original msgId' })
+  async write(@Body() dto: WriteMessageDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<WriteResultDto> {
+    const r = await this.messages.write(dto);
+    void reply.status(r.duplicate ? 200 : 201);
+    return r;
+  }
+
+  @Post('messages/batch')
+  @ApiOperation({ summary: 'Write up to 500 messages, each with its own outcome' })
+  @ApiOkResponse({ type: BatchResultDto })
+  async batch(@Body() dto: WriteBatchDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<BatchResultDto> {
+    void reply.status(200);
+    return this.messages.writeBatch(dto.messages);
+  }
+
+  @Post('pending-actions')
+  @ApiOperation({ summary: 'A user started an action; remind them after its delay unless it is finished first' })
+  @ApiCreatedResponse({ type: PendingActionResultDto })
+  start(@Body() dto: StartPendingActionDto): Promise<PendingActionResultDto> {
+    return this.pending.start(dto.accountId, dto.bizType, dto.context);
+  }
+
+  @Delete('pending-actions/:bizType/:accountId')
+  @ApiOperation({ summary: 'The user finished the action: no reminder' })
+  @ApiOkResponse({ type: FinishResultDto })
+  async finish(@Param() p: PendingActionParamDto): Promise<FinishResultDto> {
+    return { wasPending: await this.pending.finish(p.accountId, p.bizType) };
+  }
+}

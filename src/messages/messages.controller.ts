@@ -1,0 +1,65 @@
+import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import { Auth, CurrentCaller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { MarkAllReadResultDto, MarkReadResultDto, MessageDto, MsgIdParamDto, PullQueryDto, PullResultDto, UnreadCountDto } from './dto/pull.dto';
+import { MessagesService } from './messages.service';
+
+/** The app's side of the message center. The account always comes from the token. */
+@ApiTags('messages (app)')
+@Auth('user')
+@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'A bad cursor, limit or msgId' })
+@ApiTooManyRequestsResponse({ type: ErrorBodyDto, description: 'Rate limited; see Retry-After' })
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@Controller('messages')
+export class MessagesController {
+  constructor(private readonly messages: MessagesService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Messages stored after `after` (oldest first), or the newest page without it' })
+  @ApiOkResponse({ type: PullResultDto })
+  pull(@CurrentCaller() caller: Caller, @Query() q: PullQueryDto): Promise<PullResultDto> {
+    return this.messages.pull(caller.id, q.after, q.limit ?? 20);
+  }
+
+  @Get('unread-count')
+  @ApiOperation({ summary: 'How many messages are unread' })
+  @ApiOkResponse({ type: UnreadCountDto })
+  async unread(@CurrentCaller() caller: Caller): Promise<UnreadCountDto> {
+    return { unread: await this.messages.unreadCount(caller.id) };
+  }
+
+  @Post('read-all')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Mark every message read' })
+  @ApiOkResponse({ type: MarkAllReadResultDto })
+  markAll(@CurrentCaller() caller: Caller): Promise<MarkAllReadResultDto> {
+    return this.messages.markAllRead(caller.id);
+  }
+
+  @Get(':msgId')
+  @ApiOperation({ summary: 'One message' })
+  @ApiOkResponse({ type: MessageDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such message in this account' })
+  get(@CurrentCaller() caller: Caller, @Param() p: MsgIdParamDto): Promise<MessageDto> {
+    return this.messages.get(caller.id, p.msgId);
+  }
+
+  @Post(':msgId/read')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Mark one message read' })
+  @ApiOkResponse({ type: MarkReadResultDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such message in this account' })
+  markRead(@CurrentCaller() caller: Caller, @Param() p: MsgIdParamDto): Promise<MarkReadResultDto> {
+    return this.messages.markRead(caller.id, p.msgId);
+  }
+
+  @Delete(':msgId')
+  @ApiOperation({ summary: 'Delete one message' })
+  @ApiOkResponse({ type: UnreadCountDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such message in this account' })
+  async remove(@CurrentCaller() caller: Caller, @Param() p: MsgIdParamDto): Promise<UnreadCountDto> {
+    return { unread: await this.messages.remove(caller.id, p.msgId) };
+  }
+}

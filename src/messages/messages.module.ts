@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { BroadcastFeed } from './broadcast-feed';
+import { MessagesAdminController } from './messages-admin.controller';
+import { MessagesIngestController } from './messages-ingest.controller';
+import { MessagesController } from './messages.controller';
+import { MessagesMetrics } from './messages.metrics';
+import { MessagesService } from './messages.service';
+import { MessagesStore } from './messages.store';
+import { PendingActionsService } from './pending-actions.service';
+
+/** The app message center: writes, pulls, read state, broadcasts, reminders for unfinished actions. */
+@Module({
+  controllers: [MessagesController, MessagesIngestController, MessagesAdminController],
+  providers: [MessagesStore, MessagesService, BroadcastFeed, MessagesMetrics, PendingActionsService],
+  exports: [MessagesService],
+})
+export class MessagesModule {}

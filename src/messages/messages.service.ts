@@ -1,0 +1,176 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { plainToInstance } from 'class-transformer';
+import { validate } from 'class-validator';
+import { flattenValidationErrors } from '../http/validation';
+import { BroadcastFeed } from './broadcast-feed';
+import { BatchItemResultDto, BatchResultDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
+import { BroadcastDto, BroadcastResultDto } from './dto/broadcast.dto';
+import { MessageDto, PullResultDto } from './dto/pull.dto';
+import { MessagesMetrics } from './messages.metrics';
+import { BroadcastEntry, MessagesStore, PageRow, PullResult, StoredMessage } from './messages.store';
+
+/** Most broadcasts-to-all kept (each account takes in at most these on a pull). */
+export const MAX_BROADCASTS_KEPT = 1000;
+/** Writes in flight at once for a batch or a listed broadcast. */
+const FAN_OUT = 64;
+type Source = 'api' | 'batch' | 'broadcast' | 'reminder';
+
+/**
+ * The app message center (seed 000 §2.1): idempotent writes from business
+ * systems, gap-free pulls by server sequence, read state, deletes, and
+ * broadcasts. Every change to an inbox is one Lua script on the account's slot.
+ */
+@Injectable()
+export class MessagesService {
+  constructor(
+    private readonly store: MessagesStore,
+    private readonly feed: BroadcastFeed,
+    private readonly metrics: MessagesMetrics,
+  ) {}
+
+  /** Writes one message; `duplicate` when (bizType, outerBizId) was already written for the account. */
+  async write(dto: WriteMessageDto, source: Source = 'api'): Promise<WriteResultDto> {
+    const { outcome, msgId } = await this.store.write(dto.accountId, toStored(dto));
+    this.count(outcome === 1, source);
+    return { msgId, duplicate: outcome !== 1 };
+  }
+
+  /** Each item is validated and written on its own. */
+  async writeBatch(items: unknown[]): Promise<BatchResultDto> {
+    const results = await mapLimit(items, FAN_OUT, async (item, index): Promise<BatchItemResultDto> => {
+      const dto = plainToInstance(WriteMessageDto, item);
+      const errors = typeof item === 'object' && item !== null && !Array.isArray(item) ? await validate(dto, { whitelist: true, forbidNonWhitelisted: true }) : null;
+      if (errors === null) return { index, status: 400, error: 'each message must be an object' };
+      if (errors.length > 0) return { index, status: 400, error: flattenValidationErrors(errors).flatMap((e) => e.errors).join('; ') };
+      const r = await this.write(dto, 'batch');
+      return { index, status: r.duplicate ? 200 : 201, msgId: r.msgId };
+    });
+    return {
+      results,
+      created: results.filter((r) => r.status === 201).length,
+      duplicates: results.filter((r) => r.status === 200).length,
+      invalid: results.filter((r) => r.status === 400).length,
+    };
+  }
+
+  /** Messages stored after `after` (oldest first), or the newest page. */
+  async pull(accountId: string, after: string | undefined, limit: number): Promise<PullResultDto> {
+    const page = await this.pullSynced(accountId, after, limit);
+    const messages = page.rows.map(toDto);
+    this.metrics.pulled.inc(messages.length);
+    return { messages, hasMore: page.hasMore, latestId: messages.at(-1)?.msgId ?? after ?? null, unread: page.unread };
+  }
+
+  async unreadCount(accountId: string): Promise<number> {
+    return (await this.pullSynced(accountId, undefined, 0)).unread;
+  }
+
+  async get(accountId: string, msgId: string): Promise<MessageDto> {
+    return toDto(await this.store.get(accountId, msgId));
+  }
+
+  markRead(accountId: string, msgId: string) {
+    return this.store.markRead(accountId, msgId);
+  }
+
+  async markAllRead(accountId: string): Promise<{ marked: number; unread: number }> {
+    await this.unreadCount(accountId); // take in pending broadcasts first, so they are marked too
+    return { marked: await this.store.markAllRead(accountId), unread: 0 };
+  }
+
+  remove(accountId: string, msgId: string): Promise<number> {
+    return this.store.remove(accountId, msgId);
+  }
+
+  /** "all": one write, taken in by each account on its next pull. A list: written into each inbox. */
+  async broadcast(dto: BroadcastDto): Promise<BroadcastResultDto> {
+    const createdAt = new Date().toISOString();
+    if (dto.audience === 'all') {
+      const message: StoredMessage = { k: '', bizType: 'BROADCAST', outerBizId: '', title: dto.title, content: dto.content, needPush: false, createdAt, ...(dto.url ? { url: dto.url } : {}) };
+      const id = await this.store.broadcast(JSON.stringify({ ...message, outerBizId: 'all' }), MAX_BROADCASTS_KEPT);
+      this.feed.invalidate();
+      this.metrics.broadcasts.inc({ audience: 'all' });
+      return { broadcastId: id, audience: 'all', written: 0, duplicates: 0 };
+    }
+    const broadcastId = randomUUID();
+    const accounts = [...new Set(dto.audience)];
+    const results = await mapLimit(accounts, FAN_OUT, (accountId) =>
+      this.write(
+        { accountId, bizType: 'BROADCAST', outerBizId: broadcastId, title: dto.title, content: dto.content, url: dto.url, needPush: false, createdAt },
+        'broadcast',
+      ),
+    );
+    this.metrics.broadcasts.inc({ audience: 'accounts' });
+    const duplicates = results.filter((r) => r.duplicate).length;
+    return { broadcastId, audience: 'accounts', written: results.length - duplicates, duplicates };
+  }
+
+  /** A pull after taking in any broadcasts the account has not seen yet (one script call when there are none). */
+  private async pullSynced(accountId: string, after: string | undefined, limit: number): Promise<Extract<PullResult, { sync: false }>> {
+    const feed = await this.feed.get();
+    for (let round = 0; round < 3; round++) {
+      const r = await this.store.pull(accountId, after, limit, feed.latest);
+      if (!r.sync) return r;
+      let synced = await this.store.syncBroadcasts(
+        accountId,
+        feed.from,
+        feed.entries.filter((e) => e.seq > r.mark).map(asInboxEntry),
+      );
+      // An account that has not pulled for longer than the feed covers: read what it missed from Redis.
+      while (!synced.done) {
+        const { entries } = await this.store.recentBroadcasts(synced.mark, MAX_BROADCASTS_KEPT);
+        synced = await this.store.syncBroadcasts(accountId, synced.mark, entries.map(asInboxEntry));
+      }
+    }
+    throw new Error(`pull for ${accountId} kept asking for broadcasts`);
+  }
+
+  private count(created: boolean, source: Source): void {
+    (created ? this.metrics.written : this.metrics.duplicates).inc({ source });
+  }
+}
+
+export function toStored(dto: WriteMessageDto): StoredMessage {
+  return {
+    k: `${dto.bizType}|${dto.outerBizId}`,
+    bizType: dto.bizType,
+    outerBizId: dto.outerBizId,
+    title: dto.title,
+    content: dto.content,
+    ...(dto.url ? { url: dto.url } : {}),
+    ...(dto.logoUrl ? { logoUrl: dto.logoUrl } : {}),
+    needPush: dto.needPush ?? false,
+    createdAt: dto.createdAt ?? new Date().toISOString(),
+  };
+}
+
+function toDto(row: PageRow): MessageDto {
+  const { k: _k, ...fields } = row.body;
+  return {
+    msgId: row.msgId,
+    ...fields,
+    ...(fields.bizType === 'BROADCAST' ? { broadcastId: fields.outerBizId } : {}),
+    storedAt: new Date(Math.floor(Number(row.msgId) / 1000)).toISOString(),
+    read: row.read,
+  };
+}
+
+/** A broadcast-to-all as it enters an inbox: its outerBizId is the broadcast id. */
+function asInboxEntry(e: BroadcastEntry): BroadcastEntry {
+  return { ...e, body: JSON.stringify({ ...(JSON.parse(e.body) as StoredMessage), outerBizId: e.id }) };
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight, keeping order. */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

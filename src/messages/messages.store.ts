@@ -1,0 +1,121 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { KeyBuilder } from '../redis/key-builder';
+import { ScriptRegistry } from '../scripts/script-registry.service';
+import { broadcastKeys, inboxKeys } from './message-keys';
+
+/** A stored message as the scripts keep it: the public fields plus `k`, its idempotency field. */
+export interface StoredMessage {
+  k: string;
+  bizType: string;
+  outerBizId: string;
+  title: string;
+  content: string;
+  url?: string;
+  logoUrl?: string;
+  needPush: boolean;
+  createdAt: string;
+  broadcastId?: string;
+}
+
+export interface PageRow {
+  msgId: string;
+  body: StoredMessage;
+  read: boolean;
+}
+
+export type PullResult = { sync: true; mark: number } | { sync: false; unread: number; hasMore: boolean; rows: PageRow[] };
+
+export interface BroadcastEntry {
+  seq: number;
+  id: string;
+  body: string;
+}
+
+/** The one typed wrapper per lua/messages script: keys and arguments are built here and nowhere else. */
+@Injectable()
+export class MessagesStore {
+  private readonly maxCount: number;
+  private readonly retentionMs: number;
+
+  constructor(
+    private readonly scripts: ScriptRegistry,
+    private readonly keys: KeyBuilder,
+    config: AppConfig,
+  ) {
+    this.maxCount = config.messages.maxPerAccount;
+    this.retentionMs = config.messages.retentionMs;
+  }
+
+  get retention(): number {
+    return this.retentionMs;
+  }
+
+  /** 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile. */
+  async write(accountId: string, message: StoredMessage, pending?: { field: string; actionId: string }): Promise<{ outcome: 0 | 1 | 2; msgId: string }> {
+    const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
+      message.k,
+      JSON.stringify(message),
+      this.maxCount,
+      this.retentionMs,
+      pending?.field ?? '',
+      pending?.actionId ?? '',
+    ]);
+    return { outcome, msgId };
+  }
+
+  async pull(accountId: string, after: string | undefined, limit: number, latestBroadcast: number): Promise<PullResult> {
+    const r = await this.scripts.run<Array<string | number>>('messages/pull', inboxKeys(this.keys, accountId), [after ?? '', limit, latestBroadcast, this.retentionMs]);
+    if (r[0] === 'sync') return { sync: true, mark: Number(r[1]) };
+    const rows: PageRow[] = [];
+    for (let i = 3; i < r.length; i += 3) rows.push({ msgId: String(r[i]), body: JSON.parse(String(r[i + 1])) as StoredMessage, read: r[i + 2] === 1 });
+    return { sync: false, unread: Number(r[1]), hasMore: r[2] === 1, rows };
+  }
+
+  /** Takes broadcasts above `from` into the inbox; `{done: false, mark}` asks for every broadcast above `mark`. */
+  async syncBroadcasts(accountId: string, from: number, entries: BroadcastEntry[]): Promise<{ done: boolean; mark: number }> {
+    const args: Array<string | number> = [this.maxCount, this.retentionMs, from];
+    for (const e of entries) args.push(e.seq, e.id, e.body);
+    const [done, mark] = await this.scripts.run<[number, string]>('messages/sync-broadcasts', inboxKeys(this.keys, accountId), args);
+    return { done: done === 1, mark: Number(mark) };
+  }
+
+  async get(accountId: string, msgId: string): Promise<PageRow> {
+    const [body, read] = await this.scripts.run<[string, number]>('messages/get', inboxKeys(this.keys, accountId), [msgId, this.retentionMs]);
+    return { msgId, body: JSON.parse(body) as StoredMessage, read: read === 1 };
+  }
+
+  async markRead(accountId: string, msgId: string): Promise<{ changed: boolean; unread: number }> {
+    const [changed, unread] = await this.scripts.run<[number, number]>('messages/mark-read', inboxKeys(this.keys, accountId), [msgId]);
+    return { changed: changed === 1, unread };
+  }
+
+  markAllRead(accountId: string): Promise<number> {
+    return this.scripts.run<number>('messages/mark-all-read', inboxKeys(this.keys, accountId));
+  }
+
+  remove(accountId: string, msgId: string): Promise<number> {
+    return this.scripts.run<number>('messages/delete', inboxKeys(this.keys, accountId), [msgId]);
+  }
+
+  broadcast(body: string, maxKept: number): Promise<string> {
+    return this.scripts.run<string>('messages/broadcast', broadcastKeys(this.keys), [body, this.retentionMs, maxKept]);
+  }
+
+  /** Broadcasts above `after` (oldest first), or the newest `limit` when `after` is undefined; and the latest sequence. */
+  async recentBroadcasts(after: number | undefined, limit: number): Promise<{ latest: number; entries: BroadcastEntry[] }> {
+    const r = await this.scripts.run<string[]>('messages/recent-broadcasts', broadcastKeys(this.keys), [after === undefined ? '' : after, limit]);
+    const entries: BroadcastEntry[] = [];
+    for (let i = 1; i < r.length; i += 3) entries.push({ seq: Number(r[i]), id: r[i + 1], body: r[i + 2] });
+    return { latest: Number(r[0]), entries };
+  }
+
+  /** Pending-action records live in the account's meta hash, so the reminder's write can check them atomically. */
+  pendingField(bizType: string): string {
+    return `pa:${bizType}`;
+  }
+
+  metaKey(accountId: string): string {
+    return inboxKeys(this.keys, accountId)[4];
+  }
+}

@@ -1,0 +1,99 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { AppConfig } from '../config/app-config';
+import { DelayQueueService } from '../delay-queue/delay-queue.service';
+import type { Delivery } from '../delay-queue/delay-queue.types';
+import { RedisService } from '../redis/redis.service';
+import { ApiError } from '../http/api-error';
+import { MessagesMetrics } from './messages.metrics';
+import { MessagesStore } from './messages.store';
+import { PENDING_ACTION_TYPES } from './pending-action-types';
+
+export const REMINDER_QUEUE = 'message-reminders';
+const MAX_CONTEXT_BYTES = 1024;
+
+interface ReminderPayload {
+  accountId: string;
+  bizType: string;
+  actionId: string;
+  context?: Record<string, unknown>;
+}
+
+/**
+ * Reminders for actions a user started and never finished (seed 000 §2.1.3.3),
+ * on the delay-queue engine. The pending record lives in the account's meta
+ * hash, so the reminder's message write checks and ends it atomically: a
+ * finish that lands first means no message, whatever the timing, and any
+ * number of instances send at most one message per started action.
+ */
+@Injectable()
+export class PendingActionsService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(PendingActionsService.name);
+
+  constructor(
+    private readonly queue: DelayQueueService,
+    private readonly store: MessagesStore,
+    private readonly redis: RedisService,
+    private readonly metrics: MessagesMetrics,
+    private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.queue.process<ReminderPayload>(REMINDER_QUEUE, (d) => this.remind(d), { concurrency: 20, maxAttempts: 10 });
+  }
+
+  delayOf(bizType: string): number {
+    return this.config.messages.pendingActionDelays.get(bizType) ?? PENDING_ACTION_TYPES[bizType].delayMs;
+  }
+
+  /** Records the start (again: one record, the timer restarts) and schedules its reminder. */
+  async start(accountId: string, bizType: string, context?: Record<string, unknown>): Promise<{ actionId: string; remindAt: number }> {
+    if (context !== undefined && Buffer.byteLength(JSON.stringify(context)) > MAX_CONTEXT_BYTES) {
+      throw new ApiError(400, 'VALIDATION_FAILED', `context must be at most ${MAX_CONTEXT_BYTES} bytes as JSON`, [{ field: 'context', errors: ['too large'] }]);
+    }
+    const actionId = randomUUID();
+    const meta = this.store.metaKey(accountId);
+    await this.redis.command((c) => c.multi().hset(meta, this.store.pendingField(bizType), actionId).pexpire(meta, this.store.retention).exec());
+    const payload: ReminderPayload = { accountId, bizType, actionId, ...(context ? { context } : {}) };
+    const { dueAt } = await this.queue.schedule(REMINDER_QUEUE, reminderId(bizType, accountId), { delayMs: this.delayOf(bizType) }, payload);
+    return { actionId, remindAt: dueAt };
+  }
+
+  /** The user finished: no reminder. True when the action was still pending. */
+  async finish(accountId: string, bizType: string): Promise<boolean> {
+    const removed = await this.redis.command((c) => c.hdel(this.store.metaKey(accountId), this.store.pendingField(bizType)));
+    await this.queue.cancel(REMINDER_QUEUE, reminderId(bizType, accountId));
+    return removed === 1;
+  }
+
+  private async remind(d: Delivery<ReminderPayload>): Promise<void> {
+    const { accountId, bizType, actionId } = d.payload;
+    const type = PENDING_ACTION_TYPES[bizType];
+    if (!type) {
+      this.logger.warn({ bizType }, 'reminder for an unknown action type dropped');
+      return;
+    }
+    const { outcome } = await this.store.write(
+      accountId,
+      {
+        k: `REMINDER_${bizType}|${actionId}`,
+        bizType: `REMINDER_${bizType}`,
+        outerBizId: actionId,
+        title: type.title,
+        content: type.content,
+        url: type.url,
+        needPush: true,
+        createdAt: new Date().toISOString(),
+      },
+      { field: this.store.pendingField(bizType), actionId },
+    );
+    if (outcome === 1) {
+      this.metrics.remindersSent.inc({ bizType });
+      this.metrics.written.inc({ source: 'reminder' });
+    }
+  }
+}
+
+function reminderId(bizType: string, accountId: string): string {
+  return `${bizType}:${accountId}`;
+}
