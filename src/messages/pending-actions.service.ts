@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AppConfig } from '../config/app-config';
+import { ConfigError } from '../config/load-config';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { RedisService } from '../redis/redis.service';
@@ -36,7 +37,11 @@ export class PendingActionsService implements OnApplicationBootstrap {
     private readonly redis: RedisService,
     private readonly metrics: MessagesMetrics,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    for (const name of config.messages.pendingActionDelays.keys()) {
+      if (!PENDING_ACTION_TYPES[name]) throw new ConfigError('PENDING_ACTION_DELAYS', `names ${name}, which is not an action type (${Object.keys(PENDING_ACTION_TYPES).join(', ')})`);
+    }
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     await this.queue.process<ReminderPayload>(REMINDER_QUEUE, (d) => this.remind(d), { concurrency: 20, maxAttempts: 10 });
