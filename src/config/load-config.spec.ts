@@ -45,6 +45,33 @@ const without = (env: NodeJS.ProcessEnv, ...names: string[]): NodeJS.ProcessEnv 
 };
 
 describe(loadConfig.name, () => {
+  describe('message center', () => {
+    it('defaults to 1,000 messages for 90 days and the built-in reminder delays', () => {
+      const cfg = loadConfig({});
+      expect(cfg.messages).toEqual({ maxPerAccount: 1000, retentionMs: 90 * 86_400_000, pendingActionDelays: new Map() });
+    });
+
+    it('reads the limits and the reminder delay overrides', () => {
+      const cfg = loadConfig({ MESSAGES_MAX_PER_ACCOUNT: '50', MESSAGES_RETENTION_SECONDS: '2', PENDING_ACTION_DELAYS: 'PASSWORD_RECOVERY:300,BANK_CARD_BINDING:60000' });
+      expect(cfg.messages.maxPerAccount).toBe(50);
+      expect(cfg.messages.retentionMs).toBe(2000);
+      expect([...cfg.messages.pendingActionDelays]).toEqual([
+        ['PASSWORD_RECOVERY', 300],
+        ['BANK_CARD_BINDING', 60000],
+      ]);
+    });
+
+    it.each([
+      ['MESSAGES_MAX_PER_ACCOUNT', '9'],
+      ['MESSAGES_RETENTION_SECONDS', '0'],
+      ['PENDING_ACTION_DELAYS', 'password_recovery:300'],
+      ['PENDING_ACTION_DELAYS', 'PASSWORD_RECOVERY'],
+      ['PENDING_ACTION_DELAYS', 'PASSWORD_RECOVERY:-1'],
+    ])('rejects %s=%p', (variable, value) => {
+      configError(() => loadConfig({ [variable]: value }), variable);
+    });
+  });
+
   describe('defaults (no variables set)', () => {
     let cfg: AppConfig;
     beforeAll(() => {
