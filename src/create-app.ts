@@ -3,6 +3,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { AllExceptionsFilter } from './http/all-exceptions.filter';
+import { ROUTE_BODY_LIMITS } from './http/body-limits';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
 import { setupSwagger } from './http/swagger';
 import { createValidationPipe } from './http/validation';
@@ -27,6 +28,14 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useLogger(new PinoNestLogger(fastify.log));
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter(config));
+
+  // Routes are registered in app.init() below, so this hook sees every one of them.
+  fastify.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) {
+      const limit = ROUTE_BODY_LIMITS.get(`${method} ${route.url}`);
+      if (limit) route.bodyLimit = Math.max(limit, config.bodyLimitBytes);
+    }
+  });
 
   const metrics = app.get(MetricsService);
   const header = config.requestIdHeader;

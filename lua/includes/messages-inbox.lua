@@ -58,10 +58,15 @@ local function retentionFloor(now, retentionMs)
   return (now - retentionMs) * 1000
 end
 
--- Retention: drops expired messages, then the oldest beyond maxCount; at most 100 per call.
-local function trim(now, maxCount, retentionMs)
+-- Drops up to 100 messages past the retention time.
+local function trimExpired(now, retentionMs)
   local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', retentionFloor(now, retentionMs)), 'WITHSCORES', 'LIMIT', 0, 100)
   for i = 1, #expired, 2 do removeMessage(expired[i], tonumber(expired[i + 1])) end
+end
+
+-- Retention: drops expired messages, then the oldest beyond maxCount; at most 100 of each per call.
+local function trim(now, maxCount, retentionMs)
+  trimExpired(now, retentionMs)
   local excess = redis.call('ZCARD', KEYS[1]) - maxCount
   if excess > 0 then
     local oldest = redis.call('ZRANGE', KEYS[1], 0, math.min(excess, 100) - 1, 'WITHSCORES')
@@ -72,6 +77,13 @@ end
 -- An inactive account's keys go away by themselves after the retention time.
 local function touch(retentionMs)
   for i = 1, 5 do redis.call('PEXPIRE', KEYS[i], retentionMs) end
+end
+
+-- The sequence of a message that exists and is within retention, else nil.
+local function liveSeq(id, retentionMs, now)
+  local seq = redis.call('ZSCORE', KEYS[1], id)
+  if not seq or tonumber(seq) < retentionFloor(now, retentionMs) then return nil end
+  return tonumber(seq)
 end
 
 -- A message's read flag (1 read, 0 unread).

@@ -14,6 +14,6 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"
-local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not seq or tonumber(seq) < retentionFloor(serverTimeMs(), tonumber(ARGV[2])) then return -1 end
-return {redis.call('HGET', KEYS[2], ARGV[1]) or 'null', readFlag(ARGV[1], tonumber(seq))}
+local seq = liveSeq(ARGV[1], tonumber(ARGV[2]), serverTimeMs())
+if not seq then return -1 end
+return {redis.call('HGET', KEYS[2], ARGV[1]) or 'null', readFlag(ARGV[1], seq)}

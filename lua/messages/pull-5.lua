@@ -3,9 +3,10 @@
   (a msgId, i.e. a sequence) it returns the messages stored after it, oldest
   first; the cursor need not exist any more (expired or trimmed messages do
   not break it). Without one it returns the newest page. Messages past the
-  retention time are never returned. First checks that the account has taken
-  in every broadcast up to ARGV[3]; if not, it answers 'sync' and the caller
-  runs sync-broadcasts first. Reads only.
+  retention time are never returned, and the first 100 of them are dropped
+  here, so the unread count only counts what a pull can still show. First
+  checks that the account has taken in every broadcast up to ARGV[3]; if not,
+  it answers 'sync' and the caller runs sync-broadcasts first.
 
   KEYS[1]  inbox zset
   KEYS[2]  bodies hash
@@ -26,6 +27,7 @@
 local latestBroadcast = tonumber(ARGV[3])
 if latestBroadcast > metaNumber('bcast') then return {'sync', string.format('%d', metaNumber('bcast'))} end
 local now = serverTimeMs()
+trimExpired(now, tonumber(ARGV[4]))
 local limit = tonumber(ARGV[2])
 local floor = string.format('%d', retentionFloor(now, tonumber(ARGV[4])))
 local out = {'ok', metaNumber('unread'), 0}

@@ -1,4 +1,5 @@
 import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { Transform } from 'class-transformer';
 import { ApiError } from './api-error';
 
 export interface FieldError {
@@ -34,3 +35,10 @@ export function createValidationPipe(): ValidationPipe {
     },
   });
 }
+
+/**
+ * For integer query parameters: only plain decimal digits become a number;
+ * anything else ("0x10", "1e1", " 5") stays a string and fails @IsInt().
+ */
+export const QueryInt = () =>
+  Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value));

@@ -23,6 +23,8 @@ export interface Feed {
 export class BroadcastFeed {
   private cached?: { feed: Feed; at: number };
   private loading?: Promise<Feed>;
+  /** Bumped by invalidate(): a read that started before it must not be cached. */
+  private generation = 0;
 
   constructor(private readonly store: MessagesStore) {}
 
@@ -35,13 +37,16 @@ export class BroadcastFeed {
   /** Forget the copy (after this instance broadcast, so its own next pull sees it). */
   invalidate(): void {
     this.cached = undefined;
+    this.loading = undefined; // a read already in flight may predate the broadcast
+    this.generation++;
   }
 
   private async load(): Promise<Feed> {
+    const generation = this.generation;
     const { latest, entries } = await this.store.recentBroadcasts(undefined, FEED_SIZE);
     const from = entries.length < FEED_SIZE ? 0 : entries[0].seq - 1;
     const feed = { latest, from, entries };
-    this.cached = { feed, at: Date.now() };
+    if (generation === this.generation) this.cached = { feed, at: Date.now() };
     return feed;
   }
 }

@@ -51,7 +51,10 @@ export class MessagesStore {
     return this.retentionMs;
   }
 
-  /** 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile. */
+  /**
+   * 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile.
+   * `pending.actionId` '' accepts whichever start of the action is recorded.
+   */
   async write(accountId: string, message: StoredMessage, pending?: { field: string; actionId: string }): Promise<{ outcome: 0 | 1 | 2; msgId: string }> {
     const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
       message.k,
@@ -86,7 +89,7 @@ export class MessagesStore {
   }
 
   async markRead(accountId: string, msgId: string): Promise<{ changed: boolean; unread: number }> {
-    const [changed, unread] = await this.scripts.run<[number, number]>('messages/mark-read', inboxKeys(this.keys, accountId), [msgId]);
+    const [changed, unread] = await this.scripts.run<[number, number]>('messages/mark-read', inboxKeys(this.keys, accountId), [msgId, this.retentionMs]);
     return { changed: changed === 1, unread };
   }
 
@@ -95,7 +98,7 @@ export class MessagesStore {
   }
 
   remove(accountId: string, msgId: string): Promise<number> {
-    return this.scripts.run<number>('messages/delete', inboxKeys(this.keys, accountId), [msgId]);
+    return this.scripts.run<number>('messages/delete', inboxKeys(this.keys, accountId), [msgId, this.retentionMs]);
   }
 
   broadcast(body: string, maxKept: number): Promise<string> {

@@ -90,7 +90,9 @@ export class PendingActionsService implements OnApplicationBootstrap {
         needPush: true,
         createdAt: new Date().toISOString(),
       },
-      { field: this.store.pendingField(bizType), actionId },
+      // Any recorded start will do: the queue holds one reminder per (bizType, account), so two starts racing
+      // on two instances may leave the record and the reminder naming different starts; one message either way.
+      { field: this.store.pendingField(bizType), actionId: '' },
     );
     if (outcome === 1) {
       this.metrics.remindersSent.inc({ bizType });

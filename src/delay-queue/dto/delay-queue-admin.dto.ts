@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { QueryInt } from '../../http/validation';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { ITEM_ID_RE, QUEUE_NAME_RE } from '../delay-queue.keys';
 
@@ -20,17 +20,17 @@ export class ItemParamDto extends QueueParamDto {
 }
 
 export class DeadPageQueryDto {
-  @ApiPropertyOptional({ minimum: 0, maximum: 1_000_000, default: 0 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 1_000_000, default: 0 })
   @IsOptional()
-  @Type(() => Number)
+  @QueryInt()
   @IsInt()
   @Min(0)
   @Max(1_000_000)
   offset?: number;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 20 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 20 })
   @IsOptional()
-  @Type(() => Number)
+  @QueryInt()
   @IsInt()
   @Min(1)
   @Max(100)

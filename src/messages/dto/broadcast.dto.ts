@@ -23,7 +23,7 @@ export class BroadcastDto {
   @IsOptional()
   @IsString()
   @MaxLength(2048)
-  @Matches(LINK_RE, { message: 'url must be an absolute link such as https://… or redispay://…' })
+  @Matches(LINK_RE, { message: 'url must be an https:// link or a redispay:// deep link' })
   url?: string;
 
   @ApiProperty({

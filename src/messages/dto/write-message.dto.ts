@@ -4,7 +4,8 @@ import { ACCOUNT_ID_RE } from '../message-keys';
 
 export const BIZ_TYPE_RE = /^[A-Za-z0-9_.-]{1,32}$/;
 export const OUTER_BIZ_ID_RE = /^[\x21-\x7e]{1,64}$/;
-export const LINK_RE = /^[a-z][a-z0-9+.-]{1,31}:\/\/\S+$/i;
+/** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
+export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 
 export class WriteMessageDto {
   @ApiProperty({ description: 'The account the message is for', example: 'acc_1001', maxLength: 64 })
@@ -41,7 +42,7 @@ export class WriteMessageDto {
   @IsOptional()
   @IsString()
   @MaxLength(2048)
-  @Matches(LINK_RE, { message: 'url must be an absolute link such as https://… or redispay://…' })
+  @Matches(LINK_RE, { message: 'url must be an https:// link or a redispay:// deep link' })
   url?: string;
 
   @ApiPropertyOptional({ example: 'https://static.example.com/logos/pay.png', maxLength: 2048 })
@@ -58,7 +59,10 @@ export class WriteMessageDto {
 
   @ApiPropertyOptional({ description: 'When the business event happened (ISO 8601). Only shown; pulls order by the server sequence.', example: '2026-11-22T08:30:00.000Z' })
   @IsOptional()
+  @IsString()
+  @MaxLength(40)
   @IsISO8601({ strict: true })
+  @Matches(/T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/, { message: 'createdAt must be a date and time with a time zone, e.g. 2026-11-22T08:30:00Z' })
   createdAt?: string;
 }
 
