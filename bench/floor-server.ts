@@ -11,7 +11,8 @@
  * Started by bench/http-floor.ts in its own process: `node --import tsx bench/floor-server.ts`.
  */
 import Fastify from 'fastify';
-import { answerTouch, connectTouchRedis, serveUntilSignal, type TouchBody } from './lib/touch-redis';
+import { serveUntilSignal } from './lib/bare-server';
+import { answerTouch, connectTouchRedis, type TouchBody } from './lib/touch-redis';
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3100);

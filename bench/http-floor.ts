@@ -37,19 +37,19 @@
  *          --retries N (2)      rerun a row when other jobs used > 20% of a core during it; keep the least disturbed
  *          --budget S (200)     a retry starts only if it and the rows still to run fit in S seconds of rows (keeps the default run short)
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { sign } from 'jsonwebtoken';
 import { onCleanup } from './lib/cleanup';
-import { Layer, profileMarkdown, ProfileSummary, summariseProfile } from './lib/cpu-profile';
-import { LoadRequest, LoadSummary, runLoad } from './lib/load';
+import { profileMarkdown, ProfileSummary, summariseProfileDir } from './lib/cpu-profile';
+import { assertBuilt, fullEnv, ROOT, SERVICE_LAYERS, snapshotBuild, spawnBareServer, spawnFullStack, userToken } from './lib/full-stack';
+import { LoadRequest, runLoad } from './lib/load';
+import { cpuShares, Measured, measuredLoad, median, medianBy, otherShare, runLine, runSchedule, serverUsPerRequest } from './lib/measure';
 import { freePort, httpRequest } from './lib/net';
-import { cpuSeconds, cpuSplit, machineCpuSeconds, pinProcess, selfCpuSeconds, spawnManaged, waitUntilServing } from './lib/proc';
+import { cpuSplit, pinProcess, waitUntilServing } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, environmentMarkdown, fmtInt, fmtNum, markdownTable, writeResult } from './lib/report';
 
-const ROOT = resolve(__dirname, '..');
 const NAME = 'http-floor';
 const GOAL = 0.7;
 /** Share of one core used by other jobs above which a row is flagged as disturbed. */
@@ -59,7 +59,6 @@ const PROFILE_MIN_S = 5;
 const ACCOUNTS = 100;
 const LABEL = 'bench';
 const TTL_S = 3600;
-const BENCH_JWT_SECRET = 'bench-only-jwt-secret-not-for-production-0123456789';
 
 /** A server started from a .ts file in bench/ (by tsx) rather than the service's build. */
 type BareKind = 'floor' | 'nest-minimal';
@@ -79,18 +78,10 @@ interface Target {
   group: 'main' | 'variant' | 'profile' | 'on-demand';
 }
 
-interface RowResult {
+interface RowResult extends Measured {
   target: Target;
-  load: LoadSummary;
-  serverCpuS?: number;
-  redisCpuS?: number;
-  /** CPU of this process (autocannon) over the measured run. */
-  loadCpuS: number;
-  /** CPU used on the machine by anything else (other jobs, unattributed kernel work). */
-  otherCpuS?: number;
   /** Runs of this row made to get one that other jobs did not disturb (1 = first try). */
   attempts: number;
-  wallS: number;
   profile?: ProfileSummary;
   smoke: string;
 }
@@ -156,78 +147,11 @@ const TARGETS: Target[] = [
   { id: 'floor-profiled', kind: 'floor', group: 'on-demand', profile: true, label: 'profiled: floor under node --cpu-prof (not comparable)' },
 ];
 
-/** Layers looked for in the profile of the full stack. */
-const LAYERS: Layer[] = [
-  // Inclusive: Nest's frames sit under guards, pipes, the handler and the reply, so these two include all of them.
-  { name: 'Nest core (inclusive: guards, pipes, handler, reply run inside it)', match: (_f, w) => w.startsWith('node_modules/@nestjs/core/') },
-  { name: 'Nest Fastify adapter (inclusive, as above)', match: (_f, w) => w.startsWith('node_modules/@nestjs/platform-fastify/') },
-  { name: 'AuthGuard.canActivate (dist/auth/auth.guard.js)', match: (f, w) => w.startsWith('dist/auth/auth.guard') && f.functionName === 'canActivate' },
-  { name: 'JWT verify (jsonwebtoken/jws/jwa)', match: (_f, w) => /^node_modules\/(jsonwebtoken|jws|jwa)\//.test(w) },
-  { name: 'RateLimitGuard.canActivate (dist/rate-limit)', match: (f, w) => w.startsWith('dist/rate-limit/') && f.functionName === 'canActivate' },
-  {
-    name: 'ValidationPipe (class-validator, class-transformer)',
-    match: (_f, w) => /^node_modules\/(class-validator|class-transformer)\//.test(w) || w.startsWith('node_modules/@nestjs/common/pipes/validation.pipe'),
-  },
-  {
-    name: 'Logging + request id (pino, sonic-boom, dist/http/logging.js)',
-    match: (_f, w) =>
-      /^node_modules\/(pino|sonic-boom|pino-std-serializers|@pinojs\/redact|fast-redact|thread-stream|on-exit-leak-free)\//.test(w) ||
-      w.startsWith('dist/http/logging'),
-  },
-  { name: 'Metrics (prom-client)', match: (_f, w) => w.startsWith('node_modules/prom-client/') },
-  { name: 'ioredis (commands, parser)', match: (_f, w) => /^node_modules\/(ioredis|redis-parser|denque|standard-as-callback|cluster-key-slot|@ioredis\/[^/]+)\//.test(w) },
-  {
-    name: 'Fastify (routing, hooks, reply, JSON)',
-    match: (_f, w) => /^node_modules\/(fastify|find-my-way|fast-json-stringify|avvio|secure-json-parse|@fastify\/[^/]+|light-my-request|fast-querystring|toad-cache)\//.test(w),
-  },
-  { name: 'Node HTTP + net + streams', match: (_f, w) => /^node:(_http_|http$|net$|internal\/streams|internal\/http|stream$)/.test(w) },
-  { name: 'Garbage collector', match: (f) => f.functionName === '(garbage collector)' },
-];
-
 function tokens(n: number): { account: string; token: string }[] {
   return Array.from({ length: n }, (_, i) => {
     const account = `bench-${i}`;
-    return { account, token: sign({ sub: account }, BENCH_JWT_SECRET, { algorithm: 'HS256', expiresIn: '1h' }) };
+    return { account, token: userToken(account) };
   });
-}
-
-/** Env for the real service: production, bench credentials, limits it never reaches. */
-function fullEnv(port: number, redisUrl: string, prefix: string, overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  const ours = /^(NODE_ENV|PORT|HOST|LOG_LEVEL|BODY_LIMIT_BYTES|REQUEST_ID_HEADER|SHUTDOWN_GRACE_MS|SWAGGER_ENABLED|REDIS_|JWT_|MERCHANT_|SERVICE_TOKENS|ADMIN_API_KEYS|RATE_LIMIT_)/;
-  for (const [k, v] of Object.entries(process.env)) if (!ours.test(k)) env[k] = v;
-  return {
-    ...env,
-    NODE_ENV: 'production',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    REDIS_URL: redisUrl,
-    REDIS_KEY_PREFIX: prefix,
-    JWT_SECRET: BENCH_JWT_SECRET,
-    MERCHANT_SECRETS: 'bench_merchant:bench-merchant-secret-0123456789',
-    SERVICE_TOKENS: 'bench-service:bench-service-token-0123456789',
-    ADMIN_API_KEYS: 'bench-admin:bench-admin-key-0123456789',
-    LOG_LEVEL: 'info',
-    RATE_LIMIT_ENABLED: 'true',
-    // The schema's maximum; with a 1 s window no run comes near it.
-    RATE_LIMIT_USER: '10000000',
-    RATE_LIMIT_WINDOW_MS: '1000',
-    ...overrides,
-  };
-}
-
-/**
- * Copies `<dir>/dist` and `<dir>/lua` of a build to `dest` (node_modules linked, not copied) and
- * returns the copied dist dir. The service finds its Lua scripts at `dist/../lua`.
- */
-function snapshotBuild(distDir: string, dest: string): string {
-  const src = dirname(distDir);
-  mkdirSync(dest, { recursive: true });
-  cpSync(distDir, join(dest, 'dist'), { recursive: true });
-  cpSync(join(src, 'lua'), join(dest, 'lua'), { recursive: true });
-  const modules = existsSync(join(src, 'node_modules')) ? join(src, 'node_modules') : join(ROOT, 'node_modules');
-  symlinkSync(realpathSync(modules), join(dest, 'node_modules'), 'dir');
-  return join(dest, 'dist');
 }
 
 async function runTarget(
@@ -246,35 +170,20 @@ async function runTarget(
 
   let requests: LoadRequest[];
   let proc;
+  const spawn = { id: t.id, port, cpus: o.serverCpus, profileDir: t.profile ? profDir : undefined };
   if (t.kind !== 'full') {
-    const script = BARE_SERVERS[t.kind];
-    proc = spawnManaged({
-      name: `${t.kind} server :${port}`,
-      cpus: o.serverCpus,
-      command: process.execPath,
-      args: [...(t.profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []), '--import', 'tsx', join(__dirname, script)],
-      cwd: ROOT,
+    proc = spawnBareServer({
+      ...spawn,
+      id: t.kind,
+      script: join(__dirname, BARE_SERVERS[t.kind]),
       env: { ...process.env, PORT: String(port), REDIS_URL: redis.url, KEY_PREFIX: prefix, LUA_DIR: luaDir, NODE_ENV: 'production' },
-      stdout: 'ignore',
     });
     requests = accounts.map((a) => ({
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ account: a.account, label: LABEL, ttlSeconds: TTL_S }),
     }));
   } else {
-    proc = spawnManaged({
-      name: `redis-pay (${t.id}) :${port}`,
-      cpus: o.serverCpus,
-      command: process.execPath,
-      args: [
-        ...(t.profile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
-        join(dist, 'main.js'),
-      ],
-      // An empty working dir: main.ts would load a developer's .env from the cwd.
-      cwd: workDir,
-      env: fullEnv(port, redis.url, prefix, t.env),
-      stdout: 'ignore',
-    });
+    proc = spawnFullStack({ ...spawn, dist, workDir, env: fullEnv(port, redis.url, prefix, t.env) });
     requests = accounts.map((a) => ({
       headers: { 'content-type': 'application/json', authorization: `Bearer ${a.token}` },
       body: JSON.stringify({ label: LABEL, ttlSeconds: TTL_S }),
@@ -309,79 +218,24 @@ async function runTarget(
     // A profile needs more samples than a throughput figure.
     const durationS = t.profile ? Math.max(o.duration, PROFILE_MIN_S) : o.duration;
     console.error(`[bench] ${t.id}: measuring ${durationS} s at ${o.connections} connections`);
-    let fromUs = 0;
-    let cpu0: number | undefined;
-    let rcpu0: number | undefined;
-    let wall0 = 0;
-    let self0 = 0;
-    let m0: ReturnType<typeof machineCpuSeconds>;
-    const load = await runLoad({
-      url,
-      connections: o.connections,
-      durationS,
-      requests,
-      title: t.id,
-      onStart: () => {
-        fromUs = Number(process.hrtime.bigint() / 1000n);
-        wall0 = performance.now();
-        cpu0 = cpuSeconds(proc.pid);
-        rcpu0 = cpuSeconds(redis.process.pid);
-        self0 = selfCpuSeconds();
-        m0 = machineCpuSeconds();
-      },
-    });
-    const toUs = Number(process.hrtime.bigint() / 1000n);
-    const wallS = (performance.now() - wall0) / 1000;
-    const cpu1 = cpuSeconds(proc.pid);
-    const rcpu1 = cpuSeconds(redis.process.pid);
-    const self1 = selfCpuSeconds();
-    const m1 = machineCpuSeconds();
+    const m = await measuredLoad({ url, connections: o.connections, durationS, requests, title: t.id }, proc.pid, redis.process.pid);
     proc.assertAlive();
     const exit = await proc.stop(15_000);
 
     let profile: ProfileSummary | undefined;
     if (t.profile) {
-      const files = readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
-      if (files.length === 0) console.error(`[bench] ${t.id}: no .cpuprofile written (server exit: ${exit})`);
-      else {
-        profile = summariseProfile(join(profDir, files[0]), [ROOT, dirname(dist)], LAYERS, { fromUs, toUs }, t.kind === 'full' ? 25 : 15);
-        if (o.keepProfile) {
-          mkdirSync(o.keepProfile, { recursive: true });
-          const kept = join(o.keepProfile, `${t.id}.cpuprofile`);
-          copyFileSync(join(profDir, files[0]), kept);
-          console.error(`[bench] ${t.id}: profile kept at ${kept} (open in Chrome DevTools > Performance)`);
-        }
-      }
+      const keep = o.keepProfile ? { dir: o.keepProfile, name: `${t.id}.cpuprofile` } : undefined;
+      profile = summariseProfileDir(profDir, [ROOT, dirname(dist)], SERVICE_LAYERS, [m.window], t.kind === 'full' ? 25 : 15, keep)?.[0];
+      if (!profile) console.error(`[bench] ${t.id}: no profile (server exit: ${exit})`);
     }
-    const result: RowResult = {
-      target: t,
-      load,
-      wallS,
-      serverCpuS: cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined,
-      redisCpuS: rcpu0 !== undefined && rcpu1 !== undefined ? rcpu1 - rcpu0 : undefined,
-      loadCpuS: self1 - self0,
-      attempts: 1,
-      profile,
-      smoke: ans.body,
-    };
-    if (m0 && m1 && result.serverCpuS !== undefined && result.redisCpuS !== undefined) {
-      result.otherCpuS = Math.max(0, m1.busy - m0.busy - result.serverCpuS - result.redisCpuS - result.loadCpuS);
-    }
-    console.error(
-      `[bench] ${t.id}: ${fmtInt(load.rps)} req/s, p50 ${load.p50} ms, p99 ${load.p99} ms, non-2xx ${load.non2xx}, errors ${load.errors}` +
-        (result.serverCpuS !== undefined ? `, server CPU ${fmtNum((100 * result.serverCpuS) / wallS, 0)}%` : '') +
-        `, autocannon ${fmtNum((100 * result.loadCpuS) / wallS, 0)}%` +
-        (result.otherCpuS !== undefined ? `, other jobs ${fmtNum((100 * result.otherCpuS) / wallS, 0)}%` : ''),
-    );
+    const result: RowResult = { ...m, target: t, attempts: 1, profile, smoke: ans.body };
+    console.error(runLine(t.id, m));
     return result;
   } finally {
     await proc.stop(15_000);
     rmSync(profDir, { recursive: true, force: true });
   }
 }
-
-/** Share of one core that other jobs used during a run (0 when unknown). */
-const otherShare = (r: RowResult) => (r.otherCpuS !== undefined && r.wallS > 0 ? r.otherCpuS / r.wallS : 0);
 
 function warnings(rows: RowResult[]): string[] {
   const out: string[] = [];
@@ -467,9 +321,7 @@ function whereTheTimeGoes(rows: RowResult[], cpuPerReq: (r: RowResult) => number
 
 export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
-  for (const d of [o.dist, ...o.candidates]) {
-    if (!existsSync(join(d, 'main.js'))) throw new Error(`${join(d, 'main.js')} not found; run \`npm run build\` (npm run bench does)`);
-  }
+  assertBuilt([o.dist, ...o.candidates]);
   let targets = TARGETS.filter(
     (t) => t.group !== 'on-demand' && (o.variants || t.group !== 'variant') && (o.profile || t.group !== 'profile'),
   );
@@ -486,8 +338,7 @@ export async function main(args: string[]): Promise<void> {
   const removeWork = () => rmSync(workDir, { recursive: true, force: true });
   onCleanup(`bench work dir ${workDir}`, removeWork, removeWork);
 
-  // Snapshot every build (and the floor's Lua) now: a `nest build` elsewhere in the tree during the run
-  // (it deletes dist/ first) must neither break the run nor mix two versions of the code in one table.
+  // Snapshot every build (and the floor's Lua) now (see snapshotBuild).
   const builds = new Map<string, string>();
   for (const [i, d] of [o.dist, ...o.candidates].entries()) builds.set(d, snapshotBuild(d, join(workDir, `build-${i}`)));
   const luaDir = join(builds.get(o.dist)!, '..', 'lua');
@@ -514,60 +365,25 @@ export async function main(args: string[]): Promise<void> {
   ];
   console.error(`[bench] redis ${redis.version} at ${redis.url}; ${schedule.length} runs (${o.repeat} rounds) of ~${o.warmup + o.duration} s each`);
 
-  const runs = new Map<string, RowResult[]>(targets.map((t) => [t.id, []]));
-  const everyAttempt: RowResult[] = [];
-  const rowsStart = performance.now();
-  let retriesSkipped = 0;
-  for (const [n, t] of schedule.entries()) {
-    if (o.repeat > 1 && t === schedule.find((x) => x.group !== 'profile')) {
-      console.error(`[bench] round ${runs.get(t.id)!.length + 1}/${o.repeat}`);
-    }
-    const run = async () => {
-      const t0 = performance.now();
-      const r = await runTarget(t, redis, o, workDir, builds.get(t.dist ?? o.dist)!, luaDir);
-      return { r, s: (performance.now() - t0) / 1000 };
-    };
-    // Another job took a real share of the CPU: run the row again, keep the least disturbed attempt,
-    // as long as the retry and the rows still to run fit in the time budget.
-    const first = await run();
-    let best = first.r;
-    everyAttempt.push(best);
-    for (let retry = 1; retry <= o.retries && otherShare(best) > BUSY_MACHINE; retry++) {
-      const why = `other jobs used ${fmtNum(100 * otherShare(best), 0)}% of a core`;
-      const spentS = (performance.now() - rowsStart) / 1000;
-      const needS = first.s * (1 + schedule.length - 1 - n);
-      if (spentS + needS > o.budgetS) {
-        console.error(`[bench] ${t.id}: ${why}; no retry (budget: ${fmtNum(spentS, 0)} s spent + ~${fmtNum(needS, 0)} s > ${o.budgetS} s; see --budget)`);
-        retriesSkipped++;
-        break;
-      }
-      console.error(`[bench] ${t.id}: ${why}; running the row again (${retry}/${o.retries})`);
-      const again = (await run()).r;
-      everyAttempt.push(again);
-      again.attempts = best.attempts + 1;
-      best = otherShare(again) < otherShare(best) ? again : { ...best, attempts: again.attempts };
-    }
-    runs.get(t.id)!.push(best);
-  }
-  const rowsWallS = (performance.now() - rowsStart) / 1000;
+  const perRound = targets.filter((t) => t.group !== 'profile').length;
+  const { kept, everyAttempt, retriesSkipped, wallS: rowsWallS } = await runSchedule(
+    schedule,
+    (t, n, attempt) => {
+      if (attempt === 1 && o.repeat > 1 && n % perRound === 0 && n < perRound * o.repeat) console.error(`[bench] round ${n / perRound + 1}/${o.repeat}`);
+      return runTarget(t, redis, o, workDir, builds.get(t.dist ?? o.dist)!, luaDir);
+    },
+    (r) => otherShare(r),
+    { busyShare: BUSY_MACHINE, retries: o.retries, budgetS: o.budgetS },
+    (t) => t.id,
+  );
+  const runs = new Map<string, RowResult[]>(targets.map((t) => [t.id, kept.filter((r) => r.target.id === t.id)]));
   await redis.stop();
-  const rows: RowResult[] = targets.map((t) => {
-    const rs = [...runs.get(t.id)!].sort((a, b) => a.load.rps - b.load.rps);
-    return rs[Math.floor((rs.length - 1) / 2)];
-  });
+  const rows: RowResult[] = targets.map((t) => medianBy(runs.get(t.id)!, (r) => r.load.rps));
 
   const floor = rows.find((r) => r.target.id === 'floor');
   const full = rows.find((r) => r.target.id === 'full');
-  const runCpu = (r: RowResult) => (r.serverCpuS !== undefined && r.load.total > 0 ? (r.serverCpuS * 1e6) / r.load.total : undefined);
   /** Server CPU µs per request of a row: the median over its rounds (taken on its own, not from the median req/s round). */
-  const cpuPerReq = (r: RowResult) => {
-    const v = runs
-      .get(r.target.id)!
-      .map(runCpu)
-      .filter((x): x is number => x !== undefined)
-      .sort((a, b) => a - b);
-    return v.length ? (v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2) : undefined;
-  };
+  const cpuPerReq = (r: RowResult) => median(runs.get(r.target.id)!.map(serverUsPerRequest));
   const ratio = floor && full ? full.load.rps / floor.load.rps : undefined;
   const fl = floor && cpuPerReq(floor);
   const fu = full && cpuPerReq(full);
@@ -598,7 +414,7 @@ export async function main(args: string[]): Promise<void> {
         fmtInt(mine.reduce((n, x) => n + x.load.errors, 0)),
         floor ? fmtNum(r.load.rps / floor.load.rps, 2) : 'n/a',
         fmtNum(cpuPerReq(r), 0),
-        [r.serverCpuS, r.redisCpuS, r.loadCpuS, r.otherCpuS].map((c) => (c === undefined ? 'n/a' : fmtNum((100 * c) / r.wallS, 0))).join(' / '),
+        cpuShares(r),
         ...(o.repeat > 1 ? [mine.map((x) => fmtInt(x.load.rps)).join(' / ')] : []),
       ];
     }),

@@ -7,10 +7,24 @@ declare module 'autocannon' {
       setHeaders(headers: Record<string, string>): void;
       setBody(body: string | Buffer): void;
       setHeadersAndBody(headers: Record<string, string>, body: string | Buffer): void;
+      /** Replaces the client's request list (each connection keeps its own). */
+      setRequests(requests: Request[]): void;
+    }
+
+    /** One entry of `requests`: fixed fields, or `setupRequest` to build each request as it is sent. */
+    interface Request {
+      method?: string;
+      path?: string;
+      headers?: Record<string, string>;
+      body?: string | Buffer;
+      /** Called before each send of this entry with the defaults filled in; returns the request to send. */
+      setupRequest?: (req: Request & { method: string; path: string; headers: Record<string, string> }, context: Record<string, unknown>) => Request;
     }
 
     interface Options {
       url: string;
+      /** Sent in turn by every connection (each connection keeps its own place in the list). */
+      requests?: Request[];
       connections?: number;
       duration?: number | string;
       amount?: number;

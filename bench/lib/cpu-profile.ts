@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fmtNum, markdownTable } from './report';
 
@@ -146,6 +147,33 @@ export function summariseProfile(path: string, root: string | string[], layers: 
     topFunctions: [...fns.values()].sort((a, b) => b.us - a.us).slice(0, top),
     layers: [...layerUs].map(([name, us]) => ({ name, us })).sort((a, b) => b.us - a.us),
   };
+}
+
+/**
+ * Summarises the `.cpuprofile` that `node --cpu-prof --cpu-prof-dir=<dir>` wrote, once per window
+ * (e.g. one per load phase of the same server). With `keep`, copies the file to `keep.dir/keep.name`
+ * (for Chrome DevTools). Undefined, with a message, when the process wrote none.
+ */
+export function summariseProfileDir(
+  dir: string,
+  roots: string | string[],
+  layers: Layer[],
+  windows: { fromUs: number; toUs: number }[],
+  top: number,
+  keep?: { dir: string; name: string },
+): ProfileSummary[] | undefined {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  if (files.length === 0) {
+    console.error(`[bench] no .cpuprofile written in ${dir}`);
+    return undefined;
+  }
+  const file = join(dir, files[0]);
+  if (keep) {
+    mkdirSync(keep.dir, { recursive: true });
+    copyFileSync(file, join(keep.dir, keep.name));
+    console.error(`[bench] profile kept at ${join(keep.dir, keep.name)} (open in Chrome DevTools > Performance)`);
+  }
+  return windows.map((w) => summariseProfile(file, roots, layers, w, top));
 }
 
 /** Markdown for a summary; per-request figures when `requests` (completed in the window) is given. */

@@ -2,7 +2,12 @@ import autocannon from 'autocannon';
 
 export interface LoadRequest {
   headers: Record<string, string>;
-  body: string;
+  /** Omitted or '' for none (no Content-Length either). */
+  body?: string;
+  /** Default: LoadOptions.method. */
+  method?: string;
+  /** Path and query; default: the path of LoadOptions.url. */
+  path?: string;
 }
 
 export interface LoadOptions {
@@ -10,8 +15,12 @@ export interface LoadOptions {
   method?: string;
   connections: number;
   durationS: number;
-  /** Each connection gets one of these, round-robin by connection (one account per connection). */
-  requests: LoadRequest[];
+  /**
+   * An array: each connection gets one of these, round-robin by connection, and sends it again and
+   * again (one account per connection). A function: called for every request sent, by any
+   * connection, so each request can differ (a new id, another account).
+   */
+  requests: LoadRequest[] | (() => LoadRequest);
   title?: string;
   /** Called when the measured run starts and when it ends (e.g. to sample CPU). */
   onStart?: () => void;
@@ -37,22 +46,39 @@ export interface LoadSummary {
 
 /** Runs autocannon in this process (the server under test runs in its own process). */
 export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
-  if (opts.requests.length === 0) throw new Error('runLoad needs at least one request');
+  const { requests } = opts;
+  if (Array.isArray(requests) && requests.length === 0) throw new Error('runLoad needs at least one request');
+  const first = Array.isArray(requests) ? requests[0] : requests();
+  const method = first.method ?? opts.method ?? 'POST';
   let next = 0;
-  const first = opts.requests[0];
   const instance = autocannon({
     url: opts.url,
-    method: opts.method ?? 'POST',
+    method,
     connections: opts.connections,
     duration: opts.durationS,
     timeout: 10,
     title: opts.title,
     headers: first.headers,
-    body: first.body,
-    setupClient: (client) => {
-      const r = opts.requests[next++ % opts.requests.length];
-      client.setHeadersAndBody(r.headers, r.body);
-    },
+    body: first.body ?? '',
+    ...(Array.isArray(requests)
+      ? {
+          setupClient: (client: autocannon.Client) => {
+            const r = requests[next++ % requests.length];
+            if (r.path === undefined && r.method === undefined) client.setHeadersAndBody(r.headers, r.body ?? '');
+            else client.setRequests([{ method: r.method ?? method, ...(r.path === undefined ? {} : { path: r.path }), headers: r.headers, body: r.body ?? '' }]);
+          },
+        }
+      : {
+          requests: [
+            {
+              setupRequest: (req: autocannon.Request) => {
+                const r = requests();
+                // A copy: autocannon writes Content-Length into the headers object it is given.
+                return { ...req, method: r.method ?? method, path: r.path ?? req.path, headers: { ...r.headers }, body: r.body ?? '' };
+              },
+            },
+          ],
+        }),
   });
   instance.on('start', () => opts.onStart?.());
   const r = await instance;
