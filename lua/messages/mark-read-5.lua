@@ -17,4 +17,5 @@ local seq = liveSeq(ARGV[1], tonumber(ARGV[2]), serverTimeMs())
 if not seq then return -1 end
 if not isUnread(ARGV[1], seq) then return {0, metaNumber('unread')} end
 redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
 return {1, redis.call('HINCRBY', KEYS[5], 'unread', -1)}

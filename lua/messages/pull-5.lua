@@ -5,8 +5,9 @@
   not break it). Without one it returns the newest page. Messages past the
   retention time are never returned, and the first 100 of them are dropped
   here, so the unread count only counts what a pull can still show. First
-  checks that the account has taken in every broadcast up to ARGV[3]; if not,
-  it answers 'sync' and the caller runs sync-broadcasts first.
+  checks that the account has taken in every broadcast up to ARGV[3] (and
+  has a broadcast mark at all); if not, it answers 'sync' and the caller runs
+  sync-broadcasts first.
 
   KEYS[1]  inbox zset
   KEYS[2]  bodies hash
@@ -25,7 +26,7 @@
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"
 local latestBroadcast = tonumber(ARGV[3])
-if latestBroadcast > metaNumber('bcast') then return {'sync', string.format('%d', metaNumber('bcast'))} end
+if latestBroadcast > metaNumber('bcast') or (latestBroadcast == 0 and redis.call('HEXISTS', KEYS[5], 'bcast') == 0) then return {'sync', string.format('%d', metaNumber('bcast'))} end
 local now = serverTimeMs()
 trimExpired(now, tonumber(ARGV[4]))
 local limit = tonumber(ARGV[2])

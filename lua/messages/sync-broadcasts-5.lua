@@ -6,6 +6,9 @@
   broadcast at or below the account's mark is skipped, so concurrent pulls
   take each broadcast in once. An account that never took one in starts at
   the list's start (it gets the broadcasts passed, not the whole history).
+  Broadcasts past the retention time are skipped (the mark still moves), so
+  an account whose keys expired never takes one in twice; the inbox is then
+  trimmed back to ARGV[1] (about ten passes at most for 1,000 new ones).
 
   KEYS[1]  inbox zset
   KEYS[2]  bodies hash
@@ -32,13 +35,17 @@ local taken = 0
 for i = 4, #ARGV - 2, 3 do
   local bseq = tonumber(ARGV[i])
   if bseq > mark then
-    addMessage(ARGV[i + 2], '', now)
+    if bseq >= retentionFloor(now, tonumber(ARGV[2])) then
+      addMessage(ARGV[i + 2], '', now)
+      taken = taken + 1
+    end
     mark = bseq
-    taken = taken + 1
   end
 end
 redis.call('HSET', KEYS[5], 'bcast', string.format('%d', mark))
 local retentionMs = tonumber(ARGV[2])
-if taken > 0 then trim(now, tonumber(ARGV[1]), retentionMs) end
+if taken > 0 then
+  repeat trim(now, tonumber(ARGV[1]), retentionMs) until redis.call('ZCARD', KEYS[1]) <= tonumber(ARGV[1])
+end
 touch(retentionMs)
 return {1, string.format('%d', mark)}

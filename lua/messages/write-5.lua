@@ -26,7 +26,7 @@
 --- @include "includes/messages-inbox"
 local now = serverTimeMs()
 local existing = redis.call('HGET', KEYS[3], ARGV[1])
-if existing and redis.call('HEXISTS', KEYS[2], existing) == 1 then
+if existing and liveSeq(existing, tonumber(ARGV[4]), now) and redis.call('HEXISTS', KEYS[2], existing) == 1 then
   return {0, existing, metaNumber('unread')}
 end
 if ARGV[5] ~= '' then
