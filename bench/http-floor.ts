@@ -37,17 +37,17 @@
  *          --retries N (2)      rerun a row when other jobs used > 20% of a core during it; keep the least disturbed
  *          --budget S (200)     a retry starts only if it and the rows still to run fit in S seconds of rows (keeps the default run short)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { onCleanup } from './lib/cleanup';
+import { dirname, join } from 'node:path';
 import { profileMarkdown, ProfileSummary, summariseProfileDir } from './lib/cpu-profile';
-import { assertBuilt, fullEnv, ROOT, SERVICE_LAYERS, snapshotBuild, spawnBareServer, spawnFullStack, userToken } from './lib/full-stack';
+import { fullEnv, ROOT, SERVICE_LAYERS, spawnBareServer, spawnFullStack, userToken } from './lib/full-stack';
 import { LoadRequest, runLoad } from './lib/load';
 import { cpuShares, Measured, measuredLoad, median, medianBy, otherShare, runLine, runSchedule, serverUsPerRequest } from './lib/measure';
 import { freePort, httpRequest } from './lib/net';
-import { cpuSplit, pinProcess, waitUntilServing } from './lib/proc';
+import { waitUntilServing } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
+import { attemptsNote, candidateRow, parseRowOptions, placementInfo, prepareRows, roundSchedule, selectTargets } from './lib/rows';
 import { environmentInfo, environmentMarkdown, fmtInt, fmtNum, markdownTable, writeResult } from './lib/report';
 
 const NAME = 'http-floor';
@@ -87,46 +87,14 @@ interface RowResult extends Measured {
 }
 
 function parseArgs(args: string[]) {
-  const opts = {
-    connections: 100,
-    duration: 4,
-    warmup: 3,
-    pin: true,
-    /** CPUs of the server under test (set in main when pinning). */
-    serverCpus: undefined as string | undefined,
-    variants: true,
-    profile: true,
-    only: undefined as string[] | undefined,
-    keepProfile: undefined as string | undefined,
-    dist: join(ROOT, 'dist'),
-    repeat: 3,
-    retries: 2,
-    budgetS: 200,
-    candidates: [] as string[],
+  let variants = true;
+  const noVariants = (a: string) => {
+    if (a !== '--no-variants') return false;
+    variants = false;
+    return true;
   };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const num = () => {
-      const v = Number(args[++i]);
-      if (!Number.isFinite(v) || v <= 0) throw new Error(`${a} needs a positive number`);
-      return v;
-    };
-    if (a === '--connections') opts.connections = Math.round(num());
-    else if (a === '--duration') opts.duration = num();
-    else if (a === '--warmup') opts.warmup = num();
-    else if (a === '--no-variants') opts.variants = false;
-    else if (a === '--no-profile') opts.profile = false;
-    else if (a === '--no-pin') opts.pin = false;
-    else if (a === '--only') opts.only = (args[++i] ?? '').split(',').filter(Boolean);
-    else if (a === '--keep-profile') opts.keepProfile = resolve(args[++i] ?? '.');
-    else if (a === '--dist') opts.dist = resolve(args[++i] ?? 'dist');
-    else if (a === '--repeat') opts.repeat = Math.max(1, Math.round(num()));
-    else if (a === '--retries') opts.retries = Math.max(0, Math.round(Number(args[++i]) || 0));
-    else if (a === '--budget') opts.budgetS = num();
-    else if (a === '--candidate') opts.candidates.push(resolve(args[++i] ?? ''));
-    else throw new Error(`unknown option ${a} (known: --connections N --duration S --warmup S --no-variants --no-profile --no-pin --only ids --keep-profile dir --dist dir --candidate dir --repeat N --retries N --budget S)`);
-  }
-  return opts;
+  const o = parseRowOptions(args, { duration: 4, warmup: 3, budgetS: 200 }, noVariants, '--no-variants');
+  return Object.assign(o, { variants });
 }
 
 const TARGETS: Target[] = [
@@ -321,55 +289,22 @@ function whereTheTimeGoes(rows: RowResult[], cpuPerReq: (r: RowResult) => number
 
 export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
-  assertBuilt([o.dist, ...o.candidates]);
-  let targets = TARGETS.filter(
-    (t) => t.group !== 'on-demand' && (o.variants || t.group !== 'variant') && (o.profile || t.group !== 'profile'),
-  );
-  if (o.only) {
-    const unknown = o.only.filter((id) => !TARGETS.some((t) => t.id === id));
-    if (unknown.length) throw new Error(`--only: unknown target(s) ${unknown.join(', ')}; known: ${TARGETS.map((t) => t.id).join(', ')}`);
-    targets = TARGETS.filter((t) => o.only!.includes(t.id));
-  }
-  o.candidates.forEach((dist, i) =>
-    targets.push({ id: `candidate-${i + 1}`, kind: 'full', group: 'variant', dist, label: `candidate ${i + 1}: full built from ${dist}` }),
-  );
-
-  const workDir = mkdtempSync(join(tmpdir(), 'rp-bench-'));
-  const removeWork = () => rmSync(workDir, { recursive: true, force: true });
-  onCleanup(`bench work dir ${workDir}`, removeWork, removeWork);
-
-  // Snapshot every build (and the floor's Lua) now (see snapshotBuild).
-  const builds = new Map<string, string>();
-  for (const [i, d] of [o.dist, ...o.candidates].entries()) builds.set(d, snapshotBuild(d, join(workDir, `build-${i}`)));
+  const targets = selectTargets(TARGETS, o, (t) => o.variants || t.group !== 'variant', candidateRow);
+  // Every build (and the floor's Lua) from its snapshot; the server alone on one CPU.
+  const { workDir, builds, split } = prepareRows(o);
   const luaDir = join(builds.get(o.dist)!, '..', 'lua');
-
-  // The server alone on one CPU; this process (autocannon) and redis-server, which inherits it, on the others.
-  const split = o.pin ? cpuSplit() : undefined;
-  if (o.pin && !split) console.error('[bench] cannot pin CPUs (fewer than 2 CPUs or no taskset); the scheduler places everything');
-  if (split) {
-    pinProcess(split.rest);
-    o.serverCpus = split.server;
-  }
   const redis = await startBenchRedis();
   const env = environmentInfo(redis.version, {
     autocannon: `9 (in the bench process), ${o.connections} connections, ${o.warmup} s warm-up + ${o.duration} s measured per row (profiled: ${Math.max(o.duration, PROFILE_MIN_S)} s)`,
-    'CPU placement': split
-      ? `server under test alone on CPU ${split.server}; autocannon (this process) and redis-server on CPU ${split.rest} (taskset)`
-      : 'not pinned: server, autocannon and redis-server share every CPU',
-    ...(o.dist !== join(ROOT, 'dist') ? { 'full stack built from': o.dist } : {}),
+    ...placementInfo(o, split),
   });
-  // Rounds interleave the rows so a drift or a burst of noise hits them alike; profiled rows run once, at the end.
-  const schedule = [
-    ...Array.from({ length: o.repeat }, () => targets.filter((t) => t.group !== 'profile')).flat(),
-    ...targets.filter((t) => t.group === 'profile'),
-  ];
+  const { schedule, announce } = roundSchedule(targets, o.repeat);
   console.error(`[bench] redis ${redis.version} at ${redis.url}; ${schedule.length} runs (${o.repeat} rounds) of ~${o.warmup + o.duration} s each`);
 
-  const perRound = targets.filter((t) => t.group !== 'profile').length;
   const { kept, everyAttempt, retriesSkipped, wallS: rowsWallS } = await runSchedule(
     schedule,
     (t, n, attempt) => {
-      if (attempt === 1 && o.repeat > 1 && n % perRound === 0 && n < perRound * o.repeat) console.error(`[bench] round ${n / perRound + 1}/${o.repeat}`);
+      announce(n, attempt);
       return runTarget(t, redis, o, workDir, builds.get(t.dist ?? o.dist)!, luaDir);
     },
     (r) => otherShare(r),
@@ -406,7 +341,7 @@ export async function main(args: string[]): Promise<void> {
       const mine = runs.get(r.target.id)!;
       const warn = mine.some((x) => x.load.non2xx > 0 || x.load.errors > 0) ? ' ⚠' : '';
       return [
-        r.target.label + warn + (mine.some((x) => x.attempts > 1) ? ` (attempts: ${mine.map((x) => x.attempts).join('+')})` : ''),
+        r.target.label + warn + attemptsNote(mine),
         fmtInt(r.load.rps),
         fmtNum(r.load.p50, 0),
         fmtNum(r.load.p99, 0),

@@ -1,0 +1,65 @@
+import Redis, { type RedisOptions } from 'ioredis';
+import { DEFAULT_LUA_DIR, loadAllScripts, type ScriptDefinition } from '../../src/scripts/script-loader';
+
+/** One script as an ioredis command: EVALSHA, and EVAL when Redis answers NOSCRIPT. Keys first, then arguments. */
+export type ScriptCommand = (...keysAndArgs: (string | number | Buffer)[]) => Promise<unknown>;
+
+export interface ScriptRedis {
+  redis: Redis;
+  scripts: ReadonlyMap<string, ScriptDefinition>;
+  /** The command of script `id` (e.g. `messages/write`), bound to the connection. */
+  command(id: string): ScriptCommand;
+  /** `ScriptRegistry.run`'s contract, without the service's error mapping: keys, then arguments. */
+  run<T = unknown>(id: string, keys: readonly string[], args?: readonly (string | number | Buffer)[]): Promise<T>;
+}
+
+/**
+ * The baseline servers' Redis: one ioredis connection to `url` with `options`, and every script
+ * under `luaDir` (default: LUA_DIR, else the project's lua/) loaded by the service's own loader
+ * (`loadAllScripts`: same source, includes inlined, same SHA), defined as ioredis commands under
+ * the service's command names and `SCRIPT LOAD`ed, each checked by its SHA.
+ */
+export async function connectScriptRedis(url: string, options: RedisOptions, luaDir = process.env.LUA_DIR ?? DEFAULT_LUA_DIR): Promise<ScriptRedis> {
+  const scripts = loadAllScripts(luaDir);
+  const redis = new Redis(url, { ...options, lazyConnect: true });
+  for (const def of scripts.values()) redis.defineCommand(def.command, { numberOfKeys: def.numberOfKeys, lua: def.source });
+  await redis.connect();
+  const shas = await Promise.all([...scripts.values()].map((def) => redis.script('LOAD', def.source)));
+  [...scripts.values()].forEach((def, i) => {
+    if (shas[i] !== def.sha) throw new Error(`script ${def.id} loaded with sha ${String(shas[i])}, expected ${def.sha}`);
+  });
+  const command = (id: string): ScriptCommand => {
+    const def = scripts.get(id);
+    if (!def) throw new Error(`no script ${id} under ${luaDir}`);
+    return (redis as unknown as Record<string, ScriptCommand>)[def.command].bind(redis);
+  };
+  const commands = new Map([...scripts.keys()].map((id) => [id, command(id)]));
+  return {
+    redis,
+    scripts,
+    command,
+    run: <T>(id: string, keys: readonly string[], args: readonly (string | number | Buffer)[] = []) => {
+      const cmd = commands.get(id);
+      if (!cmd) return Promise.reject(new Error(`no script ${id} under ${luaDir}`));
+      return cmd(...keys, ...args) as Promise<T>;
+    },
+  };
+}
+
+/** Listens on 127.0.0.1:`port`; on SIGTERM/SIGINT closes the server and Redis and exits 0. */
+export async function serveUntilSignal(
+  name: string,
+  port: number,
+  server: { listen(opts: { port: number; host: string }): Promise<unknown>; close(): Promise<unknown> },
+  redis: Redis,
+): Promise<void> {
+  const close = async () => {
+    await server.close();
+    redis.disconnect();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void close());
+  process.once('SIGINT', () => void close());
+  await server.listen({ port, host: '127.0.0.1' });
+  console.error(`${name} listening on 127.0.0.1:${port}`);
+}
