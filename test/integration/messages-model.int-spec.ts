@@ -26,7 +26,7 @@ const EXPIRY_SEEDS = [11, 12];
 const SMALL_INBOX = 10;
 const RETENTION_MS = 1000;
 /** How long one model step may take: predictions hold for any Redis clock in [now, now + STEP_MS]. */
-const STEP_MS = 100;
+const STEP_MS = 250;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -259,8 +259,9 @@ describe(`${MessagesService.name} paging against a model`, () => {
         const counter = await svc.unreadCount(acc);
         expect({ at, counter, recount: all.messages.filter((m) => !m.read).length }).toEqual({ at, counter: model.unread(now), recount: model.unread(now) });
       }
+      // Only the 1 s retention inbox depends on time; the other keeps messages for 90 days.
       const took = (await redisNow()) - now;
-      if (took > STEP_MS) throw new Error(`${at} took ${took} ms, longer than the ${STEP_MS} ms the model allows`);
+      if (model.retentionMs <= RETENTION_MS && took > STEP_MS) throw new Error(`${at} took ${took} ms, longer than the ${STEP_MS} ms the model allows`);
     }
 
     // Drain: the client reaches the end, having seen each message once, in order, with nothing kept left out.
