@@ -86,8 +86,14 @@ local function liveSeq(id, retentionMs, now)
   return tonumber(seq)
 end
 
--- A message's read flag (1 read, 0 unread).
-local function readFlag(id, seq)
-  if isUnread(id, seq) then return 0 end
-  return 1
+-- A message's read flag (1 read, 0 unread). The caller reads the read-all mark, and whether the
+-- read set exists, once for a whole page instead of once per message.
+local function readFlag(id, seq, readUpTo, anyRead)
+  if seq <= readUpTo or (anyRead and redis.call('SISMEMBER', KEYS[4], id) == 1) then return 1 end
+  return 0
+end
+
+-- What readFlag needs, read once.
+local function readState()
+  return metaNumber('readUpTo'), redis.call('EXISTS', KEYS[4]) == 1
 end

@@ -16,4 +16,4 @@
 --- @include "includes/messages-inbox"
 local seq = liveSeq(ARGV[1], tonumber(ARGV[2]), serverTimeMs())
 if not seq then return -1 end
-return {redis.call('HGET', KEYS[2], ARGV[1]) or 'null', readFlag(ARGV[1], seq)}
+return {redis.call('HGET', KEYS[2], ARGV[1]) or 'null', readFlag(ARGV[1], seq, readState())}

@@ -56,10 +56,11 @@ if ARGV[1] ~= '' and #page > limit * 2 then
   page[#page] = nil
   out[3] = 1
 end
+local readUpTo, anyRead = readState()
 for i = 1, #page, 2 do
   local id = page[i]
   out[#out + 1] = id
   out[#out + 1] = redis.call('HGET', KEYS[2], id) or 'null'
-  out[#out + 1] = readFlag(id, tonumber(page[i + 1]))
+  out[#out + 1] = readFlag(id, tonumber(page[i + 1]), readUpTo, anyRead)
 end
 return out

@@ -1,13 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsObject, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { ACCOUNT_ID_RE } from '../message-keys';
+import { IsIn, IsObject, IsOptional, IsString } from 'class-validator';
+import { IsAccountId } from './account-id';
 import { PENDING_ACTION_NAMES } from '../pending-action-types';
 
 export class StartPendingActionDto {
   @ApiProperty({ example: 'acc_1001', maxLength: 64 })
-  @IsString()
-  @MaxLength(64)
-  @Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  @IsAccountId()
   accountId!: string;
 
   @ApiProperty({ enum: PENDING_ACTION_NAMES, example: 'PASSWORD_RECOVERY' })
@@ -28,9 +26,7 @@ export class PendingActionParamDto {
   bizType!: string;
 
   @ApiProperty({ example: 'acc_1001', maxLength: 64 })
-  @IsString()
-  @MaxLength(64)
-  @Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  @IsAccountId()
   accountId!: string;
 }
 

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
-import { ACCOUNT_ID_RE } from '../message-keys';
+import { IsAccountId } from './account-id';
 
 export const BIZ_TYPE_RE = /^[A-Za-z0-9_.-]{1,32}$/;
 export const OUTER_BIZ_ID_RE = /^[\x21-\x7e]{1,64}$/;
@@ -9,9 +9,7 @@ export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 
 export class WriteMessageDto {
   @ApiProperty({ description: 'The account the message is for', example: 'acc_1001', maxLength: 64 })
-  @IsString()
-  @MaxLength(64)
-  @Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  @IsAccountId()
   accountId!: string;
 
   @ApiProperty({ description: 'Business type; with outerBizId the idempotency key', example: 'PAYMENT_SUCCESS', maxLength: 32 })
