@@ -1,11 +1,34 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { FastPath, str } from '../../http/fast-path';
+import { ACCOUNT_ID_RE } from '../message-keys';
 import { IsAccountId } from './account-id';
 
 export const BIZ_TYPE_RE = /^[A-Za-z0-9_.-]{1,32}$/;
 export const OUTER_BIZ_ID_RE = /^[\x21-\x7e]{1,64}$/;
 /** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
 export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
+const LOGO_URL_RE = /^https:\/\/\S+$/;
+/** A date and time with a zone (IsISO8601 strict also allows a bare date). */
+const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
+
+/** The hot path of `POST /messages`: this schema is never looser than the decorators below (fast-path.spec.ts). */
+@FastPath({
+  type: 'object',
+  additionalProperties: false,
+  required: ['accountId', 'bizType', 'outerBizId', 'title', 'content'],
+  properties: {
+    accountId: str(64, ACCOUNT_ID_RE),
+    bizType: str(32, BIZ_TYPE_RE),
+    outerBizId: str(64, OUTER_BIZ_ID_RE),
+    title: str(100, undefined, 1),
+    content: str(2000, undefined, 1),
+    url: str(2048, LINK_RE),
+    logoUrl: str(2048, LOGO_URL_RE),
+    needPush: { type: 'boolean' },
+    createdAt: { ...str(40, DATE_TIME_RE), format: 'iso8601-strict' },
+  },
+})
 
 export class WriteMessageDto {
   @ApiProperty({ description: 'The account the message is for', example: 'acc_1001', maxLength: 64 })
@@ -47,7 +70,7 @@ export class WriteMessageDto {
   @IsOptional()
   @IsString()
   @MaxLength(2048)
-  @Matches(/^https:\/\/\S+$/, { message: 'logoUrl must be an https:// URL' })
+  @Matches(LOGO_URL_RE, { message: 'logoUrl must be an https:// URL' })
   logoUrl?: string;
 
   @ApiPropertyOptional({ description: 'Also send a push notification', default: false })
@@ -60,7 +83,7 @@ export class WriteMessageDto {
   @IsString()
   @MaxLength(40)
   @IsISO8601({ strict: true })
-  @Matches(/T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/, { message: 'createdAt must be a date and time with a time zone, e.g. 2026-11-22T08:30:00Z' })
+  @Matches(DATE_TIME_RE, { message: 'createdAt must be a date and time with a time zone, e.g. 2026-11-22T08:30:00Z' })
   createdAt?: string;
 }
 
