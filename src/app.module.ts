@@ -8,6 +8,7 @@ import { ConfigModule } from './config/config.module';
 import { DelayQueueModule } from './delay-queue/delay-queue.module';
 import { DiagnosticsModule } from './diagnostics/diagnostics.module';
 import { HealthModule } from './health/health.module';
+import { LocksModule } from './locks/locks.module';
 import { MessagesModule } from './messages/messages.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
@@ -31,6 +32,7 @@ export class AppModule {
         AuthModule,
         RateLimitModule,
         DelayQueueModule,
+        LocksModule,
         HealthModule,
         DiagnosticsModule,
         MessagesModule,

@@ -53,6 +53,26 @@ export interface MessagesConfig {
   pendingActionDelays: ReadonlyMap<string, number>;
 }
 
+export interface LocksConfig {
+  /** Lease and wait per business (built-in defaults overridden by LOCK_POLICIES). */
+  policies: ReadonlyMap<string, { leaseMs: number; waitMs: number }>;
+  /** A waiter checks the lock again at least this often, even if no release message arrives, ms. */
+  wakeCheckMs: number;
+}
+
+export interface OrdersConfig {
+  /** How long an order and its plans are kept after their last write, ms (the idempotency window of merchantOrderNo). */
+  retentionMs: number;
+  /** Approximate most events kept per shard stream. */
+  eventsMaxLen: number;
+  /** Delay before the first channel query after an unknown outcome, and the query backoff's first step, ms. */
+  queryDelayMs: number;
+  /** Latency of every simulated payment channel, ms. */
+  channelLatencyMs: number;
+  /** `method.op` → outcome of the simulated channels (pay, query, reverse); success when absent. */
+  channelOutcomes: ReadonlyMap<string, 'success' | 'failure' | 'unknown'>;
+}
+
 /** The typed, validated configuration. Built once at boot by `loadConfig`; inject it, never read `process.env`. */
 export class AppConfig {
   env!: 'development' | 'test' | 'production';
@@ -74,4 +94,6 @@ export class AppConfig {
   adminKeys!: ReadonlyMap<string, string>;
   rateLimit!: RateLimitConfig;
   messages!: MessagesConfig;
+  locks!: LocksConfig;
+  orders!: OrdersConfig;
 }

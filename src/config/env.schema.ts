@@ -169,4 +169,31 @@ export class EnvSchema {
     message: 'must be TYPE:delayMs[,TYPE:delayMs...] with upper-case types',
   })
   PENDING_ACTION_DELAYS?: string;
+
+  // --- Locks ---------------------------------------------------------------------
+  @IsOptional() @Transform(emptyToUndefined) @Matches(/^[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8}(,[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8})*$/, {
+    message: 'must be business:leaseMs:waitMs[,business:leaseMs:waitMs...] with lower-case business names',
+  })
+  LOCK_POLICIES?: string;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(60_000)
+  LOCK_WAKE_CHECK_MS?: number;
+
+  // --- Orders and payment plans ---------------------------------------------------
+  @IsOptional() @Transform(toInt) @IsInt() @Min(2 * 86_400) @Max(3650 * 86_400)
+  ORDERS_RETENTION_SECONDS?: number;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1000) @Max(10_000_000)
+  ORDERS_EVENTS_MAXLEN?: number;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  ORDERS_QUERY_DELAY_MS?: number;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(60_000)
+  CHANNEL_LATENCY_MS?: number;
+
+  @IsOptional() @Transform(emptyToUndefined) @Matches(/^(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown)(,(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown))*$/, {
+    message: 'must be method.op=outcome[,...]: method balance|quickpay|points|ebanking, op pay|query|reverse, outcome success|failure|unknown',
+  })
+  CHANNEL_OUTCOMES?: string;
 }

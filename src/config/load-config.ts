@@ -146,6 +146,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     ),
   };
 
+  cfg.locks = {
+    policies: new Map(
+      (s.LOCK_POLICIES ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((e) => e.split(':'))
+        .map(([name, lease, wait]) => [name, { leaseMs: Number(lease), waitMs: Number(wait) }] as const),
+    ),
+    wakeCheckMs: s.LOCK_WAKE_CHECK_MS ?? 250,
+  };
+
   cfg.merchantSecrets = credentials('MERCHANT_SECRETS', s.MERCHANT_SECRETS, prod);
   cfg.merchantSignatureWindowMs = s.MERCHANT_SIGNATURE_WINDOW_MS ?? 5 * 60_000;
   cfg.serviceTokens = credentials('SERVICE_TOKENS', s.SERVICE_TOKENS, prod);
@@ -162,6 +173,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       admin: s.RATE_LIMIT_ADMIN ?? 50,
       anonymous: s.RATE_LIMIT_ANONYMOUS ?? 20,
     },
+  };
+  cfg.orders = {
+    retentionMs: (s.ORDERS_RETENTION_SECONDS ?? 90 * 86_400) * 1000,
+    eventsMaxLen: s.ORDERS_EVENTS_MAXLEN ?? 100_000,
+    queryDelayMs: s.ORDERS_QUERY_DELAY_MS ?? 2000,
+    channelLatencyMs: s.CHANNEL_LATENCY_MS ?? 20,
+    channelOutcomes: new Map(
+      (s.CHANNEL_OUTCOMES ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((e) => e.split('=') as [string, 'success' | 'failure' | 'unknown']),
+    ),
   };
   return cfg;
 }

@@ -1,0 +1,20 @@
+--[[
+  Extends an owner's lease (the watchdog, or an HTTP caller's renew).
+
+  KEYS[1]  lock hash
+  ARGV[1]  owner token
+  ARGV[2]  new lease from now, ms
+
+  Returns: the new lease end (epoch ms, Redis clock);
+           -1 (NOT_FOUND) when the owner does not hold the lock (its lease already ended: lost)
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/lock-holders"
+local nowMs = serverTimeMs()
+local owner = ARGV[1]
+local live, maxExp, _, ww = purgeExpired(nowMs)
+if not redis.call('HGET', KEYS[1], 'c:' .. owner) then return -1 end
+local exp = nowMs + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'e:' .. owner, exp)
+expireAt(math.max(maxExp, exp, ww), nowMs)
+return exp

@@ -1,0 +1,94 @@
+import type { RedisClient } from '../redis/redis.service';
+
+interface Channel {
+  /** Waiters in this process on this lock. */
+  refs: number;
+  /** Resolved when SUBSCRIBE has been acknowledged (never rejects). */
+  ready: Promise<boolean>;
+  /** Everyone waiting for the next release message. */
+  sleepers: Set<() => void>;
+  /** Release messages seen so far: a waiter that tried before the latest one must not sleep. */
+  seen: number;
+}
+
+/**
+ * Release messages for waiters: one SUBSCRIBE per lock per process however
+ * many callers wait on it (reference-counted; the last one out unsubscribes),
+ * and one 'message' listener on the shared subscriber connection for all of
+ * them. A message wakes every sleeper on its lock; each tries again, and the
+ * lock script decides who gets it.
+ */
+export class LockWaiters {
+  private readonly channels = new Map<string, Channel>();
+
+  constructor(private readonly subscriber: () => RedisClient) {}
+
+  private listening = false;
+
+  /** Joins the waiters of `channel`. Call `leave` exactly once afterwards. */
+  join(channel: string): Promise<boolean> {
+    if (!this.listening) {
+      this.listening = true;
+      this.subscriber().on('message', (ch: string) => this.wake(ch));
+    }
+    let c = this.channels.get(channel);
+    if (!c) {
+      const ready = this.subscriber()
+        .subscribe(channel)
+        .then(
+          () => true,
+          () => false,
+        );
+      c = { refs: 0, ready, sleepers: new Set(), seen: 0 };
+      this.channels.set(channel, c);
+    }
+    c.refs++;
+    return c.ready;
+  }
+
+  leave(channel: string): void {
+    const c = this.channels.get(channel);
+    if (!c || --c.refs > 0) return;
+    this.channels.delete(channel);
+    void this.subscriber()
+      .unsubscribe(channel)
+      .catch(() => undefined);
+  }
+
+  /** How many release messages `channel` has had (pass it to `sleep` to not miss one). */
+  seen(channel: string): number {
+    return this.channels.get(channel)?.seen ?? 0;
+  }
+
+  /**
+   * Sleeps until a release message on `channel` (one after the `since`-th),
+   * `ms` passing, or `signal` aborting, whichever comes first. Never rejects.
+   */
+  sleep(channel: string, ms: number, since: number, signal?: AbortSignal): Promise<void> {
+    const c = this.channels.get(channel);
+    if ((c && c.seen > since) || signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        c?.sleepers.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      c?.sleepers.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Waiters in this process, by channel (for tests and the metrics gauge). */
+  get subscribedChannels(): number {
+    return this.channels.size;
+  }
+
+  private wake(channel: string): void {
+    const c = this.channels.get(channel);
+    if (!c) return;
+    c.seen++;
+    for (const s of [...c.sleepers]) s();
+  }
+}

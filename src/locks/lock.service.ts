@@ -1,0 +1,330 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { ApiError } from '../http/api-error';
+import { KeyBuilder } from '../redis/key-builder';
+import { isRedisUnavailable } from '../redis/redis-unavailable.error';
+import { RedisService } from '../redis/redis.service';
+import { ScriptCode, ScriptError } from '../scripts/script-errors';
+import { ScriptRegistry } from '../scripts/script-registry.service';
+import { LockContendedError, LockLostError, LockUnavailableError } from './lock.errors';
+import { LockMetrics } from './lock.metrics';
+import type { AcquireOptions, LockHandle, LockMode, LockPolicy, LockState } from './lock.types';
+import { LockWaiters } from './lock-waiters';
+
+export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
+export const MAX_LEASE_MS = 10 * 60_000;
+export const MAX_WAIT_MS = 5 * 60_000;
+/** The fencing counter outlives its lock by this long; after that, tokens still never go below the Redis clock in µs. */
+const FENCE_KEEP_MS = 60 * 60_000;
+/** Used when a business has no policy of its own (LOCK_POLICIES can override it as `default`). */
+export const DEFAULT_POLICY: LockPolicy = { leaseMs: 30_000, waitMs: 0 };
+/** Built-in per-business settings; LOCK_POLICIES overrides them. */
+export const BUILT_IN_POLICIES: ReadonlyMap<string, LockPolicy> = new Map([
+  ['order', { leaseMs: 10_000, waitMs: 0 }],
+  ['payment-plan', { leaseMs: 30_000, waitMs: 0 }],
+]);
+
+type AcquireReply = [1, number, number, number] | [0, number];
+
+interface LockKeys {
+  hash: string;
+  fence: string;
+  channel: string;
+}
+
+/**
+ * Reentrant, fenced, renewable Redis locks (exclusive and read/write), for
+ * every module and, through LocksController, for other internal services.
+ * See README "Locks" for the data model and the guarantees.
+ *
+ * - A lock is one hash: per owner a hold count, a lease end and a fencing
+ *   token. Only the owner releases; at count 0 it is deleted and a release
+ *   message goes out. All times come from the Redis clock.
+ * - Waiters sleep on that message (LockWaiters: one subscription per lock per
+ *   process) and re-check at least every `wakeCheckMs` and when the holder's
+ *   lease ends, so a lost message costs at most that long. Every wait,
+ *   subscribing included, ends by its deadline.
+ * - A watchdog renews the lease every third of it while the hold lives; if the
+ *   lease is lost anyway, the hold's `signal` aborts (never a rejection).
+ * - Reentrancy follows the async call chain: `withLock` records the owner in
+ *   AsyncLocalStorage, and a nested acquire of the same lock reuses it.
+ * - Redis unreachable: fails closed with LockUnavailableError (503).
+ */
+@Injectable()
+export class LockService implements OnApplicationShutdown {
+  private readonly logger = new Logger(LockService.name);
+  private readonly chain = new AsyncLocalStorage<ReadonlyMap<string, string>>();
+  private readonly waiters: LockWaiters;
+  private readonly holds = new Set<Hold>();
+  /** Identifies this process in owner tokens (for operators reading GET /locks/{name}). */
+  private readonly instance = randomUUID().slice(0, 8);
+
+  constructor(
+    private readonly scripts: ScriptRegistry,
+    private readonly keys: KeyBuilder,
+    private readonly config: AppConfig,
+    private readonly metrics: LockMetrics,
+    redis: RedisService,
+  ) {
+    this.waiters = new LockWaiters(() => redis.subscriber());
+  }
+
+  /** Lease and wait of a business: LOCK_POLICIES, else the built-in ones, else `default`. */
+  policy(business = 'default'): LockPolicy {
+    const own = this.config.locks.policies;
+    return own.get(business) ?? BUILT_IN_POLICIES.get(business) ?? own.get('default') ?? DEFAULT_POLICY;
+  }
+
+  /** A fresh owner token for one logical operation. */
+  newOwner(): string {
+    return `${this.instance}:${randomUUID()}`;
+  }
+
+  /**
+   * Takes a hold, waiting up to `waitMs` for a contended lock. Throws
+   * LockContendedError when the wait runs out, LockUnavailableError when Redis
+   * cannot answer (fail closed), and a 409 for a reader asking to become writer.
+   */
+  async acquire(name: string, options: AcquireOptions = {}): Promise<LockHandle> {
+    const keys = this.keysOf(name);
+    const policy = this.policy(options.policy);
+    const leaseMs = bounded('leaseMs', options.leaseMs ?? policy.leaseMs, 1, MAX_LEASE_MS);
+    const waitMs = bounded('waitMs', options.waitMs ?? policy.waitMs, 0, MAX_WAIT_MS);
+    const mode: LockMode = options.mode ?? 'write';
+    const owner = options.owner ?? this.chain.getStore()?.get(name) ?? this.newOwner();
+    const labels = { policy: options.policy ?? 'default', mode };
+    const started = performance.now();
+    const deadline = started + waitMs;
+    let joined = false;
+    try {
+      for (;;) {
+        const since = this.waiters.seen(keys.channel);
+        const left = deadline - performance.now();
+        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, mode === 'write' ? Math.ceil(left) : 0);
+        if (reply[0] === 1) {
+          this.metrics.acquired.inc({ ...labels, outcome: 'acquired' });
+          this.metrics.waitSeconds.observe(labels, (performance.now() - started) / 1000);
+          return this.hold(name, owner, mode, leaseMs, reply, options.watchdog ?? true);
+        }
+        const remaining = deadline - performance.now();
+        if (remaining <= 0 || options.signal?.aborted) {
+          this.metrics.acquired.inc({ ...labels, outcome: 'contended' });
+          throw new LockContendedError(name, reply[1]);
+        }
+        if (!joined) {
+          // Subscribe, then try again at once: a release between the first try and the
+          // subscription would otherwise only be noticed by the periodic re-check.
+          joined = true;
+          await this.waitFor(this.waiters.join(keys.channel), remaining);
+          continue;
+        }
+        const jitter = 0.8 + Math.random() * 0.4;
+        const nap = Math.min(remaining, reply[1] + 1, this.config.locks.wakeCheckMs * jitter);
+        await this.waiters.sleep(keys.channel, nap, since, options.signal);
+      }
+    } catch (err) {
+      if (err instanceof LockUnavailableError) this.metrics.acquired.inc({ ...labels, outcome: 'unavailable' });
+      throw err;
+    } finally {
+      if (joined) this.waiters.leave(keys.channel);
+    }
+  }
+
+  /**
+   * Runs `fn` under the lock and always releases it. Inside `fn` (and
+   * everything it awaits), acquiring the same lock again is reentrant: it
+   * reuses this owner and counts one more hold.
+   */
+  async withLock<T>(name: string, options: AcquireOptions, fn: (lock: LockHandle) => Promise<T>): Promise<T> {
+    const lock = await this.acquire(name, options);
+    const held = new Map(this.chain.getStore() ?? []);
+    held.set(name, lock.owner);
+    try {
+      return await this.chain.run(held, () => fn(lock));
+    } finally {
+      await lock.release();
+    }
+  }
+
+  /** Extends an owner's lease (for HTTP callers; in-process holds have the watchdog). */
+  async renew(name: string, owner: string, leaseMs: number): Promise<{ expiresAt: number }> {
+    const keys = this.keysOf(name);
+    const expiresAt = await this.run<number>(name, 'locks/renew', [keys.hash], [owner, bounded('leaseMs', leaseMs, 1, MAX_LEASE_MS)], owner);
+    return { expiresAt };
+  }
+
+  /** Gives back one hold of `owner`; LockLostError when it holds none. */
+  async release(name: string, owner: string): Promise<{ holdCount: number }> {
+    const keys = this.keysOf(name);
+    const holdCount = await this.run<number>(name, 'locks/release', [keys.hash], [owner, keys.channel], owner);
+    if (holdCount === 0) this.metrics.released.inc();
+    return { holdCount };
+  }
+
+  /** The lock as it is now, or null when nobody holds it. */
+  async inspect(name: string): Promise<LockState | null> {
+    const keys = this.keysOf(name);
+    const r = await this.run<Array<string | number | null>>(name, 'locks/inspect', [keys.hash, keys.fence], []);
+    if (!r[0]) return null;
+    const holders: LockState['holders'] = [];
+    for (let i = 3; i + 2 < r.length; i += 3) holders.push({ owner: String(r[i]), count: Number(r[i + 1]), expiresAt: Number(r[i + 2]) });
+    return { name, mode: r[0] === 'r' ? 'read' : 'write', holders, ttlMs: Number(r[1]), fencingToken: Number(r[2]) };
+  }
+
+  /** Holds still alive in this process (their watchdogs stop at shutdown; the leases then run out on their own). */
+  get liveHolds(): number {
+    return this.holds.size;
+  }
+
+  onApplicationShutdown(): void {
+    for (const h of this.holds) h.stopWatchdog();
+  }
+
+  private keysOf(name: string): LockKeys {
+    if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new ApiError(400, 'VALIDATION_FAILED', 'lock name must be 1-200 characters of A-Z a-z 0-9 _ . : -');
+    const k = this.keys.tagged('lock', name);
+    return { hash: k.key('h'), fence: k.key('fence'), channel: k.key('released') };
+  }
+
+  private tryAcquire(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, intentMs: number): Promise<AcquireReply> {
+    return this.run<AcquireReply>(name, 'locks/acquire', [keys.hash, keys.fence], [owner, mode === 'write' ? 'w' : 'r', leaseMs, Math.max(0, intentMs), FENCE_KEEP_MS], owner);
+  }
+
+  /** Runs a lock script; maps Redis outages to LockUnavailableError and result codes to lock errors. */
+  private async run<T>(name: string, script: string, keys: string[], args: Array<string | number>, owner?: string): Promise<T> {
+    try {
+      return await this.scripts.run<T>(script, keys, args);
+    } catch (err) {
+      if (isRedisUnavailable(err)) throw new LockUnavailableError(name, err);
+      if (err instanceof ScriptError && err.code === ScriptCode.NOT_FOUND) throw new LockLostError(name, owner ?? '');
+      if (err instanceof ScriptError && err.code === ScriptCode.CONFLICT) {
+        throw new ApiError(409, 'LOCK_UPGRADE_REFUSED', `Lock ${name}: a reader cannot become the writer while it holds a read lock (release it first)`);
+      }
+      throw err;
+    }
+  }
+
+  /** Resolves when `p` does or `ms` have passed (a subscription that hangs must not hold a waiter past its deadline). */
+  private async waitFor(p: Promise<unknown>, ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, ms))))]);
+    clearTimeout(timer);
+  }
+
+  private hold(name: string, owner: string, mode: LockMode, leaseMs: number, reply: [1, number, number, number], watchdog: boolean): LockHandle {
+    const h = new Hold(this, name, owner, mode, reply[1], reply[2], reply[3], leaseMs, (hold) => this.holds.delete(hold));
+    this.holds.add(h);
+    if (watchdog) h.startWatchdog();
+    return h;
+  }
+
+  /** @internal used by Hold */
+  async renewHold(h: Hold): Promise<number> {
+    return (await this.renew(h.name, h.owner, h.leaseMs)).expiresAt;
+  }
+
+  /** @internal used by Hold */
+  async releaseHold(h: Hold): Promise<void> {
+    try {
+      await this.release(h.name, h.owner);
+    } catch (err) {
+      if (err instanceof LockLostError) {
+        // Already gone (the lease ran out): the hold's signal has said so, or says so now.
+        this.metrics.lost.inc({ when: 'release' });
+        this.logger.warn({ lock: h.name }, 'released a lock whose lease had already ended');
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** @internal used by Hold */
+  noteLost(h: Hold, reason: string): void {
+    this.metrics.lost.inc({ when: 'held' });
+    this.logger.warn({ lock: h.name, reason }, 'lock lost while held');
+  }
+}
+
+/** One hold: its watchdog, its lost-signal and its release. */
+class Hold implements LockHandle {
+  private readonly aborter = new AbortController();
+  private timer?: NodeJS.Timeout;
+  private renewing?: Promise<void>;
+  private released?: Promise<void>;
+
+  constructor(
+    private readonly service: LockService,
+    readonly name: string,
+    readonly owner: string,
+    readonly mode: LockMode,
+    readonly fencingToken: number,
+    public expiresAt: number,
+    readonly holdCount: number,
+    readonly leaseMs: number,
+    private readonly onEnd: (h: Hold) => void,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.aborter.signal;
+  }
+
+  startWatchdog(): void {
+    this.schedule(this.leaseMs / 3);
+  }
+
+  stopWatchdog(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  release(): Promise<void> {
+    this.released ??= (async () => {
+      // The watchdog stops first, and a renewal already on its way finishes
+      // before the release: no renewal can land after it.
+      this.stopWatchdog();
+      await this.renewing;
+      try {
+        if (!this.aborter.signal.aborted) await this.service.releaseHold(this);
+      } finally {
+        this.onEnd(this);
+      }
+    })();
+    return this.released;
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(() => {
+      this.renewing = this.renewOnce();
+    }, ms);
+    this.timer.unref();
+  }
+
+  private async renewOnce(): Promise<void> {
+    try {
+      this.expiresAt = await this.service.renewHold(this);
+      if (!this.released) this.schedule(this.leaseMs / 3);
+    } catch (err) {
+      if (this.released) return;
+      if (err instanceof LockLostError) return this.lose('the lease ended before it was renewed');
+      // Redis did not answer: keep trying while the lease may still be ours, then give up.
+      const left = this.expiresAt - Date.now();
+      if (left <= 0) return this.lose('Redis could not renew the lease before it ended');
+      this.schedule(Math.min(left, Math.max(50, this.leaseMs / 10)));
+    }
+  }
+
+  private lose(reason: string): void {
+    this.stopWatchdog();
+    this.service.noteLost(this, reason);
+    this.aborter.abort(new LockLostError(this.name, this.owner));
+    this.onEnd(this);
+  }
+}
+
+/** An in-process caller's option, checked like a request field (a bad value is a programming error, still a 400). */
+function bounded(field: string, value: number, min: number, max: number): number {
+  if (!Number.isInteger(value) || value < min || value > max) throw new ApiError(400, 'VALIDATION_FAILED', `${field} must be an integer from ${min} to ${max}`);
+  return value;
+}

@@ -1,0 +1,63 @@
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { Auth, CurrentCaller } from '../auth/auth.decorators';
+import type { Caller } from '../auth/caller';
+import { ApiError } from '../http/api-error';
+import { ErrorBodyDto } from '../http/error-body.dto';
+import { AcquireLockDto, AcquireResultDto, LockNameParamDto, LockStateDto, ReleaseLockDto, ReleaseResultDto, RenewLockDto, RenewResultDto } from './dto/lock.dto';
+import { LockService } from './lock.service';
+
+/**
+ * The lock engine for other internal services (service token). Owners are
+ * kept per calling service (`svc:<service>:<owner>`), so one service can
+ * never renew or release another's hold. HTTP holds have no watchdog: the
+ * caller renews before its lease ends.
+ */
+@ApiTags('locks (internal services)')
+@Auth('service')
+@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Invalid name or body; the fields are named' })
+@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable: the lock fails closed; see Retry-After' })
+@Controller('locks')
+export class LocksController {
+  constructor(private readonly locks: LockService) {}
+
+  @Post(':name/acquire')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Take the lock (reentrant for the same owner), waiting up to waitMs' })
+  @ApiOkResponse({ type: AcquireResultDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long' })
+  async acquire(@Param() p: LockNameParamDto, @Body() dto: AcquireLockDto, @CurrentCaller() caller: Caller): Promise<AcquireResultDto> {
+    const lock = await this.locks.acquire(p.name, { owner: ownerOf(caller, dto.owner), leaseMs: dto.leaseMs, waitMs: dto.waitMs ?? 0, mode: dto.mode, watchdog: false });
+    return { fencingToken: lock.fencingToken, expiresAt: lock.expiresAt, holdCount: lock.holdCount };
+  }
+
+  @Post(':name/renew')
+  @HttpCode(200)
+  @ApiOperation({ summary: "Extend the owner's lease" })
+  @ApiOkResponse({ type: RenewResultDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_LOST: the owner does not hold the lock (its lease ended)' })
+  renew(@Param() p: LockNameParamDto, @Body() dto: RenewLockDto, @CurrentCaller() caller: Caller): Promise<RenewResultDto> {
+    return this.locks.renew(p.name, ownerOf(caller, dto.owner), dto.leaseMs);
+  }
+
+  @Post(':name/release')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Give back one hold; at 0 the lock is free and waiters wake' })
+  @ApiOkResponse({ type: ReleaseResultDto })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_LOST: the owner does not hold the lock' })
+  release(@Param() p: LockNameParamDto, @Body() dto: ReleaseLockDto, @CurrentCaller() caller: Caller): Promise<ReleaseResultDto> {
+    return this.locks.release(p.name, ownerOf(caller, dto.owner));
+  }
+
+  @Get(':name')
+  @ApiOperation({ summary: 'Who holds the lock, how many times, and for how long' })
+  @ApiOkResponse({ type: LockStateDto })
+  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Nobody holds the lock' })
+  async inspect(@Param() p: LockNameParamDto): Promise<LockStateDto> {
+    const state = await this.locks.inspect(p.name);
+    if (!state) throw new ApiError(404, 'NOT_FOUND', `Nobody holds lock ${p.name}`);
+    return state;
+  }
+}
+
+const ownerOf = (caller: Caller, owner: string) => `svc:${caller.id}:${owner}`;

@@ -1,0 +1,321 @@
+import type Redis from 'ioredis';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { LockContendedError, LockLostError } from '../../src/locks/lock.errors';
+import { LockService } from '../../src/locks/lock.service';
+import type { LockHandle } from '../../src/locks/lock.types';
+import { rawConnection, waitUntil } from '../harness/redis-process';
+import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { startTestApp, TestApp } from '../support/test-app';
+
+/**
+ * The lock engine on two app instances sharing one Redis and key prefix (two
+ * deployed replicas, each with its own connections and pub/sub subscription).
+ */
+const WAKE_CHECK_MS = 200;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+
+describe(`${LockService.name} on two instances`, () => {
+  let redis: RedisServerHandle;
+  let raw: Redis;
+  let apps: TestApp[];
+  let locks: LockService[];
+  let keys: KeyBuilder;
+  let n = 0;
+  const fresh = () => `test:${process.pid}:${++n}`;
+  const hashKey = (name: string) => keys.tagged('lock', name).key('h');
+  const fenceKey = (name: string) => keys.tagged('lock', name).key('fence');
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    raw = rawConnection(redis);
+    const env = { REDIS_KEY_PREFIX: randomPrefix(), LOCK_WAKE_CHECK_MS: String(WAKE_CHECK_MS) };
+    apps = await Promise.all([startTestApp(redis.url, env), startTestApp(redis.url, env)]);
+    locks = apps.map((t) => t.app.get(LockService));
+    keys = apps[0].app.get(KeyBuilder);
+  });
+
+  afterAll(async () => {
+    await Promise.all((apps ?? []).map((t) => t.close()));
+    raw?.disconnect();
+    await redis?.destroy();
+  });
+
+  it('takes a free lock, refuses a second owner with the time left, and frees the key at release', async () => {
+    const name = fresh();
+    const a = await locks[0].acquire(name, { leaseMs: 5_000 });
+    expect(a.holdCount).toBe(1);
+    expect(a.expiresAt).toBeGreaterThan(Date.now() + 4_000);
+    const err = await locks[1].acquire(name, { leaseMs: 5_000, waitMs: 0 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LockContendedError);
+    expect((err as LockContendedError).remainingTtlMs).toBeGreaterThan(4_000);
+    expect((err as LockContendedError).getStatus()).toBe(409);
+    await a.release();
+    expect(await raw.exists(hashKey(name))).toBe(0);
+    const b = await locks[1].acquire(name, { leaseMs: 5_000 });
+    expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
+    await b.release();
+  });
+
+  it('is reentrant within one async call chain: same owner and token, one more hold, freed only by the last release', async () => {
+    const name = fresh();
+    const seen: Array<[string, number, number]> = [];
+    await locks[0].withLock(name, { leaseMs: 5_000 }, async (outer) => {
+      seen.push([outer.owner, outer.fencingToken, outer.holdCount]);
+      await Promise.resolve();
+      await locks[0].withLock(name, { leaseMs: 5_000 }, async (inner) => {
+        seen.push([inner.owner, inner.fencingToken, inner.holdCount]);
+        expect((await locks[0].inspect(name))?.holders).toEqual([expect.objectContaining({ owner: outer.owner, count: 2 })]);
+      });
+      // The inner release only took its own hold back.
+      expect((await locks[0].inspect(name))?.holders).toEqual([expect.objectContaining({ owner: outer.owner, count: 1 })]);
+      await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+    });
+    expect(seen[1]).toEqual([seen[0][0], seen[0][1], 2]);
+    expect(await raw.exists(hashKey(name))).toBe(0);
+  });
+
+  it('does not let a different async chain in the same process re-enter', async () => {
+    const name = fresh();
+    let release!: () => void;
+    const holding = locks[0].withLock(name, { leaseMs: 5_000 }, () => new Promise<void>((r) => (release = r)));
+    await waitUntil('the first chain to hold', async () => (await locks[0].inspect(name)) !== null);
+    // Same service instance, but a separate logical operation: no reentry.
+    await expect(locks[0].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+    release();
+    await holding;
+  });
+
+  it('50 contenders on two instances never overlap in the critical section, and every one gets its turn', async () => {
+    const name = fresh();
+    let inside = 0;
+    let maxInside = 0;
+    const order: number[] = [];
+    const tokens: number[] = [];
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        locks[i % 2].withLock(name, { leaseMs: 5_000, waitMs: 30_000 }, async (lock) => {
+          inside++;
+          maxInside = Math.max(maxInside, inside);
+          // A shared read-modify-write across an await: lost updates if two ever overlap.
+          const v = Number((await raw.get(`${name}:counter`)) ?? '0');
+          await sleep(Math.random() * 3);
+          await raw.set(`${name}:counter`, v + 1);
+          tokens.push(lock.fencingToken);
+          order.push(i);
+          inside--;
+        }),
+      ),
+    );
+    expect(maxInside).toBe(1);
+    expect(await raw.get(`${name}:counter`)).toBe('50');
+    expect(new Set(order).size).toBe(50);
+    // Fencing tokens strictly increase in the order the holds happened.
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(50);
+    await raw.del(`${name}:counter`);
+  });
+
+  it('wakes a waiter on the release message, not by polling', async () => {
+    const name = fresh();
+    const a = await locks[0].acquire(name, { leaseMs: 10_000 });
+    const waiting = locks[1].acquire(name, { leaseMs: 5_000, waitMs: 10_000 });
+    await sleep(100); // the waiter has subscribed and gone to sleep
+    const released = performance.now();
+    await a.release();
+    const b = await waiting;
+    const handoff = performance.now() - released;
+    // The fallback re-check is every ~200 ms; a hand-off well under it came from the message.
+    expect(handoff).toBeLessThan(WAKE_CHECK_MS / 2);
+    await b.release();
+  });
+
+  it('wakes waiters within the re-check bound when the release message is lost', async () => {
+    const name = fresh();
+    const a = await locks[0].acquire(name, { leaseMs: 30_000, watchdog: false });
+    const waiting = Promise.all([locks[1].acquire(name, { leaseMs: 5_000, waitMs: 10_000 }), sleep(0)]);
+    await sleep(100);
+    // The holder vanishes without a release message (as if the PUBLISH were lost).
+    await raw.del(hashKey(name));
+    const freed = performance.now();
+    const [b] = await waiting;
+    const waited = performance.now() - freed;
+    expect(waited).toBeLessThan(WAKE_CHECK_MS * 1.2 + 100);
+    expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
+    await b.release();
+  });
+
+  it('wakes a waiter when the holder\'s lease ends (a holder that died without releasing)', async () => {
+    const name = fresh();
+    await locks[0].acquire(name, { leaseMs: 300, watchdog: false });
+    const t0 = performance.now();
+    const b = await locks[1].acquire(name, { leaseMs: 5_000, waitMs: 5_000 });
+    const waited = performance.now() - t0;
+    expect(waited).toBeGreaterThan(200);
+    expect(waited).toBeLessThan(300 + WAKE_CHECK_MS + 150);
+    await b.release();
+  });
+
+  it('gives up waiting at the deadline with the holder\'s remaining time', async () => {
+    const name = fresh();
+    const a = await locks[0].acquire(name, { leaseMs: 10_000 });
+    const t0 = performance.now();
+    const err = await locks[1].acquire(name, { waitMs: 300 }).catch((e: unknown) => e);
+    const waited = performance.now() - t0;
+    expect(err).toBeInstanceOf(LockContendedError);
+    expect(waited).toBeGreaterThanOrEqual(290);
+    expect(waited).toBeLessThan(300 + 150);
+    await a.release();
+  });
+
+  it('stops waiting when the caller aborts', async () => {
+    const name = fresh();
+    const a = await locks[0].acquire(name, { leaseMs: 10_000 });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 100);
+    const t0 = performance.now();
+    await expect(locks[1].acquire(name, { waitMs: 10_000, signal: ac.signal })).rejects.toBeInstanceOf(LockContendedError);
+    expect(performance.now() - t0).toBeLessThan(400);
+    await a.release();
+  });
+
+  it('keeps a long holder alive with the watchdog, and stops renewing at release', async () => {
+    const name = fresh();
+    const a = await locks[0].acquire(name, { leaseMs: 300 });
+    await sleep(1_000); // more than three leases
+    expect(a.signal.aborted).toBe(false);
+    await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+    const ttl = await raw.pttl(hashKey(name));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(300);
+    await a.release();
+    expect(await raw.exists(hashKey(name))).toBe(0);
+    await sleep(400); // a renewal landing after the release would bring the key back
+    expect(await raw.exists(hashKey(name))).toBe(0);
+  });
+
+  it('aborts the holder\'s signal with LockLostError when the lease is lost, and the next holder\'s token is higher', async () => {
+    const name = fresh();
+    const a = await locks[0].acquire(name, { leaseMs: 300 });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      // Someone else takes over after the key is gone (an operator, a failover that lost the write).
+      await raw.del(hashKey(name));
+      const b = await locks[1].acquire(name, { leaseMs: 5_000 });
+      await waitUntil('the watchdog to notice', () => a.signal.aborted, 2_000);
+      expect(a.signal.reason).toBeInstanceOf(LockLostError);
+      expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
+      await a.release(); // must not release b's hold
+      expect((await locks[1].inspect(name))?.holders).toEqual([expect.objectContaining({ owner: b.owner, count: 1 })]);
+      await b.release();
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
+
+  it('never issues a lower fencing token, even after the lock expired and its counter was deleted', async () => {
+    const name = fresh();
+    const tokens: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const h = await locks[i % 2].acquire(name, { leaseMs: 100, watchdog: false });
+      tokens.push(h.fencingToken);
+      if (i === 2) await raw.del(fenceKey(name)); // the counter is gone (expired, or lost in a failover)
+      if (i % 2 === 0) await h.release();
+      else await sleep(150); // let the lease run out instead
+    }
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+  });
+
+  describe('read/write locks', () => {
+    it('lets readers share and keeps a writer out until the last reader leaves', async () => {
+      const name = fresh();
+      const r1 = await locks[0].acquire(name, { mode: 'read', leaseMs: 5_000 });
+      const r2 = await locks[1].acquire(name, { mode: 'read', leaseMs: 5_000 });
+      expect((await locks[0].inspect(name))?.mode).toBe('read');
+      expect((await locks[0].inspect(name))?.holders).toHaveLength(2);
+      await expect(locks[1].acquire(name, { mode: 'write', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+      await r1.release();
+      await expect(locks[1].acquire(name, { mode: 'write', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+      await r2.release();
+      const w = await locks[1].acquire(name, { mode: 'write', waitMs: 0 });
+      await expect(locks[0].acquire(name, { mode: 'read', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+      await w.release();
+    });
+
+    it('does not starve a waiting writer: new readers queue behind it', async () => {
+      const name = fresh();
+      const r1 = await locks[0].acquire(name, { mode: 'read', leaseMs: 5_000 });
+      const writer = locks[1].acquire(name, { mode: 'write', leaseMs: 5_000, waitMs: 10_000 });
+      await sleep(100);
+      // A steady stream of readers would keep the lock shared forever; with a writer waiting they are refused.
+      await expect(locks[0].acquire(name, { mode: 'read', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+      const lateReader = locks[0].acquire(name, { mode: 'read', leaseMs: 5_000, waitMs: 10_000 });
+      await r1.release();
+      const w = await writer;
+      let readerIn = false;
+      void lateReader.then(() => (readerIn = true));
+      await sleep(50);
+      expect(readerIn).toBe(false);
+      await w.release();
+      await (await lateReader).release();
+    });
+
+    it('lets a writer take a read hold too, and refuses a reader that asks to become the writer', async () => {
+      const name = fresh();
+      await locks[0].withLock(name, { mode: 'write', leaseMs: 5_000 }, async () => {
+        const r = await locks[0].acquire(name, { mode: 'read' });
+        expect(r.holdCount).toBe(2);
+        await r.release();
+      });
+      await locks[0].withLock(name, { mode: 'read', leaseMs: 5_000 }, async () => {
+        await expect(locks[0].acquire(name, { mode: 'write', waitMs: 1_000 })).rejects.toMatchObject({ code: 'LOCK_UPGRADE_REFUSED' });
+      });
+      expect(await raw.exists(hashKey(name))).toBe(0);
+    });
+  });
+
+  it('settings come per business: LOCK_POLICIES over the built-in ones over the default', () => {
+    expect(locks[0].policy('payment-plan')).toEqual({ leaseMs: 30_000, waitMs: 0 });
+    expect(locks[0].policy('order')).toEqual({ leaseMs: 10_000, waitMs: 0 });
+    expect(locks[0].policy('anything-else')).toEqual({ leaseMs: 30_000, waitMs: 0 });
+  });
+
+  it('refuses bad names and options before touching Redis', async () => {
+    await expect(locks[0].acquire('has space')).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(locks[0].acquire('x'.repeat(201))).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(locks[0].acquire(fresh(), { leaseMs: 0 })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(locks[0].acquire(fresh(), { waitMs: -1 })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+  });
+});
+
+describe(`${LockService.name} when Redis is down`, () => {
+  let redis: RedisServerHandle;
+  let app: TestApp;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    app = await startTestApp(redis.url, { REDIS_KEY_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '300' });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await redis?.destroy();
+  });
+
+  it('fails closed with a 503 error within the command timeout, and holds nothing afterwards', async () => {
+    const locks = app.app.get(LockService);
+    const held: LockHandle = await locks.acquire('down:a', { leaseMs: 5_000 });
+    await held.release();
+    await redis.stop();
+    const t0 = performance.now();
+    const err = await locks.acquire('down:b', { leaseMs: 5_000, waitMs: 0 }).catch((e: unknown) => e);
+    expect(performance.now() - t0).toBeLessThan(1_500);
+    expect(err).toMatchObject({ name: 'LockUnavailableError', lockName: 'down:b' });
+    await redis.start();
+    await waitUntil('redis back', async () => (await locks.inspect('down:b').then(() => true, () => false)), 10_000);
+    expect(await locks.inspect('down:b')).toBeNull();
+  });
+});
+
