@@ -102,7 +102,10 @@ export class LockService implements OnApplicationShutdown {
       for (;;) {
         const since = this.waiters.seen(keys.channel);
         const left = deadline - performance.now();
-        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, mode === 'write' ? Math.ceil(left) : 0);
+        // A waiting writer keeps new readers out; it renews that mark on every try (at least every
+        // wakeCheckMs), so a writer that gives up stops blocking readers soon after.
+        const intentMs = mode === 'write' ? Math.ceil(Math.min(left, 3 * this.config.locks.wakeCheckMs)) : 0;
+        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs);
         if (reply[0] === 1) {
           this.metrics.acquired.inc({ ...labels, outcome: 'acquired' });
           this.metrics.waitSeconds.observe(labels, (performance.now() - started) / 1000);

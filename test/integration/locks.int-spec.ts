@@ -78,7 +78,7 @@ describe(`${LockService.name} on two instances`, () => {
     const name = fresh();
     let release!: () => void;
     const holding = locks[0].withLock(name, { leaseMs: 5_000 }, () => new Promise<void>((r) => (release = r)));
-    await waitUntil('the first chain to hold', async () => (await locks[0].inspect(name)) !== null);
+    await waitUntil('the first chain to hold', async () => (await locks[0].inspect(name)) !== null, 2_000);
     // Same service instance, but a separate logical operation: no reentry.
     await expect(locks[0].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
     release();
@@ -203,7 +203,7 @@ describe(`${LockService.name} on two instances`, () => {
       // Someone else takes over after the key is gone (an operator, a failover that lost the write).
       await raw.del(hashKey(name));
       const b = await locks[1].acquire(name, { leaseMs: 5_000 });
-      await waitUntil('the watchdog to notice', () => a.signal.aborted, 2_000);
+      await waitUntil('the watchdog to notice', () => Promise.resolve(a.signal.aborted), 2_000);
       expect(a.signal.reason).toBeInstanceOf(LockLostError);
       expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
       await a.release(); // must not release b's hold
@@ -260,6 +260,23 @@ describe(`${LockService.name} on two instances`, () => {
       expect(readerIn).toBe(false);
       await w.release();
       await (await lateReader).release();
+    });
+
+    it('lets readers in again soon after a waiting writer gives up', async () => {
+      const name = fresh();
+      const r1 = await locks[0].acquire(name, { mode: 'read', leaseMs: 5_000 });
+      const ac = new AbortController();
+      const writer = locks[1].acquire(name, { mode: 'write', waitMs: 60_000, signal: ac.signal }).catch((e: unknown) => e);
+      await sleep(100);
+      await expect(locks[0].acquire(name, { mode: 'read', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+      ac.abort();
+      expect(await writer).toBeInstanceOf(LockContendedError);
+      // Its mark lasts at most three re-check intervals, not the rest of its 60 s wait.
+      const t0 = performance.now();
+      const r2 = await locks[0].acquire(name, { mode: 'read', waitMs: 5_000 });
+      expect(performance.now() - t0).toBeLessThan(3 * WAKE_CHECK_MS + 300);
+      await r2.release();
+      await r1.release();
     });
 
     it('lets a writer take a read hold too, and refuses a reader that asks to become the writer', async () => {
