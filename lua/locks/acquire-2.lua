@@ -25,8 +25,9 @@ local owner, mode, lease, intent = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber
 local live, maxExp, heldMode, ww = purgeExpired(nowMs)
 local count = tonumber(redis.call('HGET', KEYS[1], 'c:' .. owner) or '0')
 
-local function grant(newCount, token)
-  local exp = nowMs + lease
+local function grant(newCount, token, heldUntil)
+  -- A reentrant hold never shortens the owner's lease.
+  local exp = math.max(nowMs + lease, heldUntil or 0)
   redis.call('HSET', KEYS[1], 'c:' .. owner, newCount, 'e:' .. owner, exp, 't:' .. owner, string.format('%.0f', token))
   expireAt(math.max(maxExp, exp, ww), nowMs)
   return {1, token, exp, newCount}
@@ -42,7 +43,8 @@ end
 
 if count > 0 then
   if heldMode == 'r' and mode == 'w' then return -3 end
-  return grant(count + 1, tonumber(redis.call('HGET', KEYS[1], 't:' .. owner)))
+  local held = redis.call('HMGET', KEYS[1], 't:' .. owner, 'e:' .. owner)
+  return grant(count + 1, tonumber(held[1]), tonumber(held[2]))
 end
 
 local writerWaiting = ww > nowMs

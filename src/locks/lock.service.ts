@@ -13,7 +13,7 @@ import { LockMetrics } from './lock.metrics';
 import type { AcquireOptions, LockHandle, LockMode, LockPolicy, LockState } from './lock.types';
 import { LockWaiters } from './lock-waiters';
 
-export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
+export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const MAX_LEASE_MS = 10 * 60_000;
 export const MAX_WAIT_MS = 5 * 60_000;
 /** The fencing counter outlives its lock by this long; after that, tokens still never go below the Redis clock in µs. */
@@ -186,7 +186,7 @@ export class LockService implements OnApplicationShutdown {
   }
 
   private keysOf(name: string): LockKeys {
-    if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new ApiError(400, 'VALIDATION_FAILED', 'lock name must be 1-200 characters of A-Z a-z 0-9 _ . : -');
+    if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new ApiError(400, 'VALIDATION_FAILED', 'lock name must be 1-128 characters of A-Z a-z 0-9 _ . : -');
     const k = this.keys.tagged('lock', name);
     return { hash: k.key('h'), fence: k.key('fence'), channel: k.key('released') };
   }

@@ -74,6 +74,17 @@ describe(`${LockService.name} on two instances`, () => {
     expect(await raw.exists(hashKey(name))).toBe(0);
   });
 
+  it('never shortens a hold by a reentrant acquire with a shorter lease', async () => {
+    const name = fresh();
+    await locks[0].withLock(name, { leaseMs: 5_000 }, async (outer) => {
+      const inner = await locks[0].acquire(name, { leaseMs: 100, watchdog: false });
+      expect(inner.expiresAt).toBeGreaterThanOrEqual(outer.expiresAt);
+      await inner.release();
+      await sleep(300);
+      await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+    });
+  });
+
   it('does not let a different async chain in the same process re-enter', async () => {
     const name = fresh();
     let release!: () => void;
@@ -301,7 +312,7 @@ describe(`${LockService.name} on two instances`, () => {
 
   it('refuses bad names and options before touching Redis', async () => {
     await expect(locks[0].acquire('has space')).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(locks[0].acquire('x'.repeat(201))).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(locks[0].acquire('x'.repeat(129))).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
     await expect(locks[0].acquire(fresh(), { leaseMs: 0 })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
     await expect(locks[0].acquire(fresh(), { waitMs: -1 })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
   });

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { LOCK_NAME_RE, MAX_LEASE_MS } from '../lock.service';
 
 /** The longest an HTTP acquire waits (the request stays open that long). */
@@ -7,9 +7,10 @@ export const HTTP_MAX_WAIT_MS = 30_000;
 const OWNER_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 export class LockNameParamDto {
-  @ApiProperty({ description: 'The lock (1-200 characters of A-Z a-z 0-9 _ . : -)', example: 'inventory:sku-42' })
+  @ApiProperty({ description: 'The lock (1-128 characters of A-Z a-z 0-9 _ . : -)', example: 'inventory:sku-42' })
   @IsString()
-  @Matches(LOCK_NAME_RE, { message: 'name must be 1-200 characters of A-Z a-z 0-9 _ . : -' })
+  @MaxLength(128)
+  @Matches(LOCK_NAME_RE, { message: 'name must be 1-128 characters of A-Z a-z 0-9 _ . : -' })
   name!: string;
 }
 
@@ -20,6 +21,7 @@ export class LockOwnerDto {
     maxLength: 128,
   })
   @IsString()
+  @MaxLength(128)
   @Matches(OWNER_RE, { message: 'owner must be 1-128 characters of A-Z a-z 0-9 _ . : -' })
   owner!: string;
 }
