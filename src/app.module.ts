@@ -11,6 +11,7 @@ import { HealthModule } from './health/health.module';
 import { LocksModule } from './locks/locks.module';
 import { MessagesModule } from './messages/messages.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { OrdersModule } from './orders/orders.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
 
@@ -36,6 +37,7 @@ export class AppModule {
         HealthModule,
         DiagnosticsModule,
         MessagesModule,
+        OrdersModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },

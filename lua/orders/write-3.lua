@@ -1,0 +1,86 @@
+--[[
+  The one state write of master orders and payment plans: a compare-and-set
+  that refuses lost updates and stale lock holders. It applies the field
+  updates to the order and/or the plan only when each record written still
+  has the version the caller read (optimistic locking; 0 means the record must
+  not exist yet, and creates it) and the caller's fencing token is at least the
+  highest one recorded on the record its lock guards (ARGV[1]). Then it bumps
+  the version of each record written, records the token, renews the
+  retention TTL and appends the event, if any, to the shard's stream: all in
+  one step, so an event exists exactly when its state change does.
+
+  KEYS[1]  order hash
+  KEYS[2]  plan hash
+  KEYS[3]  the shard's events stream
+  ARGV[1]  the lock the caller holds: order (token kept on KEYS[1]), plan (on KEYS[2]) or '' (none: creation)
+  ARGV[2]  the caller's fencing token (0 with no lock)
+  ARGV[3]  expected order version, or '' when the order is not written
+  ARGV[4]  order field updates, a JSON object of strings ('{}' none); "$now" and "$now+<ms>" become the Redis clock (+ms)
+  ARGV[5]  expected plan version, or '' when the plan is not written
+  ARGV[6]  plan field updates, as ARGV[4]
+  ARGV[7]  event type to append ('' none); the event carries the order's public fields after the write
+  ARGV[8]  approximate most entries kept in the events stream
+  ARGV[9]  deadline, epoch ms: refuse once the Redis clock has reached it ('' none)
+  ARGV[10]  retention, ms (TTL of every record written)
+
+  Returns: {status, orderVersion, planVersion, now}
+    status        OK; VERSION (a record's version is not the expected one: it changed since it was read);
+                  STALE_TOKEN (a newer holder of the lock has written); EXPIRED (the deadline has passed).
+                  Nothing is written unless OK.
+    orderVersion  the order's version after the call (0 when it does not exist)
+    planVersion   the plan's version after the call
+    now           the Redis clock, epoch ms
+]]
+--- @include "includes/server-time-ms"
+local now = serverTimeMs()
+local function version(key) return tonumber(redis.call('HGET', key, 'version') or '0') end
+local orderVersion, planVersion = version(KEYS[1]), version(KEYS[2])
+local function reply(status) return {status, orderVersion, planVersion, now} end
+
+if ARGV[9] ~= '' and now >= tonumber(ARGV[9]) then return reply('EXPIRED') end
+if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= orderVersion then return reply('VERSION') end
+if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= planVersion then return reply('VERSION') end
+
+local guarded = nil
+if ARGV[1] == 'order' then guarded = 1 elseif ARGV[1] == 'plan' then guarded = 2 end
+local token = tonumber(ARGV[2])
+if guarded then
+  if ARGV[2 * guarded + 1] == '' then return redis.error_reply('ERR the record the lock guards must be written') end
+  if token < tonumber(redis.call('HGET', KEYS[guarded], 'fence') or '0') then return reply('STALE_TOKEN') end
+end
+
+local retentionMs = tonumber(ARGV[10])
+local function apply(i, expected, updates)
+  if expected == '' then return nil end
+  local key = KEYS[i]
+  local set = {'version', tostring(tonumber(expected) + 1), 'updatedAt', string.format('%d', now)}
+  if guarded == i then
+    set[#set + 1] = 'fence'
+    set[#set + 1] = string.format('%d', token)
+  end
+  for field, value in pairs(cjson.decode(updates)) do
+    local plus = string.match(value, '^%$now%+(%d+)$')
+    if value == '$now' then value = string.format('%d', now) elseif plus then value = string.format('%d', now + tonumber(plus)) end
+    set[#set + 1] = field
+    set[#set + 1] = value
+  end
+  redis.call('HSET', key, unpack(set))
+  redis.call('PEXPIRE', key, retentionMs)
+  return tonumber(expected) + 1
+end
+orderVersion = apply(1, ARGV[3], ARGV[4]) or orderVersion
+planVersion = apply(2, ARGV[5], ARGV[6]) or planVersion
+
+if ARGV[7] ~= '' then
+  local names = {'orderId', 'merchantId', 'merchantOrderNo', 'amount', 'currency', 'status', 'version', 'expiresAt', 'accountId', 'paidPlan', 'closeReason'}
+  local values = redis.call('HMGET', KEYS[1], unpack(names))
+  local entry = {'type', ARGV[7], 'at', string.format('%d', now)}
+  for i, name in ipairs(names) do
+    if values[i] and values[i] ~= '' then
+      entry[#entry + 1] = name
+      entry[#entry + 1] = values[i]
+    end
+  end
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', unpack(entry))
+end
+return reply('OK')

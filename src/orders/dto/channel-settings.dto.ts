@@ -1,0 +1,45 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { CHANNEL_OUTCOMES, type ChannelOutcome } from '../channels/payment-channel';
+import { PAYMENT_METHODS, type PaymentMethod } from '../order.types';
+
+const outcomeRule = (field: string) => IsIn(CHANNEL_OUTCOMES, { message: `${field} must be one of ${CHANNEL_OUTCOMES.join(', ')}` });
+
+export class ChannelSettingsDto {
+  @ApiPropertyOptional({ description: 'Latency of every call, ms', minimum: 0, maximum: 60000, example: 20 })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  latencyMs?: number;
+
+  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of pay calls', example: 'unknown' })
+  @IsOptional()
+  @outcomeRule('pay')
+  pay?: ChannelOutcome;
+
+  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of queries after an unknown pay', example: 'success' })
+  @IsOptional()
+  @outcomeRule('query')
+  query?: ChannelOutcome;
+
+  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of reversals', example: 'success' })
+  @IsOptional()
+  @outcomeRule('reverse')
+  reverse?: ChannelOutcome;
+}
+
+export class ChannelCallsDto {
+  @ApiProperty({ example: 12 }) pay!: number;
+  @ApiProperty({ example: 1 }) query!: number;
+  @ApiProperty({ example: 0 }) reverse!: number;
+}
+
+export class ChannelDto {
+  @ApiProperty({ enum: PAYMENT_METHODS, example: 'quickpay' }) method!: PaymentMethod;
+  @ApiProperty({ example: 20 }) latencyMs!: number;
+  @ApiProperty({ enum: CHANNEL_OUTCOMES, example: 'success' }) pay!: ChannelOutcome;
+  @ApiProperty({ enum: CHANNEL_OUTCOMES, example: 'success' }) query!: ChannelOutcome;
+  @ApiProperty({ enum: CHANNEL_OUTCOMES, example: 'success' }) reverse!: ChannelOutcome;
+  @ApiProperty({ type: ChannelCallsDto, description: 'Calls this instance made so far' }) calls!: ChannelCallsDto;
+}

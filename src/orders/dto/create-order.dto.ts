@@ -1,0 +1,42 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { MERCHANT_ORDER_NO_RE } from '../order-keys';
+import { IsIdString } from '../orders-api.decorators';
+
+/** Largest amount of one order or instruction, in minor units (100,000,000.00 in a two-decimal currency). */
+export const MAX_AMOUNT = 10_000_000_000;
+export const MAX_EXPIRE_MINUTES = 1440;
+export const DEFAULT_EXPIRE_MINUTES = 30;
+/** ISO 4217 codes as the runtime's ICU knows them. */
+export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');
+
+export class CreateOrderDto {
+  @ApiProperty({ description: "The merchant's own order number; with the merchant, the idempotency key", example: 'M20261122-0001', maxLength: 64 })
+  @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -')
+  merchantOrderNo!: string;
+
+  @ApiProperty({ description: 'Amount in minor units (cents)', example: 12800, minimum: 1, maximum: MAX_AMOUNT })
+  @IsInt()
+  @Min(1)
+  @Max(MAX_AMOUNT)
+  amount!: number;
+
+  @ApiProperty({ description: 'ISO 4217 currency code', example: 'CNY', minLength: 3, maxLength: 3 })
+  @IsString()
+  @Matches(/^[A-Z]{3}$/, { message: 'currency must be three upper-case letters (ISO 4217)' })
+  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 currency code' })
+  currency!: string;
+
+  @ApiProperty({ description: 'What is being bought, shown to the payer', example: 'Coffee beans 1 kg', minLength: 1, maxLength: 128 })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(128)
+  subject!: string;
+
+  @ApiPropertyOptional({ description: 'Minutes until an unpaid order closes by itself', default: DEFAULT_EXPIRE_MINUTES, minimum: 1, maximum: MAX_EXPIRE_MINUTES })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_EXPIRE_MINUTES)
+  expireMinutes?: number;
+}

@@ -1,0 +1,70 @@
+import type { OrderEventType, OrderStatus } from './order.types';
+
+/** One event from a shard stream, as handed to a consumer. */
+export interface OrderEvent {
+  /** The stream entry id (unique within its shard). */
+  id: string;
+  /** The shard stream's key. */
+  stream: string;
+  type: OrderEventType;
+  /** When the state changed (Redis clock, epoch ms). */
+  at: number;
+  orderId: string;
+  merchantId: string;
+  merchantOrderNo: string;
+  amount: number;
+  currency: string;
+  /** The order's status and version right after the change. */
+  status: OrderStatus;
+  version: number;
+  expiresAt: number;
+  accountId?: string;
+  paidPlanId?: string;
+  closeReason?: string;
+}
+
+export type OrderEventHandler = (event: OrderEvent) => Promise<void>;
+
+export interface ConsumeOptions {
+  /** This consumer's name within the group; default host-pid-random. Keep it stable across restarts to resume its own pending entries at once. */
+  consumer?: string;
+  /** Entries read per shard per round. Default 50. */
+  batchSize?: number;
+  /** Pause when every shard is empty, ms. Default 200. */
+  pollMs?: number;
+  /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
+  claimIdleMs?: number;
+  /** Where a new group starts: `beginning` (every retained event, default) or `now`. An existing group keeps its position. */
+  startFrom?: 'beginning' | 'now';
+}
+
+/** A running consumer. */
+export interface EventConsumer {
+  readonly group: string;
+  readonly consumer: string;
+  /** Stops reading and waits for the handler in hand; what it did not ack stays pending for the group. */
+  stop(): Promise<void>;
+}
+
+/** A stream entry's fields as the write-3 script stores them. */
+export function toOrderEvent(stream: string, id: string, fields: string[]): OrderEvent {
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]] = fields[i + 1];
+  return {
+    id,
+    stream,
+    type: f.type as OrderEventType,
+    at: Number(f.at),
+    orderId: f.orderId,
+    merchantId: f.merchantId,
+    merchantOrderNo: f.merchantOrderNo,
+    amount: Number(f.amount),
+    currency: f.currency,
+    status: f.status as OrderStatus,
+    version: Number(f.version),
+    expiresAt: Number(f.expiresAt),
+    ...(f.accountId ? { accountId: f.accountId } : {}),
+    ...(f.paidPlan ? { paidPlanId: f.paidPlan } : {}),
+    ...(f.closeReason ? { closeReason: f.closeReason } : {}),
+  };
+}

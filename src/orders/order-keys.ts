@@ -1,0 +1,44 @@
+import { createHash } from 'node:crypto';
+import { KeyBuilder } from '../redis/key-builder';
+
+export const FEATURE = 'ord';
+/**
+ * Orders are spread over this many hash-tag shards (`{o0}` … `{o15}`). An order, its plans and the
+ * shard's events stream share one slot, so a state change and its event are one script on Redis
+ * Cluster. Fixed for the life of a deployment: an order's shard is derived from its id.
+ */
+export const ORDER_SHARDS = 16;
+
+export const ORDER_ID_RE = /^ord_[0-9a-f]{24}$/;
+export const PLAN_ID_RE = /^(ord_[0-9a-f]{24})_p([1-9][0-9]{0,5})$/;
+export const MERCHANT_ORDER_NO_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/** The order id of (merchant, merchantOrderNo): deterministic, so creating an order is one script on one key. */
+export function orderIdFor(merchantId: string, merchantOrderNo: string): string {
+  return `ord_${createHash('sha256').update(`${merchantId}\n${merchantOrderNo}`).digest('hex').slice(0, 24)}`;
+}
+
+/** A plan's id names its order (so its keys are found, in the order's shard) and its number within the order. */
+export function planIdFor(orderId: string, seq: number): string {
+  return `${orderId}_p${seq}`;
+}
+
+/** The order a plan id belongs to, or undefined for a malformed id. */
+export function orderIdOfPlan(planId: string): string | undefined {
+  return PLAN_ID_RE.exec(planId)?.[1];
+}
+
+export function shardOf(orderId: string): number {
+  return parseInt(orderId.slice(4, 12), 16) % ORDER_SHARDS;
+}
+
+/** The three keys of the order scripts: order hash, plan hash (a placeholder when none), the shard's events stream. */
+export function orderKeys(builder: KeyBuilder, orderId: string, planId?: string): [string, string, string] {
+  const t = builder.tagged(FEATURE, `o${shardOf(orderId)}`);
+  return [t.key(`order:${orderId}`), t.key(planId ? `plan:${planId}` : 'plan:-'), t.key('events')];
+}
+
+/** The events stream of every shard, by shard number. */
+export function eventStreamKeys(builder: KeyBuilder): string[] {
+  return Array.from({ length: ORDER_SHARDS }, (_, shard) => builder.tagged(FEATURE, `o${shard}`).key('events'));
+}

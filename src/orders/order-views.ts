@@ -1,0 +1,55 @@
+import type { CheckoutOrderDto, OrderDto } from './dto/order.dto';
+import type { PlanDto } from './dto/payment-plan.dto';
+import type { OrderRecord, PlanRecord } from './order.types';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The order as its merchant sees it. */
+export function merchantView(o: OrderRecord): OrderDto {
+  return {
+    orderId: o.orderId,
+    merchantOrderNo: o.merchantOrderNo,
+    amount: o.amount,
+    currency: o.currency,
+    subject: o.subject,
+    status: o.status,
+    version: o.version,
+    createdAt: iso(o.createdAt),
+    expiresAt: iso(o.expiresAt),
+    ...(o.paidAt ? { paidAt: iso(o.paidAt), paidPlanId: o.paidPlan } : {}),
+    ...(o.closedAt ? { closedAt: iso(o.closedAt), closeReason: o.closeReason } : {}),
+  };
+}
+
+/** The order as the paying user sees it. */
+export function checkoutView(o: OrderRecord): CheckoutOrderDto {
+  return {
+    orderId: o.orderId,
+    merchantId: o.merchantId,
+    subject: o.subject,
+    amount: o.amount,
+    currency: o.currency,
+    status: o.status,
+    expiresAt: iso(o.expiresAt),
+    ...(o.activePlan ? { activePlanId: o.activePlan } : {}),
+  };
+}
+
+export function planView(p: PlanRecord): PlanDto {
+  return {
+    planId: p.planId,
+    orderId: p.orderId,
+    status: p.status,
+    amount: p.amount,
+    currency: p.currency,
+    instructions: p.instructions.map((i, index) => ({ index, method: i.method, amount: i.amount, status: i.status, ...(i.reversal ? { reversal: i.reversal } : {}) })),
+    version: p.version,
+    createdAt: iso(p.createdAt),
+    ...(p.failureReason ? { failureReason: p.failureReason } : {}),
+  };
+}
+
+/** True when `accountId` may see and pay the order: nobody is bound to it yet, or it is this account. */
+export function payableBy(o: OrderRecord | null, accountId: string): o is OrderRecord {
+  return !!o && (o.accountId === '' || o.accountId === accountId);
+}

@@ -1,0 +1,19 @@
+import { Module } from '@nestjs/common';
+import { ChannelGateway } from './channels/channel-gateway';
+import { ChannelsAdminController } from './channels-admin.controller';
+import { MerchantOrdersController } from './merchant-orders.controller';
+import { OrderEventsService } from './order-events.service';
+import { OrdersMetrics } from './orders.metrics';
+import { OrdersService } from './orders.service';
+import { OrdersStore } from './orders.store';
+import { PaymentPlansService } from './payment-plans.service';
+import { PaymentRunner } from './payment-runner.service';
+import { PaymentsController } from './payments.controller';
+
+/** Master orders, payment plans and their execution over the payment channels, and the order events. */
+@Module({
+  controllers: [MerchantOrdersController, PaymentsController, ChannelsAdminController],
+  providers: [OrdersStore, OrdersService, PaymentPlansService, PaymentRunner, ChannelGateway, OrdersMetrics, OrderEventsService],
+  exports: [OrdersService, OrderEventsService],
+})
+export class OrdersModule {}

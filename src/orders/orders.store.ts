@@ -1,0 +1,144 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { KeyBuilder } from '../redis/key-builder';
+import { ScriptRegistry } from '../scripts/script-registry.service';
+import { orderIdOfPlan, orderKeys } from './order-keys';
+import type { Instruction, OrderEventType, OrderRecord, OrderStatus, PlanRecord, PlanStatus } from './order.types';
+
+/** Field updates of one record. Numbers are written as integers; `$now` / `$now+<ms>` become the Redis clock. */
+export type FieldUpdates = Record<string, string | number | Instruction[]>;
+
+/** What write-3 refuses with: a record changed since it was read, a newer lock holder wrote, or the deadline passed. */
+export type WriteStatus = 'OK' | 'VERSION' | 'STALE_TOKEN' | 'EXPIRED';
+
+export interface WriteRequest {
+  orderId: string;
+  /** The plan written (or whose lock guards the write). */
+  planId?: string;
+  /** The lock the caller holds and its fencing token; none only for creating an order. */
+  guard?: { lock: 'order' | 'plan'; token: number };
+  /** Expected version (0: create) and updates; absent when the order is not written. */
+  order?: { version: number; set: FieldUpdates };
+  plan?: { version: number; set: FieldUpdates };
+  event?: OrderEventType;
+  /** Refuse once the Redis clock reaches this (epoch ms). */
+  deadline?: number;
+}
+
+export interface WriteResult {
+  status: WriteStatus;
+  orderVersion: number;
+  planVersion: number;
+  now: number;
+}
+
+export interface Snapshot {
+  /** The Redis clock at the read, epoch ms. */
+  now: number;
+  order: OrderRecord | null;
+  plan: PlanRecord | null;
+}
+
+/** The one typed wrapper of lua/orders: keys and arguments are built here and nowhere else. */
+@Injectable()
+export class OrdersStore {
+  constructor(
+    private readonly scripts: ScriptRegistry,
+    private readonly keys: KeyBuilder,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** One consistent snapshot of an order and (optionally) one of its plans. */
+  async read(orderId: string, planId?: string): Promise<Snapshot> {
+    const [now, order, plan] = await this.scripts.run<[number, string[], string[]]>('orders/read', orderKeys(this.keys, orderId, planId).slice(0, 2));
+    return { now, order: order.length ? parseOrder(toObject(order)) : null, plan: plan.length ? parsePlan(toObject(plan)) : null };
+  }
+
+  /** The order with its active plan (plan null when it has none), read again if the active plan changed between reads. */
+  async readWithActivePlan(orderId: string): Promise<Snapshot> {
+    let s = await this.read(orderId);
+    for (let i = 0; i < 3 && s.order?.activePlan && s.plan?.planId !== s.order.activePlan; i++) s = await this.read(orderId, s.order.activePlan);
+    return s.order?.activePlan && s.plan?.planId === s.order.activePlan ? s : { ...s, plan: null };
+  }
+
+  /** A plan with its order; the order id comes from the plan id. */
+  readPlan(planId: string): Promise<Snapshot> {
+    const orderId = orderIdOfPlan(planId);
+    if (!orderId) throw new TypeError(`malformed plan id ${planId}`);
+    return this.read(orderId, planId);
+  }
+
+  /** Compare-and-set of the order and/or a plan, checked against the fencing token, with the event in the same step. */
+  async write(w: WriteRequest): Promise<WriteResult> {
+    const cfg = this.config.orders;
+    const [status, orderVersion, planVersion, now] = await this.scripts.run<[WriteStatus, number, number, number]>('orders/write', orderKeys(this.keys, w.orderId, w.planId), [
+      w.guard?.lock ?? '',
+      w.guard?.token ?? 0,
+      w.order ? w.order.version : '',
+      encode(w.order?.set),
+      w.plan ? w.plan.version : '',
+      encode(w.plan?.set),
+      w.event ?? '',
+      cfg.eventsMaxLen,
+      w.deadline ?? '',
+      cfg.retentionMs,
+    ]);
+    return { status, orderVersion, planVersion, now };
+  }
+}
+
+function encode(set: FieldUpdates | undefined): string {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(set ?? {})) out[k] = typeof v === 'string' ? v : typeof v === 'number' ? String(Math.trunc(v)) : JSON.stringify(v);
+  return JSON.stringify(out);
+}
+
+function toObject(flat: string[]): Record<string, string> {
+  const o: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) o[flat[i]] = flat[i + 1];
+  return o;
+}
+
+const num = (v: string | undefined) => (v ? Number(v) : 0);
+
+function parseOrder(h: Record<string, string>): OrderRecord {
+  return {
+    orderId: h.orderId,
+    merchantId: h.merchantId,
+    merchantOrderNo: h.merchantOrderNo,
+    amount: num(h.amount),
+    currency: h.currency,
+    subject: h.subject,
+    expireMinutes: num(h.expireMinutes),
+    fingerprint: h.fingerprint,
+    status: h.status as OrderStatus,
+    version: num(h.version),
+    createdAt: num(h.createdAt),
+    expiresAt: num(h.expiresAt),
+    updatedAt: num(h.updatedAt),
+    accountId: h.accountId ?? '',
+    activePlan: h.activePlan ?? '',
+    planSeq: num(h.planSeq),
+    paidPlan: h.paidPlan ?? '',
+    paidAt: num(h.paidAt),
+    closedAt: num(h.closedAt),
+    closeReason: h.closeReason ?? '',
+  };
+}
+
+function parsePlan(h: Record<string, string>): PlanRecord {
+  return {
+    planId: h.planId,
+    orderId: h.orderId,
+    accountId: h.accountId,
+    status: h.status as PlanStatus,
+    version: num(h.version),
+    amount: num(h.amount),
+    currency: h.currency,
+    fingerprint: h.fingerprint,
+    instructions: JSON.parse(h.instructions ?? '[]') as Instruction[],
+    createdAt: num(h.createdAt),
+    updatedAt: num(h.updatedAt),
+    failureReason: h.failureReason ?? '',
+  };
+}

@@ -1,0 +1,91 @@
+import { Injectable } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import { LockService } from '../locks/lock.service';
+import type { InstructionInputDto } from './dto/payment-plan.dto';
+import { expectWritten, invalidField, orderConflict, orderNotFound, planNotFound } from './order-errors';
+import { planIdFor } from './order-keys';
+import { payableBy } from './order-views';
+import type { Instruction, PlanRecord } from './order.types';
+import { OrdersMetrics } from './orders.metrics';
+import { orderLockName } from './orders.service';
+import { OrdersStore } from './orders.store';
+
+/**
+ * Payment plans (the sub-orders of seed 000 §2.2.1.2), created under the
+ * master-order lock so that an order never has two plans that may run. The
+ * first plan binds the order to the paying account; from then on the order
+ * and its plans are 404 for every other account.
+ */
+@Injectable()
+export class PaymentPlansService {
+  constructor(
+    private readonly store: OrdersStore,
+    private readonly locks: LockService,
+    private readonly metrics: OrdersMetrics,
+  ) {}
+
+  /**
+   * Creates the order's plan. The same instructions again while that plan has not started return it
+   * (`created` false); other instructions replace it (it becomes SUPERSEDED). Once a plan is being paid,
+   * or the order is paid, closed or expired: 409.
+   */
+  async create(accountId: string, orderId: string, input: InstructionInputDto[]): Promise<{ plan: PlanRecord; created: boolean }> {
+    const pre = await this.store.read(orderId);
+    if (!payableBy(pre.order, accountId)) throw orderNotFound();
+    const sum = input.reduce((s, i) => s + i.amount, 0);
+    if (sum !== pre.order.amount) throw invalidField('instructions', `amounts add up to ${sum}, the order amount is ${pre.order.amount}`);
+    const fingerprint = createHash('sha256').update(JSON.stringify(input.map((i) => [i.method, i.amount]))).digest('hex');
+
+    return this.locks.withLock(orderLockName(orderId), { policy: 'order' }, async (lock) => {
+      const s = await this.store.readWithActivePlan(orderId);
+      const o = s.order;
+      if (!payableBy(o, accountId)) throw orderNotFound();
+      if (o.status === 'PAID') throw orderConflict('ORDER_PAID', 'The order is already paid');
+      if (o.status === 'CLOSED') throw orderConflict('ORDER_CLOSED', 'The order is closed');
+      if (o.status === 'PAYING') throw orderConflict('ORDER_PAYING', 'A plan of this order is being paid', { planId: o.activePlan });
+      if (s.now >= o.expiresAt) throw orderConflict('ORDER_EXPIRED', 'The order has expired');
+      const guard = { lock: 'order' as const, token: lock.fencingToken };
+
+      let orderVersion = o.version;
+      const active = s.plan?.status === 'PENDING' ? s.plan : null;
+      if (active?.fingerprint === fingerprint) return { plan: active, created: false };
+      if (active) {
+        const r = await this.store.write({
+          orderId,
+          planId: active.planId,
+          guard,
+          order: { version: orderVersion, set: { activePlan: '' } },
+          plan: { version: active.version, set: { status: 'SUPERSEDED' } },
+        });
+        expectWritten(r);
+        orderVersion = r.orderVersion;
+      }
+
+      const seq = o.planSeq + 1;
+      const planId = planIdFor(orderId, seq);
+      const instructions: Instruction[] = input.map((i) => ({ method: i.method, amount: i.amount, status: 'PENDING' }));
+      const r = await this.store.write({
+        orderId,
+        planId,
+        guard,
+        order: { version: orderVersion, set: { planSeq: seq, activePlan: planId, accountId } },
+        plan: {
+          version: 0,
+          set: { planId, orderId, accountId, status: 'PENDING', amount: o.amount, currency: o.currency, fingerprint, instructions, createdAt: '$now', failureReason: '' },
+        },
+        deadline: o.expiresAt,
+      });
+      expectWritten(r);
+      this.metrics.plansCreated.inc();
+      const plan: PlanRecord = { planId, orderId, accountId, status: 'PENDING', version: r.planVersion, amount: o.amount, currency: o.currency, fingerprint, instructions, createdAt: r.now, updatedAt: r.now, failureReason: '' };
+      return { plan, created: true };
+    });
+  }
+
+  /** One of the account's plans; another account's: 404. */
+  async get(accountId: string, planId: string): Promise<PlanRecord> {
+    const { plan } = await this.store.readPlan(planId);
+    if (!plan || plan.accountId !== accountId) throw planNotFound();
+    return plan;
+  }
+}

@@ -1,0 +1,227 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { AppConfig } from '../config/app-config';
+import { DelayQueueService } from '../delay-queue/delay-queue.service';
+import { LockLostError } from '../locks/lock.errors';
+import { LockService } from '../locks/lock.service';
+import type { LockHandle } from '../locks/lock.types';
+import { ChannelGateway } from './channels/channel-gateway';
+import { expectWritten, orderConflict, planNotFound } from './order-errors';
+import { EXPIRY_QUEUE, LegRef, legId, QUERY_QUEUE, REVERSAL_QUEUE } from './order-queues';
+import type { Instruction, OrderEventType, OrderRecord, PlanRecord } from './order.types';
+import { OrdersMetrics } from './orders.metrics';
+import { FieldUpdates, OrdersStore } from './orders.store';
+
+/** The lock guarding one payment plan (paying, queries, reversals). */
+export const planLockName = (planId: string) => `plan:${planId}`;
+
+/** One run over a plan under its lock: the records as last written, and the lock's fencing token. */
+interface Run {
+  order: OrderRecord;
+  plan: PlanRecord;
+  lock: LockHandle;
+}
+
+/** Retries of queries and reversals: the first after ORDERS_QUERY_DELAY_MS, growing to 10 minutes; then dead-letter for ops. */
+const FOLLOW_UP_ATTEMPTS = 30;
+const FOLLOW_UP_MAX_BACKOFF_MS = 10 * 60_000;
+
+/**
+ * Runs payment plans (seed 001): the instructions in order, each a channel
+ * call made outside Redis between two state writes. Success moves on; failure
+ * fails the plan, reverses what was paid and makes the order payable again;
+ * unknown parks the instruction on a de-duplicated query queue whose handler
+ * carries on or fails the plan once the channel knows. Everything that writes
+ * a plan holds the plan lock, and every write carries its fencing token.
+ */
+@Injectable()
+export class PaymentRunner implements OnApplicationBootstrap {
+  private readonly logger = new Logger(PaymentRunner.name);
+
+  constructor(
+    private readonly store: OrdersStore,
+    private readonly locks: LockService,
+    private readonly queue: DelayQueueService,
+    private readonly channels: ChannelGateway,
+    private readonly metrics: OrdersMetrics,
+    private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const options = { concurrency: 20, maxAttempts: FOLLOW_UP_ATTEMPTS, backoff: { initialMs: this.config.orders.queryDelayMs, maxMs: FOLLOW_UP_MAX_BACKOFF_MS } };
+    await this.queue.process<LegRef>(QUERY_QUEUE, (d) => this.resolveQuery(d.payload), options);
+    await this.queue.process<LegRef>(REVERSAL_QUEUE, (d) => this.retryReversal(d.payload), options);
+  }
+
+  /**
+   * Pays the account's plan under the plan lock: of concurrent calls one runs, the others get 409
+   * (or wait, when the payment-plan policy has a wait). A finished plan is returned as it is.
+   */
+  async pay(accountId: string, planId: string): Promise<PlanRecord> {
+    const pre = await this.store.readPlan(planId);
+    if (!pre.plan || pre.plan.accountId !== accountId) throw planNotFound();
+    return this.locks.withLock(planLockName(planId), { policy: 'payment-plan' }, async (lock) => {
+      const s = await this.store.readPlan(planId);
+      if (!s.plan || !s.order || s.plan.accountId !== accountId) throw planNotFound();
+      const run: Run = { order: s.order, plan: s.plan, lock };
+      const { status } = s.plan;
+      if (status === 'PAID' || status === 'FAILED') {
+        this.metrics.pays.inc({ outcome: 'done' });
+        return s.plan;
+      }
+      if (status === 'SUPERSEDED' || status === 'CANCELLED') throw orderConflict('PLAN_NOT_PAYABLE', `The plan is ${status.toLowerCase()}; create a new one`);
+      if (status === 'PENDING') await this.start(run, s.now);
+      return this.proceed(run);
+    });
+  }
+
+  /** PENDING → PAYING for plan and order together, while the order is still open, unexpired and this is its plan. */
+  private async start(run: Run, now: number): Promise<void> {
+    const o = run.order;
+    if (o.status === 'PAID') throw orderConflict('ORDER_PAID', 'The order is already paid');
+    if (o.status === 'CLOSED') throw orderConflict('ORDER_CLOSED', 'The order is closed');
+    if (o.activePlan !== run.plan.planId || o.status !== 'CREATED') throw orderConflict('PLAN_NOT_PAYABLE', 'This is not the order’s current plan');
+    if (now >= o.expiresAt) throw orderConflict('ORDER_EXPIRED', 'The order has expired');
+    await this.commit(run, { order: { status: 'PAYING' }, plan: { status: 'PAYING' }, deadline: o.expiresAt });
+  }
+
+  /** Runs the instructions not yet done, in order, until the plan is paid, fails, or waits for a query. */
+  private async proceed(run: Run): Promise<PlanRecord> {
+    const { planId } = run.plan;
+    for (const [i, ins] of run.plan.instructions.entries()) {
+      if (ins.status === 'SUCCEEDED') continue;
+      if (ins.status === 'UNKNOWN') return this.awaitQuery(run, i, 'keep');
+      let outcome;
+      if (ins.status === 'SENT') {
+        // An earlier run stopped during this call: never pay twice, ask the channel what happened.
+        outcome = await this.channels.query(ins.method, legId(planId, i));
+      } else {
+        if (run.lock.signal.aborted) throw run.lock.signal.reason ?? new LockLostError(run.lock.name, run.lock.owner);
+        // Should this process die during the call, the query queue finds the instruction SENT once the lock's lease is over.
+        await this.queue.schedule(QUERY_QUEUE, legId(planId, i), { delayMs: this.recoveryDelayMs() }, { planId, index: i });
+        await this.commitLeg(run, i, { status: 'SENT' });
+        outcome = await this.channels.pay(ins.method, legId(planId, i), ins.amount);
+      }
+      if (outcome === 'unknown') {
+        await this.commitLeg(run, i, { status: 'UNKNOWN' });
+        return this.awaitQuery(run, i, 'replace');
+      }
+      if (outcome === 'failure') await this.fail(run, i, `${ins.method} declined the payment`);
+      else await this.commitLeg(run, i, { status: 'SUCCEEDED' });
+      // Left behind, the recovery entry would only find the instruction settled and do nothing.
+      await this.queue.cancel(QUERY_QUEUE, legId(planId, i)).catch(() => undefined);
+      if (outcome === 'failure') return run.plan;
+    }
+    await this.commit(run, {
+      order: { status: 'PAID', paidAt: '$now', paidPlan: planId, activePlan: '' },
+      plan: { status: 'PAID' },
+      event: 'order.paid',
+    });
+    this.metrics.pays.inc({ outcome: 'paid' });
+    this.metrics.ordersPaid.inc();
+    await this.queue.cancel(EXPIRY_QUEUE, run.order.orderId).catch((err: Error) => this.logger.warn({ planId, err: err.message }, 'could not cancel the expiry'));
+    return run.plan;
+  }
+
+  /** The plan fails at instruction `index`: the order is payable again, and what was paid is given back. */
+  private async fail(run: Run, index: number, reason: string): Promise<PlanRecord> {
+    const instructions = run.plan.instructions.map((ins, j): Instruction => {
+      if (j === index) return { ...ins, status: 'FAILED' };
+      if (ins.status === 'SUCCEEDED') return { ...ins, reversal: 'PENDING' };
+      return j > index ? { ...ins, status: 'SKIPPED' } : ins;
+    });
+    await this.commit(run, { order: { status: 'CREATED', activePlan: '' }, plan: { status: 'FAILED', failureReason: reason, instructions } });
+    this.metrics.pays.inc({ outcome: 'failed' });
+    for (const [j, ins] of instructions.entries()) {
+      if (ins.reversal === 'PENDING') await this.reverse(run, j);
+    }
+    return run.plan;
+  }
+
+  private async reverse(run: Run, index: number): Promise<void> {
+    const ins = run.plan.instructions[index];
+    const outcome = await this.channels.reverse(ins.method, legId(run.plan.planId, index), ins.amount);
+    if (outcome === 'success') {
+      await this.commitLeg(run, index, { reversal: 'REVERSED' });
+      this.metrics.reversals.inc({ outcome: 'reversed' });
+      return;
+    }
+    this.metrics.reversals.inc({ outcome: 'retry' });
+    await this.queue.schedule(REVERSAL_QUEUE, legId(run.plan.planId, index), { delayMs: this.config.orders.queryDelayMs }, { planId: run.plan.planId, index }, { ifExists: 'keep' });
+  }
+
+  /** Parks instruction `index` on the query queue: `replace` brings a recovery entry forward, `keep` leaves a queued query as it is. */
+  private async awaitQuery(run: Run, index: number, ifExists: 'keep' | 'replace'): Promise<PlanRecord> {
+    const { planId } = run.plan;
+    await this.queue.schedule(QUERY_QUEUE, legId(planId, index), { delayMs: this.config.orders.queryDelayMs }, { planId, index }, { ifExists });
+    this.metrics.pays.inc({ outcome: 'pending' });
+    return run.plan;
+  }
+
+  /** The query queue's handler: asks the channel, then carries on or fails the plan. Still unknown: throws, so it is retried with backoff. */
+  private async resolveQuery({ planId, index }: LegRef): Promise<void> {
+    await this.underPlanLock(planId, async (run) => {
+      const ins = run.plan.instructions[index];
+      if (run.plan.status !== 'PAYING' || !ins || (ins.status !== 'UNKNOWN' && ins.status !== 'SENT')) return;
+      const outcome = await this.channels.query(ins.method, legId(planId, index));
+      this.metrics.queries.inc({ outcome });
+      if (outcome === 'unknown') throw new Error(`${ins.method} still reports ${legId(planId, index)} as unknown`);
+      if (outcome === 'failure') {
+        await this.fail(run, index, `${ins.method} reported the payment failed`);
+        return;
+      }
+      await this.commitLeg(run, index, { status: 'SUCCEEDED' });
+      await this.proceed(run);
+    });
+  }
+
+  /** The reversal queue's handler: reverses again until the channel confirms. */
+  private async retryReversal({ planId, index }: LegRef): Promise<void> {
+    await this.underPlanLock(planId, async (run) => {
+      const ins = run.plan.instructions[index];
+      if (ins?.reversal !== 'PENDING') return;
+      const outcome = await this.channels.reverse(ins.method, legId(planId, index), ins.amount);
+      if (outcome !== 'success') {
+        this.metrics.reversals.inc({ outcome: 'retry' });
+        throw new Error(`${ins.method} did not confirm the reversal of ${legId(planId, index)} (${outcome})`);
+      }
+      await this.commitLeg(run, index, { reversal: 'REVERSED' });
+      this.metrics.reversals.inc({ outcome: 'reversed' });
+    });
+  }
+
+  /** A SENT instruction is queried once the lease of a holder that died mid-call has run out. */
+  private recoveryDelayMs(): number {
+    return this.locks.policy('payment-plan').leaseMs + this.config.orders.queryDelayMs;
+  }
+
+  private async underPlanLock(planId: string, fn: (run: Run) => Promise<void>): Promise<void> {
+    await this.locks.withLock(planLockName(planId), { policy: 'payment-plan' }, async (lock) => {
+      const s = await this.store.readPlan(planId);
+      if (!s.plan || !s.order) return;
+      await fn({ order: s.order, plan: s.plan, lock });
+    });
+  }
+
+  /** Writes one instruction's new state (the plan only). */
+  private commitLeg(run: Run, index: number, change: Partial<Instruction>): Promise<void> {
+    const instructions = run.plan.instructions.map((ins, j) => (j === index ? { ...ins, ...change } : ins));
+    return this.commit(run, { plan: { instructions } });
+  }
+
+  /** write-3 with the versions this run last saw and the plan lock's token; the run's records follow the write. */
+  private async commit(run: Run, change: { order?: FieldUpdates; plan: FieldUpdates; event?: OrderEventType; deadline?: number }): Promise<void> {
+    const r = await this.store.write({
+      orderId: run.order.orderId,
+      planId: run.plan.planId,
+      guard: { lock: 'plan', token: run.lock.fencingToken },
+      ...(change.order ? { order: { version: run.order.version, set: change.order } } : {}),
+      plan: { version: run.plan.version, set: change.plan },
+      event: change.event,
+      deadline: change.deadline,
+    });
+    expectWritten(r);
+    const resolve = (set: FieldUpdates) => Object.fromEntries(Object.entries(set).map(([k, v]) => [k, v === '$now' ? r.now : v]));
+    if (change.order) run.order = { ...run.order, ...resolve(change.order), version: r.orderVersion, updatedAt: r.now };
+    run.plan = { ...run.plan, ...resolve(change.plan), version: r.planVersion, updatedAt: r.now };
+  }
+}

@@ -1,0 +1,275 @@
+import Redis from 'ioredis';
+import request from 'supertest';
+import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { rawConnection } from '../harness/redis-process';
+import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
+
+/**
+ * Orders and payment plans over HTTP on the whole app: merchants (signed
+ * requests) create, read and close orders; app users create plans and pay;
+ * ops force channel outcomes. Status codes, error codes, bad input (400
+ * naming the field, nothing stored), who may see what, concurrent pays
+ * counted at the channels, the OpenAPI document, the metrics, and a Redis
+ * outage (503; the locks fail closed).
+ */
+
+const ADMIN = { 'x-admin-key': CREDS.adminKey };
+const asUser = (accountId: string) => ({ authorization: `Bearer ${userToken(accountId)}` });
+let seq = 0;
+const orderNo = () => `e2e-${process.pid}-${++seq}`;
+
+function sample(text: string, name: string, labels = ''): number {
+  const head = labels ? `${name}{${labels}} ` : `${name} `;
+  const line = text.split('\n').find((l) => l.startsWith(head));
+  return line ? Number(line.slice(head.length)) : 0;
+}
+
+describe('orders and payments over HTTP', () => {
+  let redis: RedisServerHandle;
+  let raw: Redis;
+  let t: TestApp;
+
+  const merchant = (method: 'GET' | 'POST', path: string, body?: unknown, merchantId = CREDS.merchantId) => {
+    const text = body === undefined ? '' : JSON.stringify(body);
+    const secret = merchantId === CREDS.merchantId ? CREDS.merchantSecret : CREDS.otherMerchantSecret;
+    const req = method === 'GET' ? request(t.server).get(path) : request(t.server).post(path);
+    return req.set(merchantHeaders(method, path, text, { merchantId, secret })).send(text || undefined);
+  };
+  const createOrder = (body: Record<string, unknown>) => merchant('POST', '/merchant/orders', body);
+  const user = (accountId: string) => ({
+    checkout: (orderId: string) => request(t.server).get(`/orders/${orderId}`).set(asUser(accountId)),
+    createPlan: (orderId: string, instructions: unknown) => request(t.server).post(`/orders/${orderId}/payment-plans`).set(asUser(accountId)).send({ instructions }),
+    plan: (planId: string) => request(t.server).get(`/payment-plans/${planId}`).set(asUser(accountId)),
+    pay: (planId: string) => request(t.server).post(`/payment-plans/${planId}/pay`).set(asUser(accountId)).send(),
+  });
+  const channels = () => request(t.server).get('/admin/channels').set(ADMIN);
+  const setChannel = (method: string, body: Record<string, unknown>) => request(t.server).put(`/admin/channels/${method}`).set(ADMIN).send(body);
+  const payCalls = async (method: string) => ((await channels()).body as Array<{ method: string; calls: { pay: number } }>).find((c) => c.method === method)!.calls.pay;
+
+  /** A new order (12800 CNY) with a PENDING plan of balance 2800 + quickpay 10000 for `account`. */
+  async function orderWithPlan(account: string) {
+    const no = orderNo();
+    const created = await createOrder({ merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans' });
+    expect(created.status).toBe(201);
+    const plan = await user(account).createPlan(created.body.orderId, [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }]);
+    expect(plan.status).toBe(201);
+    return { no, orderId: created.body.orderId as string, planId: plan.body.planId as string };
+  }
+
+  function expectError(res: request.Response, status: number, code: string, field?: string) {
+    expect({ status: res.status, error: res.body.error }).toEqual({ status, error: code });
+    expect(typeof res.body.requestId).toBe('string');
+    if (field !== undefined) expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
+  }
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    raw = rawConnection(redis);
+    t = await startTestApp(redis.url, { RATE_LIMIT_ENABLED: 'false', CHANNEL_LATENCY_MS: '5', ORDERS_QUERY_DELAY_MS: '50' });
+  });
+
+  beforeEach(async () => {
+    for (const m of ['balance', 'quickpay', 'points', 'ebanking']) expect((await setChannel(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' })).status).toBe(200);
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    raw?.disconnect();
+    await redis?.destroy();
+  });
+
+  describe('merchants', () => {
+    it('POST creates (201), the same again is 200 with the same order, another payload is 409; GET and close', async () => {
+      const no = orderNo();
+      const body = { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', expireMinutes: 15 };
+      const first = await createOrder(body);
+      expect(first.status).toBe(201);
+      expect(first.body).toMatchObject({ orderId: orderIdFor(CREDS.merchantId, no), merchantOrderNo: no, amount: 12800, currency: 'CNY', status: 'CREATED', version: 1 });
+      expect(Date.parse(first.body.expiresAt) - Date.parse(first.body.createdAt)).toBe(15 * 60_000);
+      const again = await createOrder(body);
+      expect([again.status, again.body]).toEqual([200, first.body]);
+      expectError(await createOrder({ ...body, amount: 99 }), 409, 'ORDER_NO_REUSED');
+
+      expect((await merchant('GET', `/merchant/orders/${no}`)).body).toEqual(first.body);
+      expectError(await merchant('GET', `/merchant/orders/${no}`, undefined, CREDS.otherMerchantId), 404, 'NOT_FOUND');
+      expectError(await merchant('POST', `/merchant/orders/${no}/close`, undefined, CREDS.otherMerchantId), 404, 'NOT_FOUND');
+      const closed = await merchant('POST', `/merchant/orders/${no}/close`);
+      expect([closed.status, closed.body.status, closed.body.closeReason]).toEqual([200, 'CLOSED', 'MERCHANT']);
+      expect((await merchant('GET', `/merchant/orders/${no}`)).body.status).toBe('CLOSED');
+    });
+
+    it.each([
+      ['amount', { amount: -100 }],
+      ['amount', { amount: 0 }],
+      ['amount', { amount: 12.5 }],
+      ['amount', { amount: 10_000_000_001 }],
+      ['amount', { amount: '12800' }],
+      ['currency', { currency: 'cny' }],
+      ['currency', { currency: 'QQQ' }],
+      ['subject', { subject: '' }],
+      ['subject', { subject: 'x'.repeat(129) }],
+      ['expireMinutes', { expireMinutes: 0 }],
+      ['expireMinutes', { expireMinutes: 1441 }],
+      ['merchantOrderNo', { merchantOrderNo: 'has space' }],
+      ['merchantOrderNo', { merchantOrderNo: 'x'.repeat(65) }],
+      ['extra', { extra: 1 }],
+    ])('a bad %s is a 400 naming it, and nothing is stored (%j)', async (field, change) => {
+      const no = orderNo();
+      const res = await createOrder({ merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...change });
+      expectError(res, 400, 'VALIDATION_FAILED', field);
+      expect(await raw.exists(orderKeys(t.app.get(KeyBuilder), orderIdFor(CREDS.merchantId, no))[0])).toBe(0);
+      expectError(await merchant('GET', `/merchant/orders/${no}`), 404, 'NOT_FOUND');
+    });
+
+    it('app users and service tokens cannot use merchant routes (403), nor merchants app routes', async () => {
+      expect((await request(t.server).get('/merchant/orders/x1').set(asUser('acc-x'))).status).toBe(403);
+      const { orderId } = await orderWithPlan('acc-x');
+      const path = `/orders/${orderId}`;
+      expect((await request(t.server).get(path).set(merchantHeaders('GET', path, ''))).status).toBe(403);
+    });
+  });
+
+  describe('app users', () => {
+    it('plan 201, the same again 200; pay 200 PAID; the merchant sees it PAID and cannot close it', async () => {
+      const { no, orderId, planId } = await orderWithPlan('acc-flow');
+      const same = await user('acc-flow').createPlan(orderId, [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }]);
+      expect([same.status, same.body.planId, same.body.status]).toEqual([200, planId, 'PENDING']);
+      expect((await user('acc-flow').checkout(orderId)).body).toMatchObject({ orderId, merchantId: CREDS.merchantId, amount: 12800, status: 'CREATED', activePlanId: planId });
+      const paid = await user('acc-flow').pay(planId);
+      expect([paid.status, paid.body.status, paid.body.instructions.map((i: { status: string }) => i.status)]).toEqual([200, 'PAID', ['SUCCEEDED', 'SUCCEEDED']]);
+      expect((await merchant('GET', `/merchant/orders/${no}`)).body).toMatchObject({ status: 'PAID', paidPlanId: planId });
+      expectError(await merchant('POST', `/merchant/orders/${no}/close`), 409, 'ORDER_PAID');
+      expectError(await user('acc-flow').createPlan(orderId, [{ method: 'points', amount: 12800 }]), 409, 'ORDER_PAID');
+    });
+
+    it('8 concurrent pays of one plan over HTTP: each instruction reaches its channel once; the others are 409 LOCK_CONTENDED', async () => {
+      const { planId } = await orderWithPlan('acc-conc');
+      const before = [await payCalls('balance'), await payCalls('quickpay')];
+      const results = await Promise.all(Array.from({ length: 8 }, () => user('acc-conc').pay(planId)));
+      const codes = results.map((r) => r.status);
+      expect(codes.filter((c) => c === 200).length).toBeGreaterThanOrEqual(1);
+      expect(codes.filter((c) => c !== 200).every((c) => c === 409)).toBe(true);
+      for (const r of results.filter((x) => x.status === 409)) expect(r.body.error).toBe('LOCK_CONTENDED');
+      expect([(await payCalls('balance')) - before[0], (await payCalls('quickpay')) - before[1]]).toEqual([1, 1]);
+    });
+
+    it('a channel failure (set by ops) gives 200 FAILED with the paid instruction reversed; unknown gives 202', async () => {
+      expect((await setChannel('quickpay', { pay: 'failure' })).body).toMatchObject({ method: 'quickpay', pay: 'failure', query: 'success' });
+      const a = await orderWithPlan('acc-fail');
+      const failed = await user('acc-fail').pay(a.planId);
+      expect([failed.status, failed.body.status, failed.body.instructions[0].reversal, failed.body.failureReason]).toEqual([200, 'FAILED', 'REVERSED', 'quickpay declined the payment']);
+      expect((await user('acc-fail').checkout(a.orderId)).body.status).toBe('CREATED');
+
+      await setChannel('quickpay', { pay: 'unknown', query: 'success' });
+      const b = await orderWithPlan('acc-unknown');
+      const parked = await user('acc-unknown').pay(b.planId);
+      expect([parked.status, parked.body.status, parked.body.instructions[1].status]).toEqual([202, 'PAYING', 'UNKNOWN']);
+      let status = '';
+      for (let i = 0; i < 100 && status !== 'PAID'; i++) {
+        status = (await user('acc-unknown').plan(b.planId)).body.status;
+        if (status !== 'PAID') await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(status).toBe('PAID');
+    });
+
+    it("another account gets 404 for a bound order and its plan; a malformed id is a 400 naming it", async () => {
+      const { orderId, planId } = await orderWithPlan('acc-owner');
+      const other = user('acc-other');
+      for (const res of [await other.checkout(orderId), await other.plan(planId), await other.pay(planId), await other.createPlan(orderId, [{ method: 'points', amount: 12800 }])]) {
+        expectError(res, 404, 'NOT_FOUND');
+      }
+      expectError(await other.checkout('ord_nothex'), 400, 'VALIDATION_FAILED', 'orderId');
+      expectError(await other.pay('ord_3f9a0c1b2d4e5f60718293a4'), 400, 'VALIDATION_FAILED', 'planId');
+      expectError(await other.checkout(orderIdFor(CREDS.merchantId, 'never-created')), 404, 'NOT_FOUND');
+    });
+
+    it.each([
+      ['a negative amount', 'instructions[0].amount', [{ method: 'balance', amount: -2800 }, { method: 'quickpay', amount: 15600 }]],
+      ['a zero amount', 'instructions[0].amount', [{ method: 'balance', amount: 0 }, { method: 'quickpay', amount: 12800 }]],
+      ['five instructions (at most four)', 'instructions', [{ method: 'balance', amount: 1 }, { method: 'quickpay', amount: 1 }, { method: 'points', amount: 1 }, { method: 'ebanking', amount: 1 }, { method: 'balance', amount: 12796 }]],
+      ['amounts that do not add up', 'instructions', [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 2800 }]],
+      ['an unknown method', 'instructions[0].method', [{ method: 'cash', amount: 12800 }]],
+      ['a method twice', 'instructions', [{ method: 'balance', amount: 6400 }, { method: 'balance', amount: 6400 }]],
+      ['no instructions', 'instructions', []],
+      ['not a list', 'instructions', 'balance'],
+    ])('a plan with %s is a 400 naming %s, and the order stays unbound with no plan', async (_case, field, instructions) => {
+      const created = await createOrder({ merchantOrderNo: orderNo(), amount: 12800, currency: 'CNY', subject: 'Coffee beans' });
+      expectError(await user('acc-bad').createPlan(created.body.orderId, instructions), 400, 'VALIDATION_FAILED', field);
+      // Still unbound: another account sees it, without a plan.
+      const seen = await user('acc-someone-else').checkout(created.body.orderId);
+      expect([seen.status, seen.body.activePlanId]).toEqual([200, undefined]);
+    });
+
+    it('ops settings are validated: unknown method or outcome is a 400, and only the admin key may change them', async () => {
+      expectError(await setChannel('cash', { pay: 'failure' }), 400, 'VALIDATION_FAILED', 'method');
+      expectError(await setChannel('quickpay', { pay: 'maybe' }), 400, 'VALIDATION_FAILED', 'pay');
+      expectError(await setChannel('quickpay', { latencyMs: -1 }), 400, 'VALIDATION_FAILED', 'latencyMs');
+      expect((await request(t.server).put('/admin/channels/quickpay').set(asUser('acc-x')).send({ pay: 'failure' })).status).toBe(403);
+      expect((await channels()).body.find((c: { method: string }) => c.method === 'quickpay').pay).toBe('success');
+    });
+  });
+
+  describe('documents and counts', () => {
+    it('documents every route with its security scheme and schemas', async () => {
+      const { paths } = (await request(t.server).get('/docs/openapi.json')).body;
+      const ops: Array<[string, string, string, string[]]> = [
+        ['post', '/merchant/orders', 'MerchantId', ['200', '201', '400', '409', '503']],
+        ['get', '/merchant/orders/{merchantOrderNo}', 'MerchantId', ['200', '404']],
+        ['post', '/merchant/orders/{merchantOrderNo}/close', 'MerchantId', ['200', '404', '409']],
+        ['get', '/orders/{orderId}', 'AppUserJwt', ['200', '404']],
+        ['post', '/orders/{orderId}/payment-plans', 'AppUserJwt', ['200', '201', '400', '404', '409']],
+        ['get', '/payment-plans/{planId}', 'AppUserJwt', ['200', '404']],
+        ['post', '/payment-plans/{planId}/pay', 'AppUserJwt', ['200', '202', '404', '409', '503']],
+        ['get', '/admin/channels', 'AdminKey', ['200']],
+        ['put', '/admin/channels/{method}', 'AdminKey', ['200', '400']],
+      ];
+      for (const [method, path, scheme, codes] of ops) {
+        const op = paths[path]?.[method];
+        expect({ path, method, has: !!op }).toEqual({ path, method, has: true });
+        expect(JSON.stringify(op.security)).toContain(scheme);
+        for (const code of codes) expect({ path, code, has: !!op.responses[code] }).toEqual({ path, code, has: true });
+      }
+      expect(JSON.stringify(paths['/orders/{orderId}/payment-plans'].post.requestBody)).toContain('CreatePlanDto');
+    });
+
+    it('counts orders, plans, pays by outcome and channel calls', async () => {
+      const metrics = async () => (await request(t.server).get('/metrics').set(ADMIN)).text;
+      const before = await metrics();
+      const { planId } = await orderWithPlan('acc-metrics');
+      await user('acc-metrics').pay(planId);
+      const after = await metrics();
+      const delta = (name: string, labels = '') => sample(after, name, labels) - sample(before, name, labels);
+      expect(delta('orders_created_total')).toBe(1);
+      expect(delta('payment_plans_created_total')).toBe(1);
+      expect(delta('orders_paid_total')).toBe(1);
+      expect(delta('payment_pays_total', 'outcome="paid"')).toBe(1);
+      expect(delta('payment_channel_calls_total', 'method="quickpay",op="pay",outcome="success"')).toBe(1);
+    });
+  });
+
+  describe('Redis down', () => {
+    it('paying and creating answer 503 (the locks fail closed) and work again once Redis is back', async () => {
+      const { planId } = await orderWithPlan('acc-down');
+      const pays = await payCalls('balance');
+      await redis.stop();
+      try {
+        const res = await user('acc-down').pay(planId);
+        expect([res.status, res.body.error]).toEqual([503, 'REDIS_UNAVAILABLE']);
+        expect(res.headers['retry-after']).toBe('1');
+        expect((await user('acc-down').createPlan('ord_3f9a0c1b2d4e5f60718293a4', [{ method: 'points', amount: 1 }])).status).toBe(503);
+      } finally {
+        await redis.start();
+      }
+      expect(await payCalls('balance')).toBe(pays);
+      let status = 0;
+      for (let i = 0; i < 50 && status !== 200; i++) {
+        status = (await user('acc-down').pay(planId)).status;
+        if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(status).toBe(200);
+      expect((await user('acc-down').plan(planId)).body.status).toBe('PAID');
+    });
+  });
+});

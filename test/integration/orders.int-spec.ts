@@ -1,0 +1,408 @@
+import type Redis from 'ioredis';
+import { ApiError } from '../../src/http/api-error';
+import { LockService } from '../../src/locks/lock.service';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
+import type { ChannelSettings } from '../../src/orders/channels/payment-channel';
+import type { CreateOrderDto } from '../../src/orders/dto/create-order.dto';
+import type { OrderEvent } from '../../src/orders/order-event';
+import { OrderEventsService } from '../../src/orders/order-events.service';
+import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
+import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
+import { OrdersService } from '../../src/orders/orders.service';
+import { OrdersStore } from '../../src/orders/orders.store';
+import { PaymentPlansService } from '../../src/orders/payment-plans.service';
+import { PaymentRunner } from '../../src/orders/payment-runner.service';
+import { rawConnection, waitUntil } from '../harness/redis-process';
+import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { CREDS, startTestApp, TestApp } from '../support/test-app';
+
+/**
+ * Master orders and payment plans against a real redis-server and the real
+ * lock engine: idempotent creation under concurrency, one active plan per
+ * order, one execution per plan, the failure / unknown / query paths of
+ * seed 001 with reversals, pay racing close, fencing tokens and versions on
+ * every state write, who may see what, and the event streams with their
+ * consumer groups. The simulated channels count their calls, so "exactly one
+ * execution" is checked by what reached the channels.
+ */
+
+const MERCHANT = CREDS.merchantId;
+const QUERY_DELAY_MS = 50;
+
+/** The error a call rejected with, or a failure when it resolved. */
+async function rejection(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  throw new Error('expected the call to be refused');
+}
+
+describe(OrdersService.name, () => {
+  let redis: RedisServerHandle;
+  let raw: Redis;
+  let t: TestApp;
+  let orders: OrdersService;
+  let plans: PaymentPlansService;
+  let runner: PaymentRunner;
+  let channels: ChannelGateway;
+  let store: OrdersStore;
+  let keyBuilder: KeyBuilder;
+  let seq = 0;
+
+  const orderNo = () => `it-${process.pid}-${++seq}`;
+  const createOrder = (no: string, extra: Partial<CreateOrderDto> = {}) => orders.create(MERCHANT, { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
+  const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
+  const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
+  /** Every event of the order in its shard stream, oldest first. */
+  const eventsOf = async (orderId: string) => {
+    const entries = await raw.xrange(orderKeys(keyBuilder, orderId)[2], '-', '+');
+    return entries.map(([, f]) => f).filter((f) => f[f.indexOf('orderId') + 1] === orderId).map((f) => f[f.indexOf('type') + 1]);
+  };
+  /** A new order with one PENDING plan for `account`. */
+  const orderWithPlan = async (account: string, instructions: Array<{ method: PaymentMethod; amount: number }> = [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }]) => {
+    const { order } = await createOrder(orderNo());
+    const { plan } = await plans.create(account, order.orderId, instructions);
+    return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId };
+  };
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    raw = rawConnection(redis);
+    t = await startTestApp(redis.url, { ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS), CHANNEL_LATENCY_MS: '5', LOCK_POLICIES: 'order:5000:0,payment-plan:5000:0' });
+    orders = t.app.get(OrdersService);
+    plans = t.app.get(PaymentPlansService);
+    runner = t.app.get(PaymentRunner);
+    channels = t.app.get(ChannelGateway);
+    store = t.app.get(OrdersStore);
+    keyBuilder = t.app.get(KeyBuilder);
+  });
+
+  beforeEach(() => {
+    for (const m of PAYMENT_METHODS) configure(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    raw?.disconnect();
+    await redis?.destroy();
+  });
+
+  describe('master orders', () => {
+    it('50 concurrent identical creates make one order: one 201, 49 duplicates of it, one order.created event', async () => {
+      const no = orderNo();
+      const results = await Promise.all(Array.from({ length: 50 }, () => createOrder(no)));
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      expect(new Set(results.map((r) => r.order.orderId))).toEqual(new Set([orderIdFor(MERCHANT, no)]));
+      expect(results.every((r) => r.order.status === 'CREATED' && r.order.version === 1)).toBe(true);
+      expect(await eventsOf(orderIdFor(MERCHANT, no))).toEqual(['order.created']);
+    });
+
+    it('the same merchantOrderNo with another payload is ORDER_NO_REUSED (409) and changes nothing', async () => {
+      const no = orderNo();
+      const first = await createOrder(no);
+      for (const change of [{ amount: 12801 }, { currency: 'USD' }, { subject: 'Tea' }, { expireMinutes: 31 }]) {
+        const err = await rejection(createOrder(no, change));
+        expect([err.getStatus(), err.code]).toEqual([409, 'ORDER_NO_REUSED']);
+      }
+      expect(await orders.get(MERCHANT, no)).toEqual(first.order);
+      // expireMinutes left out is the default 30: the same payload.
+      expect((await createOrder(no, { expireMinutes: 30 })).created).toBe(false);
+    });
+
+    it("a merchant cannot read or close another merchant's order: 404", async () => {
+      const no = orderNo();
+      await createOrder(no);
+      for (const p of [orders.get(CREDS.otherMerchantId, no), orders.close(CREDS.otherMerchantId, no)]) expect((await rejection(p)).getStatus()).toBe(404);
+      expect((await orders.get(MERCHANT, no)).status).toBe('CREATED');
+    });
+
+    it('close: CREATED → CLOSED with an event, idempotent, and the pending plan is cancelled; a paid order cannot be closed', async () => {
+      const a = await orderWithPlan('acc-close');
+      const closed = await orders.close(MERCHANT, a.merchantOrderNo);
+      expect(closed).toMatchObject({ status: 'CLOSED', closeReason: 'MERCHANT' });
+      expect(await orders.close(MERCHANT, a.merchantOrderNo)).toEqual(closed);
+      expect((await plans.get('acc-close', a.planId)).status).toBe('CANCELLED');
+      expect((await rejection(runner.pay('acc-close', a.planId))).code).toBe('PLAN_NOT_PAYABLE');
+      expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.closed']);
+
+      const b = await orderWithPlan('acc-close');
+      expect((await runner.pay('acc-close', b.planId)).status).toBe('PAID');
+      expect((await rejection(orders.close(MERCHANT, b.merchantOrderNo))).code).toBe('ORDER_PAID');
+    });
+
+    it('the expiry closes an unpaid order as EXPIRED, and leaves a paid one alone', async () => {
+      const a = await orderWithPlan('acc-exp');
+      await orders.expire(a.orderId);
+      expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'CLOSED', closeReason: 'EXPIRED' });
+      const b = await orderWithPlan('acc-exp');
+      await runner.pay('acc-exp', b.planId);
+      await orders.expire(b.orderId);
+      expect((await orders.get(MERCHANT, b.merchantOrderNo)).status).toBe('PAID');
+    });
+
+    it('an order past its expiresAt takes no plan and starts no payment (ORDER_EXPIRED)', async () => {
+      const a = await orderWithPlan('acc-late');
+      await raw.hset(orderKeys(keyBuilder, a.orderId)[0], 'expiresAt', String(Date.now() - 1000));
+      const before = channelCalls('balance').pay;
+      expect((await rejection(runner.pay('acc-late', a.planId))).code).toBe('ORDER_EXPIRED');
+      expect((await rejection(plans.create('acc-late', a.orderId, [{ method: 'points', amount: 12800 }]))).code).toBe('ORDER_EXPIRED');
+      expect(channelCalls('balance').pay).toBe(before);
+      expect((await plans.get('acc-late', a.planId)).status).toBe('PENDING');
+    });
+  });
+
+  describe('payment plans', () => {
+    it('20 concurrent plan creations leave exactly one active plan, and the order points at it', async () => {
+      const { order } = await createOrder(orderNo());
+      const settled = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) => plans.create('acc-plans', order.orderId, [{ method: 'balance', amount: 100 + i }, { method: 'points', amount: 12700 - i }])),
+      );
+      const made = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.plan.planId] : []));
+      const refused = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as ApiError).code] : []));
+      expect(made.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(refused)).toEqual(new Set(refused.length ? ['LOCK_CONTENDED'] : []));
+      const snap = await store.read(order.orderId);
+      const statuses = await Promise.all(made.map(async (id) => (await store.readPlan(id)).plan!.status));
+      expect(statuses.filter((s) => s === 'PENDING')).toHaveLength(1);
+      expect(made[statuses.indexOf('PENDING')]).toBe(snap.order!.activePlan);
+      expect(snap.order!.planSeq).toBe(made.length);
+    });
+
+    it('the same instructions again return the PENDING plan; other instructions supersede it', async () => {
+      const { order } = await createOrder(orderNo());
+      const ins = [{ method: 'quickpay' as const, amount: 12800 }];
+      const first = await plans.create('acc-same', order.orderId, ins);
+      const again = await plans.create('acc-same', order.orderId, ins);
+      expect([first.created, again.created, again.plan.planId]).toEqual([true, false, first.plan.planId]);
+      const other = await plans.create('acc-same', order.orderId, [{ method: 'ebanking', amount: 12800 }]);
+      expect(other.created).toBe(true);
+      expect((await plans.get('acc-same', first.plan.planId)).status).toBe('SUPERSEDED');
+      expect((await rejection(runner.pay('acc-same', first.plan.planId))).code).toBe('PLAN_NOT_PAYABLE');
+      expect((await runner.pay('acc-same', other.plan.planId)).status).toBe('PAID');
+    });
+
+    it('amounts that do not add up to the order amount are a 400 naming instructions, and nothing is stored', async () => {
+      const { order } = await createOrder(orderNo());
+      const err = await rejection(plans.create('acc-sum', order.orderId, [{ method: 'balance', amount: 100 }, { method: 'points', amount: 200 }]));
+      expect([err.getStatus(), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', 'instructions']);
+      const snap = await store.read(order.orderId);
+      expect([snap.order!.planSeq, snap.order!.accountId, snap.order!.version]).toEqual([0, '', 1]);
+    });
+
+    it("the first plan binds the order: another account gets 404 for the order, its plans, paying and a new plan", async () => {
+      const a = await orderWithPlan('acc-owner');
+      const intruder = 'acc-intruder';
+      for (const p of [orders.checkout(intruder, a.orderId), plans.get(intruder, a.planId), runner.pay(intruder, a.planId), plans.create(intruder, a.orderId, [{ method: 'points', amount: 12800 }])]) {
+        expect((await rejection(p)).getStatus()).toBe(404);
+      }
+      expect((await plans.get('acc-owner', a.planId)).status).toBe('PENDING');
+      expect((await orders.checkout('acc-owner', a.orderId)).activePlanId).toBe(a.planId);
+    });
+  });
+
+  describe('paying', () => {
+    it('10 concurrent pays of one plan: one execution (each instruction reaches its channel once), the rest LOCK_CONTENDED', async () => {
+      const a = await orderWithPlan('acc-pay');
+      const before = [channelCalls('balance').pay, channelCalls('quickpay').pay];
+      const settled = await Promise.allSettled(Array.from({ length: 10 }, () => runner.pay('acc-pay', a.planId)));
+      const paid = settled.filter((s) => s.status === 'fulfilled' && s.value.status === 'PAID');
+      const refused = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as ApiError).code] : []));
+      expect(paid.length).toBeGreaterThanOrEqual(1);
+      expect(paid.length + refused.length).toBe(10);
+      expect(new Set(refused)).toEqual(new Set(['LOCK_CONTENDED']));
+      expect([channelCalls('balance').pay - before[0], channelCalls('quickpay').pay - before[1]]).toEqual([1, 1]);
+      expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'PAID', paidPlanId: a.planId });
+      expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
+      // Paying a paid plan again runs nothing.
+      expect((await runner.pay('acc-pay', a.planId)).status).toBe('PAID');
+      expect(channelCalls('balance').pay - before[0]).toBe(1);
+    });
+
+    it('failure: the plan FAILS, the instruction already paid is reversed, and the order is payable again with a new plan', async () => {
+      const a = await orderWithPlan('acc-fail');
+      configure('quickpay', { pay: 'failure' });
+      const reversesBefore = channelCalls('balance').reverse;
+      const failed = await runner.pay('acc-fail', a.planId);
+      expect(failed.status).toBe('FAILED');
+      expect(failed.instructions.map((i) => [i.method, i.status, i.reversal])).toEqual([
+        ['balance', 'SUCCEEDED', 'REVERSED'],
+        ['quickpay', 'FAILED', undefined],
+      ]);
+      expect(channelCalls('balance').reverse - reversesBefore).toBe(1);
+      const order = await orders.checkout('acc-fail', a.orderId);
+      expect([order.status, order.activePlanId]).toEqual(['CREATED', undefined]);
+
+      configure('quickpay', { pay: 'success' });
+      const again = await plans.create('acc-fail', a.orderId, [{ method: 'quickpay', amount: 12800 }]);
+      expect(again.created).toBe(true);
+      expect((await runner.pay('acc-fail', again.plan.planId)).status).toBe('PAID');
+      expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
+    });
+
+    it('a later instruction is skipped after a failure; an unconfirmed reversal is retried from the queue until the channel confirms', async () => {
+      const a = await orderWithPlan('acc-rev', [
+        { method: 'balance', amount: 2800 },
+        { method: 'points', amount: 5000 },
+        { method: 'ebanking', amount: 5000 },
+      ]);
+      configure('points', { pay: 'failure' });
+      configure('balance', { reverse: 'unknown' });
+      const ebankingPays = channelCalls('ebanking').pay;
+      const failed = await runner.pay('acc-rev', a.planId);
+      expect(failed.instructions.map((i) => [i.status, i.reversal])).toEqual([
+        ['SUCCEEDED', 'PENDING'],
+        ['FAILED', undefined],
+        ['SKIPPED', undefined],
+      ]);
+      configure('balance', { reverse: 'success' });
+      await waitUntil('the reversal confirmed', async () => (await plans.get('acc-rev', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
+      expect(channelCalls('ebanking').pay).toBe(ebankingPays);
+    });
+
+    it.each([
+      ['success', 'PAID'],
+      ['failure', 'FAILED'],
+    ] as const)('unknown: the instruction is queried in the background; a query answering %s leaves the plan %s', async (answer, planStatus) => {
+      const a = await orderWithPlan('acc-unknown');
+      configure('quickpay', { pay: 'unknown', query: answer });
+      const before = channelCalls('quickpay');
+      const parked = await runner.pay('acc-unknown', a.planId);
+      expect([parked.status, parked.instructions.map((i) => i.status)]).toEqual(['PAYING', ['SUCCEEDED', 'UNKNOWN']]);
+      expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAYING');
+      // Paying again meanwhile runs nothing: the query decides.
+      expect((await runner.pay('acc-unknown', a.planId)).status).toBe('PAYING');
+      await waitUntil('the query resolved the plan', async () => (await plans.get('acc-unknown', a.planId)).status === planStatus, 10_000);
+      const after = channelCalls('quickpay');
+      expect(after.pay - before.pay).toBe(1);
+      expect(after.query - before.query).toBeGreaterThanOrEqual(1);
+      const order = await orders.get(MERCHANT, a.merchantOrderNo);
+      expect(order.status).toBe(planStatus === 'PAID' ? 'PAID' : 'CREATED');
+      if (planStatus === 'FAILED') expect((await plans.get('acc-unknown', a.planId)).instructions[0].reversal).toBe('REVERSED');
+    });
+
+    it('a query that stays unknown is retried with backoff until the channel knows', async () => {
+      const a = await orderWithPlan('acc-retry', [{ method: 'ebanking', amount: 12800 }]);
+      configure('ebanking', { pay: 'unknown', query: 'unknown' });
+      const before = channelCalls('ebanking');
+      await runner.pay('acc-retry', a.planId);
+      await waitUntil('two unknown answers', async () => channelCalls('ebanking').query - before.query >= 2, 10_000);
+      expect((await plans.get('acc-retry', a.planId)).status).toBe('PAYING');
+      configure('ebanking', { query: 'success' });
+      await waitUntil('paid after the channel knows', async () => (await plans.get('acc-retry', a.planId)).status === 'PAID', 10_000);
+      expect(channelCalls('ebanking').pay - before.pay).toBe(1);
+    });
+
+    it('pay racing close, 30 times: each order ends PAID or CLOSED, never both, and a closed order reached no channel', async () => {
+      const outcomes: string[] = [];
+      for (let i = 0; i < 30; i++) {
+        const a = await orderWithPlan('acc-race', [{ method: 'points', amount: 12800 }]);
+        const before = channelCalls('points').pay;
+        const [pay, close] = await Promise.allSettled([runner.pay('acc-race', a.planId), orders.close(MERCHANT, a.merchantOrderNo)]);
+        const order = await orders.get(MERCHANT, a.merchantOrderNo);
+        const events = await eventsOf(a.orderId);
+        expect(['PAID', 'CLOSED']).toContain(order.status);
+        expect(events.filter((e) => e !== 'order.created')).toEqual([order.status === 'PAID' ? 'order.paid' : 'order.closed']);
+        expect(pay.status === 'fulfilled' && pay.value.status === 'PAID').toBe(order.status === 'PAID');
+        expect(close.status === 'fulfilled').toBe(order.status === 'CLOSED');
+        expect(channelCalls('points').pay - before).toBe(order.status === 'PAID' ? 1 : 0);
+        outcomes.push(order.status);
+      }
+      expect(outcomes).toHaveLength(30);
+    });
+  });
+
+  describe('state writes: versions and fencing tokens', () => {
+    it('a stale lock holder is refused: after its lease ran out and another took the lock, its write is STALE_TOKEN and changes nothing', async () => {
+      const locks = t.app.get(LockService);
+      const a = await orderWithPlan('acc-fence');
+      const name = `plan:${a.planId}`;
+      const stale = await locks.acquire(name, { leaseMs: 100, watchdog: false });
+      await new Promise((r) => setTimeout(r, 250));
+      const fresh = await locks.acquire(name, { leaseMs: 5000 });
+      expect(fresh.fencingToken).toBeGreaterThan(stale.fencingToken);
+      try {
+        const s = await store.readPlan(a.planId);
+        const ok = await store.write({ orderId: a.orderId, planId: a.planId, guard: { lock: 'plan', token: fresh.fencingToken }, plan: { version: s.plan!.version, set: { failureReason: 'fresh holder' } } });
+        expect(ok.status).toBe('OK');
+        const refused = await store.write({ orderId: a.orderId, planId: a.planId, guard: { lock: 'plan', token: stale.fencingToken }, plan: { version: ok.planVersion, set: { status: 'PAID' } } });
+        expect(refused.status).toBe('STALE_TOKEN');
+        const after = await store.readPlan(a.planId);
+        expect([after.plan!.status, after.plan!.version, after.plan!.failureReason]).toEqual(['PENDING', ok.planVersion, 'fresh holder']);
+      } finally {
+        await fresh.release();
+        await stale.release().catch(() => undefined);
+      }
+    });
+
+    it('a write with a version older than the stored one is VERSION and changes nothing (no lost update)', async () => {
+      const a = await orderWithPlan('acc-version');
+      const s = await store.read(a.orderId);
+      const first = await store.write({ orderId: a.orderId, guard: { lock: 'order', token: Number.MAX_SAFE_INTEGER }, order: { version: s.order!.version, set: { subject: 'first' } } });
+      const second = await store.write({ orderId: a.orderId, guard: { lock: 'order', token: Number.MAX_SAFE_INTEGER }, order: { version: s.order!.version, set: { subject: 'second' } } });
+      expect([first.status, second.status]).toEqual(['OK', 'VERSION']);
+      expect((await store.read(a.orderId)).order!.subject).toBe('first');
+      // The order's fence is now above any token the lock engine issues: every real holder of the order lock is refused from here on.
+      expect((await rejection(orders.close(MERCHANT, a.merchantOrderNo))).code).toBe('STALE_LOCK_HOLDER');
+    });
+  });
+
+  describe('events', () => {
+    it('a consumer group gets created, paid and closed events from every shard, each once, and acks them', async () => {
+      const events = t.app.get(OrderEventsService);
+      const seen: OrderEvent[] = [];
+      const consumer = await events.consume('it-group-1', async (e) => void seen.push(e), { consumer: 'c1', pollMs: 20, startFrom: 'now' });
+      const paidOrders = await Promise.all(Array.from({ length: 6 }, () => orderWithPlan('acc-events', [{ method: 'balance', amount: 12800 }])));
+      await Promise.all(paidOrders.map((a) => runner.pay('acc-events', a.planId)));
+      const closed = await createOrder(orderNo());
+      await orders.close(MERCHANT, closed.order.merchantOrderNo);
+      const mine = (e: OrderEvent) => [...paidOrders.map((a) => a.orderId), closed.order.orderId].includes(e.orderId);
+      // 7 created, 6 paid, 1 closed.
+      await waitUntil('14 events', async () => seen.filter(mine).length >= 14 || `${seen.filter(mine).length}`, 10_000);
+      await new Promise((r) => setTimeout(r, 100));
+      await consumer.stop();
+      const got = seen.filter(mine);
+      expect(got).toHaveLength(14);
+      expect(new Set(got.map((e) => `${e.stream}/${e.id}`)).size).toBe(14);
+      expect(got.filter((e) => e.type === 'order.paid').map((e) => e.orderId).sort()).toEqual(paidOrders.map((a) => a.orderId).sort());
+      expect(got.find((e) => e.type === 'order.closed')).toMatchObject({ orderId: closed.order.orderId, status: 'CLOSED', closeReason: 'MERCHANT', merchantId: MERCHANT, amount: 12800 });
+      expect(got.find((e) => e.type === 'order.paid')).toMatchObject({ status: 'PAID', accountId: 'acc-events', currency: 'CNY' });
+      expect(new Set(got.map((e) => e.stream)).size).toBeGreaterThan(1);
+      for (const stream of events.streams()) expect((await raw.xpending(stream, 'it-group-1'))[0]).toBe(0);
+    });
+
+    it('an event whose handler failed, or whose consumer stopped before the ack, is handed over again', async () => {
+      const events = t.app.get(OrderEventsService);
+      let failures = 0;
+      const delivered: string[] = [];
+      const flaky = await events.consume(
+        'it-group-2',
+        async (e) => {
+          if (failures++ < 1) throw new Error('handler failed once');
+          delivered.push(e.orderId);
+        },
+        { consumer: 'flaky', pollMs: 20, claimIdleMs: 200, startFrom: 'now' },
+      );
+      const { order } = await createOrder(orderNo());
+      await waitUntil('the event after a retry', async () => delivered.includes(order.orderId), 10_000);
+      expect(failures).toBeGreaterThanOrEqual(2);
+      await flaky.stop();
+
+      // A consumer that reads an event and dies without acking: another one in the group takes it over.
+      const stream = orderKeys(keyBuilder, order.orderId)[2];
+      const second = await createOrder(orderNo());
+      const secondStream = orderKeys(keyBuilder, second.order.orderId)[2];
+      const read = (await raw.xreadgroup('GROUP', 'it-group-2', 'dead-consumer', 'COUNT', 100, 'STREAMS', secondStream, '>')) as Array<[string, Array<[string, string[]]>]>;
+      expect(read[0][1].length).toBeGreaterThanOrEqual(1);
+      const takeover: string[] = [];
+      const heir = await events.consume('it-group-2', async (e) => void takeover.push(e.orderId), { consumer: 'heir', pollMs: 20, claimIdleMs: 200 });
+      await waitUntil("the dead consumer's event", async () => takeover.includes(second.order.orderId), 10_000);
+      await heir.stop();
+      expect(stream).toMatch(/:events$/);
+      expect((await raw.xpending(secondStream, 'it-group-2'))[0]).toBe(0);
+    });
+  });
+});
