@@ -1,11 +1,13 @@
 --[[
-  Extends an owner's lease (the watchdog, or an HTTP caller's renew).
+  Extends an owner's lease (the watchdog, or an HTTP caller's renew) to at
+  least now + ARGV[2]. It never shortens it: the watchdog of a nested hold
+  with a shorter lease must not cut the outer hold's lease.
 
   KEYS[1]  lock hash
   ARGV[1]  owner token
-  ARGV[2]  new lease from now, ms
+  ARGV[2]  lease from now, ms
 
-  Returns: the new lease end (epoch ms, Redis clock);
+  Returns: the lease end after the call (epoch ms, Redis clock);
            -1 (NOT_FOUND) when the owner does not hold the lock (its lease already ended: lost)
 ]]
 --- @include "includes/server-time-ms"
@@ -14,7 +16,7 @@ local nowMs = serverTimeMs()
 local owner = ARGV[1]
 local live, maxExp, _, ww = purgeExpired(nowMs)
 if not redis.call('HGET', KEYS[1], 'c:' .. owner) then return -1 end
-local exp = nowMs + tonumber(ARGV[2])
+local exp = math.max(nowMs + tonumber(ARGV[2]), tonumber(redis.call('HGET', KEYS[1], 'e:' .. owner)))
 redis.call('HSET', KEYS[1], 'e:' .. owner, exp)
 expireAt(math.max(maxExp, exp, ww), nowMs)
 return exp

@@ -26,6 +26,12 @@ export const BUILT_IN_POLICIES: ReadonlyMap<string, LockPolicy> = new Map([
   ['payment-plan', { leaseMs: 30_000, waitMs: 0 }],
 ]);
 
+/** A lock held by a withLock in the current call chain; `active` turns false at its release. */
+interface ChainHold {
+  owner: string;
+  active: boolean;
+}
+
 type AcquireReply = [1, number, number, number] | [0, number];
 
 interface LockKeys {
@@ -55,7 +61,8 @@ interface LockKeys {
 @Injectable()
 export class LockService implements OnApplicationShutdown {
   private readonly logger = new Logger(LockService.name);
-  private readonly chain = new AsyncLocalStorage<ReadonlyMap<string, string>>();
+  /** The locks the current async call chain holds (withLock), by name. */
+  private readonly chain = new AsyncLocalStorage<ReadonlyMap<string, ChainHold>>();
   private readonly waiters: LockWaiters;
   private readonly holds = new Set<Hold>();
   /** Identifies this process in owner tokens (for operators reading GET /locks/{name}). */
@@ -93,7 +100,8 @@ export class LockService implements OnApplicationShutdown {
     const leaseMs = bounded('leaseMs', options.leaseMs ?? policy.leaseMs, 1, MAX_LEASE_MS);
     const waitMs = bounded('waitMs', options.waitMs ?? policy.waitMs, 0, MAX_WAIT_MS);
     const mode: LockMode = options.mode ?? 'write';
-    const owner = options.owner ?? this.chain.getStore()?.get(name) ?? this.newOwner();
+    const inChain = this.chain.getStore()?.get(name);
+    const owner = options.owner ?? (inChain?.active ? inChain.owner : this.newOwner());
     const labels = { policy: options.policy ?? 'default', mode };
     const started = performance.now();
     const deadline = started + waitMs;
@@ -105,11 +113,12 @@ export class LockService implements OnApplicationShutdown {
         // A waiting writer keeps new readers out; it renews that mark on every try (at least every
         // wakeCheckMs), so a writer that gives up stops blocking readers soon after.
         const intentMs = mode === 'write' ? Math.ceil(Math.min(left, 3 * this.config.locks.wakeCheckMs)) : 0;
+        const sentAt = performance.now();
         const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs);
         if (reply[0] === 1) {
           this.metrics.acquired.inc({ ...labels, outcome: 'acquired' });
           this.metrics.waitSeconds.observe(labels, (performance.now() - started) / 1000);
-          return this.hold(name, owner, mode, leaseMs, reply, options.watchdog ?? true);
+          return this.hold(name, owner, mode, leaseMs, reply, sentAt, options.watchdog ?? true);
         }
         const remaining = deadline - performance.now();
         if (remaining <= 0 || options.signal?.aborted) {
@@ -138,17 +147,28 @@ export class LockService implements OnApplicationShutdown {
   /**
    * Runs `fn` under the lock and always releases it. Inside `fn` (and
    * everything it awaits), acquiring the same lock again is reentrant: it
-   * reuses this owner and counts one more hold.
+   * reuses this owner and counts one more hold. AsyncLocalStorage cannot tell
+   * an awaited call from work `fn` merely starts (a timer, a promise left
+   * running): such work shares the hold while `fn` runs, so start it with
+   * `detached()` when it is a separate operation. Once the hold is released,
+   * nothing started inside it can re-enter with its owner.
    */
   async withLock<T>(name: string, options: AcquireOptions, fn: (lock: LockHandle) => Promise<T>): Promise<T> {
     const lock = await this.acquire(name, options);
+    const mine: ChainHold = { owner: lock.owner, active: true };
     const held = new Map(this.chain.getStore() ?? []);
-    held.set(name, lock.owner);
+    held.set(name, mine);
     try {
       return await this.chain.run(held, () => fn(lock));
     } finally {
+      mine.active = false;
       await lock.release();
     }
+  }
+
+  /** Runs `fn` outside every lock the current call chain holds: what it acquires, it acquires as a new owner. */
+  detached<T>(fn: () => T): T {
+    return this.chain.exit(fn);
   }
 
   /** Extends an owner's lease (for HTTP callers; in-process holds have the watchdog). */
@@ -176,7 +196,7 @@ export class LockService implements OnApplicationShutdown {
     return { name, mode: r[0] === 'r' ? 'read' : 'write', holders, ttlMs: Number(r[1]), fencingToken: Number(r[2]) };
   }
 
-  /** Holds still alive in this process (their watchdogs stop at shutdown; the leases then run out on their own). */
+  /** Holds with a watchdog still alive in this process (the watchdogs stop at shutdown; the leases then run out on their own). */
   get liveHolds(): number {
     return this.holds.size;
   }
@@ -216,10 +236,13 @@ export class LockService implements OnApplicationShutdown {
     clearTimeout(timer);
   }
 
-  private hold(name: string, owner: string, mode: LockMode, leaseMs: number, reply: [1, number, number, number], watchdog: boolean): LockHandle {
-    const h = new Hold(this, name, owner, mode, reply[1], reply[2], reply[3], leaseMs, (hold) => this.holds.delete(hold));
-    this.holds.add(h);
-    if (watchdog) h.startWatchdog();
+  private hold(name: string, owner: string, mode: LockMode, leaseMs: number, reply: [1, number, number, number], sentAt: number, watchdog: boolean): LockHandle {
+    const h = new Hold(this, name, owner, mode, reply[1], reply[2], reply[3], leaseMs, sentAt + leaseMs, (hold) => this.holds.delete(hold));
+    // Only holds with a watchdog need stopping at shutdown; the others (HTTP) may be released by name and owner alone.
+    if (watchdog) {
+      this.holds.add(h);
+      h.startWatchdog();
+    }
     return h;
   }
 
@@ -266,6 +289,8 @@ class Hold implements LockHandle {
     public expiresAt: number,
     readonly holdCount: number,
     readonly leaseMs: number,
+    /** When the lease surely ends, on this process's monotonic clock: the request's send time plus the lease. */
+    private localDeadline: number,
     private readonly onEnd: (h: Hold) => void,
   ) {}
 
@@ -305,14 +330,16 @@ class Hold implements LockHandle {
   }
 
   private async renewOnce(): Promise<void> {
+    const sentAt = performance.now();
     try {
       this.expiresAt = await this.service.renewHold(this);
+      this.localDeadline = Math.max(this.localDeadline, sentAt + this.leaseMs);
       if (!this.released) this.schedule(this.leaseMs / 3);
     } catch (err) {
       if (this.released) return;
       if (err instanceof LockLostError) return this.lose('the lease ended before it was renewed');
       // Redis did not answer: keep trying while the lease may still be ours, then give up.
-      const left = this.expiresAt - Date.now();
+      const left = this.localDeadline - performance.now();
       if (left <= 0) return this.lose('Redis could not renew the lease before it ended');
       this.schedule(Math.min(left, Math.max(50, this.leaseMs / 10)));
     }

@@ -4,13 +4,15 @@ import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
 import { ApiError } from '../http/api-error';
 import { ErrorBodyDto } from '../http/error-body.dto';
-import { AcquireLockDto, AcquireResultDto, LockNameParamDto, LockStateDto, ReleaseLockDto, ReleaseResultDto, RenewLockDto, RenewResultDto } from './dto/lock.dto';
+import { AcquireLockDto, AcquireResultDto, HTTP_LOCK_PREFIX, LockNameParamDto, LockStateDto, ReleaseLockDto, ReleaseResultDto, RenewLockDto, RenewResultDto } from './dto/lock.dto';
 import { LockService } from './lock.service';
 
 /**
- * The lock engine for other internal services (service token). Owners are
- * kept per calling service (`svc:<service>:<owner>`), so one service can
- * never renew or release another's hold. HTTP holds have no watchdog: the
+ * The lock engine for other internal services (service token). Their locks
+ * live in a namespace of their own (`ext:<name>`), so they cannot block the
+ * service's order and plan locks. Owners are kept per calling service
+ * (`svc:<service>:<owner>`), so one service can never renew or release
+ * another's hold. HTTP holds have no watchdog: the
  * caller renews before its lease ends.
  */
 @ApiTags('locks (internal services)')
@@ -27,7 +29,7 @@ export class LocksController {
   @ApiOkResponse({ type: AcquireResultDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long' })
   async acquire(@Param() p: LockNameParamDto, @Body() dto: AcquireLockDto, @CurrentCaller() caller: Caller): Promise<AcquireResultDto> {
-    const lock = await this.locks.acquire(p.name, { owner: ownerOf(caller, dto.owner), leaseMs: dto.leaseMs, waitMs: dto.waitMs ?? 0, mode: dto.mode, watchdog: false });
+    const lock = await this.locks.acquire(lockName(p), { owner: ownerOf(caller, dto.owner), leaseMs: dto.leaseMs, waitMs: dto.waitMs ?? 0, mode: dto.mode, watchdog: false });
     return { fencingToken: lock.fencingToken, expiresAt: lock.expiresAt, holdCount: lock.holdCount };
   }
 
@@ -37,7 +39,7 @@ export class LocksController {
   @ApiOkResponse({ type: RenewResultDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_LOST: the owner does not hold the lock (its lease ended)' })
   renew(@Param() p: LockNameParamDto, @Body() dto: RenewLockDto, @CurrentCaller() caller: Caller): Promise<RenewResultDto> {
-    return this.locks.renew(p.name, ownerOf(caller, dto.owner), dto.leaseMs);
+    return this.locks.renew(lockName(p), ownerOf(caller, dto.owner), dto.leaseMs);
   }
 
   @Post(':name/release')
@@ -46,7 +48,7 @@ export class LocksController {
   @ApiOkResponse({ type: ReleaseResultDto })
   @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_LOST: the owner does not hold the lock' })
   release(@Param() p: LockNameParamDto, @Body() dto: ReleaseLockDto, @CurrentCaller() caller: Caller): Promise<ReleaseResultDto> {
-    return this.locks.release(p.name, ownerOf(caller, dto.owner));
+    return this.locks.release(lockName(p), ownerOf(caller, dto.owner));
   }
 
   @Get(':name')
@@ -54,10 +56,11 @@ export class LocksController {
   @ApiOkResponse({ type: LockStateDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Nobody holds the lock' })
   async inspect(@Param() p: LockNameParamDto): Promise<LockStateDto> {
-    const state = await this.locks.inspect(p.name);
+    const state = await this.locks.inspect(lockName(p));
     if (!state) throw new ApiError(404, 'NOT_FOUND', `Nobody holds lock ${p.name}`);
-    return state;
+    return { ...state, name: p.name };
   }
 }
 
 const ownerOf = (caller: Caller, owner: string) => `svc:${caller.id}:${owner}`;
+const lockName = (p: LockNameParamDto) => HTTP_LOCK_PREFIX + p.name;

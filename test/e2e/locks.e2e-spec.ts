@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
+import { LockService } from '../../src/locks/lock.service';
 import { LocksController } from '../../src/locks/locks.controller';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { waitUntil } from '../harness/redis-process';
@@ -50,9 +51,9 @@ describe(`${LocksController.name} over HTTP`, () => {
   let n = 0;
   /** A lock name no other test uses. */
   const fresh = (what: string) => `e2e:${what}:${++n}`;
-  const hashKey = (name: string) => keys.tagged('lock', name).key('h');
+  const hashKey = (name: string) => keys.tagged('lock', `ext:${name}`).key('h');
   /** Every key stored under the lock's hash tag (hash and fencing counter). */
-  const storedKeys = (name: string) => raw.keys(`${keys.prefix}:lock:{${name}}:*`);
+  const storedKeys = (name: string) => raw.keys(`${keys.prefix}:lock:{ext:${name}}:*`);
 
   const http = () => request(t.server);
   const acquire = (name: string, body: object, auth: Record<string, string> = BILLING) => http().post(`/locks/${name}/acquire`).set(auth).send(body);
@@ -79,6 +80,15 @@ describe(`${LocksController.name} over HTTP`, () => {
     raw?.disconnect();
     await t?.close();
     await redis?.destroy();
+  });
+
+  it('keeps HTTP locks apart from the service\'s own: a caller holding "plan:…" does not block the payment-plan lock', async () => {
+    const name = `plan:${fresh('ns')}`;
+    await hold(name, { owner: 'squatter', leaseMs: 60_000 });
+    const internal = await t.app.get(LockService).acquire(name, { waitMs: 0, leaseMs: 1_000 });
+    expect(internal.holdCount).toBe(1);
+    await internal.release();
+    expect((await release(name, { owner: 'squatter' })).body).toEqual({ holdCount: 0 });
   });
 
   describe('acquire', () => {
@@ -367,11 +377,11 @@ describe(`${LocksController.name} over HTTP`, () => {
   });
 
   describe('validation', () => {
-    const longName = 'n'.repeat(129);
+    const longName = 'n'.repeat(125);
     const ok = { owner: 'op-1', leaseMs: 5_000 };
     it.each<[string, 'acquire' | 'renew' | 'release', string, Record<string, unknown>, string]>([
       ['a name with a space', 'acquire', 'has%20space', ok, 'name'],
-      ['a name of 129 characters', 'acquire', longName, ok, 'name'],
+      ['a name of 125 characters', 'acquire', longName, ok, 'name'],
       ['a name with a brace (a hash tag of its own)', 'acquire', 'a%7Bb%7D', ok, 'name'],
       ['a bad name on renew', 'renew', 'has%20space', ok, 'name'],
       ['a bad name on release', 'release', longName, { owner: 'op-1' }, 'name'],
@@ -421,8 +431,8 @@ describe(`${LocksController.name} over HTTP`, () => {
       expect((await release(name, { owner })).body).toEqual({ holdCount: 0 });
     });
 
-    it('accepts a name of 128 characters, the documented maximum', async () => {
-      const name = 'n'.repeat(128);
+    it('accepts a name of 124 characters, the documented maximum', async () => {
+      const name = 'n'.repeat(124);
       const res = await acquire(name, { owner: 'op-1', leaseMs: 5_000 });
       expect({ status: res.status, error: res.body.error }).toEqual({ status: 200, error: undefined });
       expect((await inspect(name)).body).toMatchObject({ name, holders: [expect.objectContaining({ count: 1 })] });

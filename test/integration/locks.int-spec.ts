@@ -85,6 +85,52 @@ describe(`${LockService.name} on two instances`, () => {
     });
   });
 
+  it('keeps the outer hold when a nested hold with a shorter lease runs its own watchdog', async () => {
+    const name = fresh();
+    await locks[0].withLock(name, { leaseMs: 3_000 }, async (outer) => {
+      // The nested hold's watchdog renews every 100 ms; the outer one's only every second.
+      await locks[0].withLock(name, { leaseMs: 300 }, () => sleep(450));
+      await sleep(900);
+      expect(outer.signal.aborted).toBe(false);
+      await expect(locks[1].acquire(name, { waitMs: 0, watchdog: false })).rejects.toBeInstanceOf(LockContendedError);
+    });
+  });
+
+  it('does not let work started inside withLock re-enter with its owner once the hold is released', async () => {
+    const name = fresh();
+    let late!: Promise<LockHandle>;
+    let outerOwner = '';
+    await locks[0].withLock(name, { leaseMs: 5_000 }, async (lock) => {
+      outerOwner = lock.owner;
+      late = sleep(100).then(() => locks[0].acquire(name, { leaseMs: 5_000, waitMs: 0 }));
+    });
+    const h = await late;
+    expect(h.owner).not.toBe(outerOwner);
+    expect(h.holdCount).toBe(1);
+    await h.release();
+  });
+
+  it('runs detached() work as a separate owner even while the hold lives', async () => {
+    const name = fresh();
+    await locks[0].withLock(name, { leaseMs: 5_000 }, async () => {
+      await expect(locks[0].detached(() => locks[0].acquire(name, { waitMs: 0 }))).rejects.toBeInstanceOf(LockContendedError);
+      // Without detached(), the same call chain re-enters.
+      const inner = await locks[0].acquire(name, { waitMs: 0 });
+      expect(inner.holdCount).toBe(2);
+      await inner.release();
+    });
+  });
+
+  it('keeps no memory of holds taken and released the way the HTTP controller does', async () => {
+    const before = locks[0].liveHolds;
+    for (let i = 0; i < 20; i++) {
+      const name = fresh();
+      await locks[0].acquire(name, { owner: `svc:test:job-${i}`, leaseMs: 5_000, watchdog: false });
+      await locks[0].release(name, `svc:test:job-${i}`);
+    }
+    expect(locks[0].liveHolds).toBe(before);
+  });
+
   it('does not let a different async chain in the same process re-enter', async () => {
     const name = fresh();
     let release!: () => void;

@@ -1,16 +1,20 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { LOCK_NAME_RE, MAX_LEASE_MS } from '../lock.service';
+import { MAX_LEASE_MS } from '../lock.service';
 
 /** The longest an HTTP acquire waits (the request stays open that long). */
 export const HTTP_MAX_WAIT_MS = 30_000;
 const OWNER_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 
+/** HTTP locks live apart from the service's own (`ext:<name>`), so a caller cannot block an order or a plan. */
+export const HTTP_LOCK_PREFIX = 'ext:';
+const HTTP_NAME_RE = /^[A-Za-z0-9_.:-]{1,124}$/;
+
 export class LockNameParamDto {
-  @ApiProperty({ description: 'The lock (1-128 characters of A-Z a-z 0-9 _ . : -)', example: 'inventory:sku-42' })
+  @ApiProperty({ description: "The lock (1-124 characters of A-Z a-z 0-9 _ . : -), in the HTTP callers' own namespace", example: 'inventory:sku-42' })
   @IsString()
-  @MaxLength(128)
-  @Matches(LOCK_NAME_RE, { message: 'name must be 1-128 characters of A-Z a-z 0-9 _ . : -' })
+  @MaxLength(124)
+  @Matches(HTTP_NAME_RE, { message: 'name must be 1-124 characters of A-Z a-z 0-9 _ . : -' })
   name!: string;
 }
 
@@ -47,7 +51,7 @@ export class AcquireLockDto extends LockOwnerDto {
 }
 
 export class RenewLockDto extends LockOwnerDto {
-  @ApiProperty({ description: 'New lease from now, ms', minimum: 100, maximum: MAX_LEASE_MS, example: 10_000 })
+  @ApiProperty({ description: 'Lease from now, ms (a renew never shortens the current lease)', minimum: 100, maximum: MAX_LEASE_MS, example: 10_000 })
   @IsInt()
   @Min(100)
   @Max(MAX_LEASE_MS)
