@@ -42,7 +42,7 @@ export class MerchantOrdersController {
   @ApiOperation({ summary: 'Close an unpaid order (a closed one is returned as it is)' })
   @ApiOkResponse({ type: OrderDto })
   @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such order for this merchant' })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'ORDER_PAID, ORDER_PAYING (a payment is under way), LOCK_CONTENDED, ORDER_CHANGED' })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'ORDER_PAID, ORDER_PAYING (a payment is under way), LOCK_CONTENDED, ORDER_CHANGED, STALE_LOCK_HOLDER' })
   close(@CurrentCaller() caller: Caller, @Param() p: MerchantOrderNoParamDto): Promise<OrderDto> {
     return this.orders.close(caller.id, p.merchantOrderNo);
   }

@@ -6,11 +6,19 @@ import type { OrdersMetrics } from './orders.metrics';
 
 type Entry = [id: string, fields: string[] | null];
 
+/** Dead events kept per shard (approximately): the newest ones. */
+export const DEAD_EVENTS_MAXLEN = 10_000;
+
 /**
  * One consumer of one group over every shard stream. Each round it takes over
  * entries left pending too long (XAUTOCLAIM: a dead consumer's, or ones whose
- * handler failed), reads new ones (XREADGROUP), hands them to the handler one
- * at a time per shard and XACKs each after the handler returns: at-least-once.
+ * handler failed; the scan follows its cursor over the pending list, so a few
+ * failing entries cannot hide the ones behind them), reads new ones
+ * (XREADGROUP), hands them to the handler one at a time per shard and XACKs
+ * each after the handler returns: at-least-once. An event whose handler failed
+ * on its `maxDeliveries`th delivery is given up: acked and recorded on
+ * `<stream>:dead`. A round waits for every shard's round, so a shard never has
+ * two rounds at once and stop() returns only after all of them.
  */
 export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
   private readonly logger = new Logger(OrderEventConsumer.name);
@@ -18,6 +26,8 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
   private running?: Promise<void>;
   private wake?: () => void;
   private lastClaim = 0;
+  /** Where each shard's XAUTOCLAIM scan carries on ('0-0': from the start). */
+  private readonly claimCursor = new Map<string, string>();
 
   constructor(
     readonly group: string,
@@ -45,8 +55,12 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
       try {
         const claim = Date.now() - this.lastClaim >= this.options.claimIdleMs / 2;
         if (claim) this.lastClaim = Date.now();
-        const counts = await Promise.all(this.streams.map((s) => this.round(s, claim)));
-        handled = counts.reduce((a, b) => a + b, 0);
+        // allSettled, not all: a shard whose round failed must not start the next rounds while others still run.
+        const rounds = await Promise.allSettled(this.streams.map((s) => this.round(s, claim)));
+        for (const [i, r] of rounds.entries()) {
+          if (r.status === 'fulfilled') handled += r.value;
+          else this.logger.warn({ group: this.group, stream: this.streams[i], err: (r.reason as Error).message }, 'reading order events failed; trying again');
+        }
       } catch (err) {
         this.logger.warn({ group: this.group, err: (err as Error).message }, 'reading order events failed; trying again');
       }
@@ -58,7 +72,9 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
     const { batchSize, claimIdleMs } = this.options;
     const entries: Entry[] = [];
     if (claim) {
-      const r = (await this.redis.command((c) => c.xautoclaim(stream, this.group, this.consumer, claimIdleMs, '0-0', 'COUNT', batchSize))) as [string, Entry[]];
+      const cursor = this.claimCursor.get(stream) ?? '0-0';
+      const r = (await this.redis.command((c) => c.xautoclaim(stream, this.group, this.consumer, claimIdleMs, cursor, 'COUNT', batchSize))) as [string, Entry[]];
+      this.claimCursor.set(stream, r[0]);
       entries.push(...r[1].filter(Boolean));
     }
     const fresh = (await this.redis.command((c) => c.xreadgroup('GROUP', this.group, this.consumer, 'COUNT', batchSize, 'STREAMS', stream, '>'))) as Array<[string, Entry[]]> | null;
@@ -71,12 +87,27 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
         await this.redis.command((c) => c.xack(stream, this.group, id));
         this.metrics.eventsHandled.inc({ group: this.group, outcome: 'acked' });
       } catch (err) {
-        // Left pending: taken over again after claimIdleMs.
-        this.metrics.eventsHandled.inc({ group: this.group, outcome: 'failed' });
-        this.logger.warn({ group: this.group, stream, id, err: (err as Error).message }, 'order event handler failed; the event stays pending');
+        await this.failed(stream, id, fields, err as Error).catch((e: Error) => this.logger.warn({ group: this.group, stream, id, err: e.message }, 'could not record a failed order event'));
       }
     }
     return entries.length;
+  }
+
+  /** A handler failed: the event stays pending (taken over again after claimIdleMs) unless that was its last delivery. */
+  private async failed(stream: string, id: string, fields: string[] | null, err: Error): Promise<void> {
+    this.metrics.eventsHandled.inc({ group: this.group, outcome: 'failed' });
+    const pending = (await this.redis.command((c) => c.xpending(stream, this.group, id, id, 1))) as Array<[string, string, number, number]>;
+    const deliveries = Number(pending[0]?.[3] ?? 0);
+    if (deliveries < this.options.maxDeliveries) {
+      this.logger.warn({ group: this.group, stream, id, deliveries, err: err.message }, 'order event handler failed; the event stays pending');
+      return;
+    }
+    await this.redis.command((c) =>
+      c.xadd(`${stream}:dead`, 'MAXLEN', '~', DEAD_EVENTS_MAXLEN, '*', 'group', this.group, 'consumer', this.consumer, 'eventId', id, 'deliveries', deliveries, 'error', err.message.slice(0, 500), ...(fields ?? [])),
+    );
+    await this.redis.command((c) => c.xack(stream, this.group, id));
+    this.metrics.eventsHandled.inc({ group: this.group, outcome: 'dead' });
+    this.logger.error({ group: this.group, stream, id, deliveries, err: err.message }, `order event given up after ${deliveries} deliveries; recorded on ${stream}:dead`);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -34,6 +34,11 @@ export interface ConsumeOptions {
   pollMs?: number;
   /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
   claimIdleMs?: number;
+  /**
+   * Deliveries of one event before it is given up: acked, recorded on the shard's dead-events stream
+   * (`<stream>:dead`, capped) with the group, the error and the event, counted as `dead` and logged. Default 20.
+   */
+  maxDeliveries?: number;
   /** Where a new group starts: `beginning` (every retained event, default) or `now`. An existing group keeps its position. */
   startFrom?: 'beginning' | 'now';
 }

@@ -57,7 +57,7 @@ export class OrderEventsService {
       consumer,
       streams,
       handler,
-      { batchSize: options.batchSize ?? 50, pollMs: options.pollMs ?? 200, claimIdleMs: options.claimIdleMs ?? 30_000 },
+      { batchSize: options.batchSize ?? 50, pollMs: options.pollMs ?? 200, claimIdleMs: options.claimIdleMs ?? 30_000, maxDeliveries: options.maxDeliveries ?? 20 },
       this.redis,
       this.metrics,
     );

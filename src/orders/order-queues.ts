@@ -2,8 +2,14 @@
 export const EXPIRY_QUEUE = 'order-expiry';
 /** Instructions with an unknown outcome, queried until the channel answers; id `<planId>:<index>`. */
 export const QUERY_QUEUE = 'payment-queries';
-/** Reversals the channel did not confirm at once, retried; id `<planId>:<index>`. */
+/** Reversals owed by failed plans, queued before the plan is written FAILED and retried until confirmed; id `<planId>:<index>`. */
 export const REVERSAL_QUEUE = 'payment-reversals';
+/** One entry per PAYING plan, armed before every write that leaves it PAYING: resumes a run that died; id `<planId>`. */
+export const RESUME_QUEUE = 'payment-resumes';
+
+export interface PlanRef {
+  planId: string;
+}
 
 export interface LegRef {
   planId: string;

@@ -6,7 +6,7 @@ import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
 import { ChannelGateway } from './channels/channel-gateway';
 import { expectWritten, orderConflict, planNotFound } from './order-errors';
-import { EXPIRY_QUEUE, LegRef, legId, QUERY_QUEUE, REVERSAL_QUEUE } from './order-queues';
+import { EXPIRY_QUEUE, LegRef, legId, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
 import type { Instruction, OrderEventType, OrderRecord, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
 import { FieldUpdates, OrdersStore } from './orders.store';
@@ -32,6 +32,15 @@ const FOLLOW_UP_MAX_BACKOFF_MS = 10 * 60_000;
  * unknown parks the instruction on a de-duplicated query queue whose handler
  * carries on or fails the plan once the channel knows. Everything that writes
  * a plan holds the plan lock, and every write carries its fencing token.
+ *
+ * Recovery: whatever a run owes is queued before the write that makes it owed.
+ * The plan's resume entry is armed before every write that leaves the plan
+ * PAYING with a leg to run (start, each SENT), the reversals and the order's
+ * expiry before the FAILED write. A delay-queue entry is acked only when its
+ * handler returns, and a handler returns only once the plan has left PAYING or
+ * after queueing the query that will carry it on; so while a plan is PAYING
+ * some entry of it is always queued (or dead-lettered for ops), and every
+ * handler carries a PAYING plan on from wherever it stopped.
  */
 @Injectable()
 export class PaymentRunner implements OnApplicationBootstrap {
@@ -50,6 +59,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
     const options = { concurrency: 20, maxAttempts: FOLLOW_UP_ATTEMPTS, backoff: { initialMs: this.config.orders.queryDelayMs, maxMs: FOLLOW_UP_MAX_BACKOFF_MS } };
     await this.queue.process<LegRef>(QUERY_QUEUE, (d) => this.resolveQuery(d.payload), options);
     await this.queue.process<LegRef>(REVERSAL_QUEUE, (d) => this.retryReversal(d.payload), options);
+    await this.queue.process<PlanRef>(RESUME_QUEUE, (d) => this.resume(d.payload), options);
   }
 
   /**
@@ -65,6 +75,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
       const run: Run = { order: s.order, plan: s.plan, lock };
       const { status } = s.plan;
       if (status === 'PAID' || status === 'FAILED') {
+        if (status === 'FAILED') await this.requeueReversals(run);
         this.metrics.pays.inc({ outcome: 'done' });
         return s.plan;
       }
@@ -81,6 +92,8 @@ export class PaymentRunner implements OnApplicationBootstrap {
     if (o.status === 'CLOSED') throw orderConflict('ORDER_CLOSED', 'The order is closed');
     if (o.activePlan !== run.plan.planId || o.status !== 'CREATED') throw orderConflict('PLAN_NOT_PAYABLE', 'This is not the order’s current plan');
     if (now >= o.expiresAt) throw orderConflict('ORDER_EXPIRED', 'The order has expired');
+    // Should this run stop anywhere from here on, the resume entry carries the PAYING plan on.
+    await this.armResume(run.plan.planId);
     await this.commit(run, { order: { status: 'PAYING' }, plan: { status: 'PAYING' }, deadline: o.expiresAt });
   }
 
@@ -96,8 +109,8 @@ export class PaymentRunner implements OnApplicationBootstrap {
         outcome = await this.channels.query(ins.method, legId(planId, i));
       } else {
         if (run.lock.signal.aborted) throw run.lock.signal.reason ?? new LockLostError(run.lock.name, run.lock.owner);
-        // Should this process die during the call, the query queue finds the instruction SENT once the lock's lease is over.
-        await this.queue.schedule(QUERY_QUEUE, legId(planId, i), { delayMs: this.recoveryDelayMs() }, { planId, index: i });
+        // Should this run stop during the call or after it, the resume entry finds the plan once the lock's lease is over.
+        await this.armResume(planId);
         await this.commitLeg(run, i, { status: 'SENT' });
         outcome = await this.channels.pay(ins.method, legId(planId, i), ins.amount);
       }
@@ -105,11 +118,8 @@ export class PaymentRunner implements OnApplicationBootstrap {
         await this.commitLeg(run, i, { status: 'UNKNOWN' });
         return this.awaitQuery(run, i, 'replace');
       }
-      if (outcome === 'failure') await this.fail(run, i, `${ins.method} declined the payment`);
-      else await this.commitLeg(run, i, { status: 'SUCCEEDED' });
-      // Left behind, the recovery entry would only find the instruction settled and do nothing.
-      await this.queue.cancel(QUERY_QUEUE, legId(planId, i)).catch(() => undefined);
-      if (outcome === 'failure') return run.plan;
+      if (outcome === 'failure') return this.fail(run, i, `${ins.method} declined the payment`);
+      await this.commitLeg(run, i, { status: 'SUCCEEDED' });
     }
     await this.commit(run, {
       order: { status: 'PAID', paidAt: '$now', paidPlan: planId, activePlan: '' },
@@ -118,35 +128,69 @@ export class PaymentRunner implements OnApplicationBootstrap {
     });
     this.metrics.pays.inc({ outcome: 'paid' });
     this.metrics.ordersPaid.inc();
+    await this.disarmResume(planId);
     await this.queue.cancel(EXPIRY_QUEUE, run.order.orderId).catch((err: Error) => this.logger.warn({ planId, err: err.message }, 'could not cancel the expiry'));
     return run.plan;
   }
 
-  /** The plan fails at instruction `index`: the order is payable again, and what was paid is given back. */
+  /**
+   * The plan fails at instruction `index`: the order is payable again, and what was paid is given back.
+   * Every reversal is queued (and the order's expiry re-armed) before the FAILED write, so neither a death
+   * nor a Redis error after it can lose one; the reversals are then tried at once.
+   */
   private async fail(run: Run, index: number, reason: string): Promise<PlanRecord> {
+    const { planId } = run.plan;
+    const { orderId, expiresAt } = run.order;
     const instructions = run.plan.instructions.map((ins, j): Instruction => {
       if (j === index) return { ...ins, status: 'FAILED' };
       if (ins.status === 'SUCCEEDED') return { ...ins, reversal: 'PENDING' };
       return j > index ? { ...ins, status: 'SKIPPED' } : ins;
     });
+    const owed = [...instructions.keys()].filter((j) => instructions[j].reversal === 'PENDING');
+    for (const j of owed) await this.queue.schedule(REVERSAL_QUEUE, legId(planId, j), { delayMs: this.recoveryDelayMs() }, { planId, index: j }, { ifExists: 'keep' });
+    // The expiry may have given up (dead-lettered) while the plan was PAYING: an order payable again past its
+    // expiresAt must still close. Replacing the entry also restarts its attempts; due in the past means now.
+    await this.queue.schedule(EXPIRY_QUEUE, orderId, { dueAt: expiresAt }, { orderId });
     await this.commit(run, { order: { status: 'CREATED', activePlan: '' }, plan: { status: 'FAILED', failureReason: reason, instructions } });
     this.metrics.pays.inc({ outcome: 'failed' });
-    for (const [j, ins] of instructions.entries()) {
-      if (ins.reversal === 'PENDING') await this.reverse(run, j);
-    }
+    await this.disarmResume(planId);
+    for (const j of owed) await this.reverse(run, j);
     return run.plan;
   }
 
+  /** One reversal tried inline; its queued entry is cancelled once confirmed, or brought forward to retry soon. */
   private async reverse(run: Run, index: number): Promise<void> {
     const ins = run.plan.instructions[index];
-    const outcome = await this.channels.reverse(ins.method, legId(run.plan.planId, index), ins.amount);
+    const id = legId(run.plan.planId, index);
+    const outcome = await this.channels.reverse(ins.method, id, ins.amount);
     if (outcome === 'success') {
       await this.commitLeg(run, index, { reversal: 'REVERSED' });
       this.metrics.reversals.inc({ outcome: 'reversed' });
+      // Left behind, the entry would only find the reversal done.
+      await this.queue.cancel(REVERSAL_QUEUE, id).catch(() => undefined);
       return;
     }
     this.metrics.reversals.inc({ outcome: 'retry' });
-    await this.queue.schedule(REVERSAL_QUEUE, legId(run.plan.planId, index), { delayMs: this.config.orders.queryDelayMs }, { planId: run.plan.planId, index }, { ifExists: 'keep' });
+    await this.queue.reschedule(REVERSAL_QUEUE, id, { delayMs: this.config.orders.queryDelayMs }).catch(() => undefined);
+  }
+
+  /** Queues (if not queued) every reversal a FAILED plan still owes: a lost or cancelled entry is recreated by the next look at the plan. */
+  private async requeueReversals(run: Run): Promise<void> {
+    const { planId } = run.plan;
+    for (const [index, ins] of run.plan.instructions.entries()) {
+      if (ins.reversal !== 'PENDING') continue;
+      await this.queue.schedule(REVERSAL_QUEUE, legId(planId, index), { delayMs: this.config.orders.queryDelayMs }, { planId, index }, { ifExists: 'keep' });
+    }
+  }
+
+  /** (Re)arms the plan's resume entry one lock lease (plus the query delay) from now: it fires only if this run stops. */
+  private async armResume(planId: string): Promise<void> {
+    await this.queue.schedule(RESUME_QUEUE, planId, { delayMs: this.recoveryDelayMs() }, { planId });
+  }
+
+  /** The plan has left PAYING. Left behind, the entry would only find the plan finished. */
+  private async disarmResume(planId: string): Promise<void> {
+    await this.queue.cancel(RESUME_QUEUE, planId).catch((err: Error) => this.logger.warn({ planId, err: err.message }, 'could not cancel the resume entry'));
   }
 
   /** Parks instruction `index` on the query queue: `replace` brings a recovery entry forward, `keep` leaves a queued query as it is. */
@@ -157,11 +201,20 @@ export class PaymentRunner implements OnApplicationBootstrap {
     return run.plan;
   }
 
-  /** The query queue's handler: asks the channel, then carries on or fails the plan. Still unknown: throws, so it is retried with backoff. */
+  /**
+   * The query queue's handler: asks the channel, then carries on or fails the plan. Still unknown: throws, so it
+   * is retried with backoff. Already settled (an earlier delivery stopped after settling it): carries the plan on.
+   */
   private async resolveQuery({ planId, index }: LegRef): Promise<void> {
     await this.underPlanLock(planId, async (run) => {
       const ins = run.plan.instructions[index];
-      if (run.plan.status !== 'PAYING' || !ins || (ins.status !== 'UNKNOWN' && ins.status !== 'SENT')) return;
+      if (!ins) return;
+      if (run.plan.status === 'FAILED') return this.requeueReversals(run);
+      if (run.plan.status !== 'PAYING') return;
+      if (ins.status !== 'UNKNOWN' && ins.status !== 'SENT') {
+        await this.proceed(run);
+        return;
+      }
       const outcome = await this.channels.query(ins.method, legId(planId, index));
       this.metrics.queries.inc({ outcome });
       if (outcome === 'unknown') throw new Error(`${ins.method} still reports ${legId(planId, index)} as unknown`);
@@ -171,6 +224,14 @@ export class PaymentRunner implements OnApplicationBootstrap {
       }
       await this.commitLeg(run, index, { status: 'SUCCEEDED' });
       await this.proceed(run);
+    });
+  }
+
+  /** The resume queue's handler: carries a PAYING plan on from where its run stopped (a FAILED one: its reversals). */
+  private async resume({ planId }: PlanRef): Promise<void> {
+    await this.underPlanLock(planId, async (run) => {
+      if (run.plan.status === 'FAILED') return this.requeueReversals(run);
+      if (run.plan.status === 'PAYING') await this.proceed(run);
     });
   }
 
@@ -189,7 +250,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
     });
   }
 
-  /** A SENT instruction is queried once the lease of a holder that died mid-call has run out. */
+  /** A run's resume entry fires once the lease of a holder that died (mid-call or between calls) has run out. */
   private recoveryDelayMs(): number {
     return this.locks.policy('payment-plan').leaseMs + this.config.orders.queryDelayMs;
   }

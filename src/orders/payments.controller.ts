@@ -41,7 +41,7 @@ export class PaymentsController {
   @ApiOperation({ summary: 'Create the order’s payment plan under the order lock (the same instructions again return it)' })
   @ApiCreatedResponse({ type: PlanDto, description: 'New plan (a PENDING plan with other instructions is superseded)' })
   @ApiOkResponse({ type: PlanDto, description: 'The order’s PENDING plan with these instructions' })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'ORDER_PAID, ORDER_CLOSED, ORDER_PAYING, ORDER_EXPIRED, LOCK_CONTENDED (another request holds the order), ORDER_CHANGED' })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'ORDER_PAID, ORDER_CLOSED, ORDER_PAYING, ORDER_EXPIRED, LOCK_CONTENDED (another request holds the order), ORDER_CHANGED, STALE_LOCK_HOLDER' })
   async createPlan(@CurrentCaller() caller: Caller, @Param() p: OrderIdParamDto, @Body() dto: CreatePlanDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
     const { plan, created } = await this.plans.create(caller.id, p.orderId, dto.instructions);
     void reply.status(created ? 201 : 200);
@@ -59,7 +59,7 @@ export class PaymentsController {
   @ApiOperation({ summary: 'Run the plan’s instructions in order, under the plan lock' })
   @ApiOkResponse({ type: PlanDto, description: 'Finished: PAID, or FAILED (what was paid is reversed; the order is payable with a new plan)' })
   @ApiAcceptedResponse({ type: PlanDto, description: 'PAYING: a channel gave an unknown outcome; it is queried in the background' })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_CONTENDED (another pay of this plan is running), PLAN_NOT_PAYABLE, ORDER_CLOSED, ORDER_PAID, ORDER_EXPIRED' })
+  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_CONTENDED (another pay of this plan is running), PLAN_NOT_PAYABLE, ORDER_CLOSED, ORDER_PAID, ORDER_EXPIRED; ORDER_CHANGED, STALE_LOCK_HOLDER, LOCK_LOST (this request lost its lock or raced another writer: read the plan again and retry)' })
   async pay(@CurrentCaller() caller: Caller, @Param() p: PlanIdParamDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
     const plan = await this.runner.pay(caller.id, p.planId);
     void reply.status(plan.status === 'PAYING' ? 202 : 200);

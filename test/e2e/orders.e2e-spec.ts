@@ -232,6 +232,9 @@ describe('orders and payments over HTTP', () => {
         for (const code of codes) expect({ path, code, has: !!op.responses[code] }).toEqual({ path, code, has: true });
       }
       expect(JSON.stringify(paths['/orders/{orderId}/payment-plans'].post.requestBody)).toContain('CreatePlanDto');
+      // Every 409 a pay can answer is listed, including the ones of a request that lost its lock or raced a writer.
+      const payConflicts = paths['/payment-plans/{planId}/pay'].post.responses['409'].description as string;
+      for (const code of ['LOCK_CONTENDED', 'PLAN_NOT_PAYABLE', 'ORDER_CLOSED', 'ORDER_PAID', 'ORDER_EXPIRED', 'ORDER_CHANGED', 'STALE_LOCK_HOLDER', 'LOCK_LOST']) expect({ code, listed: payConflicts.includes(code) }).toEqual({ code, listed: true });
     });
 
     it('counts orders, plans, pays by outcome and channel calls', async () => {

@@ -9,6 +9,7 @@ import type { OrderEvent } from '../../src/orders/order-event';
 import { OrderEventsService } from '../../src/orders/order-events.service';
 import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
 import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
+import { OrdersMetrics } from '../../src/orders/orders.metrics';
 import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore } from '../../src/orders/orders.store';
 import { PaymentPlansService } from '../../src/orders/payment-plans.service';
@@ -29,6 +30,7 @@ import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 const MERCHANT = CREDS.merchantId;
 const QUERY_DELAY_MS = 50;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The error a call rejected with, or a failure when it resolved. */
 async function rejection(p: Promise<unknown>): Promise<ApiError> {
@@ -57,6 +59,10 @@ describe(OrdersService.name, () => {
   const createOrder = (no: string, extra: Partial<CreateOrderDto> = {}) => orders.create(MERCHANT, { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
   const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
   const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
+  /** The channels' ledger entries of a plan's instructions (balance 2800 + quickpay 10000 unless told). */
+  const ledger = (planId: string, methods: PaymentMethod[] = ['balance', 'quickpay']) => methods.map((m, i) => channels.channel(m).ledger(`${planId}:${i}`));
+  /** Money the channels hold for a plan: charged and not given back. */
+  const net = (planId: string, methods?: PaymentMethod[]) => ledger(planId, methods).reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
   /** Every event of the order in its shard stream, oldest first. */
   const eventsOf = async (orderId: string) => {
     const entries = await raw.xrange(orderKeys(keyBuilder, orderId)[2], '-', '+');
@@ -215,6 +221,11 @@ describe(OrdersService.name, () => {
       expect(paid.length + refused.length).toBe(10);
       expect(new Set(refused)).toEqual(new Set(['LOCK_CONTENDED']));
       expect([channelCalls('balance').pay - before[0], channelCalls('quickpay').pay - before[1]]).toEqual([1, 1]);
+      expect(ledger(a.planId).map((e) => [e?.state, e?.payCalls, e?.refunds])).toEqual([
+        ['paid', 1, 0],
+        ['paid', 1, 0],
+      ]);
+      expect(net(a.planId)).toBe(12800);
       expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'PAID', paidPlanId: a.planId });
       expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
       // Paying a paid plan again runs nothing.
@@ -233,6 +244,11 @@ describe(OrdersService.name, () => {
         ['quickpay', 'FAILED', undefined],
       ]);
       expect(channelCalls('balance').reverse - reversesBefore).toBe(1);
+      expect(ledger(a.planId).map((e) => [e?.state, e?.refunds])).toEqual([
+        ['paid', 1],
+        ['declined', 0],
+      ]);
+      expect(net(a.planId)).toBe(0);
       const order = await orders.checkout('acc-fail', a.orderId);
       expect([order.status, order.activePlanId]).toEqual(['CREATED', undefined]);
 
@@ -261,6 +277,8 @@ describe(OrdersService.name, () => {
       configure('balance', { reverse: 'success' });
       await waitUntil('the reversal confirmed', async () => (await plans.get('acc-rev', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       expect(channelCalls('ebanking').pay).toBe(ebankingPays);
+      expect(ledger(a.planId, ['balance', 'points', 'ebanking']).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
+      expect(net(a.planId, ['balance', 'points', 'ebanking'])).toBe(0);
     });
 
     it.each([
@@ -282,6 +300,9 @@ describe(OrdersService.name, () => {
       const order = await orders.get(MERCHANT, a.merchantOrderNo);
       expect(order.status).toBe(planStatus === 'PAID' ? 'PAID' : 'CREATED');
       if (planStatus === 'FAILED') expect((await plans.get('acc-unknown', a.planId)).instructions[0].reversal).toBe('REVERSED');
+      // Once the channel answered, what it holds is what the plan says: everything, or nothing.
+      expect(net(a.planId)).toBe(planStatus === 'PAID' ? 12800 : 0);
+      expect(ledger(a.planId).map((e) => e?.payCalls)).toEqual([1, 1]);
     });
 
     it('a query that stays unknown is retried with backoff until the channel knows', async () => {
@@ -403,6 +424,81 @@ describe(OrdersService.name, () => {
       await heir.stop();
       expect(stream).toMatch(/:events$/);
       expect((await raw.xpending(secondStream, 'it-group-2'))[0]).toBe(0);
+    });
+
+    it('a shard whose reads fail does not let the next round start on another shard while its handler runs; stop() waits for it', async () => {
+      const events = t.app.get(OrderEventsService);
+      const [broken, busy] = events.streams();
+      let running = 0;
+      let overlapped = false;
+      const handled: string[] = [];
+      const consumer = await events.consume(
+        'it-group-3',
+        async (e) => {
+          if (e.stream !== busy) return;
+          if (++running > 1) overlapped = true;
+          await sleep(300);
+          running--;
+          handled.push(e.id);
+        },
+        { consumer: 'c3', pollMs: 20, startFrom: 'now' },
+      );
+      // Every read of the first shard fails from now on (its group is gone): its round rejects at once.
+      await raw.xgroup('DESTROY', broken, 'it-group-3');
+      const first = await raw.xadd(busy, '*', 'type', 'order.created', 'orderId', 'ord_first');
+      await waitUntil('the first handler running', async () => running === 1, 5000);
+      await raw.xadd(busy, '*', 'type', 'order.created', 'orderId', 'ord_second');
+      await sleep(150);
+      await consumer.stop();
+      expect({ overlapped, runningAfterStop: running, handled }).toEqual({ overlapped: false, runningAfterStop: 0, handled: [first] });
+    });
+
+    it('failing events do not hide the pending ones behind them: the takeover follows its cursor', async () => {
+      const events = t.app.get(OrderEventsService);
+      const stream = events.streams()[2];
+      const attempts = new Map<string, number>();
+      let delivered = false;
+      const consumer = await events.consume(
+        'it-group-4',
+        async (e) => {
+          if (e.stream !== stream) return;
+          const n = (attempts.get(e.id) ?? 0) + 1;
+          attempts.set(e.id, n);
+          if (e.orderId !== 'ord_good' || n === 1) throw new Error('handler failed');
+          delivered = true;
+        },
+        { consumer: 'c4', pollMs: 10, claimIdleMs: 100, batchSize: 1, maxDeliveries: 1000, startFrom: 'now' },
+      );
+      // Four events that always fail, then one that fails once: with a takeover of one entry per round always
+      // starting over, the failing ones (idle long enough again by turns, ahead of it) would be all it ever takes.
+      for (const o of ['ord_bad1', 'ord_bad2', 'ord_bad3', 'ord_bad4', 'ord_good']) await raw.xadd(stream, '*', 'type', 'order.created', 'orderId', o);
+      await waitUntil('the good event handled', async () => delivered || `${JSON.stringify([...attempts.values()])}`, 5000);
+      await consumer.stop();
+    });
+
+    it('an event whose handler keeps failing is given up after maxDeliveries: acked, counted, and kept on the dead stream', async () => {
+      const events = t.app.get(OrderEventsService);
+      const metrics = t.app.get(OrdersMetrics);
+      const deadCount = async () => (await metrics.eventsHandled.get()).values.find((v) => v.labels.group === 'it-group-5' && v.labels.outcome === 'dead')?.value ?? 0;
+      const stream = events.streams()[3];
+      let calls = 0;
+      const consumer = await events.consume(
+        'it-group-5',
+        async (e) => {
+          if (e.stream !== stream) return;
+          calls++;
+          throw new Error('poison');
+        },
+        { consumer: 'c5', pollMs: 10, claimIdleMs: 100, maxDeliveries: 3, startFrom: 'now' },
+      );
+      const id = await raw.xadd(stream, '*', 'type', 'order.paid', 'orderId', 'ord_poison');
+      await waitUntil('the event given up', async () => calls > 0 && (await raw.xpending(stream, 'it-group-5'))[0] === 0, 5000);
+      await sleep(400);
+      await consumer.stop();
+      expect(calls).toBe(3);
+      expect(await deadCount()).toBe(1);
+      const dead = (await raw.xrange(`${stream}:dead`, '-', '+')).map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])));
+      expect(dead.filter((d) => d.group === 'it-group-5')).toEqual([expect.objectContaining({ eventId: id, deliveries: '3', error: 'poison', type: 'order.paid', orderId: 'ord_poison' })]);
     });
   });
 });

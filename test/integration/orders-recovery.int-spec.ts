@@ -1,0 +1,239 @@
+import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
+import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
+import type { ChannelSettings } from '../../src/orders/channels/payment-channel';
+import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
+import { orderKeys } from '../../src/orders/order-keys';
+import { EXPIRY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
+import { PAYMENT_METHODS, type Instruction, type PaymentMethod } from '../../src/orders/order.types';
+import { OrdersService } from '../../src/orders/orders.service';
+import { OrdersStore, type WriteRequest } from '../../src/orders/orders.store';
+import { PaymentPlansService } from '../../src/orders/payment-plans.service';
+import { PaymentRunner } from '../../src/orders/payment-runner.service';
+import { LockService } from '../../src/locks/lock.service';
+import type { LockHandle } from '../../src/locks/lock.types';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
+import { rawConnection, waitUntil } from '../harness/redis-process';
+import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import type Redis from 'ioredis';
+
+/**
+ * Recovery of payment plans whose run stopped part-way (a process killed, or a
+ * Redis error between two steps), against a real redis-server. A death is
+ * simulated by making one call reject at a chosen point, as a killed process
+ * or a command timeout would leave it; what is checked is that the background
+ * entries finish the plan and give every owed refund back, and the money as
+ * the simulated channels' ledgers record it (each ref charged at most once,
+ * reversed at most once, net zero after a failed plan).
+ */
+const MERCHANT = CREDS.merchantId;
+const PLAN_LEASE_MS = 1000;
+const QUERY_DELAY_MS = 50;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const TWO_LEGS = [
+  { method: 'balance', amount: 2800 },
+  { method: 'quickpay', amount: 10000 },
+] as const;
+
+describe('payment plans: recovery', () => {
+  let redis: RedisServerHandle;
+  let raw: Redis;
+  let t: TestApp;
+  let orders: OrdersService;
+  let plans: PaymentPlansService;
+  let runner: PaymentRunner;
+  let channels: ChannelGateway;
+  let queue: DelayQueueService;
+  let store: OrdersStore;
+  let seq = 0;
+  const configure = (m: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(m, s);
+
+  const orderWithPlan = async (account: string, instructions: ReadonlyArray<{ method: PaymentMethod; amount: number }> = TWO_LEGS) => {
+    const amount = instructions.reduce((s, i) => s + i.amount, 0);
+    const { order } = await orders.create(MERCHANT, { merchantOrderNo: `rc-${process.pid}-${++seq}`, amount, currency: 'CNY', subject: 'x' });
+    const { plan } = await plans.create(account, order.orderId, [...instructions]);
+    return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId, instructions };
+  };
+  /** What each channel's ledger holds for the plan's instructions. */
+  const ledger = (planId: string, instructions: ReadonlyArray<{ method: PaymentMethod }>) =>
+    instructions.map((ins, i) => channels.channel(ins.method).ledger(`${planId}:${i}`));
+  /** Money the channels hold for the plan: charged and not given back. */
+  const net = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
+  /** Rejects the first state write matching `match`, as a Redis timeout (or a kill) at that point would. */
+  const failWrite = (match: (w: WriteRequest) => boolean, after = false) => {
+    const original = store.write.bind(store);
+    let fired = false;
+    return jest.spyOn(store, 'write').mockImplementation(async (w) => {
+      if (fired || !match(w)) return original(w);
+      fired = true;
+      if (after) await original(w);
+      throw new RedisUnavailableError(new Error('Command timed out'));
+    });
+  };
+  const legWrite = (planId: string, index: number, status: Instruction['status']) => (w: WriteRequest) =>
+    w.planId === planId && Array.isArray(w.plan?.set.instructions) && (w.plan.set.instructions as Instruction[])[index]?.status === status && w.plan.set.status === undefined;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    raw = rawConnection(redis);
+    t = await startTestApp(redis.url, {
+      ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS),
+      CHANNEL_LATENCY_MS: '5',
+      LOCK_POLICIES: `order:2000:0,payment-plan:${PLAN_LEASE_MS}:0`,
+    });
+    orders = t.app.get(OrdersService);
+    plans = t.app.get(PaymentPlansService);
+    runner = t.app.get(PaymentRunner);
+    channels = t.app.get(ChannelGateway);
+    queue = t.app.get(DelayQueueService);
+    store = t.app.get(OrdersStore);
+  });
+
+  beforeEach(() => {
+    jest.restoreAllMocks();
+    for (const m of PAYMENT_METHODS) configure(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' });
+  });
+
+  afterAll(async () => {
+    jest.restoreAllMocks();
+    await t?.close();
+    raw?.disconnect();
+    await redis?.destroy();
+  });
+
+  describe('a failed plan never loses a refund', () => {
+    it('Redis fails while the reversal is being queued: nothing is FAILED yet, and the retried pay fails the plan and refunds once', async () => {
+      const a = await orderWithPlan('acc-f4');
+      configure('quickpay', { pay: 'failure' });
+      const original = queue.schedule.bind(queue);
+      jest.spyOn(queue, 'schedule').mockImplementation((q, id, when, payload, opts) => {
+        if (q === REVERSAL_QUEUE) return Promise.reject(new RedisUnavailableError(new Error('Command timed out')));
+        return original(q, id, when, payload, opts);
+      });
+      await expect(runner.pay('acc-f4', a.planId)).rejects.toBeInstanceOf(RedisUnavailableError);
+      jest.restoreAllMocks();
+      // The order was not made payable again while the refund was owed and not queued.
+      expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAYING');
+
+      const again = await runner.pay('acc-f4', a.planId);
+      await sleep(PLAN_LEASE_MS + 500);
+      const plan = await plans.get('acc-f4', a.planId);
+      const [balance, quickpay] = ledger(a.planId, a.instructions);
+      expect({
+        status: again.status,
+        reversal: plan.instructions[0].reversal,
+        balance: [balance?.state, balance?.refunds, balance?.payCalls],
+        quickpay: [quickpay?.state, quickpay?.payCalls],
+        net: net([balance, quickpay]),
+        queued: (await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)) !== null,
+        order: (await orders.get(MERCHANT, a.merchantOrderNo)).status,
+      }).toEqual({ status: 'FAILED', reversal: 'REVERSED', balance: ['paid', 1, 1], quickpay: ['declined', 1], net: 0, queued: false, order: 'CREATED' });
+    });
+
+    it('the run dies right after the FAILED write: the reversal queued before it gives the money back', async () => {
+      const a = await orderWithPlan('acc-f4-kill');
+      configure('quickpay', { pay: 'failure' });
+      // The FAILED write lands, then the process "dies" (the pay never gets to reverse inline).
+      failWrite((w) => w.planId === a.planId && w.plan?.set.status === 'FAILED', true);
+      await expect(runner.pay('acc-f4-kill', a.planId)).rejects.toBeInstanceOf(RedisUnavailableError);
+      jest.restoreAllMocks();
+      const failed = await plans.get('acc-f4-kill', a.planId);
+      expect([failed.status, failed.instructions[0].reversal]).toEqual(['FAILED', 'PENDING']);
+      expect(net(ledger(a.planId, a.instructions))).toBe(2800);
+
+      await waitUntil('the queued reversal ran', async () => (await plans.get('acc-f4-kill', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
+      const [balance] = ledger(a.planId, a.instructions);
+      expect([balance?.refunds, net(ledger(a.planId, a.instructions))]).toEqual([1, 0]);
+      expect(await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)).toBeNull();
+    });
+
+    it('paying a FAILED plan queues again a reversal it still owes whose entry is gone', async () => {
+      const a = await orderWithPlan('acc-f4-requeue');
+      configure('quickpay', { pay: 'failure' });
+      configure('balance', { reverse: 'unknown' });
+      expect((await runner.pay('acc-f4-requeue', a.planId)).instructions[0].reversal).toBe('PENDING');
+      // The entry is lost (say, a restore from an older snapshot); the channel now confirms reversals. Done under
+      // the plan lock, so that no retry of the entry is half-way through meanwhile.
+      const locks = t.app.get(LockService);
+      let held: LockHandle | undefined;
+      await waitUntil('the plan lock', async () => !!(held = await locks.acquire(`plan:${a.planId}`, { leaseMs: 5000 }).catch(() => undefined)), 5000);
+      await queue.cancel(REVERSAL_QUEUE, `${a.planId}:0`);
+      configure('balance', { reverse: 'success' });
+      await held!.release();
+      await sleep(300);
+      expect((await plans.get('acc-f4-requeue', a.planId)).instructions[0].reversal).toBe('PENDING');
+
+      expect((await runner.pay('acc-f4-requeue', a.planId)).status).toBe('FAILED');
+      await waitUntil('the re-queued reversal ran', async () => (await plans.get('acc-f4-requeue', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
+      expect(net(ledger(a.planId, a.instructions))).toBe(0);
+    });
+  });
+
+  describe('a plan whose run stopped is carried on', () => {
+    it.each([0, 1])('the run stops just before instruction %i is sent: the resume entry pays the rest, each instruction charged once', async (index) => {
+      const a = await orderWithPlan(`acc-f5-${index}`);
+      failWrite(legWrite(a.planId, index, 'SENT'));
+      await expect(runner.pay(`acc-f5-${index}`, a.planId)).rejects.toBeInstanceOf(RedisUnavailableError);
+      jest.restoreAllMocks();
+      const stopped = await plans.get(`acc-f5-${index}`, a.planId);
+      expect([stopped.status, stopped.instructions[index].status]).toEqual(['PAYING', 'PENDING']);
+
+      await waitUntil('the plan resumed', async () => (await plans.get(`acc-f5-${index}`, a.planId)).status === 'PAID', 10_000);
+      expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAID');
+      expect(ledger(a.planId, a.instructions).map((e) => [e?.state, e?.payCalls])).toEqual([
+        ['paid', 1],
+        ['paid', 1],
+      ]);
+      expect(net(ledger(a.planId, a.instructions))).toBe(12800);
+      expect(await queue.get(RESUME_QUEUE, a.planId)).toBeNull();
+    });
+
+    it('a query handler that stops after settling its instruction is delivered again and carries the plan on', async () => {
+      const a = await orderWithPlan('acc-f5-query');
+      configure('balance', { pay: 'unknown', query: 'unknown' });
+      expect((await runner.pay('acc-f5-query', a.planId)).status).toBe('PAYING');
+      // The resume entry has fired meanwhile, found the plan waiting for its query, and is gone.
+      await waitUntil('the resume entry done', async () => (await queue.get(RESUME_QUEUE, a.planId)) === null, 10_000);
+      // The query now settles instruction 0; the handler stops right after (the next step fails once).
+      const original = queue.schedule.bind(queue);
+      let failed = 0;
+      jest.spyOn(queue, 'schedule').mockImplementation((q, id, when, payload, opts) => {
+        if (q === RESUME_QUEUE && failed++ === 0) return Promise.reject(new RedisUnavailableError(new Error('Command timed out')));
+        return original(q, id, when, payload, opts);
+      });
+      configure('balance', { query: 'success' });
+      await waitUntil('the plan paid', async () => (await plans.get('acc-f5-query', a.planId)).status === 'PAID', 10_000);
+      expect(failed).toBeGreaterThanOrEqual(1);
+      expect(ledger(a.planId, a.instructions).map((e) => e?.payCalls)).toEqual([1, 1]);
+    });
+
+    it('a SENT instruction whose pay never reached the channel is not taken as paid: the channel knows no such payment', async () => {
+      const a = await orderWithPlan('acc-f6', [{ method: 'ebanking', amount: 5000 }]);
+      // The process dies between the SENT write and the channel call.
+      jest.spyOn(channels, 'pay').mockImplementationOnce(() => Promise.reject(new Error('process killed')));
+      await expect(runner.pay('acc-f6', a.planId)).rejects.toThrow('process killed');
+      jest.restoreAllMocks();
+      const paysBefore = channels.channel('ebanking').calls.pay;
+      const after = await runner.pay('acc-f6', a.planId);
+      expect(channels.channel('ebanking').calls.pay).toBe(paysBefore);
+      expect([after.status, after.instructions[0].status]).toEqual(['FAILED', 'FAILED']);
+      expect(ledger(a.planId, a.instructions)).toEqual([undefined]);
+      expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('CREATED');
+    });
+  });
+
+  it('an order that a failed plan makes payable again after its expiresAt is closed, even when the expiry had given up', async () => {
+    const a = await orderWithPlan('acc-late-fail');
+    configure('quickpay', { pay: 'unknown', query: 'unknown' });
+    expect((await runner.pay('acc-late-fail', a.planId)).status).toBe('PAYING');
+    // The order expires while its payment is unknown, and the expiry job gives up (dead-lettered, here removed).
+    await raw.hset(orderKeys(t.app.get(KeyBuilder), a.orderId)[0], 'expiresAt', String(Date.now() - 1000));
+    await queue.cancel(EXPIRY_QUEUE, a.orderId);
+    configure('quickpay', { query: 'failure' });
+    await waitUntil('the plan failed', async () => (await plans.get('acc-late-fail', a.planId)).status === 'FAILED', 10_000);
+    await waitUntil('the order closed', async () => (await orders.get(MERCHANT, a.merchantOrderNo)).status === 'CLOSED', 10_000);
+    expect((await orders.get(MERCHANT, a.merchantOrderNo)).closeReason).toBe('EXPIRED');
+    await waitUntil('the refund', async () => net(ledger(a.planId, a.instructions)) === 0, 10_000);
+  });
+});
