@@ -12,39 +12,54 @@
   ARGV[4]  for a writer that does not get the lock: how long to keep readers out while it waits, ms (0: not waiting)
   ARGV[5]  how long the fencing counter is kept after its last use, ms
 
-  Returns: {1, fencingToken, leaseEndMs, holdCount} when held;
+  Returns: {1, fencingToken (decimal string), leaseEndMs, holdCount} when held;
            {0, msUntilItMayBeFree} when another owner holds it;
            -3 (CONFLICT) when a reader asks to upgrade to writer (it would wait on itself)
 ]]
---- @include "includes/lock-holders"
 local t = redis.call('TIME')
 local nowMs = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The clock in µs, as a number and as the exact decimal string (tokens go past 2^31: no %g rounding).
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nowUsText = t[1] .. string.sub('00000' .. t[2], -6)
 local owner, mode, lease, intent = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 
+-- A token above every earlier one (a decimal string): the counter while it lives, and never below
+-- the clock in µs, so a counter lost to expiry or a failover cannot hand out an old number again.
+local function newToken()
+  local previous = redis.call('SET', KEYS[2], nowUsText, 'PX', ARGV[5], 'GET')
+  if previous and tonumber(previous) >= nowUs then
+    local token = string.format('%.0f', tonumber(previous) + 1)
+    redis.call('SET', KEYS[2], token, 'PX', ARGV[5])
+    return token
+  end
+  return nowUsText
+end
+
+-- The common case first: nobody holds the lock and no writer waits (there is no hash).
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local token = newToken()
+  local exp = nowMs + lease
+  redis.call('HSET', KEYS[1], 'mode', mode, 'c:' .. owner, 1, 'e:' .. owner, exp, 't:' .. owner, token)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {1, token, exp, 1}
+end
+
+--- @include "includes/lock-holders"
 local live, maxExp, heldMode, ww = purgeExpired(nowMs)
 local count = tonumber(redis.call('HGET', KEYS[1], 'c:' .. owner) or '0')
 
 local function grant(newCount, token, heldUntil)
   -- A reentrant hold never shortens the owner's lease.
   local exp = math.max(nowMs + lease, heldUntil or 0)
-  redis.call('HSET', KEYS[1], 'c:' .. owner, newCount, 'e:' .. owner, exp, 't:' .. owner, string.format('%.0f', token))
+  redis.call('HSET', KEYS[1], 'c:' .. owner, newCount, 'e:' .. owner, exp, 't:' .. owner, token)
   expireAt(math.max(maxExp, exp, ww), nowMs)
   return {1, token, exp, newCount}
-end
-
--- A token above every earlier one: the counter while it lives, and never below the clock in µs,
--- so a counter lost to expiry or a failover cannot hand out an old number again.
-local function newToken()
-  local token = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, nowUs)
-  redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', tonumber(ARGV[5]))
-  return token
 end
 
 if count > 0 then
   if heldMode == 'r' and mode == 'w' then return -3 end
   local held = redis.call('HMGET', KEYS[1], 't:' .. owner, 'e:' .. owner)
-  return grant(count + 1, tonumber(held[1]), tonumber(held[2]))
+  return grant(count + 1, held[1], tonumber(held[2]))
 end
 
 local writerWaiting = ww > nowMs

@@ -10,14 +10,26 @@
   Returns: the owner's remaining hold count (0: it no longer holds the lock);
            -1 (NOT_FOUND) when the owner does not hold it (never did, or its lease ended)
 ]]
+local owner = ARGV[1]
+local count = tonumber(redis.call('HGET', KEYS[1], 'c:' .. owner) or '0')
+-- The common case first: the only holder (mode and its three fields; the key's TTL is its lease,
+-- so the key existing means the lease has not ended) with one hold, and no writer waiting.
+if count == 1 and redis.call('HLEN', KEYS[1]) == 4 then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], owner)
+  return 0
+end
+
 --- @include "includes/server-time-ms"
 --- @include "includes/lock-holders"
 local nowMs = serverTimeMs()
-local owner = ARGV[1]
-local live, maxExp, _, ww = purgeExpired(nowMs)
-local count = tonumber(redis.call('HGET', KEYS[1], 'c:' .. owner) or '0')
-if count == 0 then return -1 end
+if count == 0 or tonumber(redis.call('HGET', KEYS[1], 'e:' .. owner)) <= nowMs then
+  purgeExpired(nowMs)
+  return -1
+end
 if count > 1 then return redis.call('HINCRBY', KEYS[1], 'c:' .. owner, -1) end
+
+local live, maxExp, _, ww = purgeExpired(nowMs)
 
 redis.call('HDEL', KEYS[1], 'c:' .. owner, 'e:' .. owner, 't:' .. owner)
 if live > 1 then

@@ -32,7 +32,8 @@ interface ChainHold {
   active: boolean;
 }
 
-type AcquireReply = [1, number, number, number] | [0, number];
+/** Held: [1, fencing token (decimal string: past 2^31, exact), lease end, hold count]; contended: [0, ms until it may be free]. */
+type AcquireReply = [1, string, number, number] | [0, number];
 
 interface LockKeys {
   hash: string;
@@ -102,7 +103,7 @@ export class LockService implements OnApplicationShutdown {
     const mode: LockMode = options.mode ?? 'write';
     const inChain = this.chain.getStore()?.get(name);
     const owner = options.owner ?? (inChain?.active ? inChain.owner : this.newOwner());
-    const labels = { policy: options.policy ?? 'default', mode };
+    const labels = this.metrics.forAcquire(options.policy ?? 'default', mode);
     const started = performance.now();
     const deadline = started + waitMs;
     let joined = false;
@@ -116,13 +117,13 @@ export class LockService implements OnApplicationShutdown {
         const sentAt = performance.now();
         const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs);
         if (reply[0] === 1) {
-          this.metrics.acquired.inc({ ...labels, outcome: 'acquired' });
-          this.metrics.waitSeconds.observe(labels, (performance.now() - started) / 1000);
+          labels.acquired.inc();
+          labels.wait.observe((performance.now() - started) / 1000);
           return this.hold(name, owner, mode, leaseMs, reply, sentAt, options.watchdog ?? true);
         }
         const remaining = deadline - performance.now();
         if (remaining <= 0 || options.signal?.aborted) {
-          this.metrics.acquired.inc({ ...labels, outcome: 'contended' });
+          labels.contended.inc();
           throw new LockContendedError(name, reply[1]);
         }
         if (!joined) {
@@ -137,7 +138,7 @@ export class LockService implements OnApplicationShutdown {
         await this.waiters.sleep(keys.channel, nap, since, options.signal);
       }
     } catch (err) {
-      if (err instanceof LockUnavailableError) this.metrics.acquired.inc({ ...labels, outcome: 'unavailable' });
+      if (err instanceof LockUnavailableError) labels.unavailable.inc();
       throw err;
     } finally {
       if (joined) this.waiters.leave(keys.channel);
@@ -236,8 +237,8 @@ export class LockService implements OnApplicationShutdown {
     clearTimeout(timer);
   }
 
-  private hold(name: string, owner: string, mode: LockMode, leaseMs: number, reply: [1, number, number, number], sentAt: number, watchdog: boolean): LockHandle {
-    const h = new Hold(this, name, owner, mode, reply[1], reply[2], reply[3], leaseMs, sentAt + leaseMs, (hold) => this.holds.delete(hold));
+  private hold(name: string, owner: string, mode: LockMode, leaseMs: number, reply: [1, string, number, number], sentAt: number, watchdog: boolean): LockHandle {
+    const h = new Hold(this, name, owner, mode, Number(reply[1]), reply[2], reply[3], leaseMs, sentAt + leaseMs, (hold) => this.holds.delete(hold));
     // Only holds with a watchdog need stopping at shutdown; the others (HTTP) may be released by name and owner alone.
     if (watchdog) {
       this.holds.add(h);
@@ -275,7 +276,9 @@ export class LockService implements OnApplicationShutdown {
 
 /** One hold: its watchdog, its lost-signal and its release. */
 class Hold implements LockHandle {
-  private readonly aborter = new AbortController();
+  /** Made on first use of `signal` (most holds never look at it). */
+  private aborter?: AbortController;
+  private lostWith?: LockLostError;
   private timer?: NodeJS.Timeout;
   private renewing?: Promise<void>;
   private released?: Promise<void>;
@@ -295,6 +298,10 @@ class Hold implements LockHandle {
   ) {}
 
   get signal(): AbortSignal {
+    if (!this.aborter) {
+      this.aborter = new AbortController();
+      if (this.lostWith) this.aborter.abort(this.lostWith);
+    }
     return this.aborter.signal;
   }
 
@@ -314,7 +321,7 @@ class Hold implements LockHandle {
       this.stopWatchdog();
       await this.renewing;
       try {
-        if (!this.aborter.signal.aborted) await this.service.releaseHold(this);
+        if (!this.lostWith) await this.service.releaseHold(this);
       } finally {
         this.onEnd(this);
       }
@@ -348,7 +355,8 @@ class Hold implements LockHandle {
   private lose(reason: string): void {
     this.stopWatchdog();
     this.service.noteLost(this, reason);
-    this.aborter.abort(new LockLostError(this.name, this.owner));
+    this.lostWith = new LockLostError(this.name, this.owner);
+    this.aborter?.abort(this.lostWith);
     this.onEnd(this);
   }
 }
