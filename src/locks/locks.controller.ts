@@ -27,7 +27,10 @@ export class LocksController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Take the lock (reentrant for the same owner), waiting up to waitMs' })
   @ApiOkResponse({ type: AcquireResultDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long' })
+  @ApiConflictResponse({
+    type: ErrorBodyDto,
+    description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long. LOCK_UPGRADE_REFUSED: this owner holds a read lock and asked for write',
+  })
   async acquire(@Param() p: LockNameParamDto, @Body() dto: AcquireLockDto, @CurrentCaller() caller: Caller): Promise<AcquireResultDto> {
     const lock = await this.locks.acquire(lockName(p), { owner: ownerOf(caller, dto.owner), leaseMs: dto.leaseMs, waitMs: dto.waitMs ?? 0, mode: dto.mode, watchdog: false });
     return { fencingToken: lock.fencingToken, expiresAt: lock.expiresAt, holdCount: lock.holdCount };
