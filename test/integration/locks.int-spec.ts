@@ -196,7 +196,8 @@ describe(`${LockService.name} on two instances`, () => {
     const freed = performance.now();
     const [b] = await waiting;
     const waited = performance.now() - freed;
-    expect(waited).toBeLessThan(WAKE_CHECK_MS * 1.2 + 100);
+    // Far below the 10 s wait and the 30 s lease it would otherwise take; the margin is for a busy machine.
+    expect(waited).toBeLessThan(WAKE_CHECK_MS * 1.2 + 400);
     expect(b.fencingToken).toBeGreaterThan(a.fencingToken);
     await b.release();
   });
@@ -208,7 +209,7 @@ describe(`${LockService.name} on two instances`, () => {
     const b = await locks[1].acquire(name, { leaseMs: 5_000, waitMs: 5_000 });
     const waited = performance.now() - t0;
     expect(waited).toBeGreaterThan(200);
-    expect(waited).toBeLessThan(300 + WAKE_CHECK_MS + 150);
+    expect(waited).toBeLessThan(300 + WAKE_CHECK_MS + 400);
     await b.release();
   });
 
@@ -220,7 +221,7 @@ describe(`${LockService.name} on two instances`, () => {
     const waited = performance.now() - t0;
     expect(err).toBeInstanceOf(LockContendedError);
     expect(waited).toBeGreaterThanOrEqual(290);
-    expect(waited).toBeLessThan(300 + 150);
+    expect(waited).toBeLessThan(300 + 400);
     await a.release();
   });
 
@@ -231,19 +232,19 @@ describe(`${LockService.name} on two instances`, () => {
     setTimeout(() => ac.abort(), 100);
     const t0 = performance.now();
     await expect(locks[1].acquire(name, { waitMs: 10_000, signal: ac.signal })).rejects.toBeInstanceOf(LockContendedError);
-    expect(performance.now() - t0).toBeLessThan(400);
+    expect(performance.now() - t0).toBeLessThan(800);
     await a.release();
   });
 
   it('keeps a long holder alive with the watchdog, and stops renewing at release', async () => {
     const name = fresh();
-    const a = await locks[0].acquire(name, { leaseMs: 300 });
-    await sleep(1_000); // more than three leases
+    const a = await locks[0].acquire(name, { leaseMs: 600 });
+    await sleep(2_000); // more than three leases
     expect(a.signal.aborted).toBe(false);
     await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
     const ttl = await raw.pttl(hashKey(name));
     expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(300);
+    expect(ttl).toBeLessThanOrEqual(600);
     await a.release();
     expect(await raw.exists(hashKey(name))).toBe(0);
     await sleep(400); // a renewal landing after the release would bring the key back
