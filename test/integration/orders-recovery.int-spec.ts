@@ -1,10 +1,9 @@
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
 import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { ChannelSettings } from '../../src/orders/channels/payment-channel';
-import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
 import { orderKeys } from '../../src/orders/order-keys';
 import { EXPIRY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
-import { PAYMENT_METHODS, type Instruction, type PaymentMethod } from '../../src/orders/order.types';
+import type { Instruction, PaymentMethod } from '../../src/orders/order.types';
 import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore, type WriteRequest } from '../../src/orders/orders.store';
 import { PaymentPlansService } from '../../src/orders/payment-plans.service';
@@ -15,6 +14,7 @@ import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, resetChannels } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 import type Redis from 'ioredis';
 
@@ -31,11 +31,6 @@ const MERCHANT = CREDS.merchantId;
 const PLAN_LEASE_MS = 1000;
 const QUERY_DELAY_MS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const TWO_LEGS = [
-  { method: 'balance', amount: 2800 },
-  { method: 'quickpay', amount: 10000 },
-] as const;
-
 describe('payment plans: recovery', () => {
   let redis: RedisServerHandle;
   let raw: Redis;
@@ -49,17 +44,8 @@ describe('payment plans: recovery', () => {
   let seq = 0;
   const configure = (m: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(m, s);
 
-  const orderWithPlan = async (account: string, instructions: ReadonlyArray<{ method: PaymentMethod; amount: number }> = TWO_LEGS) => {
-    const amount = instructions.reduce((s, i) => s + i.amount, 0);
-    const { order } = await orders.create(MERCHANT, { merchantOrderNo: `rc-${process.pid}-${++seq}`, amount, currency: 'CNY', subject: 'x' });
-    const { plan } = await plans.create(account, order.orderId, [...instructions]);
-    return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId, instructions };
-  };
-  /** What each channel's ledger holds for the plan's instructions. */
-  const ledger = (planId: string, instructions: ReadonlyArray<{ method: PaymentMethod }>) =>
-    instructions.map((ins, i) => channels.channel(ins.method).ledger(`${planId}:${i}`));
-  /** Money the channels hold for the plan: charged and not given back. */
-  const net = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
+  const orderWithPlan = (account: string, legs?: Legs) => newOrderWithPlan(orders, plans, MERCHANT, `rc-${process.pid}-${++seq}`, account, legs);
+  const ledger = (planId: string, legs: Legs) => ledgerOf(channels, planId, legs);
   /** Rejects the first state write matching `match`, as a Redis timeout (or a kill) at that point would. */
   const failWrite = (match: (w: WriteRequest) => boolean, after = false) => {
     const original = store.write.bind(store);
@@ -92,7 +78,7 @@ describe('payment plans: recovery', () => {
 
   beforeEach(() => {
     jest.restoreAllMocks();
-    for (const m of PAYMENT_METHODS) configure(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' });
+    resetChannels(channels);
   });
 
   afterAll(async () => {
@@ -125,7 +111,7 @@ describe('payment plans: recovery', () => {
         reversal: plan.instructions[0].reversal,
         balance: [balance?.state, balance?.refunds, balance?.payCalls],
         quickpay: [quickpay?.state, quickpay?.payCalls],
-        net: net([balance, quickpay]),
+        net: netHeld([balance, quickpay]),
         queued: (await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)) !== null,
         order: (await orders.get(MERCHANT, a.merchantOrderNo)).status,
       }).toEqual({ status: 'FAILED', reversal: 'REVERSED', balance: ['paid', 1, 1], quickpay: ['declined', 1], net: 0, queued: false, order: 'CREATED' });
@@ -140,11 +126,11 @@ describe('payment plans: recovery', () => {
       jest.restoreAllMocks();
       const failed = await plans.get('acc-f4-kill', a.planId);
       expect([failed.status, failed.instructions[0].reversal]).toEqual(['FAILED', 'PENDING']);
-      expect(net(ledger(a.planId, a.instructions))).toBe(2800);
+      expect(netHeld(ledger(a.planId, a.instructions))).toBe(2800);
 
       await waitUntil('the queued reversal ran', async () => (await plans.get('acc-f4-kill', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       const [balance] = ledger(a.planId, a.instructions);
-      expect([balance?.refunds, net(ledger(a.planId, a.instructions))]).toEqual([1, 0]);
+      expect([balance?.refunds, netHeld(ledger(a.planId, a.instructions))]).toEqual([1, 0]);
       expect(await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)).toBeNull();
     });
 
@@ -166,7 +152,7 @@ describe('payment plans: recovery', () => {
 
       expect((await runner.pay('acc-f4-requeue', a.planId)).status).toBe('FAILED');
       await waitUntil('the re-queued reversal ran', async () => (await plans.get('acc-f4-requeue', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
-      expect(net(ledger(a.planId, a.instructions))).toBe(0);
+      expect(netHeld(ledger(a.planId, a.instructions))).toBe(0);
     });
   });
 
@@ -185,7 +171,7 @@ describe('payment plans: recovery', () => {
         ['paid', 1],
         ['paid', 1],
       ]);
-      expect(net(ledger(a.planId, a.instructions))).toBe(12800);
+      expect(netHeld(ledger(a.planId, a.instructions))).toBe(12800);
       expect(await queue.get(RESUME_QUEUE, a.planId)).toBeNull();
     });
 
@@ -234,6 +220,6 @@ describe('payment plans: recovery', () => {
     await waitUntil('the plan failed', async () => (await plans.get('acc-late-fail', a.planId)).status === 'FAILED', 10_000);
     await waitUntil('the order closed', async () => (await orders.get(MERCHANT, a.merchantOrderNo)).status === 'CLOSED', 10_000);
     expect((await orders.get(MERCHANT, a.merchantOrderNo)).closeReason).toBe('EXPIRED');
-    await waitUntil('the refund', async () => net(ledger(a.planId, a.instructions)) === 0, 10_000);
+    await waitUntil('the refund', async () => netHeld(ledger(a.planId, a.instructions)) === 0, 10_000);
   });
 });

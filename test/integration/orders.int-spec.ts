@@ -8,7 +8,7 @@ import type { CreateOrderDto } from '../../src/orders/dto/create-order.dto';
 import type { OrderEvent } from '../../src/orders/order-event';
 import { OrderEventsService } from '../../src/orders/order-events.service';
 import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
-import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
+import type { PaymentMethod } from '../../src/orders/order.types';
 import { OrdersMetrics } from '../../src/orders/orders.metrics';
 import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore } from '../../src/orders/orders.store';
@@ -16,6 +16,7 @@ import { PaymentPlansService } from '../../src/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/orders/payment-runner.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, resetChannels } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -59,21 +60,15 @@ describe(OrdersService.name, () => {
   const createOrder = (no: string, extra: Partial<CreateOrderDto> = {}) => orders.create(MERCHANT, { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
   const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
   const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
-  /** The channels' ledger entries of a plan's instructions (balance 2800 + quickpay 10000 unless told). */
-  const ledger = (planId: string, methods: PaymentMethod[] = ['balance', 'quickpay']) => methods.map((m, i) => channels.channel(m).ledger(`${planId}:${i}`));
-  /** Money the channels hold for a plan: charged and not given back. */
-  const net = (planId: string, methods?: PaymentMethod[]) => ledger(planId, methods).reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
+  const ledger = (planId: string, legs?: Legs) => ledgerOf(channels, planId, legs);
+  const net = (planId: string, legs?: Legs) => netHeld(ledger(planId, legs));
   /** Every event of the order in its shard stream, oldest first. */
   const eventsOf = async (orderId: string) => {
     const entries = await raw.xrange(orderKeys(keyBuilder, orderId)[2], '-', '+');
     return entries.map(([, f]) => f).filter((f) => f[f.indexOf('orderId') + 1] === orderId).map((f) => f[f.indexOf('type') + 1]);
   };
   /** A new order with one PENDING plan for `account`. */
-  const orderWithPlan = async (account: string, instructions: Array<{ method: PaymentMethod; amount: number }> = [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }]) => {
-    const { order } = await createOrder(orderNo());
-    const { plan } = await plans.create(account, order.orderId, instructions);
-    return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId };
-  };
+  const orderWithPlan = (account: string, legs?: Legs) => newOrderWithPlan(orders, plans, MERCHANT, orderNo(), account, legs);
 
   beforeAll(async () => {
     redis = await startRedisServer();
@@ -88,7 +83,7 @@ describe(OrdersService.name, () => {
   });
 
   beforeEach(() => {
-    for (const m of PAYMENT_METHODS) configure(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' });
+    resetChannels(channels);
   });
 
   afterAll(async () => {
@@ -277,8 +272,8 @@ describe(OrdersService.name, () => {
       configure('balance', { reverse: 'success' });
       await waitUntil('the reversal confirmed', async () => (await plans.get('acc-rev', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       expect(channelCalls('ebanking').pay).toBe(ebankingPays);
-      expect(ledger(a.planId, ['balance', 'points', 'ebanking']).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
-      expect(net(a.planId, ['balance', 'points', 'ebanking'])).toBe(0);
+      expect(ledger(a.planId, a.instructions).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
+      expect(net(a.planId, a.instructions)).toBe(0);
     });
 
     it.each([

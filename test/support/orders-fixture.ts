@@ -1,0 +1,34 @@
+import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
+import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
+import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
+import type { OrdersService } from '../../src/orders/orders.service';
+import type { PaymentPlansService } from '../../src/orders/payment-plans.service';
+
+/** A plan's instructions as the tests write them. */
+export type Legs = ReadonlyArray<{ method: PaymentMethod; amount: number }>;
+
+/** The plan most tests pay: balance 2800 + quickpay 10000 (an order of 12800). */
+export const TWO_LEGS: Legs = [
+  { method: 'balance', amount: 2800 },
+  { method: 'quickpay', amount: 10000 },
+];
+
+/** Every simulated channel back to a quick success for pay, query and reverse. */
+export function resetChannels(channels: ChannelGateway): void {
+  for (const m of PAYMENT_METHODS) channels.configure(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' });
+}
+
+/** A new order of `merchant` (its amount the sum of `legs`) with one PENDING plan of `legs` for `account`. */
+export async function orderWithPlan(orders: OrdersService, plans: PaymentPlansService, merchant: string, merchantOrderNo: string, account: string, legs: Legs = TWO_LEGS) {
+  const amount = legs.reduce((s, l) => s + l.amount, 0);
+  const { order } = await orders.create(merchant, { merchantOrderNo, amount, currency: 'CNY', subject: 'Coffee beans' });
+  const { plan } = await plans.create(account, order.orderId, [...legs]);
+  return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId, instructions: legs };
+}
+
+/** What each channel's ledger holds for the plan's instructions, in order. */
+export const ledgerOf = (channels: ChannelGateway, planId: string, legs: ReadonlyArray<{ method: PaymentMethod }> = TWO_LEGS) =>
+  legs.map((l, i) => channels.channel(l.method).ledger(`${planId}:${i}`));
+
+/** Money the channels hold over these entries: charged and not given back. */
+export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
