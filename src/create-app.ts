@@ -19,7 +19,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bodyLimit: config.bodyLimitBytes,
     // Path parameters up to this length reach validation (and get a 400 naming the field);
     // Fastify's default of 100 would answer a longer one with its own 414, outside our conventions.
-    maxParamLength: 512,
+    routerOptions: { maxParamLength: 512 },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });

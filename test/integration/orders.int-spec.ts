@@ -288,7 +288,15 @@ describe(OrdersService.name, () => {
       expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAYING');
       // Paying again meanwhile runs nothing: the query decides.
       expect((await runner.pay('acc-unknown', a.planId)).status).toBe('PAYING');
-      await waitUntil('the query resolved the plan', async () => (await plans.get('acc-unknown', a.planId)).status === planStatus, 10_000);
+      // A failed plan is written FAILED first and reversed right after: wait for both.
+      await waitUntil(
+        'the query resolved the plan',
+        async () => {
+          const p = await plans.get('acc-unknown', a.planId);
+          return p.status === planStatus && (planStatus === 'PAID' || p.instructions[0].reversal === 'REVERSED');
+        },
+        10_000,
+      );
       const after = channelCalls('quickpay');
       expect(after.pay - before.pay).toBe(1);
       expect(after.query - before.query).toBeGreaterThanOrEqual(1);
