@@ -31,14 +31,14 @@
  */
 import { NestFactory } from '@nestjs/core';
 import Redis, { type RedisOptions } from 'ioredis';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Queue as BullQueue } from 'bullmq';
 import type { Histogram, Registry } from 'prom-client';
 import type { DelayQueueService } from '../src/delay-queue/delay-queue.service';
 import type { Delivery } from '../src/delay-queue/delay-queue.types';
-import { onCleanup } from './lib/cleanup';
+import { benchWorkDir, onCleanup } from './lib/cleanup';
 import { ListScanQueue } from './lib/list-scan-queue';
 import { cpuSeconds, machineCpuSeconds, ManagedProcess, selfCpuSeconds, spawnManaged } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
@@ -1086,9 +1086,7 @@ export async function main(args: string[]): Promise<void> {
     if (Buffer.byteLength(JSON.stringify(payload(i))) !== PAYLOAD_BYTES) throw new Error(`payload(${i}) is not ${PAYLOAD_BYTES} bytes`);
   }
 
-  const workDir = mkdtempSync(join(tmpdir(), 'rp-bench-dq-'));
-  const removeWork = () => rmSync(workDir, { recursive: true, force: true });
-  onCleanup(`bench work dir ${workDir}`, removeWork, removeWork);
+  const workDir = benchWorkDir('rp-bench-dq-');
   const dist = snapshotBuild(join(workDir, 'build'));
 
   const redis = await startBenchRedis();

@@ -24,10 +24,9 @@
  * $TMPDIR/redis-pay-bench/locks.md.
  */
 import Redis from 'ioredis';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { onCleanup } from './lib/cleanup';
+import { benchWorkDir, onCleanup } from './lib/cleanup';
 import { assertBuilt, ROOT, snapshotBuild } from './lib/full-stack';
 import { allLibraries, LEASE_MS, LockClient, LockLibrary, packageVersions, WAIT_MS } from './lib/locks-clients';
 import { HandoffRun, HandoffSettings, HandoffWorkers } from './lib/locks-handoff';
@@ -501,9 +500,7 @@ export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
   const started = performance.now();
   assertBuilt([join(ROOT, 'dist')]);
-  const workDir = mkdtempSync(join(tmpdir(), 'rp-bench-locks-'));
-  const removeWork = () => rmSync(workDir, { recursive: true, force: true });
-  onCleanup(`bench work dir ${workDir}`, removeWork, removeWork);
+  const workDir = benchWorkDir('rp-bench-locks-');
   const dist = snapshotBuild(join(ROOT, 'dist'), join(workDir, 'build'));
 
   const redis = await startBenchRedis();

@@ -4,6 +4,9 @@
  * and on Ctrl-C / SIGTERM. A last synchronous pass on process 'exit' SIGKILLs
  * whatever is still running.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 type AsyncTask = () => Promise<void> | void;
 type SyncTask = () => void;
@@ -72,4 +75,12 @@ function installHandlers(): void {
       }
     }
   });
+}
+
+/** A fresh temporary directory (`$TMPDIR/<prefix>XXXXXX`) for one run, removed at cleanup however the run ends. */
+export function benchWorkDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  onCleanup(`bench work dir ${dir}`, remove, remove);
+  return dir;
 }

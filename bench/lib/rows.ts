@@ -1,7 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { onCleanup } from './cleanup';
+import { benchWorkDir } from './cleanup';
 import { assertBuilt, ROOT, snapshotBuild } from './full-stack';
 import { cpuSplit, pinProcess } from './proc';
 
@@ -102,9 +100,7 @@ export const candidateRow = (dist: string, n: number) => ({
  */
 export function prepareRows(o: RowOptions): { workDir: string; builds: Map<string, string>; split?: { server: string; rest: string } } {
   assertBuilt([o.dist, ...o.candidates]);
-  const workDir = mkdtempSync(join(tmpdir(), 'rp-bench-'));
-  const removeWork = () => rmSync(workDir, { recursive: true, force: true });
-  onCleanup(`bench work dir ${workDir}`, removeWork, removeWork);
+  const workDir = benchWorkDir('rp-bench-');
   const builds = new Map<string, string>();
   for (const [i, d] of [o.dist, ...o.candidates].entries()) builds.set(d, snapshotBuild(d, join(workDir, `build-${i}`)));
 
