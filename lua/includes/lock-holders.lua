@@ -1,5 +1,6 @@
 -- Shared piece, inlined by the script loader: the holders of one lock hash (KEYS[1]).
--- Fields: mode ('w' | 'r'), ww (a waiting writer's deadline, ms), and per owner
+-- Fields: mode ('w' | 'r'), ww (a waiting writer's deadline, ms), q (somebody waits: publish
+-- the release; set by a waiting acquire, gone with the hash), and per owner
 -- c:<owner> (hold count), e:<owner> (lease end, ms), t:<owner> (fencing token).
 -- An owner whose lease has ended is no holder: purgeExpired() removes it.
 

@@ -2,15 +2,18 @@
   Takes a hold on a lock for an owner: a new hold, a reentrant one (the owner
   already holds it: its count goes up and it keeps its fencing token), or a
   shared read hold next to other readers. A waiting writer's mark (ww) keeps
-  new readers out until it has had its turn, so writers are not starved.
+  new readers out until it has had its turn, so writers are not starved. A
+  caller that will wait for the lock leaves the waiter mark (q), so that the
+  release publishes; with nobody waiting it does not.
 
-  KEYS[1]  lock hash (mode, ww, c:/e:/t:<owner>)
+  KEYS[1]  lock hash (mode, ww, q, c:/e:/t:<owner>)
   KEYS[2]  fencing counter (string; outlives the hash by ARGV[5] ms)
   ARGV[1]  owner token
   ARGV[2]  mode: 'w' (exclusive) or 'r' (shared)
   ARGV[3]  lease, ms
   ARGV[4]  for a writer that does not get the lock: how long to keep readers out while it waits, ms (0: not waiting)
   ARGV[5]  how long the fencing counter is kept after its last use, ms
+  ARGV[6]  '1': the caller waits if it does not get the lock (mark the lock so its release is published); '0': it does not
 
   Returns: {1, fencingToken (decimal string), leaseEndMs, holdCount} when held;
            {0, msUntilItMayBeFree} when another owner holds it;
@@ -75,6 +78,8 @@ if live > 0 and heldMode == 'r' and mode == 'r' and not writerWaiting then
   return grant(1, newToken())
 end
 
+-- Contended: the hash exists (a live holder or a waiting writer's mark is in it), so HSET keeps its TTL.
+if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'q', 1) end
 if mode == 'w' and intent > 0 then
   ww = math.max(ww, nowMs + intent)
   redis.call('HSET', KEYS[1], 'ww', ww)

@@ -1,7 +1,9 @@
 --[[
   Gives back one hold of an owner. At a count of 0 the owner's fields go; when
   no holder is left the hash is deleted (a waiting writer's mark is kept) and
-  a release message is published for waiters.
+  a release message is published for waiters. With no waiter mark (q: left by
+  an acquire that waits) and no waiting writer, nobody is listening and
+  nothing is published.
 
   KEYS[1]  lock hash
   ARGV[1]  owner token
@@ -12,12 +14,20 @@
 ]]
 local owner = ARGV[1]
 local count = tonumber(redis.call('HGET', KEYS[1], 'c:' .. owner) or '0')
--- The common case first: the only holder (mode and its three fields; the key's TTL is its lease,
--- so the key existing means the lease has not ended) with one hold, and no writer waiting.
-if count == 1 and redis.call('HLEN', KEYS[1]) == 4 then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], owner)
-  return 0
+-- The common cases first: the only holder (mode and its three fields; the key's TTL is its lease,
+-- so the key existing means the lease has not ended) with one hold, no writer waiting, and
+-- either nobody waiting (no message) or waiters (the q mark).
+if count == 1 then
+  local n = redis.call('HLEN', KEYS[1])
+  if n == 4 then
+    redis.call('DEL', KEYS[1])
+    return 0
+  end
+  if n == 5 and redis.call('HEXISTS', KEYS[1], 'q') == 1 then
+    redis.call('DEL', KEYS[1])
+    redis.call('PUBLISH', ARGV[2], owner)
+    return 0
+  end
 end
 
 --- @include "includes/server-time-ms"

@@ -11,6 +11,7 @@ import { ScriptRegistry } from '../scripts/script-registry.service';
 import { LockContendedError, LockLostError, LockUnavailableError } from './lock.errors';
 import { LockMetrics } from './lock.metrics';
 import type { AcquireOptions, LockHandle, LockMode, LockPolicy, LockState } from './lock.types';
+import { LeaseRenewer, type Renewable } from './lease-renewer';
 import { LockWaiters } from './lock-waiters';
 
 export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -66,6 +67,8 @@ export class LockService implements OnApplicationShutdown {
   private readonly chain = new AsyncLocalStorage<ReadonlyMap<string, ChainHold>>();
   private readonly waiters: LockWaiters;
   private readonly holds = new Set<Hold>();
+  /** @internal the watchdogs of every hold, on one timer per renewal interval */
+  readonly renewer = new LeaseRenewer();
   /** Identifies this process in owner tokens (for operators reading GET /locks/{name}). */
   private readonly instance = randomUUID().slice(0, 8);
 
@@ -115,11 +118,11 @@ export class LockService implements OnApplicationShutdown {
         // wakeCheckMs), so a writer that gives up stops blocking readers soon after.
         const intentMs = mode === 'write' ? Math.ceil(Math.min(left, 3 * this.config.locks.wakeCheckMs)) : 0;
         const sentAt = performance.now();
-        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs);
+        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs, left > 0);
         if (reply[0] === 1) {
           labels.acquired.inc();
           labels.wait.observe((performance.now() - started) / 1000);
-          return this.hold(name, owner, mode, leaseMs, reply, sentAt, options.watchdog ?? true);
+          return this.hold(name, keys, owner, mode, leaseMs, reply, sentAt, options.watchdog ?? true);
         }
         const remaining = deadline - performance.now();
         if (remaining <= 0 || options.signal?.aborted) {
@@ -180,8 +183,11 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** Gives back one hold of `owner`; LockLostError when it holds none. */
-  async release(name: string, owner: string): Promise<{ holdCount: number }> {
-    const keys = this.keysOf(name);
+  release(name: string, owner: string): Promise<{ holdCount: number }> {
+    return this.releaseWith(name, this.keysOf(name), owner);
+  }
+
+  private async releaseWith(name: string, keys: LockKeys, owner: string): Promise<{ holdCount: number }> {
     const holdCount = await this.run<number>(name, 'locks/release', [keys.hash], [owner, keys.channel], owner);
     if (holdCount === 0) this.metrics.released.inc();
     return { holdCount };
@@ -204,16 +210,19 @@ export class LockService implements OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     for (const h of this.holds) h.stopWatchdog();
+    this.renewer.clear();
   }
 
   private keysOf(name: string): LockKeys {
     if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new ApiError(400, 'VALIDATION_FAILED', 'lock name must be 1-128 characters of A-Z a-z 0-9 _ . : -');
-    const k = this.keys.tagged('lock', name);
-    return { hash: k.key('h'), fence: k.key('fence'), channel: k.key('released') };
+    // The name is a valid tag (LOCK_NAME_RE is narrower than the key builder's rule) and the parts are fixed.
+    const head = this.keys.tagged('lock', name).head;
+    return { hash: head + 'h', fence: head + 'fence', channel: head + 'released' };
   }
 
-  private tryAcquire(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, intentMs: number): Promise<AcquireReply> {
-    return this.run<AcquireReply>(name, 'locks/acquire', [keys.hash, keys.fence], [owner, mode === 'write' ? 'w' : 'r', leaseMs, Math.max(0, intentMs), FENCE_KEEP_MS], owner);
+  /** `waits`: the caller waits if the lock is taken, so the lock is marked for its release to be published. */
+  private tryAcquire(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, intentMs: number, waits: boolean): Promise<AcquireReply> {
+    return this.run<AcquireReply>(name, 'locks/acquire', [keys.hash, keys.fence], [owner, mode === 'write' ? 'w' : 'r', leaseMs, Math.max(0, intentMs), FENCE_KEEP_MS, waits ? '1' : '0'], owner);
   }
 
   /** Runs a lock script; maps Redis outages to LockUnavailableError and result codes to lock errors. */
@@ -237,8 +246,8 @@ export class LockService implements OnApplicationShutdown {
     clearTimeout(timer);
   }
 
-  private hold(name: string, owner: string, mode: LockMode, leaseMs: number, reply: [1, string, number, number], sentAt: number, watchdog: boolean): LockHandle {
-    const h = new Hold(this, name, owner, mode, Number(reply[1]), reply[2], reply[3], leaseMs, sentAt + leaseMs, (hold) => this.holds.delete(hold));
+  private hold(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, reply: [1, string, number, number], sentAt: number, watchdog: boolean): LockHandle {
+    const h = new Hold(this, name, keys, owner, mode, Number(reply[1]), reply[2], reply[3], leaseMs, sentAt + leaseMs, (hold) => this.holds.delete(hold));
     // Only holds with a watchdog need stopping at shutdown; the others (HTTP) may be released by name and owner alone.
     if (watchdog) {
       this.holds.add(h);
@@ -253,9 +262,9 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** @internal used by Hold */
-  async releaseHold(h: Hold): Promise<void> {
+  async releaseHold(h: Hold, keys: LockKeys): Promise<void> {
     try {
-      await this.release(h.name, h.owner);
+      await this.releaseWith(h.name, keys, h.owner);
     } catch (err) {
       if (err instanceof LockLostError) {
         // Already gone (the lease ran out): the hold's signal has said so, or says so now.
@@ -275,17 +284,19 @@ export class LockService implements OnApplicationShutdown {
 }
 
 /** One hold: its watchdog, its lost-signal and its release. */
-class Hold implements LockHandle {
+class Hold implements LockHandle, Renewable {
   /** Made on first use of `signal` (most holds never look at it). */
   private aborter?: AbortController;
   private lostWith?: LockLostError;
-  private timer?: NodeJS.Timeout;
+  /** A retry of a renewal Redis did not answer (the regular renewals come from the service's LeaseRenewer). */
+  private retryTimer?: NodeJS.Timeout;
   private renewing?: Promise<void>;
   private released?: Promise<void>;
 
   constructor(
     private readonly service: LockService,
     readonly name: string,
+    private readonly keys: LockKeys,
     readonly owner: string,
     readonly mode: LockMode,
     readonly fencingToken: number,
@@ -305,13 +316,22 @@ class Hold implements LockHandle {
     return this.aborter.signal;
   }
 
+  get renewEveryMs(): number {
+    return this.leaseMs / 3;
+  }
+
   startWatchdog(): void {
-    this.schedule(this.leaseMs / 3);
+    this.service.renewer.add(this);
   }
 
   stopWatchdog(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.service.renewer.delete(this);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
+  renewNow(): void {
+    this.renewing = this.renewOnce();
   }
 
   release(): Promise<void> {
@@ -319,9 +339,9 @@ class Hold implements LockHandle {
       // The watchdog stops first, and a renewal already on its way finishes
       // before the release: no renewal can land after it.
       this.stopWatchdog();
-      await this.renewing;
+      if (this.renewing) await this.renewing;
       try {
-        if (!this.lostWith) await this.service.releaseHold(this);
+        if (!this.lostWith) await this.service.releaseHold(this, this.keys);
       } finally {
         this.onEnd(this);
       }
@@ -329,26 +349,20 @@ class Hold implements LockHandle {
     return this.released;
   }
 
-  private schedule(ms: number): void {
-    this.timer = setTimeout(() => {
-      this.renewing = this.renewOnce();
-    }, ms);
-    this.timer.unref();
-  }
-
   private async renewOnce(): Promise<void> {
     const sentAt = performance.now();
     try {
       this.expiresAt = await this.service.renewHold(this);
       this.localDeadline = Math.max(this.localDeadline, sentAt + this.leaseMs);
-      if (!this.released) this.schedule(this.leaseMs / 3);
+      if (!this.released) this.service.renewer.add(this);
     } catch (err) {
       if (this.released) return;
       if (err instanceof LockLostError) return this.lose('the lease ended before it was renewed');
       // Redis did not answer: keep trying while the lease may still be ours, then give up.
       const left = this.localDeadline - performance.now();
       if (left <= 0) return this.lose('Redis could not renew the lease before it ended');
-      this.schedule(Math.min(left, Math.max(50, this.leaseMs / 10)));
+      this.retryTimer = setTimeout(() => this.renewNow(), Math.min(left, Math.max(50, this.leaseMs / 10)));
+      this.retryTimer.unref();
     }
   }
 

@@ -186,6 +186,36 @@ describe(`${LockService.name} on two instances`, () => {
     await b.release();
   });
 
+  it('publishes a release only when somebody waits for it', async () => {
+    const name = fresh();
+    const channel = keys.tagged('lock', name).key('released');
+    const listener = raw.duplicate();
+    const heard: string[] = [];
+    listener.on('message', (_c: string, owner: string) => heard.push(owner));
+    await listener.subscribe(channel);
+    try {
+      // Nobody else wants it, or a caller tries once without waiting: no message.
+      const alone = await locks[0].acquire(name, { leaseMs: 5_000 });
+      await alone.release();
+      const tried = await locks[0].acquire(name, { leaseMs: 5_000 });
+      await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+      await tried.release();
+      await sleep(50);
+      expect(heard).toEqual([]);
+      // A waiter: the release is published, and the waiter is woken by it.
+      const held = await locks[0].acquire(name, { leaseMs: 5_000 });
+      const waiting = locks[1].acquire(name, { leaseMs: 5_000, waitMs: 5_000 });
+      await waitUntil('the waiter to leave its mark', async () => (await raw.hexists(hashKey(name), 'q')) === 1, 2_000);
+      await held.release();
+      const next = await waiting;
+      await next.release();
+      await waitUntil('the release message', async () => heard.length > 0, 2_000);
+      expect(heard).toEqual([held.owner]);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
   it('wakes waiters within the re-check bound when the release message is lost', async () => {
     const name = fresh();
     const a = await locks[0].acquire(name, { leaseMs: 30_000, watchdog: false });

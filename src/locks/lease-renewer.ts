@@ -1,0 +1,84 @@
+/** What the renewer drives: a hold whose lease it renews every `renewEveryMs`. */
+export interface Renewable {
+  readonly renewEveryMs: number;
+  /** Called when the hold is due; the hold calls `add` again once its lease is renewed. */
+  renewNow(): void;
+}
+
+/** The holds that share one renewal interval, in due order, and the one timer that serves them. */
+interface Lane {
+  /** Hold → when it is due (monotonic ms). Insertion order is due order: every hold joins at now + the same interval. */
+  due: Map<Renewable, number>;
+  timer?: NodeJS.Timeout;
+}
+
+/**
+ * The watchdogs of every hold in a process, on one timer per renewal interval
+ * instead of one timer per hold: taking and giving back a hold is a Map insert
+ * and delete, which matters on the hot path (a timer per hold cost more than
+ * the rest of acquire + release together, see README "Locks" → Performance).
+ *
+ * Every hold in a lane joins at now + the lane's interval, so the Map's
+ * insertion order is due order. The timer is armed for the earliest hold;
+ * when it fires it renews the holds that are due and re-arms for the next.
+ * A hold released early leaves the timer armed for it: it then fires early,
+ * finds nothing due and re-arms, so a due hold is never served late.
+ */
+export class LeaseRenewer {
+  private readonly lanes = new Map<number, Lane>();
+
+  add(hold: Renewable): void {
+    const every = hold.renewEveryMs;
+    let lane = this.lanes.get(every);
+    if (!lane) {
+      lane = { due: new Map() };
+      this.lanes.set(every, lane);
+    }
+    const dueAt = performance.now() + every;
+    lane.due.delete(hold);
+    lane.due.set(hold, dueAt);
+    if (!lane.timer) this.arm(lane, dueAt);
+  }
+
+  delete(hold: Renewable): void {
+    this.lanes.get(hold.renewEveryMs)?.due.delete(hold);
+  }
+
+  /** Holds waiting for their next renewal. */
+  get size(): number {
+    let n = 0;
+    for (const lane of this.lanes.values()) n += lane.due.size;
+    return n;
+  }
+
+  /** Stops every timer and forgets every hold (shutdown: the leases then run out on their own). */
+  clear(): void {
+    for (const lane of this.lanes.values()) {
+      clearTimeout(lane.timer);
+      lane.timer = undefined;
+      lane.due.clear();
+    }
+  }
+
+  private arm(lane: Lane, at: number): void {
+    lane.timer = setTimeout(() => this.fire(lane), Math.max(0, at - performance.now()));
+    lane.timer.unref();
+  }
+
+  private fire(lane: Lane): void {
+    lane.timer = undefined;
+    const now = performance.now();
+    const due: Renewable[] = [];
+    for (const [hold, at] of lane.due) {
+      if (at > now) {
+        this.arm(lane, at);
+        break;
+      }
+      due.push(hold);
+    }
+    for (const hold of due) {
+      lane.due.delete(hold);
+      hold.renewNow();
+    }
+  }
+}
