@@ -16,10 +16,13 @@
  *      for one lock, so at every release 10 of them are waiting in acquire(). The holder holds
  *      ~1 ms, releases, and asks again only once another client has the lock. Latency = from the
  *      release call being issued to the next holder's acquire() resolving (CLOCK_MONOTONIC, shared
- *      by the processes); also with 1 waiter, where a polling client pays its retry interval alone.
+ *      by the processes); also with 1 waiter, where a polling client pays its retry interval alone;
+ *   3. what the engine's semantics cost inside Redis (bench/lib/locks-script-cost.ts): Redis's own
+ *      execution time for one acquire + release, the engine's scripts as shipped, with one piece
+ *      taken out, and the peers' commands.
  *
  * Options: --quick            short smoke run (fewer rounds and hand-offs)
- *          --only a,b         sections: uncontended, handoff
+ *          --only a,b         sections: uncontended, handoff, scripts
  * Only the standard run (no options) writes bench/results/locks.md; runs with options write
  * $TMPDIR/redis-pay-bench/locks.md.
  */
@@ -32,6 +35,7 @@ import { allLibraries, LEASE_MS, LockClient, LockLibrary, packageVersions, WAIT_
 import { HandoffRun, HandoffSettings, HandoffWorkers } from './lib/locks-handoff';
 import { commandTime, CpuWindow, cpuBetween, Dist, dist, ms, otherShare, RedisCpu, redisCpuFromInfo, sleep, snapshot } from './lib/locks-measure';
 import { median, runSchedule } from './lib/measure';
+import { measureScriptCost, ScriptCostRow } from './lib/locks-script-cost';
 import { startBenchRedis } from './lib/redis-server';
 import { Align, environmentInfo, fmtInt, fmtNum, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
 
@@ -42,8 +46,8 @@ const BUSY_MACHINE = 0.2;
 /** Extra runs of an uncontended slot that other jobs disturbed, within the section's time budget. */
 const UNCONTENDED_RETRIES = 2;
 
-type Section = 'uncontended' | 'handoff';
-const SECTIONS: Section[] = ['uncontended', 'handoff'];
+type Section = 'uncontended' | 'handoff' | 'scripts';
+const SECTIONS: Section[] = ['uncontended', 'handoff', 'scripts'];
 
 interface Options {
   quick: boolean;
@@ -58,6 +62,7 @@ interface Options {
     singleCount: number;
     rounds: number;
   };
+  scripts: { rounds: number; batch: number };
 }
 
 function parseArgs(args: string[]): Options {
@@ -86,6 +91,7 @@ function parseArgs(args: string[]): Options {
       firstHoldMs: 50,
       capS: quick ? 5 : 12,
     },
+    scripts: quick ? { rounds: 2, batch: 300 } : { rounds: 10, batch: 2000 },
   };
 }
 
@@ -420,6 +426,7 @@ function report(
   commandTimeoutMs: number,
   u: UncontendedSummary[],
   hs: HandoffSummary[],
+  sc: ScriptCostRow[],
   totalS: number,
 ): string {
   const md: string[] = [];
@@ -467,6 +474,26 @@ function report(
     );
     md.push(`### ${h.waiters} waiters`, '', handoffTable(hs, h.waiters), '');
     md.push('### 1 waiter', '', 'The same with 2 clients: one holder, one waiter; a polling waiter is alone to notice the release, so it pays its retry interval.', '', handoffTable(hs, 1), '');
+  }
+  if (sc.length) {
+    const engineUs = sc.find((r) => r.id === 'engine')?.usPerPair ?? NaN;
+    md.push('## What the semantics cost inside Redis', '');
+    md.push(
+      "One acquire + release of a lock nobody else wants (a new name each time) on one connection: the engine's scripts as shipped, the same with a piece " +
+        "of the fast path taken out (these are not working locks; they price the piece), and the peers' commands. Redis's own execution time of what the " +
+        'client sent (INFO commandstats: a script with everything it calls; no network, no client), per acquire + release. ' +
+        `${o.scripts.rounds} rounds of ${fmtInt(o.scripts.batch)} pairs per variant, the order shuffled every round; median over the rounds. The uncontended ` +
+        "rows above pay this once per operation on Redis's core, next to the network I/O every row pays alike.",
+      '',
+    );
+    md.push(
+      markdownTable(
+        ['variant', 'Redis µs per acquire + release', '÷ engine', 'commands sent per acquire + release'],
+        sc.map((r) => [r.label, fmtNum(r.usPerPair, 2), fmtNum(r.usPerPair / engineUs, 2), fmtNum(r.commandsPerPair, 1)]),
+        ['left', 'right', 'right', 'right'],
+      ),
+      '',
+    );
   }
   md.push('## Settings', '');
   md.push(`- Every row: lease ${LEASE_MS} ms, an acquire waits up to ${WAIT_MS} ms, exclusive lock.`);
@@ -520,14 +547,20 @@ export async function main(args: string[]): Promise<void> {
 
   let u: UncontendedRun[] = [];
   let hs: HandoffRow[] = [];
+  let sc: ScriptCostRow[] = [];
   // redlock-10ms only differs from redlock in its retry, which an uncontended acquire never uses.
   if (o.sections.has('uncontended')) u = await measureUncontended(o, [engine, redlock, semaphore], admin, redisCpu);
   if (o.sections.has('handoff')) hs = await measureHandoff(o, libs, dist, redis.url, admin, redisCpu);
+  if (o.sections.has('scripts')) {
+    console.error('[bench] scripts: Redis execution time per acquire + release');
+    sc = await measureScriptCost(admin, dist, 'bench-locks', o.scripts.rounds, o.scripts.batch);
+    for (const r of sc) console.error(`[bench]   ${r.id}: ${fmtNum(r.usPerPair, 2)} µs`);
+  }
   admin.disconnect();
   unregisterAdmin();
   await redis.stop();
 
   const standard = args.length === 0;
   const outDir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
-  writeResult(NAME, report(args, o, env, libs, Number(engine.redisOptions.commandTimeout), summariseUncontended(u), summariseHandoff(hs), (performance.now() - started) / 1000), outDir);
+  writeResult(NAME, report(args, o, env, libs, Number(engine.redisOptions.commandTimeout), summariseUncontended(u), summariseHandoff(hs), sc, (performance.now() - started) / 1000), outDir);
 }
