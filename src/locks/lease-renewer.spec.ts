@@ -89,13 +89,29 @@ describe(LeaseRenewer.name, () => {
     expect(jest.getTimerCount()).toBe(1);
   });
 
-  it('stops everything at clear()', () => {
+  it('stops everything at clear(), for good: a hold renewed afterwards is not queued again', () => {
     const a = new FakeHold(renewer, 10);
     renewer.add(a);
     renewer.clear();
     jest.advanceTimersByTime(100);
     expect(at(a)).toEqual([]);
+    // A renewal that was on its way at shutdown comes back and re-adds its hold.
+    renewer.add(a);
+    jest.advanceTimersByTime(100);
+    expect(at(a)).toEqual([]);
     expect(jest.getTimerCount()).toBe(0);
     expect(renewer.size).toBe(0);
+  });
+
+  it('drops a lane once it has no holds left', () => {
+    for (let lease = 1; lease <= 50; lease++) {
+      const h = new FakeHold(renewer, lease * 10);
+      h.rejoin = false;
+      renewer.add(h);
+    }
+    expect(renewer.lanesInUse).toBe(50);
+    jest.advanceTimersByTime(500);
+    expect(renewer.lanesInUse).toBe(0);
+    expect(jest.getTimerCount()).toBe(0);
   });
 });

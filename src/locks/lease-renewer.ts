@@ -7,6 +7,7 @@ export interface Renewable {
 
 /** The holds that share one renewal interval, in due order, and the one timer that serves them. */
 interface Lane {
+  every: number;
   /** Hold → when it is due (monotonic ms). Insertion order is due order: every hold joins at now + the same interval. */
   due: Map<Renewable, number>;
   timer?: NodeJS.Timeout;
@@ -15,8 +16,7 @@ interface Lane {
 /**
  * The watchdogs of every hold in a process, on one timer per renewal interval
  * instead of one timer per hold: taking and giving back a hold is a Map insert
- * and delete, which matters on the hot path (a timer per hold cost more than
- * the rest of acquire + release together, see README "Locks" → Performance).
+ * and delete instead of a Timeout object created, unref'd and cleared per hold.
  *
  * Every hold in a lane joins at now + the lane's interval, so the Map's
  * insertion order is due order. The timer is armed for the earliest hold;
@@ -26,12 +26,15 @@ interface Lane {
  */
 export class LeaseRenewer {
   private readonly lanes = new Map<number, Lane>();
+  private closed = false;
 
+  /** Queues `hold` for renewal one interval from now (or moves it there). Does nothing once `clear()` has run. */
   add(hold: Renewable): void {
+    if (this.closed) return;
     const every = hold.renewEveryMs;
     let lane = this.lanes.get(every);
     if (!lane) {
-      lane = { due: new Map() };
+      lane = { every, due: new Map() };
       this.lanes.set(every, lane);
     }
     const dueAt = performance.now() + every;
@@ -51,13 +54,19 @@ export class LeaseRenewer {
     return n;
   }
 
-  /** Stops every timer and forgets every hold (shutdown: the leases then run out on their own). */
+  /** Lanes (distinct renewal intervals) in use. */
+  get lanesInUse(): number {
+    return this.lanes.size;
+  }
+
+  /**
+   * Stops every timer and forgets every hold, for good: a renewal still on its way cannot queue its
+   * hold again (shutdown: the leases then run out on their own).
+   */
   clear(): void {
-    for (const lane of this.lanes.values()) {
-      clearTimeout(lane.timer);
-      lane.timer = undefined;
-      lane.due.clear();
-    }
+    this.closed = true;
+    for (const lane of this.lanes.values()) clearTimeout(lane.timer);
+    this.lanes.clear();
   }
 
   private arm(lane: Lane, at: number): void {
@@ -76,9 +85,9 @@ export class LeaseRenewer {
       }
       due.push(hold);
     }
-    for (const hold of due) {
-      lane.due.delete(hold);
-      hold.renewNow();
-    }
+    for (const hold of due) lane.due.delete(hold);
+    // An empty lane goes (one per lease length ever used would otherwise stay); a renewed hold brings it back.
+    if (lane.due.size === 0 && this.lanes.get(lane.every) === lane) this.lanes.delete(lane.every);
+    for (const hold of due) hold.renewNow();
   }
 }

@@ -183,7 +183,7 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** Gives back one hold of `owner`; LockLostError when it holds none. */
-  release(name: string, owner: string): Promise<{ holdCount: number }> {
+  async release(name: string, owner: string): Promise<{ holdCount: number }> {
     return this.releaseWith(name, this.keysOf(name), owner);
   }
 
@@ -290,6 +290,8 @@ class Hold implements LockHandle, Renewable {
   private lostWith?: LockLostError;
   /** A retry of a renewal Redis did not answer (the regular renewals come from the service's LeaseRenewer). */
   private retryTimer?: NodeJS.Timeout;
+  /** Set by stopWatchdog (release, loss, shutdown): a renewal still on its way must not start another. */
+  private stopped = false;
   private renewing?: Promise<void>;
   private released?: Promise<void>;
 
@@ -325,6 +327,7 @@ class Hold implements LockHandle, Renewable {
   }
 
   stopWatchdog(): void {
+    this.stopped = true;
     this.service.renewer.delete(this);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
@@ -354,9 +357,9 @@ class Hold implements LockHandle, Renewable {
     try {
       this.expiresAt = await this.service.renewHold(this);
       this.localDeadline = Math.max(this.localDeadline, sentAt + this.leaseMs);
-      if (!this.released) this.service.renewer.add(this);
+      if (!this.stopped) this.service.renewer.add(this);
     } catch (err) {
-      if (this.released) return;
+      if (this.stopped) return;
       if (err instanceof LockLostError) return this.lose('the lease ended before it was renewed');
       // Redis did not answer: keep trying while the lease may still be ours, then give up.
       const left = this.localDeadline - performance.now();

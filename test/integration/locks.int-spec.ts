@@ -20,6 +20,7 @@ describe(`${LockService.name} on two instances`, () => {
   let apps: TestApp[];
   let locks: LockService[];
   let keys: KeyBuilder;
+  let env: Record<string, string>;
   let n = 0;
   const fresh = () => `test:${process.pid}:${++n}`;
   const hashKey = (name: string) => keys.tagged('lock', name).key('h');
@@ -28,7 +29,7 @@ describe(`${LockService.name} on two instances`, () => {
   beforeAll(async () => {
     redis = await startRedisServer();
     raw = rawConnection(redis);
-    const env = { REDIS_KEY_PREFIX: randomPrefix(), LOCK_WAKE_CHECK_MS: String(WAKE_CHECK_MS) };
+    env = { REDIS_KEY_PREFIX: randomPrefix(), LOCK_WAKE_CHECK_MS: String(WAKE_CHECK_MS) };
     apps = await Promise.all([startTestApp(redis.url, env), startTestApp(redis.url, env)]);
     locks = apps.map((t) => t.app.get(LockService));
     keys = apps[0].app.get(KeyBuilder);
@@ -279,6 +280,32 @@ describe(`${LockService.name} on two instances`, () => {
     expect(await raw.exists(hashKey(name))).toBe(0);
     await sleep(400); // a renewal landing after the release would bring the key back
     expect(await raw.exists(hashKey(name))).toBe(0);
+  });
+
+  it('stops renewing at shutdown, even a hold whose renewal is on its way then: the lease runs out', async () => {
+    const extra = await startTestApp(redis.url, env);
+    try {
+      const service = extra.app.get(LockService);
+      const renew = service.renewHold.bind(service);
+      let inFlight = false;
+      // The first renewal: shut down while it is on its way, then let it reach Redis.
+      jest.spyOn(service, 'renewHold').mockImplementation((h) => {
+        if (!inFlight) {
+          inFlight = true;
+          service.onApplicationShutdown();
+        }
+        return renew(h);
+      });
+      const name = fresh();
+      await service.acquire(name, { leaseMs: 300 });
+      await waitUntil('a renewal to start', () => Promise.resolve(inFlight), 2_000);
+      // That renewal extends the lease once; nothing after it does, so the key goes within about a lease.
+      await waitUntil('the lease to run out', async () => (await raw.exists(hashKey(name))) === 0, 1_500);
+      await sleep(400);
+      expect(await raw.exists(hashKey(name))).toBe(0);
+    } finally {
+      await extra.close();
+    }
   });
 
   it('aborts the holder\'s signal with LockLostError when the lease is lost, and the next holder\'s token is higher', async () => {
