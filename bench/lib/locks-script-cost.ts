@@ -41,6 +41,8 @@ function cut(text: string, from: string, to: string, what: string): string {
 const LEASE = 10_000;
 const FENCE_KEEP = 3_600_000;
 const OWNER = 'abcdef12:0b7c7a86-5c3e-4b39-9f0e-';
+/** An owner token of the engine's length (instance:uuid), distinct per pair. */
+const token = (i: number) => OWNER + String(i).padStart(12, '0');
 
 async function variants(conn: Redis, dist: string, prefix: string): Promise<Variant[]> {
   const { loadScriptFile } = require(join(dist, 'scripts', 'script-loader')) as typeof import('../../src/scripts/script-loader');
@@ -57,7 +59,7 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
       commands: ['evalsha'],
       pair: async (c, i) => {
         const k = `${prefix}:lock:{s${i}}:`;
-        const owner = OWNER + String(i).padStart(12, '0');
+        const owner = token(i);
         await c.evalsha(a, 2, `${k}h`, `${k}fence`, owner, 'w', LEASE, 0, FENCE_KEEP, '0');
         await c.evalsha(r, 1, `${k}h`, owner, `${k}released`);
       },
@@ -66,26 +68,12 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
   // The peers' commands, as redlock 5 and redis-semaphore 5 send them for one Redis node.
   const peerAcquire = await load("return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])");
   const peerRelease = await load("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
-  const token = (i: number) => OWNER + String(i).padStart(12, '0');
+  const noFence = cut(acquire, 'local token = newToken()\n  local exp', 'local token = nowUsText\n  local exp', 'no-fence');
+  const noFenceNoClock = cut(noFence, "local t = redis.call('TIME')", "local t = {'1763000000', '000000'}", 'no-fence-no-clock');
   return [
     await engineLike('engine', 'engine: acquire-2 + release-1 as shipped', acquire, release),
-    await engineLike(
-      'no-fence',
-      'engine without the fencing counter (token = Redis clock only)',
-      cut(acquire, 'local token = newToken()\n  local exp', 'local token = nowUsText\n  local exp', 'no-fence'),
-      release,
-    ),
-    await engineLike(
-      'no-fence-no-clock',
-      'engine without the fencing counter and without TIME (no lease end, no token)',
-      cut(
-        cut(acquire, "local t = redis.call('TIME')", "local t = {'1763000000', '000000'}", 'no-clock'),
-        'local token = newToken()\n  local exp',
-        'local token = nowUsText\n  local exp',
-        'no-fence-no-clock',
-      ),
-      release,
-    ),
+    await engineLike('no-fence', 'engine without the fencing counter (token = Redis clock only)', noFence, release),
+    await engineLike('no-fence-no-clock', 'engine without the fencing counter and without TIME (no lease end, no token)', noFenceNoClock, release),
     await (async (): Promise<Variant> => {
       // The least a fenced lock needs: a string key (no owner hash: no reentrancy, no read/write) plus the same counter and clock floor.
       const a = await load(

@@ -87,7 +87,7 @@ export class LeaseRenewer {
     }
     for (const hold of due) lane.due.delete(hold);
     // An empty lane goes (one per lease length ever used would otherwise stay); a renewed hold brings it back.
-    if (lane.due.size === 0 && this.lanes.get(lane.every) === lane) this.lanes.delete(lane.every);
+    if (lane.due.size === 0) this.lanes.delete(lane.every);
     for (const hold of due) hold.renewNow();
   }
 }
