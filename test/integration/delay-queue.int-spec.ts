@@ -270,9 +270,17 @@ describe(DelayQueueService.name, () => {
       const monitor = await raw.monitor();
       const commands: string[] = [];
       let markerSeen = false;
+      // Only what the cancel's own script runs: a script's commands follow its EVAL/EVALSHA line in MONITOR, and other
+      // scripts (background workers of the app) may run in between, each after its own line.
+      let inCancel = false;
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
-        if (source === 'lua') commands.push(String(args[0]).toLowerCase());
-        else if (args[0]?.toLowerCase() === 'echo' && args[1] === 'cancel-done') markerSeen = true;
+        const name = String(args[0]).toLowerCase();
+        if (source === 'lua') {
+          if (inCancel) commands.push(name);
+          return;
+        }
+        inCancel = (name === 'evalsha' || name === 'eval') && args.some((a) => String(a).includes(q));
+        if (name === 'echo' && args[1] === 'cancel-done') markerSeen = true;
       });
       try {
         expect(await dq.cancel(q, 'victim')).toEqual({ wasPending: false, state: 'dead', attempts: 1 });
