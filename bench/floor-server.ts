@@ -2,8 +2,8 @@
  * The "floor" of the http-floor benchmark: the least a Node HTTP server can do
  * for POST /diagnostics/touch. Bare Fastify 5 + ioredis, one route that parses
  * the JSON body, runs the very same Lua script as the service (same source,
- * includes inlined by the service's own loader, same SHA) by EVALSHA through
- * `defineCommand`, and returns the same JSON shape. No auth, no validation, no
+ * includes inlined by the service's own loader, same SHA) by EVALSHA as the
+ * service sends it (`evalScript`), and returns the same JSON shape. No auth, no validation, no
  * logging, no metrics, no rate limit. The account comes from the body because
  * there is no token to take it from.
  *

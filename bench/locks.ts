@@ -5,8 +5,10 @@
  * Rows (bench/lib/locks-clients.ts): the engine from a snapshot of the build, one Nest application
  * context (config, metrics, Redis, scripts, the lock module; no HTTP) per client; redlock 5 with one
  * Redis node at its default retry (200 ± 100 ms) and, for the hand-off only, a what-if at 10 ± 5 ms;
- * redis-semaphore's Mutex at its default retry (10 ms). Every row: lease 10 s, acquire waits up to
- * 10 s, and every client has its own ioredis connection(s) with the service's connection options.
+ * redis-semaphore's Mutex at its default retry (10 ms); for the uncontended section only, a reference
+ * row (fenced-floor: the cheapest lock that returns a fencing token, not a working engine) that
+ * bounds any fenced lock's throughput there. Every row: lease 10 s, acquire waits up to 10 s, and
+ * every client has its own ioredis connection(s) with the service's connection options.
  *
  * Measures:
  *   1. uncontended acquire+release ops/s: a new lock name for every acquire, no two calls on one
@@ -226,7 +228,9 @@ async function measureHandoff(o: Options, libs: LockLibrary[], build: string, re
 // ---------------------------------------------------------------------------------------------
 // Report
 
-const LIB_ORDER = ['engine', 'redlock', 'redis-semaphore', 'redlock-10ms'];
+const LIB_ORDER = ['engine', 'redlock', 'redis-semaphore', 'fenced-floor', 'redlock-10ms'];
+/** The uncontended reference row: it bounds the goal (information), it is not a peer to beat. */
+const FLOOR = 'fenced-floor';
 
 interface UncontendedSummary {
   lib: string;
@@ -320,20 +324,33 @@ interface Goal {
   target: string;
   measured: string;
   met?: boolean;
+  info?: boolean;
 }
 
 function goals(u: UncontendedSummary[], hs: HandoffSummary[], o: Options): Goal[] {
   const out: Goal[] = [];
   for (const mode of ['serial', 'concurrent'] as const) {
     const e = u.find((s) => s.lib === 'engine' && s.mode === mode);
-    const peers = u.filter((s) => s.lib !== 'engine' && s.mode === mode);
+    const peers = u.filter((s) => s.lib !== 'engine' && s.lib !== FLOOR && s.mode === mode);
     if (!e || !peers.length) continue;
+    const inFlight = mode === 'serial' ? '1 client, 1 in flight' : `1 client, ${o.uncontended.concurrency} in flight`;
     out.push({
-      goal: `uncontended acquire+release, ${mode === 'serial' ? '1 client, 1 in flight' : `1 client, ${o.uncontended.concurrency} in flight`}`,
+      goal: `uncontended acquire+release, ${inFlight}`,
       target: 'engine ≥ each peer (median ops/s)',
       measured: `${fmtInt(e.median)} ops/s; ${peers.map((p) => `${fmtNum(e.median / p.median, 2)}× ${p.lib} (${fmtInt(p.median)})`).join(', ')}`,
       met: peers.every((p) => e.median >= p.median),
     });
+    // How far the goal above is reachable for a lock that returns a fencing token: below 1, the engine cannot match redis-semaphore here.
+    const floor = u.find((s) => s.lib === FLOOR && s.mode === mode);
+    const sem = peers.find((s) => s.lib === 'redis-semaphore');
+    if (floor && sem) {
+      out.push({
+        goal: `bound: cheapest fenced lock ÷ redis-semaphore (uncontended, ${inFlight})`,
+        target: '— (information)',
+        measured: `${fmtNum(floor.median / sem.median, 2)} (${FLOOR} ${fmtInt(floor.median)} ops/s ÷ ${fmtInt(sem.median)}); engine ÷ ${FLOOR} ${fmtNum(e.median / floor.median, 2)}`,
+        info: true,
+      });
+    }
   }
   for (const waiters of [o.handoff.waiters, 1]) {
     const e = hs.find((s) => s.lib === 'engine' && s.waiters === waiters);
@@ -443,7 +460,10 @@ function report(
         `(at most ${UNCONTENDED_RETRIES} times, within ${x.budgetS} s for the section) and the least disturbed attempt kept; one still disturbed is left out of its ` +
         "row's median when the row has undisturbed ones (⚠: the row had such runs). The cell is the median over the rounds (min–max of the same runs in brackets). " +
         'CPU: this process (library + ioredis; getrusage) and redis-server (INFO cpu), per acquire + release, medians. "Redis command time": what ' +
-        'INFO commandstats says Redis spent executing the commands the client sent (a script with everything it calls; no network I/O), per acquire + release.',
+        'INFO commandstats says Redis spent executing the commands the client sent (a script with everything it calls; no network I/O), per acquire + release. ' +
+        'The last row is a reference, not a lock the service could use (no reentrancy, no read/write, no watchdog, no metrics, no waiting): a string key and the ' +
+        "engine's fencing counter in one script, the peers' release in another, so it prices only \"acquire returns a fencing token\", and any fenced lock's " +
+        'uncontended throughput is at most about this row\'s.',
       '',
     );
     md.push(uncontendedTable(u, o), '');
@@ -534,9 +554,9 @@ export async function main(args: string[]): Promise<void> {
   const admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   const redisCpu = redisCpuFromInfo(admin);
   const unregisterAdmin = onCleanup('locks bench admin connection', () => admin.disconnect(), () => admin.disconnect());
-  const { engine, redlock, semaphore, redlockFast } = allLibraries(dist, redis.url);
+  const { engine, redlock, semaphore, redlockFast, fencedFloor } = allLibraries(dist, redis.url);
   const libs = [engine, redlock, semaphore, redlockFast];
-  labels = new Map(libs.map((l) => [l.id, l.label]));
+  labels = new Map([...libs, fencedFloor].map((l) => [l.id, l.label]));
   const env = environmentInfo(redis.version, {
     ...packageVersions(),
     'Engine under test': `LockService from a snapshot of dist/ and lua/, one Nest application context per client (${engine.viaLockModule ? 'the build\'s lock module' : 'LockService + LockMetrics'} with config, metrics and Redis; no HTTP)`,
@@ -548,8 +568,8 @@ export async function main(args: string[]): Promise<void> {
   let u: UncontendedRun[] = [];
   let hs: HandoffRow[] = [];
   let sc: ScriptCostRow[] = [];
-  // redlock-10ms only differs from redlock in its retry, which an uncontended acquire never uses.
-  if (o.sections.has('uncontended')) u = await measureUncontended(o, [engine, redlock, semaphore], admin, redisCpu);
+  // redlock-10ms only differs from redlock in its retry, which an uncontended acquire never uses; fenced-floor (last) is a reference for this section only.
+  if (o.sections.has('uncontended')) u = await measureUncontended(o, [engine, redlock, semaphore, fencedFloor], admin, redisCpu);
   if (o.sections.has('handoff')) hs = await measureHandoff(o, libs, dist, redis.url, admin, redisCpu);
   if (o.sections.has('scripts')) {
     console.error('[bench] scripts: Redis execution time per acquire + release');
@@ -562,5 +582,5 @@ export async function main(args: string[]): Promise<void> {
 
   const standard = args.length === 0;
   const outDir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
-  writeResult(NAME, report(args, o, env, libs, Number(engine.redisOptions.commandTimeout), summariseUncontended(u), summariseHandoff(hs), sc, (performance.now() - started) / 1000), outDir);
+  writeResult(NAME, report(args, o, env, [...libs, fencedFloor], Number(engine.redisOptions.commandTimeout), summariseUncontended(u), summariseHandoff(hs), sc, (performance.now() - started) / 1000), outDir);
 }

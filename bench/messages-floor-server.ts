@@ -10,7 +10,7 @@
  * and MessagesService (toStored for writes, toDto and the response for pulls,
  * the once-a-second broadcast feed), constructed by hand rather than by Nest's
  * DI. Scripts are the build's lua/ loaded by the project's script loader and
- * run by EVALSHA (ioredis defineCommand), on a connection with the service's
+ * run by EVALSHA as the service sends them (`evalScript`), on a connection with the service's
  * ioredis options (src/redis/redis-options.ts). The one thing the service does
  * that this server does not is count metrics (a no-op stands in).
  *

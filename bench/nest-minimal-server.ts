@@ -2,7 +2,7 @@
  * The "nest-minimal" row of the http-floor benchmark: the floor's work inside
  * the smallest NestJS 11 app on @nestjs/platform-fastify. One module, one
  * controller, one POST route that reads the JSON body (account + label), runs
- * the very same touch script through ioredis `defineCommand` (EVALSHA, auto-
+ * the very same touch script as the service sends it (`evalScript`: EVALSHA; auto-
  * pipelining, the floor's Redis options) and returns the floor's JSON. No
  * guards, no pipes, no interceptors, no filters, no logger (`logger: false`),
  * no raw body. Its distance from the floor is what Nest itself costs per

@@ -1,5 +1,6 @@
 import Redis, { type RedisOptions } from 'ioredis';
 import { DEFAULT_LUA_DIR, loadAllScripts, type ScriptDefinition } from '../../src/scripts/script-loader';
+import { evalScript } from '../../src/scripts/eval-script';
 
 /** One script as an ioredis command: EVALSHA, and EVAL when Redis answers NOSCRIPT. Keys first, then arguments. */
 export type ScriptCommand = (...keysAndArgs: (string | number | Buffer)[]) => Promise<unknown>;
@@ -16,13 +17,12 @@ export interface ScriptRedis {
 /**
  * The baseline servers' Redis: one ioredis connection to `url` with `options`, and every script
  * under `luaDir` (default: LUA_DIR, else the project's lua/) loaded by the service's own loader
- * (`loadAllScripts`: same source, includes inlined, same SHA), defined as ioredis commands under
- * the service's command names and `SCRIPT LOAD`ed, each checked by its SHA.
+ * (`loadAllScripts`: same source, includes inlined, same SHA), `SCRIPT LOAD`ed and checked by
+ * their SHA, and called the way the service calls them (`evalScript`: EVALSHA, EVAL on NOSCRIPT).
  */
 export async function connectScriptRedis(url: string, options: RedisOptions, luaDir = process.env.LUA_DIR ?? DEFAULT_LUA_DIR): Promise<ScriptRedis> {
   const scripts = loadAllScripts(luaDir);
   const redis = new Redis(url, { ...options, lazyConnect: true });
-  for (const def of scripts.values()) redis.defineCommand(def.command, { numberOfKeys: def.numberOfKeys, lua: def.source });
   await redis.connect();
   const shas = await Promise.all([...scripts.values()].map((def) => redis.script('LOAD', def.source)));
   [...scripts.values()].forEach((def, i) => {
@@ -31,7 +31,7 @@ export async function connectScriptRedis(url: string, options: RedisOptions, lua
   const command = (id: string): ScriptCommand => {
     const def = scripts.get(id);
     if (!def) throw new Error(`no script ${id} under ${luaDir}`);
-    return (redis as unknown as Record<string, ScriptCommand>)[def.command].bind(redis);
+    return (...keysAndArgs) => evalScript(redis, def, keysAndArgs.slice(0, def.numberOfKeys) as string[], keysAndArgs.slice(def.numberOfKeys));
   };
   const commands = new Map([...scripts.keys()].map((id) => [id, command(id)]));
   return {

@@ -7,6 +7,9 @@
  *                   client = one context = its own command and pub/sub connections.
  *   redlock         redlock 5 (beta; the ioredis-compatible line) with one Redis "node".
  *   redis-semaphore redis-semaphore's Mutex (SET NX PX, then polls every retryInterval).
+ *   fenced-floor    not a library: the cheapest lock that returns a fencing token (a string key and
+ *                   the engine's fencing counter, two scripts), a reference row for the uncontended
+ *                   section only (it never waits, so it cannot take part in a hand-off).
  *
  * Every client has its own ioredis connection(s) with the service's own connection options (from
  * the same build: no auto-pipelining, offline queue off), so the rows differ only in the library.
@@ -14,12 +17,15 @@
 import { NestFactory } from '@nestjs/core';
 import { Module } from '@nestjs/common';
 import Redis, { type RedisOptions } from 'ioredis';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
 import type { LockService } from '../../src/locks/lock.service';
+import { evalScript } from '../../src/scripts/eval-script';
 import { requireFromBuild, ROOT } from './full-stack';
+import { FENCE_KEEP_MS, FENCED_STRING_ACQUIRE_LUA, OWNER_RELEASE_LUA } from './locks-lua';
 
 /** Every row: a 10 s lease, and an acquire waits up to 10 s for a held lock. */
 export const LEASE_MS = 10_000;
@@ -232,7 +238,57 @@ export function semaphoreLibrary(redisUrl: string, redisOptions: RedisOptions, r
   };
 }
 
-/** Every row of the benchmark, in report order: the engine, the peers at their default retry, and redlock at 10 ms (what-if). */
+/**
+ * The reference row "fenced-floor": what any lock that returns a fencing token pays at least per
+ * acquire + release, as ops/s next to the rows it bounds. redis-semaphore's acquire is one plain
+ * SET NX PX; a fencing token needs a script (the counter has to move with the SET, atomically), so
+ * this is the acquire script of the script-cost variant "fenced-string" and the peers' release
+ * script, nothing else. Not a lock the service could use: no reentrancy, no read/write, no
+ * watchdog, no metrics, no waiting (an acquire of a taken lock throws: the uncontended section
+ * never contends, so that is a bug, and it should be loud).
+ */
+export function fencedFloorLibrary(redisUrl: string, redisOptions: RedisOptions): LockLibrary {
+  return {
+    id: 'fenced-floor',
+    label: "reference: the cheapest fenced lock (string key + the engine's fencing counter; 2 scripts; not a working engine)",
+    commands: ['evalsha', 'eval'],
+    settings:
+      `acquire: one script (TIME; SET key owner NX PX ${LEASE_MS}; fencing counter SET fence now PX ${FENCE_KEEP_MS} GET, raised above the previous token if the clock is behind it; returns the token), ` +
+      "release: one script (GET = owner → DEL); both SCRIPT LOADed at connect and sent as EVALSHA (EVAL on NOSCRIPT); a fresh owner per acquire of the engine's " +
+      'length (8-hex instance:uuid); no waiting, no watchdog, no reentrancy, no read/write, no metrics (the acquire of a taken lock throws); uncontended section only',
+    async connect() {
+      let requests = 0;
+      const conn = await peerConnection(redisUrl, redisOptions, () => void requests++);
+      // Sent as the engine's scripts are (evalScript: EVALSHA, EVAL on NOSCRIPT).
+      const script = async (lua: string, numberOfKeys: number) => ({ source: lua, numberOfKeys, sha: (await conn.script('LOAD', lua)) as string });
+      const [acquire, release] = await Promise.all([script(FENCED_STRING_ACQUIRE_LUA, 2), script(OWNER_RELEASE_LUA, 1)]);
+      const instance = randomUUID().slice(0, 8);
+      return {
+        acquire: async (name) => {
+          const owner = `${instance}:${randomUUID()}`;
+          // The fence key shares the lock key's hash slot ({name}), like the engine's.
+          const key = peerKey(name, 'ff');
+          const token = await evalScript(conn, acquire, [key, peerKey(name, 'ff-fence')], [owner, LEASE_MS, FENCE_KEEP_MS]);
+          if (token === 0) throw new Error(`fenced-floor: lock ${name} is taken (the uncontended section never contends)`);
+          return async () => {
+            if ((await evalScript(conn, release, [key], [owner])) !== 1) throw new Error(`fenced-floor: lock ${name} was not held at release`);
+          };
+        },
+        get requests() {
+          return requests;
+        },
+        close: async () => {
+          conn.disconnect();
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Every row of the benchmark, in report order: the engine, the peers at their default retry, redlock
+ * at 10 ms (what-if), and the uncontended section's reference row (fencedFloor: never in a hand-off).
+ */
 export function allLibraries(dist: string, redisUrl: string) {
   const engine = engineLibrary(dist, redisUrl);
   // The peers' connections get the service's own connection options (from the same build).
@@ -242,6 +298,7 @@ export function allLibraries(dist: string, redisUrl: string) {
     redlock: redlockLibrary(redisUrl, o, 200, 100),
     semaphore: semaphoreLibrary(redisUrl, o, 10),
     redlockFast: redlockLibrary(redisUrl, o, 10, 5, 'redlock-10ms', true),
+    fencedFloor: fencedFloorLibrary(redisUrl, o),
   };
 }
 

@@ -12,6 +12,7 @@
 import type Redis from 'ioredis';
 import { join } from 'node:path';
 import type { ScriptDefinition } from '../../src/scripts/script-loader';
+import { FENCE_KEEP_MS, FENCED_STRING_ACQUIRE_LUA, OWNER_RELEASE_LUA } from './locks-lua';
 import { commandTime } from './locks-measure';
 import { median } from './measure';
 
@@ -39,7 +40,6 @@ function cut(text: string, from: string, to: string, what: string): string {
 }
 
 const LEASE = 10_000;
-const FENCE_KEEP = 3_600_000;
 const OWNER = 'abcdef12:0b7c7a86-5c3e-4b39-9f0e-';
 /** An owner token of the engine's length (instance:uuid), distinct per pair. */
 const token = (i: number) => OWNER + String(i).padStart(12, '0');
@@ -60,14 +60,14 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
       pair: async (c, i) => {
         const k = `${prefix}:lock:{s${i}}:`;
         const owner = token(i);
-        await c.evalsha(a, 2, `${k}h`, `${k}fence`, owner, 'w', LEASE, 0, FENCE_KEEP, '0');
+        await c.evalsha(a, 2, `${k}h`, `${k}fence`, owner, 'w', LEASE, 0, FENCE_KEEP_MS, '0');
         await c.evalsha(r, 1, `${k}h`, owner, `${k}released`);
       },
     };
   };
   // The peers' commands, as redlock 5 and redis-semaphore 5 send them for one Redis node.
   const peerAcquire = await load("return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])");
-  const peerRelease = await load("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
+  const peerRelease = await load(OWNER_RELEASE_LUA);
   const noFence = cut(acquire, 'local token = newToken()\n  local exp', 'local token = nowUsText\n  local exp', 'no-fence');
   const noFenceNoClock = cut(noFence, "local t = redis.call('TIME')", "local t = {'1763000000', '000000'}", 'no-fence-no-clock');
   return [
@@ -75,21 +75,15 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
     await engineLike('no-fence', 'engine without the fencing counter (token = Redis clock only)', noFence, release),
     await engineLike('no-fence-no-clock', 'engine without the fencing counter and without TIME (no lease end, no token)', noFenceNoClock, release),
     await (async (): Promise<Variant> => {
-      // The least a fenced lock needs: a string key (no owner hash: no reentrancy, no read/write) plus the same counter and clock floor.
-      const a = await load(
-        "local t = redis.call('TIME') local now = t[1] .. string.sub('00000' .. t[2], -6) " +
-          "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) == false then return 0 end " +
-          "local prev = redis.call('SET', KEYS[2], now, 'PX', ARGV[3], 'GET') " +
-          "if prev and tonumber(prev) >= tonumber(now) then now = string.format('%.0f', tonumber(prev) + 1) redis.call('SET', KEYS[2], now, 'PX', ARGV[3]) end " +
-          'return now',
-      );
+      // The least a fenced lock needs (the same text as the uncontended section's reference row, fenced-floor).
+      const a = await load(FENCED_STRING_ACQUIRE_LUA);
       return {
         id: 'fenced-string',
         label: 'a string key with the same fencing counter (no reentrancy, no read/write, no watchdog bookkeeping)',
         commands: ['evalsha'],
         pair: async (c, i) => {
           const k = `${prefix}:lock:{s${i}}:`;
-          await c.evalsha(a, 2, `${k}fs`, `${k}fence`, token(i), LEASE, FENCE_KEEP);
+          await c.evalsha(a, 2, `${k}fs`, `${k}fence`, token(i), LEASE, FENCE_KEEP_MS);
           await c.evalsha(peerRelease, 1, `${k}fs`, token(i));
         },
       };

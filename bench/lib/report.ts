@@ -80,6 +80,8 @@ export interface GoalLine {
   measured: string;
   /** undefined: not measured in this run. */
   met?: boolean;
+  /** An informational line, not a goal: Met shows —. */
+  info?: boolean;
 }
 
 /** The head every benchmark report starts with: title, how it was made, the environment and the goals table. */
@@ -95,7 +97,7 @@ export function reportHead(name: string, args: string[], env: ReturnType<typeof 
     '',
     markdownTable(
       ['Goal', 'Target', 'Measured', 'Met'],
-      goals.map((g) => [g.goal, g.target, g.measured, g.met === undefined ? 'n/a' : g.met ? 'met' : missed]),
+      goals.map((g) => [g.goal, g.target, g.measured, g.info ? '—' : g.met === undefined ? 'n/a' : g.met ? 'met' : missed]),
       ['left', 'left', 'left', 'left'],
     ),
     '',

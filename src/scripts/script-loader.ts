@@ -17,8 +17,6 @@ export interface ScriptContract {
 export interface ScriptDefinition {
   /** `<module>/<name>`, e.g. `core/rate-limit`. */
   id: string;
-  /** A JS identifier derived from the id, used as the ioredis command name. */
-  command: string;
   file: string;
   numberOfKeys: number;
   /** Source with includes inlined. */
@@ -121,9 +119,6 @@ function walk(dir: string): string[] {
     });
 }
 
-const toCommand = (id: string) =>
-  'rp_' + id.replace(/[/-]([a-z0-9])/g, (_m, c: string) => c.toUpperCase()).replace(/[^A-Za-z0-9_]/g, '_');
-
 /** Reads one script file: key count from the name, contract from the header, includes inlined. */
 export function loadScriptFile(luaDir: string, path: string): ScriptDefinition {
   const rel = relative(luaDir, path).split(sep).join('/');
@@ -139,7 +134,6 @@ export function loadScriptFile(luaDir: string, path: string): ScriptDefinition {
   const id = `${parts[0]}/${m[1]}`;
   return {
     id,
-    command: toCommand(id),
     file: rel,
     numberOfKeys,
     source,

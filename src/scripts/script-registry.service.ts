@@ -2,17 +2,18 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import type Redis from 'ioredis';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { RedisService } from '../redis/redis.service';
+import { evalScript, type ScriptArg } from './eval-script';
 import { scriptErrorFor } from './script-errors';
 import { DEFAULT_LUA_DIR, loadAllScripts, ScriptDefinition } from './script-loader';
 
-export type ScriptArg = string | number | Buffer;
+export type { ScriptArg } from './eval-script';
 
 /**
  * Every Lua script under `lua/`, loaded from disk once. At boot each script is
- * SCRIPT LOADed on every master; calls go by EVALSHA (ioredis falls back to
- * EVAL, which caches the script again, when a node answers NOSCRIPT after a
- * restart or failover). Modules call scripts only through typed wrappers that
- * use `run()`.
+ * SCRIPT LOADed on every master; calls go by EVALSHA, and a node that answers
+ * NOSCRIPT (after a restart or failover) gets that call again as EVAL, which
+ * caches the script there. Modules call scripts only through typed wrappers
+ * that use `run()`.
  */
 @Injectable()
 export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -24,9 +25,6 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
 
   constructor(private readonly redis: RedisService) {
     this.scripts = loadAllScripts(DEFAULT_LUA_DIR);
-    for (const def of this.scripts.values()) {
-      this.redis.client.defineCommand(def.command, { numberOfKeys: def.numberOfKeys, lua: def.source });
-    }
     // A restarted or new node has an empty script cache: load again whenever the connection comes back.
     this.redis.client.on('ready', () => {
       if (this.loaded) void this.loadAll().catch(() => undefined);
@@ -95,11 +93,9 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
   async run<T = unknown>(id: string, keys: readonly string[], args: readonly ScriptArg[] = []): Promise<T> {
     const def = this.get(id);
     if (keys.length !== def.numberOfKeys) throw new Error(`script ${id} takes ${def.numberOfKeys} keys, got ${keys.length}`);
-    const result = await this.redis.command((client) => {
-      const cmd = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[def.command];
-      return cmd.call(client, ...keys, ...args);
-    });
+    const result = await this.redis.command((client) => evalScript(client, def, keys, args));
     if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
     return result as T;
   }
 }
+
