@@ -187,10 +187,11 @@ export class LockService implements OnApplicationShutdown {
     return this.releaseWith(name, this.keysOf(name), owner);
   }
 
-  private async releaseWith(name: string, keys: LockKeys, owner: string): Promise<{ holdCount: number }> {
-    const holdCount = await this.run<number>(name, 'locks/release', [keys.hash], [owner, keys.channel], owner);
-    if (holdCount === 0) this.metrics.released.inc();
-    return { holdCount };
+  private releaseWith(name: string, keys: LockKeys, owner: string): Promise<{ holdCount: number }> {
+    return this.run<number>(name, 'locks/release', [keys.hash], [owner, keys.channel], owner).then((holdCount) => {
+      if (holdCount === 0) this.metrics.released.inc();
+      return { holdCount };
+    });
   }
 
   /** The lock as it is now, or null when nobody holds it. */
@@ -226,17 +227,16 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** Runs a lock script; maps Redis outages to LockUnavailableError and result codes to lock errors. */
-  private async run<T>(name: string, script: string, keys: string[], args: Array<string | number>, owner?: string): Promise<T> {
-    try {
-      return await this.scripts.run<T>(script, keys, args);
-    } catch (err) {
+  private run<T>(name: string, script: string, keys: string[], args: Array<string | number>, owner?: string): Promise<T> {
+    // Chained, not awaited (each async layer is a promise more on every acquire and release).
+    return this.scripts.run<T>(script, keys, args).catch((err: unknown) => {
       if (isRedisUnavailable(err)) throw new LockUnavailableError(name, err);
       if (err instanceof ScriptError && err.code === ScriptCode.NOT_FOUND) throw new LockLostError(name, owner ?? '');
       if (err instanceof ScriptError && err.code === ScriptCode.CONFLICT) {
         throw new ApiError(409, 'LOCK_UPGRADE_REFUSED', `Lock ${name}: a reader cannot become the writer while it holds a read lock (release it first)`);
       }
       throw err;
-    }
+    });
   }
 
   /** Resolves when `p` does or `ms` have passed (a subscription that hangs must not hold a waiter past its deadline). */
@@ -262,18 +262,16 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** @internal used by Hold */
-  async releaseHold(h: Hold, keys: LockKeys): Promise<void> {
-    try {
-      await this.releaseWith(h.name, keys, h.owner);
-    } catch (err) {
-      if (err instanceof LockLostError) {
+  releaseHold(h: Hold, keys: LockKeys): Promise<void> {
+    return this.releaseWith(h.name, keys, h.owner).then(
+      () => undefined,
+      (err: unknown) => {
+        if (!(err instanceof LockLostError)) throw err;
         // Already gone (the lease ran out): the hold's signal has said so, or says so now.
         this.metrics.lost.inc({ when: 'release' });
         this.logger.warn({ lock: h.name }, 'released a lock whose lease had already ended');
-        return;
-      }
-      throw err;
-    }
+      },
+    );
   }
 
   /** @internal used by Hold */
@@ -338,17 +336,20 @@ class Hold implements LockHandle, Renewable {
   }
 
   release(): Promise<void> {
-    this.released ??= (async () => {
+    if (!this.released) {
       // The watchdog stops first, and a renewal already on its way finishes
-      // before the release: no renewal can land after it.
+      // before the release: no renewal can land after it. (Chained, not an async
+      // function: this runs on every release.)
       this.stopWatchdog();
-      if (this.renewing) await this.renewing;
+      const giveBack = (): Promise<void> => (this.lostWith ? Promise.resolve() : this.service.releaseHold(this, this.keys));
+      let p: Promise<void>;
       try {
-        if (!this.lostWith) await this.service.releaseHold(this, this.keys);
-      } finally {
-        this.onEnd(this);
+        p = this.renewing ? this.renewing.then(giveBack) : giveBack();
+      } catch (err) {
+        p = Promise.reject(err as Error);
       }
-    })();
+      this.released = p.finally(() => this.onEnd(this));
+    }
     return this.released;
   }
 

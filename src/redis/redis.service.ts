@@ -55,13 +55,18 @@ export class RedisService implements OnApplicationShutdown {
     try {
       return await fn(this.client);
     } catch (err) {
-      if (isRedisUnavailable(err)) {
-        this.metrics.redisErrors.inc({ kind: 'unavailable' });
-        throw new RedisUnavailableError(err);
-      }
-      this.metrics.redisErrors.inc({ kind: 'command' });
-      throw err;
+      throw this.failure(err);
     }
+  }
+
+  /** What a failed command on the command connection becomes (see `command`), counted. For callers that chain rather than await. */
+  failure(err: unknown): unknown {
+    if (isRedisUnavailable(err)) {
+      this.metrics.redisErrors.inc({ kind: 'unavailable' });
+      return new RedisUnavailableError(err);
+    }
+    this.metrics.redisErrors.inc({ kind: 'command' });
+    return err;
   }
 
   /** The dedicated pub/sub connection, created on first use. */

@@ -90,12 +90,27 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
    * Runs a script by EVALSHA. A negative integer result is a script result code
    * and becomes a typed `ScriptError`; an unreachable Redis becomes `RedisUnavailableError`.
    */
-  async run<T = unknown>(id: string, keys: readonly string[], args: readonly ScriptArg[] = []): Promise<T> {
-    const def = this.get(id);
-    if (keys.length !== def.numberOfKeys) throw new Error(`script ${id} takes ${def.numberOfKeys} keys, got ${keys.length}`);
-    const result = await this.redis.command((client) => evalScript(client, def, keys, args));
-    if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
-    return result as T;
+  run<T = unknown>(id: string, keys: readonly string[], args: readonly ScriptArg[] = []): Promise<T> {
+    // Chained, not awaited: every call of every module goes through here, and each async layer is a promise more.
+    try {
+      const def = this.get(id);
+      if (keys.length !== def.numberOfKeys) throw new Error(`script ${id} takes ${def.numberOfKeys} keys, got ${keys.length}`);
+      return evalScript<T>(
+        this.redis.client,
+        def,
+        keys,
+        args,
+        (result) => {
+          if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
+          return result as T;
+        },
+        (err) => {
+          throw this.redis.failure(err);
+        },
+      );
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 }
 
