@@ -340,10 +340,10 @@ class Hold implements LockHandle, Renewable {
       // The watchdog stops first, and a renewal already on its way finishes
       // before the release: no renewal can land after it. (Chained, not an async
       // function: this runs on every release.)
-      this.stopWatchdog();
       const giveBack = (): Promise<void> => (this.lostWith ? Promise.resolve() : this.service.releaseHold(this, this.keys));
       let p: Promise<void>;
       try {
+        this.stopWatchdog();
         p = this.renewing ? this.renewing.then(giveBack) : giveBack();
       } catch (err) {
         p = Promise.reject(err as Error);

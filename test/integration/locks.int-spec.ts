@@ -2,6 +2,7 @@ import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { LockContendedError, LockLostError } from '../../src/locks/lock.errors';
 import { LockService } from '../../src/locks/lock.service';
+import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import type { LockHandle } from '../../src/locks/lock.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -408,6 +409,71 @@ describe(`${LockService.name} on two instances`, () => {
     });
   });
 
+  describe('release()', () => {
+    /** Records the lock scripts run through the registry of instance 0, in order; `gate` holds back a renewal's answer. */
+    function recordScripts(gate?: Promise<void>) {
+      const registry = apps[0].app.get(ScriptRegistry);
+      const run = registry.run.bind(registry);
+      const calls: string[] = [];
+      const spy = jest.spyOn(registry, 'run').mockImplementation(async (id, k, a) => {
+        calls.push(id);
+        const result = await run(id, k, a);
+        if (id === 'locks/renew' && gate) await gate;
+        return result;
+      });
+      return { calls, restore: () => spy.mockRestore() };
+    }
+
+    it('returns the same promise when called again, and releases once', async () => {
+      const name = fresh();
+      const h = await locks[0].acquire(name, { leaseMs: 5_000 });
+      const rec = recordScripts();
+      try {
+        const first = h.release();
+        expect(h.release()).toBe(first);
+        await first;
+        await h.release();
+        expect(rec.calls.filter((id) => id === 'locks/release')).toHaveLength(1);
+        expect(await raw.exists(hashKey(name))).toBe(0);
+      } finally {
+        rec.restore();
+      }
+    });
+
+    it('waits for a renewal already on its way, then releases: the release is the last word', async () => {
+      const name = fresh();
+      const h = (await locks[0].acquire(name, { leaseMs: 5_000 })) as LockHandle & { renewNow(): void };
+      let open!: () => void;
+      const rec = recordScripts(new Promise<void>((r) => (open = r)));
+      try {
+        h.renewNow();
+        const released = h.release();
+        await sleep(50);
+        expect(rec.calls).toEqual(['locks/renew']);
+        open();
+        await released;
+        expect(rec.calls).toEqual(['locks/renew', 'locks/release']);
+        expect(await raw.exists(hashKey(name))).toBe(0);
+      } finally {
+        rec.restore();
+      }
+    });
+
+    it('sends no release for a hold whose lease was lost', async () => {
+      const name = fresh();
+      const h = await locks[0].acquire(name, { leaseMs: 300 });
+      await raw.del(hashKey(name));
+      await waitUntil('the watchdog to notice', () => Promise.resolve(h.signal.aborted), 2_000);
+      const rec = recordScripts();
+      try {
+        await h.release();
+        expect(rec.calls).toEqual([]);
+      } finally {
+        rec.restore();
+      }
+    });
+  });
+
   it('settings come per business: LOCK_POLICIES over the built-in ones over the default', () => {
     expect(locks[0].policy('payment-plan')).toEqual({ leaseMs: 30_000, waitMs: 0 });
     expect(locks[0].policy('order')).toEqual({ leaseMs: 10_000, waitMs: 0 });
@@ -440,7 +506,12 @@ describe(`${LockService.name} when Redis is down`, () => {
     const locks = app.app.get(LockService);
     const held: LockHandle = await locks.acquire('down:a', { leaseMs: 5_000 });
     await held.release();
+    const stranded = await locks.acquire('down:c', { leaseMs: 5_000 });
+    const live = locks.liveHolds;
     await redis.stop();
+    // A release Redis cannot answer says so (503), and the hold is forgotten all the same: its lease runs out.
+    await expect(stranded.release()).rejects.toMatchObject({ name: 'LockUnavailableError', lockName: 'down:c' });
+    expect(locks.liveHolds).toBe(live - 1);
     const t0 = performance.now();
     const err = await locks.acquire('down:b', { leaseMs: 5_000, waitMs: 0 }).catch((e: unknown) => e);
     expect(performance.now() - t0).toBeLessThan(1_500);
