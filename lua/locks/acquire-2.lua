@@ -14,6 +14,7 @@
   ARGV[4]  for a writer that does not get the lock: how long to keep readers out while it waits, ms (0: not waiting)
   ARGV[5]  how long the fencing counter is kept after its last use, ms
   ARGV[6]  '1': the caller waits if it does not get the lock (mark the lock so its release is published); '0': it does not
+  ARGV[7]  '1': other callers in the caller's process wait for the lock (asleep until a release message wakes one): mark it even when this caller gets it
 
   Returns: {1, fencingToken (decimal string), leaseEndMs, holdCount} when held;
            {0, msUntilItMayBeFree} when another owner holds it;
@@ -43,6 +44,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   local token = newToken()
   local exp = nowMs + lease
   redis.call('HSET', KEYS[1], 'mode', mode, 'c:' .. owner, 1, 'e:' .. owner, exp, 't:' .. owner, token)
+  if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'q', 1) end
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   return {1, token, exp, 1}
 end
@@ -55,6 +57,7 @@ local function grant(newCount, token, heldUntil)
   -- A reentrant hold never shortens the owner's lease.
   local exp = math.max(nowMs + lease, heldUntil or 0)
   redis.call('HSET', KEYS[1], 'c:' .. owner, newCount, 'e:' .. owner, exp, 't:' .. owner, token)
+  if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'q', 1) end
   expireAt(math.max(maxExp, exp, ww), nowMs)
   return {1, token, exp, newCount}
 end

@@ -5,8 +5,8 @@ interface Channel {
   refs: number;
   /** Resolved when SUBSCRIBE has been acknowledged (never rejects). */
   ready: Promise<boolean>;
-  /** Everyone waiting for the next release message. */
-  sleepers: Set<() => void>;
+  /** Everyone waiting for the next release message (value: a writer), in the order they fell asleep. */
+  sleepers: Map<() => void, boolean>;
   /** Release messages seen so far: a waiter that tried before the latest one must not sleep. */
   seen: number;
 }
@@ -15,8 +15,11 @@ interface Channel {
  * Release messages for waiters: one SUBSCRIBE per lock per process however
  * many callers wait on it (reference-counted; the last one out unsubscribes),
  * and one 'message' listener on the shared subscriber connection for all of
- * them. A message wakes every sleeper on its lock; each tries again, and the
- * lock script decides who gets it.
+ * them. A message wakes every sleeping reader on its lock (they may all get
+ * it) but only the longest-sleeping writer (one can), so a release costs one
+ * try per process rather than one per waiter. The lock script decides who
+ * gets it; a writer that gets it while others here still wait keeps the
+ * lock's waiter mark, so its release wakes the next one.
  */
 export class LockWaiters {
   private readonly channels = new Map<string, Channel>();
@@ -39,7 +42,7 @@ export class LockWaiters {
           () => true,
           () => false,
         );
-      c = { refs: 0, ready, sleepers: new Set(), seen: 0 };
+      c = { refs: 0, ready, sleepers: new Map(), seen: 0 };
       this.channels.set(channel, c);
     }
     c.refs++;
@@ -55,16 +58,22 @@ export class LockWaiters {
       .catch(() => undefined);
   }
 
+  /** Callers in this process that have joined the waiters of `channel`. */
+  waiting(channel: string): number {
+    return this.channels.get(channel)?.refs ?? 0;
+  }
+
   /** How many release messages `channel` has had (pass it to `sleep` to not miss one). */
   seen(channel: string): number {
     return this.channels.get(channel)?.seen ?? 0;
   }
 
   /**
-   * Sleeps until a release message on `channel` (one after the `since`-th),
+   * Sleeps until a release message on `channel` (one after the `since`-th) wakes it,
    * `ms` passing, or `signal` aborting, whichever comes first. Never rejects.
+   * A message wakes every reader but one writer (see the class comment).
    */
-  sleep(channel: string, ms: number, since: number, signal?: AbortSignal): Promise<void> {
+  sleep(channel: string, ms: number, since: number, writer: boolean, signal?: AbortSignal): Promise<void> {
     const c = this.channels.get(channel);
     if ((c && c.seen > since) || signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve) => {
@@ -75,7 +84,7 @@ export class LockWaiters {
         resolve();
       };
       const timer = setTimeout(done, Math.max(0, ms));
-      c?.sleepers.add(done);
+      c?.sleepers.set(done, writer);
       signal?.addEventListener('abort', done, { once: true });
     });
   }
@@ -89,6 +98,11 @@ export class LockWaiters {
     const c = this.channels.get(channel);
     if (!c) return;
     c.seen++;
-    for (const s of [...c.sleepers]) s();
+    let writerWoken = false;
+    for (const [wake, writer] of [...c.sleepers]) {
+      if (writer && writerWoken) continue;
+      writerWoken ||= writer;
+      wake();
+    }
   }
 }

@@ -118,7 +118,10 @@ export class LockService implements OnApplicationShutdown {
         // wakeCheckMs), so a writer that gives up stops blocking readers soon after.
         const intentMs = mode === 'write' ? Math.ceil(Math.min(left, 3 * this.config.locks.wakeCheckMs)) : 0;
         const sentAt = performance.now();
-        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs, left > 0);
+        // Others in this process wait for this lock and sleep until a release message wakes one of
+        // them: if this caller gets it, the lock keeps the waiter mark so that its release publishes.
+        const othersWait = this.waiters.waiting(keys.channel) > (joined ? 1 : 0);
+        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs, left > 0, othersWait);
         if (reply[0] === 1) {
           labels.acquired.inc();
           labels.wait.observe((performance.now() - started) / 1000);
@@ -138,7 +141,7 @@ export class LockService implements OnApplicationShutdown {
         }
         const jitter = 0.8 + Math.random() * 0.4;
         const nap = Math.min(remaining, reply[1] + 1, this.config.locks.wakeCheckMs * jitter);
-        await this.waiters.sleep(keys.channel, nap, since, options.signal);
+        await this.waiters.sleep(keys.channel, nap, since, mode === 'write', options.signal);
       }
     } catch (err) {
       if (err instanceof LockUnavailableError) labels.unavailable.inc();
@@ -221,9 +224,13 @@ export class LockService implements OnApplicationShutdown {
     return { hash: head + 'h', fence: head + 'fence', channel: head + 'released' };
   }
 
-  /** `waits`: the caller waits if the lock is taken, so the lock is marked for its release to be published. */
-  private tryAcquire(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, intentMs: number, waits: boolean): Promise<AcquireReply> {
-    return this.run<AcquireReply>(name, 'locks/acquire', [keys.hash, keys.fence], [owner, mode === 'write' ? 'w' : 'r', leaseMs, Math.max(0, intentMs), FENCE_KEEP_MS, waits ? '1' : '0'], owner);
+  /**
+   * `waits`: the caller waits if the lock is taken, so the lock is marked for its release to be published.
+   * `othersWait`: other callers in this process wait for it, so the mark stays even if this one gets it.
+   */
+  private tryAcquire(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, intentMs: number, waits: boolean, othersWait: boolean): Promise<AcquireReply> {
+    const args = [owner, mode === 'write' ? 'w' : 'r', leaseMs, Math.max(0, intentMs), FENCE_KEEP_MS, waits ? '1' : '0', othersWait ? '1' : '0'];
+    return this.run<AcquireReply>(name, 'locks/acquire', [keys.hash, keys.fence], args, owner);
   }
 
   /** Runs a lock script; maps Redis outages to LockUnavailableError and result codes to lock errors. */

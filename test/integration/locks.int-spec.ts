@@ -188,6 +188,43 @@ describe(`${LockService.name} on two instances`, () => {
     await b.release();
   });
 
+  it('wakes one waiting writer of a process per release, and each next one on the release message', async () => {
+    const name = fresh();
+    const WAITERS = 12;
+    const registry = apps[0].app.get(ScriptRegistry);
+    const run = registry.run.bind(registry);
+    let tries = 0;
+    const spy = jest.spyOn(registry, 'run').mockImplementation((id, k, a) => {
+      if (id === 'locks/acquire' && k[0] === hashKey(name)) tries++;
+      return run(id, k, a);
+    });
+    try {
+      const first = await locks[1].acquire(name, { leaseMs: 10_000 });
+      const got: number[] = [];
+      const released: number[] = [];
+      const waiting = Array.from({ length: WAITERS }, () =>
+        locks[0].withLock(name, { leaseMs: 10_000, waitMs: 10_000 }, async () => {
+          got.push(performance.now());
+          await sleep(5);
+          released.push(performance.now());
+        }),
+      );
+      await sleep(100); // every waiter has tried, subscribed, tried again and gone to sleep
+      const settled = tries;
+      released.push(performance.now());
+      await first.release();
+      await Promise.all(waiting);
+      // One try per release for the one writer it wakes (waking all of them: 12 + 11 + ... + 1 = 78);
+      // the slack is for re-checks on a slow machine, which come every ~200 ms per sleeper.
+      expect(tries - settled).toBeLessThan(2 * WAITERS);
+      // Each hand-off came from the message: none waited for a re-check.
+      const handoffs = got.map((t, i) => t - released[i]);
+      expect(Math.max(...handoffs)).toBeLessThan(WAKE_CHECK_MS / 2);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('publishes a release only when somebody waits for it', async () => {
     const name = fresh();
     const channel = keys.tagged('lock', name).key('released');
@@ -410,12 +447,16 @@ describe(`${LockService.name} on two instances`, () => {
   });
 
   describe('release()', () => {
-    /** Records the lock scripts run through the registry of instance 0, in order; `gate` holds back a renewal's answer. */
-    function recordScripts(gate?: Promise<void>) {
+    /**
+     * Records the scripts run on lock `name` through the registry of instance 0, in order (other tests'
+     * holds may still be renewing theirs); `gate` holds back a renewal's answer.
+     */
+    function recordScripts(name: string, gate?: Promise<void>) {
       const registry = apps[0].app.get(ScriptRegistry);
       const run = registry.run.bind(registry);
       const calls: string[] = [];
       const spy = jest.spyOn(registry, 'run').mockImplementation(async (id, k, a) => {
+        if (k[0] !== hashKey(name)) return run(id, k, a);
         calls.push(id);
         const result = await run(id, k, a);
         if (id === 'locks/renew' && gate) await gate;
@@ -427,7 +468,7 @@ describe(`${LockService.name} on two instances`, () => {
     it('returns the same promise when called again, and releases once', async () => {
       const name = fresh();
       const h = await locks[0].acquire(name, { leaseMs: 5_000 });
-      const rec = recordScripts();
+      const rec = recordScripts(name);
       try {
         const first = h.release();
         expect(h.release()).toBe(first);
@@ -444,7 +485,7 @@ describe(`${LockService.name} on two instances`, () => {
       const name = fresh();
       const h = (await locks[0].acquire(name, { leaseMs: 5_000 })) as LockHandle & { renewNow(): void };
       let open!: () => void;
-      const rec = recordScripts(new Promise<void>((r) => (open = r)));
+      const rec = recordScripts(name, new Promise<void>((r) => (open = r)));
       try {
         h.renewNow();
         const released = h.release();
@@ -464,7 +505,7 @@ describe(`${LockService.name} on two instances`, () => {
       const h = await locks[0].acquire(name, { leaseMs: 300 });
       await raw.del(hashKey(name));
       await waitUntil('the watchdog to notice', () => Promise.resolve(h.signal.aborted), 2_000);
-      const rec = recordScripts();
+      const rec = recordScripts(name);
       try {
         await h.release();
         expect(rec.calls).toEqual([]);
