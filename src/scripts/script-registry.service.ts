@@ -19,12 +19,24 @@ export type { ScriptArg } from './eval-script';
 export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ScriptRegistry.name);
   private readonly scripts: Map<string, ScriptDefinition>;
+  /** Per script, what turns its reply into run()'s result (a negative integer: its ScriptError); made once, not per call. */
+  private readonly results = new Map<string, (result: unknown) => unknown>();
+  /** A failed call, classified and counted by RedisService. */
+  private readonly fail = (err: unknown): never => {
+    throw this.redis.failure(err);
+  };
   private loaded = false;
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
 
   constructor(private readonly redis: RedisService) {
     this.scripts = loadAllScripts(DEFAULT_LUA_DIR);
+    for (const id of this.scripts.keys()) {
+      this.results.set(id, (result) => {
+        if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
+        return result;
+      });
+    }
     // A restarted or new node has an empty script cache: load again whenever the connection comes back.
     this.redis.client.on('ready', () => {
       if (this.loaded) void this.loadAll().catch(() => undefined);
@@ -95,22 +107,9 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
     try {
       const def = this.get(id);
       if (keys.length !== def.numberOfKeys) throw new Error(`script ${id} takes ${def.numberOfKeys} keys, got ${keys.length}`);
-      return evalScript<T>(
-        this.redis.client,
-        def,
-        keys,
-        args,
-        (result) => {
-          if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
-          return result as T;
-        },
-        (err) => {
-          throw this.redis.failure(err);
-        },
-      );
+      return evalScript(this.redis.client, def, keys, args, this.results.get(id), this.fail) as Promise<T>;
     } catch (err) {
       return Promise.reject(err as Error);
     }
   }
 }
-
