@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { QueryInt } from '../../http/validation';
-import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { ITEM_ID_RE, QUEUE_NAME_RE } from '../delay-queue.keys';
 
 export class QueueParamDto {
@@ -21,7 +22,7 @@ export class ItemParamDto extends QueueParamDto {
 
 export class DeadPageQueryDto {
   @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 1_000_000, default: 0 })
-  @IsOptional()
+  @IsOptionalField()
   @QueryInt()
   @IsInt()
   @Min(0)
@@ -29,7 +30,7 @@ export class DeadPageQueryDto {
   offset?: number;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 20 })
-  @IsOptional()
+  @IsOptionalField()
   @QueryInt()
   @IsInt()
   @Min(1)

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 
 export class TouchDto {
   @ApiProperty({ description: 'What the visit is for; letters, digits, - and _', example: 'home', maxLength: 32 })
@@ -9,7 +10,7 @@ export class TouchDto {
   label!: string;
 
   @ApiPropertyOptional({ description: 'How long to remember the visits, in seconds', minimum: 1, maximum: 86400, default: 3600 })
-  @IsOptional()
+  @IsOptionalField()
   @IsInt()
   @Min(1)
   @Max(86400)

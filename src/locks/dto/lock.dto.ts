@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { MAX_LEASE_MS } from '../lock.service';
 
 /** The longest an HTTP acquire waits (the request stays open that long). */
@@ -38,14 +39,14 @@ export class AcquireLockDto extends LockOwnerDto {
   leaseMs!: number;
 
   @ApiPropertyOptional({ description: 'How long to wait for a held lock, ms (0: answer at once)', minimum: 0, maximum: HTTP_MAX_WAIT_MS, default: 0 })
-  @IsOptional()
+  @IsOptionalField()
   @IsInt()
   @Min(0)
   @Max(HTTP_MAX_WAIT_MS)
   waitMs?: number;
 
   @ApiPropertyOptional({ enum: ['write', 'read'], default: 'write', description: 'write: exclusive; read: shared with other readers' })
-  @IsOptional()
+  @IsOptionalField()
   @IsIn(['write', 'read'])
   mode?: 'write' | 'read';
 }

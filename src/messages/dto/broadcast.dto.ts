@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
+import { IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { ACCOUNT_ID_RE } from '../message-keys';
 import { LINK_RE } from './write-message.dto';
 
@@ -20,7 +21,7 @@ export class BroadcastDto {
   content!: string;
 
   @ApiPropertyOptional({ example: 'redispay://promotions/double-11', maxLength: 2048 })
-  @IsOptional()
+  @IsOptionalField()
   @IsString()
   @MaxLength(2048)
   @Matches(LINK_RE, { message: 'url must be an https:// link or a redispay:// deep link' })

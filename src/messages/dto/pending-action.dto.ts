@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsObject, IsOptional, IsString } from 'class-validator';
+import { IsIn, IsObject, IsString } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { IsAccountId } from './account-id';
 import { PENDING_ACTION_NAMES } from '../pending-action-types';
 
@@ -14,7 +15,7 @@ export class StartPendingActionDto {
   bizType!: string;
 
   @ApiPropertyOptional({ description: 'Free-form context kept with the reminder (at most 1 KiB as JSON)', example: { channel: 'sms' } })
-  @IsOptional()
+  @IsOptionalField()
   @IsObject()
   context?: Record<string, unknown>;
 }

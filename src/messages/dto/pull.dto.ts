@@ -1,18 +1,19 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { QueryInt } from '../../http/validation';
-import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { MSG_ID_RE } from '../message-keys';
 
 export class PullQueryDto {
   @ApiPropertyOptional({ description: 'The last msgId the app has; omit for the newest page', example: '1795302000000000', maxLength: 17 })
-  @IsOptional()
+  @IsOptionalField()
   @IsString()
   @MaxLength(17)
   @Matches(MSG_ID_RE, { message: 'after must be a msgId (digits)' })
   after?: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 20 })
-  @IsOptional()
+  @IsOptionalField()
   @QueryInt()
   @IsInt()
   @Min(1)

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { FastPath, str } from '../../http/fast-path';
 import { ACCOUNT_ID_RE } from '../message-keys';
 import { IsAccountId } from './account-id';
@@ -60,26 +61,26 @@ export class WriteMessageDto {
   content!: string;
 
   @ApiPropertyOptional({ description: 'Where tapping the message leads (https:// or an app deep link)', example: 'redispay://orders/order-20261122-0001', maxLength: 2048 })
-  @IsOptional()
+  @IsOptionalField()
   @IsString()
   @MaxLength(2048)
   @Matches(LINK_RE, { message: 'url must be an https:// link or a redispay:// deep link' })
   url?: string;
 
   @ApiPropertyOptional({ example: 'https://static.example.com/logos/pay.png', maxLength: 2048 })
-  @IsOptional()
+  @IsOptionalField()
   @IsString()
   @MaxLength(2048)
   @Matches(LOGO_URL_RE, { message: 'logoUrl must be an https:// URL' })
   logoUrl?: string;
 
   @ApiPropertyOptional({ description: 'Also send a push notification', default: false })
-  @IsOptional()
+  @IsOptionalField()
   @IsBoolean()
   needPush?: boolean;
 
   @ApiPropertyOptional({ description: 'When the business event happened (ISO 8601). Only shown; pulls order by the server sequence.', example: '2026-11-22T08:30:00.000Z' })
-  @IsOptional()
+  @IsOptionalField()
   @IsString()
   @MaxLength(40)
   @IsISO8601({ strict: true })

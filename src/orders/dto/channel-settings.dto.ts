@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { IsIn, IsInt, Max, Min } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { CHANNEL_OUTCOMES, type ChannelOutcome } from '../channels/payment-channel';
 import { PAYMENT_METHODS, type PaymentMethod } from '../order.types';
 
@@ -7,24 +8,24 @@ const outcomeRule = (field: string) => IsIn(CHANNEL_OUTCOMES, { message: `${fiel
 
 export class ChannelSettingsDto {
   @ApiPropertyOptional({ description: 'Latency of every call, ms', minimum: 0, maximum: 60000, example: 20 })
-  @IsOptional()
+  @IsOptionalField()
   @IsInt()
   @Min(0)
   @Max(60_000)
   latencyMs?: number;
 
   @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of pay calls', example: 'unknown' })
-  @IsOptional()
+  @IsOptionalField()
   @outcomeRule('pay')
   pay?: ChannelOutcome;
 
   @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of queries after an unknown pay', example: 'success' })
-  @IsOptional()
+  @IsOptionalField()
   @outcomeRule('query')
   query?: ChannelOutcome;
 
   @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of reversals', example: 'success' })
-  @IsOptional()
+  @IsOptionalField()
   @outcomeRule('reverse')
   reverse?: ChannelOutcome;
 }

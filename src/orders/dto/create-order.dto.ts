@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
 import { MERCHANT_ORDER_NO_RE } from '../order-keys';
 import { IsIdString } from '../orders-api.decorators';
 
@@ -34,7 +35,7 @@ export class CreateOrderDto {
   subject!: string;
 
   @ApiPropertyOptional({ description: 'Minutes until an unpaid order closes by itself', default: DEFAULT_EXPIRE_MINUTES, minimum: 1, maximum: MAX_EXPIRE_MINUTES })
-  @IsOptional()
+  @IsOptionalField()
   @IsInt()
   @Min(1)
   @Max(MAX_EXPIRE_MINUTES)
