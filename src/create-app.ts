@@ -1,9 +1,12 @@
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
-import { AllExceptionsFilter } from './http/all-exceptions.filter';
+import { AllExceptionsFilter, toErrorResponse } from './http/all-exceptions.filter';
 import { ROUTE_BODY_LIMITS } from './http/body-limits';
+import { registerJsonBodyParser } from './http/json-body';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
 import { setupSwagger } from './http/swagger';
 import { createValidationPipe } from './http/validation';
@@ -14,6 +17,7 @@ import { MetricsService } from './metrics/metrics.service';
  * `main.ts` and the end-to-end tests both use it, so tests run the real stack.
  */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const frameworkLogger = new Logger('HttpError');
   const adapter = new FastifyAdapter({
     ...fastifyLoggingOptions(config),
     bodyLimit: config.bodyLimitBytes,
@@ -22,12 +26,20 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     routerOptions: { maxParamLength: 512 },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    // A malformed percent-encoding or an over-long path parameter is refused by the router, before
+    // any hook or Nest filter: answer it in the service's one error shape too.
+    frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+      const { status, body, headers } = toErrorResponse(err, String(req.id), config.redis.retryAfterS, frameworkLogger);
+      void reply.status(status).headers({ ...headers, [config.requestIdHeader]: String(req.id) }).send(body);
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bufferLogs: true,
-    rawBody: true,
+    // registerJsonBodyParser below is the only body parser (it keeps the raw bytes for merchant signatures).
+    bodyParser: false,
   });
   const fastify = app.getHttpAdapter().getInstance();
+  registerJsonBodyParser(fastify);
   app.useLogger(new PinoNestLogger(fastify.log));
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter(config));

@@ -21,6 +21,26 @@ const CODE_BY_STATUS: Record<number, string> = {
   503: 'SERVICE_UNAVAILABLE',
 };
 
+/**
+ * The router's errors (`frameworkErrors` in create-app.ts), whose own
+ * messages quote the whole URL: each gets a fixed message instead.
+ */
+const FASTIFY_ERRORS: Record<string, { error: string; message: string }> = {
+  FST_ERR_BAD_URL: { error: 'BAD_URL', message: 'The URL path is not valid: a percent-encoding is malformed' },
+  FST_ERR_MAX_PARAM_LENGTH: { error: 'URI_TOO_LONG', message: 'A path parameter is longer than 512 characters' },
+};
+
+/** Longest message taken from an error the service did not word itself; such messages can quote the request. */
+const MAX_FOREIGN_MESSAGE = 200;
+const boundedMessage = (message: string): string => (message.length > MAX_FOREIGN_MESSAGE ? `${message.slice(0, MAX_FOREIGN_MESSAGE - 1)}…` : message);
+
+function httpExceptionMessage(err: HttpException): string {
+  const res = err.getResponse();
+  if (typeof res === 'string') return res;
+  const message = (res as { message?: unknown }).message;
+  return Array.isArray(message) ? message.join('; ') : String(message ?? err.message);
+}
+
 export interface ErrorResponse {
   status: number;
   body: ErrorBodyDto;
@@ -55,17 +75,15 @@ export function toErrorResponse(err: unknown, requestId: string, retryAfterS: nu
   }
   if (err instanceof HttpException) {
     const status = err.getStatus();
-    const res = err.getResponse();
-    const message =
-      typeof res === 'string' ? res : Array.isArray((res as { message?: unknown }).message) ? ((res as { message: string[] }).message).join('; ') : String((res as { message?: unknown }).message ?? err.message);
-    return { status, body: body(status, CODE_BY_STATUS[status] ?? `HTTP_${status}`, message), headers: {} };
+    return { status, body: body(status, CODE_BY_STATUS[status] ?? `HTTP_${status}`, boundedMessage(httpExceptionMessage(err))), headers: {} };
   }
-  // Fastify's own errors (body too large, bad JSON, bad content type) carry a 4xx statusCode.
+  // Fastify's own errors (body too large, bad JSON, bad content type, bad URL) carry a 4xx statusCode.
   const fst = err as { statusCode?: number; code?: string; message?: string };
   if (typeof fst?.statusCode === 'number' && fst.statusCode >= 400 && fst.statusCode < 500) {
     const s = fst.statusCode;
-    const message = s === 413 ? 'Request body is too large' : fst.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /JSON/.test(fst.message ?? '') ? 'Request body is not valid JSON' : (fst.message ?? 'Bad request');
-    return { status: s, body: body(s, CODE_BY_STATUS[s] ?? `HTTP_${s}`, message), headers: {} };
+    const known = FASTIFY_ERRORS[fst.code ?? ''];
+    const message = known?.message ?? (s === 413 ? 'Request body is too large' : /JSON/.test(fst.message ?? '') ? 'Request body is not valid JSON' : boundedMessage(fst.message ?? 'Bad request'));
+    return { status: s, body: body(s, known?.error ?? CODE_BY_STATUS[s] ?? `HTTP_${s}`, message), headers: {} };
   }
   logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack, name: err.name } : err, requestId }, 'unhandled error');
   return { status: 500, body: body(500, 'INTERNAL', 'Internal server error'), headers: {} };

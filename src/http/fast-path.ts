@@ -1,52 +1,136 @@
-import Ajv, { type ValidateFunction } from 'ajv';
-import { isISO8601 } from 'class-validator';
+import type { MetadataStorage as TransformerMetadata } from 'class-transformer/types/MetadataStorage';
+import { getMetadataStorage, ValidationTypes, type ValidationArguments, type ValidatorConstraintInterface } from 'class-validator';
+import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
+
+// class-transformer's decorator registry (its own module; the package root does not re-export it).
+const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as { defaultMetadataStorage: TransformerMetadata };
 
 /**
- * A fast path for hot request bodies: a JSON schema, compiled by ajv, that
- * accepts only bodies the DTO's class-validator rules also accept. The global
- * pipe (`createValidationPipe`) tries it first; a body it passes skips
- * class-transformer and class-validator (about 30 µs per request). A body it
- * refuses goes through class-validator as usual, so every 400 keeps the exact
- * body class-validator gives it: the fast path can only say "yes, valid".
+ * A fast path for request bodies, derived from each DTO's own class-validator
+ * decorators: the same constraint functions, run directly on the parsed JSON,
+ * without class-transformer's copy or class-validator's error objects. It can
+ * only say "valid": a body it refuses goes through class-validator as usual,
+ * so every 400 keeps the exact body class-validator gives it.
  *
- * The schema must never be looser than the DTO; `fast-path.spec.ts` checks
- * each registered schema against class-validator on generated bodies.
+ * It agrees with class-validator because it calls the very constraints the
+ * decorators registered, under the same rules the global pipe sets (whitelist +
+ * forbidNonWhitelisted, forbidUnknownValues, no implicit conversion). A DTO
+ * that uses anything it does not model (groups, async or promise validation,
+ * class-transformer transforms, property defaults, nested values without
+ * `@Type`) gets no fast path and always takes class-validator's road.
  */
-const ajv = new Ajv({
-  allErrors: false,
-  // Patterns as plain JavaScript RegExps, like @Matches. (Lengths: ajv counts
-  // code points, class-validator code points less variation selectors, so
-  // ajv's maxLength is the stricter of the two.)
-  unicodeRegExp: false,
-  strict: true,
-  coerceTypes: false,
-  useDefaults: false,
-  removeAdditional: false,
-});
-ajv.addFormat('iso8601-strict', (v: string) => isISO8601(v, { strict: true }));
+export type FastPath = (value: unknown) => boolean;
 
-const registry = new WeakMap<object, ValidateFunction>();
+/** A DTO class, as Nest's metadata and class-validator's storage see it. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+type Class = Function;
 
-/** Class decorator: registers `schema` as the fast path for bodies of this DTO. */
-export function FastPath(schema: Record<string, unknown>): ClassDecorator {
-  const validate = ajv.compile(schema);
-  return (target) => {
-    registry.set(target, validate);
+/** One property's checks, in class-validator's order. */
+interface PropertyCheck {
+  name: string;
+  /** `@ValidateIf` / `@IsOptionalField` conditions: all must hold for any rule to run. */
+  conditions: ((object: object, value: unknown) => boolean)[];
+  /** `@IsDefined`, then every other constraint. */
+  constraints: { rule: ValidatorConstraintInterface; meta: ValidationMetadata }[];
+  /** The class of a `@ValidateNested()` value (one object, or each element of an array). */
+  nested?: FastPath;
+}
+
+const compiled = new WeakMap<object, FastPath | null>();
+
+/** The fast-path validator of a DTO class, or undefined when the class must always go through class-validator. */
+export function fastPathFor(metatype: unknown): FastPath | undefined {
+  if (typeof metatype !== 'function') return undefined;
+  let fast = compiled.get(metatype);
+  if (fast === undefined) {
+    fast = compile(metatype, new Set()) ?? null;
+    compiled.set(metatype, fast);
+  }
+  return fast ?? undefined;
+}
+
+const MODELLED = new Set<string>([ValidationTypes.CUSTOM_VALIDATION, ValidationTypes.IS_DEFINED, ValidationTypes.CONDITIONAL_VALIDATION, ValidationTypes.NESTED_VALIDATION, ValidationTypes.WHITELIST]);
+
+function compile(cls: Class, seen: Set<Class>): FastPath | undefined {
+  if (seen.has(cls)) return undefined; // a recursive DTO: leave it to class-validator
+  seen.add(cls);
+  const storage = getMetadataStorage();
+  const metas = storage.getTargetValidationMetadatas(cls, '', true, false);
+  // forbidUnknownValues refuses an object whose class has no rules at all.
+  if (metas.length === 0) return undefined;
+  if (!isPlainDataClass(cls)) return undefined;
+  const byProperty = new Map<string, ValidationMetadata[]>();
+  for (const m of metas) {
+    if (!MODELLED.has(m.type) || (m.groups && m.groups.length > 0) || typeof m.target !== 'function') return undefined;
+    byProperty.set(m.propertyName, [...(byProperty.get(m.propertyName) ?? []), m]);
+  }
+  const checks: PropertyCheck[] = [];
+  for (const [name, list] of byProperty) {
+    const check = compileProperty(cls, name, list, seen);
+    if (!check) return undefined;
+    checks.push(check);
+  }
+  const known = new Set(byProperty.keys());
+  const targetName = cls.name;
+  return (value: unknown): boolean => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+    const object = value as Record<string, unknown>;
+    for (const key in object) if (!known.has(key)) return false; // whitelist + forbidNonWhitelisted
+    for (const check of checks) if (!propertyPasses(check, object, targetName)) return false;
+    return true;
   };
 }
 
-/** The fast-path validator of a DTO class, if it has one. */
-export function fastPathFor(metatype: unknown): ValidateFunction | undefined {
-  return typeof metatype === 'function' ? registry.get(metatype) : undefined;
+function compileProperty(cls: Class, name: string, list: ValidationMetadata[], seen: Set<Class>): PropertyCheck | undefined {
+  // class-transformer must hand the value over untouched (or, for a nested value, make it the declared class).
+  if (defaultMetadataStorage.findTransformMetadatas(cls, name, 1 /* PLAIN_TO_CLASS */).length > 0) return undefined;
+  if (defaultMetadataStorage.findExposeMetadata(cls, name) || defaultMetadataStorage.findExcludeMetadata(cls, name)) return undefined;
+  const check: PropertyCheck = { name, conditions: [], constraints: [] };
+  const defined = list.filter((m) => m.type === ValidationTypes.IS_DEFINED);
+  const custom = list.filter((m) => m.type === ValidationTypes.CUSTOM_VALIDATION);
+  for (const m of [...defined, ...custom]) {
+    for (const c of getMetadataStorage().getTargetValidatorConstraints(m.constraintCls)) {
+      if (c.async || !c.instance) return undefined;
+      check.constraints.push({ rule: c.instance, meta: m });
+    }
+  }
+  for (const m of list) if (m.type === ValidationTypes.CONDITIONAL_VALIDATION) check.conditions.push(m.constraints[0] as (object: object, value: unknown) => boolean);
+  if (list.some((m) => m.type === ValidationTypes.NESTED_VALIDATION)) {
+    const type = defaultMetadataStorage.findTypeMetadata(cls, name);
+    if (!type || type.options?.discriminator) return undefined;
+    const nestedClass = type.typeFunction() as Class;
+    const nested = typeof nestedClass === 'function' ? compile(nestedClass, new Set(seen)) : undefined;
+    if (!nested) return undefined;
+    check.nested = nested;
+  }
+  return check;
 }
 
-/** A JSON-schema string with class-validator's `@IsString() @MaxLength(max) @Matches(re)` meaning. */
-export function str(maxLength: number, pattern?: RegExp, minLength?: number): Record<string, unknown> {
-  if (pattern?.flags) throw new Error(`fast-path patterns cannot carry flags: ${String(pattern)}`);
-  return {
-    type: 'string',
-  maxLength,
-    ...(minLength !== undefined ? { minLength } : {}),
-    ...(pattern ? { pattern: pattern.source } : {}),
-  };
+/** class-validator's performValidations for one property, answering only whether it passes. */
+function propertyPasses(check: PropertyCheck, object: Record<string, unknown>, targetName: string): boolean {
+  const value = object[check.name];
+  for (const condition of check.conditions) if (!condition(object, value)) return true;
+  for (const { rule, meta } of check.constraints) {
+    const args: ValidationArguments = { targetName, property: check.name, object, value, constraints: meta.constraints };
+    if (meta.each && (Array.isArray(value) || value instanceof Set || value instanceof Map)) {
+      for (const item of value instanceof Map ? value.values() : value) if (rule.validate(item, { ...args, value: item }) !== true) return false;
+    } else if (rule.validate(value, args) !== true) {
+      return false;
+    }
+  }
+  if (check.nested && value !== undefined) {
+    // class-validator validates each element of an array as the nested class, or the one object.
+    if (Array.isArray(value)) return value.every((item) => check.nested!(item));
+    return check.nested(value);
+  }
+  return true;
+}
+
+/** A DTO whose fields start undefined (no defaults): handing on the parsed object loses nothing. */
+function isPlainDataClass(cls: Class): boolean {
+  try {
+    return Object.values(new (cls as new () => object)()).every((v) => v === undefined);
+  } catch {
+    return false;
+  }
 }

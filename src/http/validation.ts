@@ -8,28 +8,50 @@ export interface FieldError {
   errors: string[];
 }
 
-/** Flattens nested class-validator errors to `[{field: 'a.b[0].c', errors}]`. */
+/**
+ * Flattens nested class-validator errors to `[{field: 'a.b[0].c', errors}]`.
+ * A field that is missing altogether is "required" and a `null` one "must not
+ * be null", rather than every rule it fails.
+ */
 export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldError[] {
   return errors.flatMap((e) => {
     const field = parent ? (/^\d+$/.test(e.property) ? `${parent}[${e.property}]` : `${parent}.${e.property}`) : e.property;
-    const own = e.constraints ? [{ field, errors: Object.values(e.constraints) }] : [];
+    const own = e.constraints ? [{ field, errors: ownErrors(e) }] : [];
     return [...own, ...flattenValidationErrors(e.children ?? [], field)];
   });
 }
 
+function ownErrors(e: ValidationError): string[] {
+  const constraints = e.constraints ?? {};
+  // An unknown field keeps its "should not exist", whatever its value.
+  if (constraints.whitelistValidation) return [constraints.whitelistValidation];
+  if (e.value === undefined && 'value' in e) return [`${e.property} is required`];
+  if (e.value === null) return [`${e.property} must not be null`];
+  return Object.values(constraints);
+}
+
 /**
- * class-validator's pipe, after a body DTO's `@FastPath` schema: a body the
- * schema accepts is valid under the DTO's rules too, so it is passed on as the
- * DTO without running class-validator. Anything else takes the usual road.
+ * class-validator's pipe, after the DTO's fast path (fast-path.ts): a body,
+ * path or query object the fast path accepts is valid under the DTO's rules,
+ * so it is passed on without class-transformer and class-validator. Anything
+ * else takes the usual road, which words the 400.
  */
 class FastPathValidationPipe extends ValidationPipe {
   override transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    const fast = metadata.type === 'body' ? fastPathFor(metadata.metatype) : undefined;
-    // Passed on as the parsed object: DTOs are plain data, nothing relies on their prototype.
-    if (fast && fast(value)) return Promise.resolve(value);
+    if (metadata.type !== 'custom' && isDtoClass(metadata.metatype)) {
+      // Nest's pipe would turn a `null` or missing body into `{}`, and validate an array as one object.
+      if (metadata.type === 'body' && (typeof value !== 'object' || value === null || Array.isArray(value))) return Promise.reject(bodyNotObject());
+      // Passed on as the parsed object: DTOs are plain data, nothing relies on their prototype.
+      if (fastPathFor(metadata.metatype)?.(value)) return Promise.resolve(value);
+    }
     return super.transform(value, metadata) as Promise<unknown>;
   }
 }
+
+const PRIMITIVES: unknown[] = [String, Number, Boolean, Object, Array];
+const isDtoClass = (metatype: unknown): boolean => typeof metatype === 'function' && !PRIMITIVES.includes(metatype);
+const bodyNotObject = () =>
+  new ApiError(400, 'VALIDATION_FAILED', 'Request body must be a JSON object', [{ field: 'body', errors: ['Request body must be a JSON object'] }]);
 
 /**
  * The global pipe: unknown fields are rejected, payloads become DTO instances
@@ -47,7 +69,8 @@ export function validationPipeOptions(): ValidationPipeOptions {
     forbidUnknownValues: true,
     transform: true,
     transformOptions: { enableImplicitConversion: false },
-    validationError: { target: false, value: false },
+    // Values are read to tell a missing or null field apart, and never copied into the response.
+    validationError: { target: false, value: true },
     exceptionFactory: (errors) => {
       const details = flattenValidationErrors(errors);
       const message = details.map((d) => d.errors.join(', ')).join('; ') || 'Validation failed';

@@ -1,8 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { FastPath, str } from '../../http/fast-path';
-import { ACCOUNT_ID_RE } from '../message-keys';
 import { IsAccountId } from './account-id';
 
 export const BIZ_TYPE_RE = /^[A-Za-z0-9_.-]{1,32}$/;
@@ -12,24 +10,6 @@ export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 const LOGO_URL_RE = /^https:\/\/\S+$/;
 /** A date and time with a zone (IsISO8601 strict also allows a bare date). */
 const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
-
-/** The hot path of `POST /messages`: this schema is never looser than the decorators below (fast-path.spec.ts). */
-@FastPath({
-  type: 'object',
-  additionalProperties: false,
-  required: ['accountId', 'bizType', 'outerBizId', 'title', 'content'],
-  properties: {
-    accountId: str(64, ACCOUNT_ID_RE),
-    bizType: str(32, BIZ_TYPE_RE),
-    outerBizId: str(64, OUTER_BIZ_ID_RE),
-    title: str(100, undefined, 1),
-    content: str(2000, undefined, 1),
-    url: str(2048, LINK_RE),
-    logoUrl: str(2048, LOGO_URL_RE),
-    needPush: { type: 'boolean' },
-    createdAt: { ...str(40, DATE_TIME_RE), format: 'iso8601-strict' },
-  },
-})
 
 export class WriteMessageDto {
   @ApiProperty({ description: 'The account the message is for', example: 'acc_1001', maxLength: 64 })

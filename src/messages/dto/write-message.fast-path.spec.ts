@@ -6,8 +6,8 @@ import { createValidationPipe, validationPipeOptions } from '../../http/validati
 import { WriteMessageDto } from './write-message.dto';
 
 /**
- * POST /messages skips class-validator when the DTO's ajv schema accepts the
- * body. That is only sound if the schema is never looser than the decorators:
+ * POST /messages skips class-transformer and class-validator's error building when the fast path accepts the
+ * body. That is only sound if the fast path is never looser than the decorators:
  * every body it accepts, class-validator must accept too. Checked on bodies
  * built from values near every rule's edges.
  */

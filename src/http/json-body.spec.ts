@@ -1,0 +1,37 @@
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-body';
+
+const deeper = (text: string, max = 3) => jsonNestsDeeperThan(Buffer.from(text), max);
+const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+
+describe(jsonNestsDeeperThan.name, () => {
+  it('finds nesting deeper than the limit, in arrays, objects and mixed', () => {
+    expect(deeper('[[[[1]]]]')).toBe(true);
+    expect(deeper('{"a":{"b":{"c":{"d":1}}}}')).toBe(true);
+    expect(deeper('{"a":[{"b":[1]}]}')).toBe(true);
+  });
+
+  it('accepts nesting up to the limit, however long the body', () => {
+    expect(deeper('[[[1]]]')).toBe(false);
+    expect(deeper(`{"a":[${'{"b":[1,2,3]},'.repeat(1000)}{}]}`, 4)).toBe(false);
+  });
+
+  it('does not count brackets inside strings, escaped quotes included', () => {
+    expect(deeper(`{"a":"${'['.repeat(100)}"}`)).toBe(false);
+    expect(deeper(`{"a":"\\"${'{'.repeat(100)}\\\\"}`)).toBe(false);
+    expect(deeper(`{"a":"\\\\","b":[[[[1]]]]}`)).toBe(true);
+  });
+
+  it('counts depth, not the number of brackets', () => {
+    expect(deeper('[[1],[2],[3],[4],[5],[6],[7],[8],[9],[10]]')).toBe(false);
+  });
+
+  it('finds the 30,000-level body of the acceptance test under the real limit', () => {
+    expect(jsonNestsDeeperThan(Buffer.from(`{"amount":1,"x":${nested(30_000)}}`), MAX_JSON_DEPTH)).toBe(true);
+    expect(jsonNestsDeeperThan(Buffer.from(`{"x":${nested(MAX_JSON_DEPTH - 1)}}`), MAX_JSON_DEPTH)).toBe(false);
+    expect(jsonNestsDeeperThan(Buffer.from(`{"x":${nested(MAX_JSON_DEPTH)}}`), MAX_JSON_DEPTH)).toBe(true);
+  });
+
+  it('leaves non-ASCII text alone (UTF-8 continuation bytes are never brackets or quotes)', () => {
+    expect(deeper(`{"a":"${'😀é中'.repeat(50)}","b":[[1]]}`)).toBe(false);
+  });
+});

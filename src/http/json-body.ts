@@ -1,0 +1,60 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from './api-error';
+
+/** Deepest nesting of arrays and objects a request body may have. The deepest documented body nests 4 levels. */
+export const MAX_JSON_DEPTH = 32;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
+/**
+ * Whether JSON text nests arrays/objects deeper than `max`, found by one pass
+ * over the bytes (brackets inside strings do not count), before anything parses
+ * or walks it. Malformed text is left to the parser. A body shorter than
+ * 2 × `max` bytes cannot be too deep and is not scanned.
+ */
+export function jsonNestsDeeperThan(body: Buffer, max: number): boolean {
+  if (body.length <= 2 * max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) {
+      inString = true;
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
+
+export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
+
+/**
+ * The service's only body parser: `application/json`, kept as raw bytes too
+ * (merchant signatures cover them), refused before parsing when it nests too
+ * deep. Any other media type gets a 415 (Fastify's own would quote the
+ * Content-Type header back, and its `text/plain` parser would hand a string to
+ * validation).
+ */
+export function registerJsonBodyParser(fastify: FastifyInstance): void {
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeContentTypeParser('text/plain');
+  fastify.addContentTypeParser('*', (_req, _payload, done) => done(unsupportedMediaType(), undefined));
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req: FastifyRequest & { rawBody?: Buffer }, body: Buffer, done) => {
+    req.rawBody = body;
+    if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
+    else parseJson(req, body as unknown as string, done);
+  });
+}
