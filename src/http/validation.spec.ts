@@ -34,6 +34,11 @@ class OrderDto {
   lines!: LineDto[];
 }
 
+class ParamDto {
+  @IsString()
+  name!: string;
+}
+
 const valid = () => ({ amount: 500, address: { city: 'Oslo' }, lines: [{ sku: 'a', qty: 1 }] });
 
 const ve = (property: string, constraints?: Record<string, string>, children: ValidationError[] = []): ValidationError =>
@@ -176,6 +181,13 @@ describe('Validation', () => {
       const err = await failure(body);
       expect(err.message).toBe('Request body must be a JSON object');
       expect(err.details).toEqual([{ field: 'body', errors: ['Request body must be a JSON object'] }]);
+    });
+
+    it.each(['.', '..'])('refuses %j as a path parameter, naming it', async (dots) => {
+      const err: unknown = await pipe.transform({ name: dots }, { type: 'param', metatype: ParamDto }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).details).toEqual([{ field: 'name', errors: [`name must not be "." or ".."`] }]);
+      await expect(pipe.transform({ name: '.a.' }, { type: 'param', metatype: ParamDto })).resolves.toEqual({ name: '.a.' });
     });
   });
 });

@@ -41,6 +41,10 @@ class FastPathValidationPipe extends ValidationPipe {
     if (metadata.type !== 'custom' && isDtoClass(metadata.metatype)) {
       // Nest's pipe would turn a `null` or missing body into `{}`, and validate an array as one object.
       if (metadata.type === 'body' && (typeof value !== 'object' || value === null || Array.isArray(value))) return Promise.reject(bodyNotObject());
+      if (metadata.type === 'param') {
+        const dots = dotSegment(value);
+        if (dots) return Promise.reject(dots);
+      }
       // Passed on as the parsed object: DTOs are plain data, nothing relies on their prototype.
       if (fastPathFor(metadata.metatype)?.(value)) return Promise.resolve(value);
     }
@@ -50,6 +54,19 @@ class FastPathValidationPipe extends ValidationPipe {
 
 const PRIMITIVES: unknown[] = [String, Number, Boolean, Object, Array];
 const isDtoClass = (metatype: unknown): boolean => typeof metatype === 'function' && !PRIMITIVES.includes(metatype);
+/**
+ * `.` and `..` are path segments, not ids: clients and proxies resolve them
+ * (`/locks/../acquire` reaches us as `/acquire` from most of them), so a
+ * resource named that way could be created but never addressed reliably.
+ */
+function dotSegment(params: unknown): ApiError | undefined {
+  if (typeof params !== 'object' || params === null) return undefined;
+  for (const [field, v] of Object.entries(params)) {
+    if (v === '.' || v === '..') return new ApiError(400, 'VALIDATION_FAILED', `${field} must not be "." or ".."`, [{ field, errors: [`${field} must not be "." or ".."`] }]);
+  }
+  return undefined;
+}
+
 const bodyNotObject = () =>
   new ApiError(400, 'VALIDATION_FAILED', 'Request body must be a JSON object', [{ field: 'body', errors: ['Request body must be a JSON object'] }]);
 
