@@ -4,7 +4,8 @@
  * and end-to-end specs that boot the whole app on Fastify.
  * Every Redis the tests use is started by the harness in test/harness.
  */
-const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
+// ts-jest, with the @nestjs/swagger plugin on DTOs and controllers as in `nest build` (see the transformer).
+const tsJest = ['<rootDir>/test/support/swagger-jest-transformer.js', { tsconfig: 'tsconfig.json' }];
 const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, moduleFileExtensions: ['ts', 'js', 'json'] };
 
 /** @type {import('jest').Config} */

@@ -5,7 +5,8 @@ import { IsOptionalField } from '../../http/optional-field';
 import { ITEM_ID_RE, QUEUE_NAME_RE } from '../delay-queue.keys';
 
 export class QueueParamDto {
-  @ApiProperty({ description: 'Queue name', example: 'close-reminder', maxLength: 64 })
+  /** Queue name */
+  @ApiProperty({ example: 'close-reminder' })
   @IsString()
   @MaxLength(64)
   @Matches(QUEUE_NAME_RE, { message: 'queue must be 1-64 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit' })
@@ -13,7 +14,8 @@ export class QueueParamDto {
 }
 
 export class ItemParamDto extends QueueParamDto {
-  @ApiProperty({ description: 'Item id', example: 'order-1001', maxLength: 200 })
+  /** Item id */
+  @ApiProperty({ example: 'order-1001' })
   @IsString()
   @MaxLength(200)
   @Matches(ITEM_ID_RE, { message: 'id must be 1-200 printable ASCII characters without spaces' })
@@ -21,7 +23,7 @@ export class ItemParamDto extends QueueParamDto {
 }
 
 export class DeadPageQueryDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 1_000_000, default: 0 })
+  @ApiPropertyOptional({ type: 'integer', default: 0 })
   @IsOptionalField()
   @QueryInt()
   @IsInt()
@@ -29,7 +31,7 @@ export class DeadPageQueryDto {
   @Max(1_000_000)
   offset?: number;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 20 })
+  @ApiPropertyOptional({ type: 'integer', default: 20 })
   @IsOptionalField()
   @QueryInt()
   @IsInt()

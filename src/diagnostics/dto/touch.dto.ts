@@ -3,13 +3,15 @@ import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 
 export class TouchDto {
-  @ApiProperty({ description: 'What the visit is for; letters, digits, - and _', example: 'home', maxLength: 32 })
+  /** What the visit is for; letters, digits, - and _ */
+  @ApiProperty({ example: 'home' })
   @IsString()
   @MaxLength(32)
   @Matches(/^[A-Za-z0-9_-]+$/)
   label!: string;
 
-  @ApiPropertyOptional({ description: 'How long to remember the visits, in seconds', minimum: 1, maximum: 86400, default: 3600 })
+  /** How long to remember the visits, in seconds */
+  @ApiPropertyOptional({ default: 3600 })
   @IsOptionalField()
   @IsInt()
   @Min(1)

@@ -12,7 +12,8 @@ export const HTTP_LOCK_PREFIX = 'ext:';
 const HTTP_NAME_RE = /^[A-Za-z0-9_.:-]{1,124}$/;
 
 export class LockNameParamDto {
-  @ApiProperty({ description: "The lock (1-124 characters of A-Z a-z 0-9 _ . : -), in the HTTP callers' own namespace", example: 'inventory:sku-42' })
+  /** The lock (1-124 characters of A-Z a-z 0-9 _ . : -), in the HTTP callers' own namespace */
+  @ApiProperty({ example: 'inventory:sku-42' })
   @IsString()
   @MaxLength(124)
   @Matches(HTTP_NAME_RE, { message: 'name must be 1-124 characters of A-Z a-z 0-9 _ . : -' })
@@ -20,11 +21,8 @@ export class LockNameParamDto {
 }
 
 export class LockOwnerDto {
-  @ApiProperty({
-    description: "The caller's token for this logical operation (kept per calling service: two services never share an owner)",
-    example: 'settlement-run-20261122-7',
-    maxLength: 128,
-  })
+  /** The caller's token for this logical operation (kept per calling service: two services never share an owner) */
+  @ApiProperty({ example: 'settlement-run-20261122-7' })
   @IsString()
   @MaxLength(128)
   @Matches(OWNER_RE, { message: 'owner must be 1-128 characters of A-Z a-z 0-9 _ . : -' })
@@ -32,27 +30,31 @@ export class LockOwnerDto {
 }
 
 export class AcquireLockDto extends LockOwnerDto {
-  @ApiProperty({ description: 'Lease, ms: the hold ends unless renewed or released before', minimum: 100, maximum: MAX_LEASE_MS, example: 10_000 })
+  /** Lease, ms: the hold ends unless renewed or released before */
+  @ApiProperty({ example: 10_000 })
   @IsInt()
   @Min(100)
   @Max(MAX_LEASE_MS)
   leaseMs!: number;
 
-  @ApiPropertyOptional({ description: 'How long to wait for a held lock, ms (0: answer at once)', minimum: 0, maximum: HTTP_MAX_WAIT_MS, default: 0 })
+  /** How long to wait for a held lock, ms (0: answer at once) */
+  @ApiPropertyOptional({ default: 0 })
   @IsOptionalField()
   @IsInt()
   @Min(0)
   @Max(HTTP_MAX_WAIT_MS)
   waitMs?: number;
 
-  @ApiPropertyOptional({ enum: ['write', 'read'], default: 'write', description: 'write: exclusive; read: shared with other readers' })
+  /** write: exclusive; read: shared with other readers */
+  @ApiPropertyOptional({ default: 'write' })
   @IsOptionalField()
   @IsIn(['write', 'read'])
   mode?: 'write' | 'read';
 }
 
 export class RenewLockDto extends LockOwnerDto {
-  @ApiProperty({ description: 'Lease from now, ms (a renew never shortens the current lease)', minimum: 100, maximum: MAX_LEASE_MS, example: 10_000 })
+  /** Lease from now, ms (a renew never shortens the current lease) */
+  @ApiProperty({ example: 10_000 })
   @IsInt()
   @Min(100)
   @Max(MAX_LEASE_MS)

@@ -8,19 +8,19 @@ import { LINK_RE } from './write-message.dto';
 export const MAX_AUDIENCE = 10_000;
 
 export class BroadcastDto {
-  @ApiProperty({ example: 'Double 11: 20% back on every payment', minLength: 1, maxLength: 100 })
+  @ApiProperty({ example: 'Double 11: 20% back on every payment' })
   @IsString()
   @MinLength(1)
   @MaxLength(100)
   title!: string;
 
-  @ApiProperty({ example: 'Pay with your balance today and get 20% back, up to ¥50.', minLength: 1, maxLength: 2000 })
+  @ApiProperty({ example: 'Pay with your balance today and get 20% back, up to ¥50.' })
   @IsString()
   @MinLength(1)
   @MaxLength(2000)
   content!: string;
 
-  @ApiPropertyOptional({ example: 'redispay://promotions/double-11', maxLength: 2048 })
+  @ApiPropertyOptional({ example: 'redispay://promotions/double-11' })
   @IsOptionalField()
   @IsString()
   @MaxLength(2048)

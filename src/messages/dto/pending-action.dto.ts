@@ -9,19 +9,19 @@ export class StartPendingActionDto {
   @IsAccountId()
   accountId!: string;
 
-  @ApiProperty({ enum: PENDING_ACTION_NAMES, example: 'PASSWORD_RECOVERY' })
+  @ApiProperty({ example: 'PASSWORD_RECOVERY' })
   @IsString()
   @IsIn(PENDING_ACTION_NAMES)
   bizType!: string;
 
-  @ApiPropertyOptional({ description: 'Free-form context kept with the reminder (at most 1 KiB as JSON)', example: { channel: 'sms' } })
+  /** Free-form context kept with the reminder (at most 1 KiB as JSON) */
+  @ApiPropertyOptional({ example: { channel: 'sms' } })
   @IsOptionalField()
   @IsObject()
   context?: Record<string, unknown>;
 }
 
 export class PendingActionParamDto {
-  @ApiProperty({ enum: PENDING_ACTION_NAMES })
   @IsString()
   @IsIn(PENDING_ACTION_NAMES)
   bizType!: string;

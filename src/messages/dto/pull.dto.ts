@@ -5,14 +5,15 @@ import { IsOptionalField } from '../../http/optional-field';
 import { MSG_ID_RE } from '../message-keys';
 
 export class PullQueryDto {
-  @ApiPropertyOptional({ description: 'The last msgId the app has; omit for the newest page', example: '1795302000000000', maxLength: 17 })
+  /** The last msgId the app has; omit for the newest page */
+  @ApiPropertyOptional({ example: '1795302000000000' })
   @IsOptionalField()
   @IsString()
   @MaxLength(17)
   @Matches(MSG_ID_RE, { message: 'after must be a msgId (digits)' })
   after?: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 20 })
+  @ApiPropertyOptional({ type: 'integer', default: 20 })
   @IsOptionalField()
   @QueryInt()
   @IsInt()
@@ -22,7 +23,7 @@ export class PullQueryDto {
 }
 
 export class MsgIdParamDto {
-  @ApiProperty({ example: '1795302000000000', maxLength: 17 })
+  @ApiProperty({ example: '1795302000000000' })
   @IsString()
   @MaxLength(17)
   @Matches(MSG_ID_RE, { message: 'msgId must be digits' })

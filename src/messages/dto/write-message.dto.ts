@@ -12,54 +12,60 @@ const LOGO_URL_RE = /^https:\/\/\S+$/;
 const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
 
 export class WriteMessageDto {
-  @ApiProperty({ description: 'The account the message is for', example: 'acc_1001', maxLength: 64 })
+  /** The account the message is for */
+  @ApiProperty({ example: 'acc_1001', maxLength: 64 })
   @IsAccountId()
   accountId!: string;
 
-  @ApiProperty({ description: 'Business type; with outerBizId the idempotency key', example: 'PAYMENT_SUCCESS', maxLength: 32 })
+  /** Business type; with outerBizId the idempotency key */
+  @ApiProperty({ example: 'PAYMENT_SUCCESS' })
   @IsString()
   @MaxLength(32)
   @Matches(BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -' })
   bizType!: string;
 
-  @ApiProperty({ description: "The business system's own id for the event (order id, refund id...)", example: 'order-20261122-0001', maxLength: 64 })
+  /** The business system's own id for the event (order id, refund id...) */
+  @ApiProperty({ example: 'order-20261122-0001' })
   @IsString()
   @MaxLength(64)
   @Matches(OUTER_BIZ_ID_RE, { message: 'outerBizId must be 1-64 printable ASCII characters without spaces' })
   outerBizId!: string;
 
-  @ApiProperty({ example: 'Payment successful', minLength: 1, maxLength: 100 })
+  @ApiProperty({ example: 'Payment successful' })
   @IsString()
   @MinLength(1)
   @MaxLength(100)
   title!: string;
 
-  @ApiProperty({ example: '¥128.00 paid to Coffee Corner', minLength: 1, maxLength: 2000 })
+  @ApiProperty({ example: '¥128.00 paid to Coffee Corner' })
   @IsString()
   @MinLength(1)
   @MaxLength(2000)
   content!: string;
 
-  @ApiPropertyOptional({ description: 'Where tapping the message leads (https:// or an app deep link)', example: 'redispay://orders/order-20261122-0001', maxLength: 2048 })
+  /** Where tapping the message leads (https:// or an app deep link) */
+  @ApiPropertyOptional({ example: 'redispay://orders/order-20261122-0001' })
   @IsOptionalField()
   @IsString()
   @MaxLength(2048)
   @Matches(LINK_RE, { message: 'url must be an https:// link or a redispay:// deep link' })
   url?: string;
 
-  @ApiPropertyOptional({ example: 'https://static.example.com/logos/pay.png', maxLength: 2048 })
+  @ApiPropertyOptional({ example: 'https://static.example.com/logos/pay.png' })
   @IsOptionalField()
   @IsString()
   @MaxLength(2048)
   @Matches(LOGO_URL_RE, { message: 'logoUrl must be an https:// URL' })
   logoUrl?: string;
 
-  @ApiPropertyOptional({ description: 'Also send a push notification', default: false })
+  /** Also send a push notification */
+  @ApiPropertyOptional({ default: false })
   @IsOptionalField()
   @IsBoolean()
   needPush?: boolean;
 
-  @ApiPropertyOptional({ description: 'When the business event happened (ISO 8601). Only shown; pulls order by the server sequence.', example: '2026-11-22T08:30:00.000Z' })
+  /** When the business event happened (ISO 8601). Only shown; pulls order by the server sequence. */
+  @ApiPropertyOptional({ example: '2026-11-22T08:30:00.000Z' })
   @IsOptionalField()
   @IsString()
   @MaxLength(40)
@@ -69,11 +75,10 @@ export class WriteMessageDto {
 }
 
 export class WriteBatchDto {
+  /** Up to 500 messages. Each is checked and written on its own: one bad item does not fail the others. */
   @ApiProperty({
-    description: 'Up to 500 messages. Each is checked and written on its own: one bad item does not fail the others.',
+    // The field is `unknown[]` (the service checks each item on its own), so the items' schema is named here.
     type: [WriteMessageDto],
-    minItems: 1,
-    maxItems: 500,
   })
   @IsArray()
   @ArrayMinSize(1)

@@ -7,24 +7,28 @@ import { PAYMENT_METHODS, type PaymentMethod } from '../order.types';
 const outcomeRule = (field: string) => IsIn(CHANNEL_OUTCOMES, { message: `${field} must be one of ${CHANNEL_OUTCOMES.join(', ')}` });
 
 export class ChannelSettingsDto {
-  @ApiPropertyOptional({ description: 'Latency of every call, ms', minimum: 0, maximum: 60000, example: 20 })
+  /** Latency of every call, ms */
+  @ApiPropertyOptional({ example: 20 })
   @IsOptionalField()
   @IsInt()
   @Min(0)
   @Max(60_000)
   latencyMs?: number;
 
-  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of pay calls', example: 'unknown' })
+  /** Outcome of pay calls */
+  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, example: 'unknown' })
   @IsOptionalField()
   @outcomeRule('pay')
   pay?: ChannelOutcome;
 
-  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of queries after an unknown pay', example: 'success' })
+  /** Outcome of queries after an unknown pay */
+  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, example: 'success' })
   @IsOptionalField()
   @outcomeRule('query')
   query?: ChannelOutcome;
 
-  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, description: 'Outcome of reversals', example: 'success' })
+  /** Outcome of reversals */
+  @ApiPropertyOptional({ enum: CHANNEL_OUTCOMES, example: 'success' })
   @IsOptionalField()
   @outcomeRule('reverse')
   reverse?: ChannelOutcome;

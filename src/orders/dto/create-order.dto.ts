@@ -12,29 +12,34 @@ export const DEFAULT_EXPIRE_MINUTES = 30;
 export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');
 
 export class CreateOrderDto {
-  @ApiProperty({ description: "The merchant's own order number; with the merchant, the idempotency key", example: 'M20261122-0001', maxLength: 64 })
+  /** The merchant's own order number; with the merchant, the idempotency key */
+  @ApiProperty({ example: 'M20261122-0001', maxLength: 64 })
   @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -')
   merchantOrderNo!: string;
 
-  @ApiProperty({ description: 'Amount in minor units (cents)', example: 12800, minimum: 1, maximum: MAX_AMOUNT })
+  /** Amount in minor units (cents) */
+  @ApiProperty({ example: 12800 })
   @IsInt()
   @Min(1)
   @Max(MAX_AMOUNT)
   amount!: number;
 
-  @ApiProperty({ description: 'ISO 4217 currency code', example: 'CNY', minLength: 3, maxLength: 3 })
+  /** ISO 4217 currency code */
+  @ApiProperty({ example: 'CNY', minLength: 3, maxLength: 3 })
   @IsString()
   @Matches(/^[A-Z]{3}$/, { message: 'currency must be three upper-case letters (ISO 4217)' })
   @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 currency code' })
   currency!: string;
 
-  @ApiProperty({ description: 'What is being bought, shown to the payer', example: 'Coffee beans 1 kg', minLength: 1, maxLength: 128 })
+  /** What is being bought, shown to the payer */
+  @ApiProperty({ example: 'Coffee beans 1 kg' })
   @IsString()
   @MinLength(1)
   @MaxLength(128)
   subject!: string;
 
-  @ApiPropertyOptional({ description: 'Minutes until an unpaid order closes by itself', default: DEFAULT_EXPIRE_MINUTES, minimum: 1, maximum: MAX_EXPIRE_MINUTES })
+  /** Minutes until an unpaid order closes by itself */
+  @ApiPropertyOptional({ default: DEFAULT_EXPIRE_MINUTES })
   @IsOptionalField()
   @IsInt()
   @Min(1)

@@ -23,7 +23,7 @@ export class PlanIdParamDto {
 }
 
 export class MethodParamDto {
-  @ApiProperty({ enum: PAYMENT_METHODS, example: 'quickpay' })
+  @ApiProperty({ example: 'quickpay' })
   @IsIn(PAYMENT_METHODS, { message: `method must be one of ${PAYMENT_METHODS.join(', ')}` })
   method!: PaymentMethod;
 }

@@ -8,11 +8,12 @@ import { MAX_AMOUNT } from './create-order.dto';
 export const MAX_INSTRUCTIONS = PAYMENT_METHODS.length;
 
 export class InstructionInputDto {
-  @ApiProperty({ enum: PAYMENT_METHODS, example: 'balance' })
+  @ApiProperty({ example: 'balance' })
   @IsIn(PAYMENT_METHODS, { message: `method must be one of ${PAYMENT_METHODS.join(', ')}` })
   method!: PaymentMethod;
 
-  @ApiProperty({ description: 'Minor units', example: 2800, minimum: 1, maximum: MAX_AMOUNT })
+  /** Minor units */
+  @ApiProperty({ example: 2800 })
   @IsInt()
   @Min(1)
   @Max(MAX_AMOUNT)
@@ -22,8 +23,7 @@ export class InstructionInputDto {
 export class CreatePlanDto {
   @ApiProperty({
     description: `The instructions in the order they run: 1-${MAX_INSTRUCTIONS}, each method at most once, amounts adding up to the order amount`,
-    type: [InstructionInputDto],
-    minItems: 1,
+    // ArrayMaxSize's bound is a constant, which the plugin does not read.
     maxItems: MAX_INSTRUCTIONS,
     example: [
       { method: 'balance', amount: 2800 },
