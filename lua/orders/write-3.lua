@@ -7,7 +7,9 @@
   highest one recorded on the record its lock guards (ARGV[1]). Then it bumps
   the version of each record written, records the token, renews the
   retention TTL and appends the event, if any, to the shard's stream: all in
-  one step, so an event exists exactly when its state change does.
+  one step, so an event exists exactly when its state change does. Field
+  values are stored exactly as given; the fields that take the Redis clock
+  come in a list of their own (ARGV[11] on), so no value is ever interpreted.
 
   KEYS[1]  order hash
   KEYS[2]  plan hash
@@ -15,13 +17,17 @@
   ARGV[1]  the lock the caller holds: order (token kept on KEYS[1]), plan (on KEYS[2]) or '' (none: creation)
   ARGV[2]  the caller's fencing token (0 with no lock)
   ARGV[3]  expected order version, or '' when the order is not written
-  ARGV[4]  order field updates, a JSON object of strings ('{}' none); "$now" and "$now+<ms>" become the Redis clock (+ms)
+  ARGV[4]  order field updates, a JSON object of strings ('{}' none), each stored verbatim
   ARGV[5]  expected plan version, or '' when the plan is not written
   ARGV[6]  plan field updates, as ARGV[4]
   ARGV[7]  event type to append ('' none); the event carries the order's public fields after the write
   ARGV[8]  approximate most entries kept in the events stream
   ARGV[9]  deadline, epoch ms: refuse once the Redis clock has reached it ('' none)
   ARGV[10]  retention, ms (TTL of every record written)
+  ARGV[11]  n: how many order fields take the Redis clock
+  ARGV[12]  m: how many plan fields take the Redis clock
+  ARGV[13]  then n pairs for the order and m pairs for the plan: field name, ms added to the
+            Redis clock (a decimal integer >= 0); the field is set to that time, epoch ms
 
   Returns: {status, orderVersion, planVersion, now}
     status        OK; VERSION (a record's version is not the expected one: it changed since it was read);
@@ -33,6 +39,23 @@
 ]]
 --- @include "includes/server-time-ms"
 local now = serverTimeMs()
+
+-- The clock fields of the order (1) and the plan (2) as HSET arguments, checked before anything is written.
+local clockCounts = {tonumber(string.match(ARGV[11] or '', '^%d+$')), tonumber(string.match(ARGV[12] or '', '^%d+$'))}
+if not clockCounts[1] or not clockCounts[2] or #ARGV ~= 12 + 2 * (clockCounts[1] + clockCounts[2]) then
+  return redis.error_reply('ERR clock fields: ARGV[11] and ARGV[12] must count the pairs that follow')
+end
+local clockSets = {{}, {}}
+local at = 13
+for i = 1, 2 do
+  for _ = 1, clockCounts[i] do
+    local field, ms = ARGV[at], ARGV[at + 1]
+    if not string.match(ms, '^%d+$') then return redis.error_reply('ERR clock field offsets must be decimal integers >= 0') end
+    clockSets[i][#clockSets[i] + 1] = field
+    clockSets[i][#clockSets[i] + 1] = string.format('%d', now + tonumber(ms))
+    at = at + 2
+  end
+end
 local function version(key) return tonumber(redis.call('HGET', key, 'version') or '0') end
 local orderVersion, planVersion = version(KEYS[1]), version(KEYS[2])
 local function reply(status) return {status, orderVersion, planVersion, now} end
@@ -59,11 +82,10 @@ local function apply(i, expected, updates)
     set[#set + 1] = string.format('%d', token)
   end
   for field, value in pairs(cjson.decode(updates)) do
-    local plus = string.match(value, '^%$now%+(%d+)$')
-    if value == '$now' then value = string.format('%d', now) elseif plus then value = string.format('%d', now + tonumber(plus)) end
     set[#set + 1] = field
     set[#set + 1] = value
   end
+  for _, v in ipairs(clockSets[i]) do set[#set + 1] = v end
   redis.call('HSET', key, unpack(set))
   redis.call('PEXPIRE', key, retentionMs)
   return tonumber(expected) + 1

@@ -68,7 +68,7 @@ export class AuthGuard implements CanActivate {
   private async chargeFailedAttempt(ip: string): Promise<void> {
     const rl = this.config.rateLimit;
     if (!rl.enabled) return;
-    const verdict = await this.limiter.take(`anonymous:${ip}`, rl.limits.anonymous).catch(() => undefined);
+    const verdict = await this.limiter.take({ kind: 'anonymous', id: ip }, rl.limits.anonymous).catch(() => undefined);
     if (verdict && !verdict.allowed) throw rateLimited('Too many failed authentication attempts', verdict.resetMs);
   }
 

@@ -4,7 +4,7 @@ import { JsonWebTokenError, TokenExpiredError, verify, type VerifyOptions } from
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
 
-const SUB_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const SUB_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 /** Verified tokens remembered, so a token is verified once, not on every request. */
 const CACHE_MAX = 50_000;
 

@@ -7,10 +7,15 @@ import { RedisService } from '../redis/redis.service';
 import { signatureMatches } from './merchant-signature';
 import { HEADERS } from './security-schemes';
 
-const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
-const MERCHANT_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+export const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
+export const MERCHANT_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Extra nonce lifetime covering clock skew between instances. */
 const NONCE_MARGIN_MS = 60_000;
+
+/** A merchant's used nonce, under the merchant's tag `{m:<merchantId>}`. */
+export function nonceKey(builder: KeyBuilder, merchantId: string, nonce: string): string {
+  return builder.tagged('auth', 'm', merchantId).key('nonce', nonce);
+}
 
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];
@@ -57,7 +62,7 @@ export class MerchantVerifier {
   }
 
   private async claimNonce(merchantId: string, nonce: string): Promise<void> {
-    const key = this.keys.tagged('auth', `m:${merchantId}`).key(`nonce:${nonce}`);
+    const key = nonceKey(this.keys, merchantId, nonce);
     // Remembered past the window on both sides plus a margin for clock differences between instances.
     const ttlMs = this.config.merchantSignatureWindowMs * 2 + NONCE_MARGIN_MS;
     const claimed = await this.redis.command((c) => c.set(key, '1', 'PX', ttlMs, 'NX'));

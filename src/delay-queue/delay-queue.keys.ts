@@ -18,7 +18,7 @@ export interface QueueKeys {
   channel: string;
 }
 
-export const FEATURE = 'dq';
+export const FEATURE = 'dq' as const;
 const PARTS = ['pending', 'ready', 'inflight', 'dead', 'payload', 'attempts', 'errors', 'lease', 'seq'] as const;
 
 export function checkQueueName(queue: unknown): string {
@@ -35,14 +35,14 @@ export function checkItemId(id: unknown): string {
   return id;
 }
 
-/** Every key of one queue shares the queue's hash tag, so each script touches one cluster slot. */
+/** Every key of one queue shares the queue's hash tag `{q:<queue>}`, so each script touches one cluster slot. */
 export function queueKeys(builder: KeyBuilder, queue: string): QueueKeys {
-  const tagged = builder.tagged(FEATURE, checkQueueName(queue));
+  const tagged = builder.tagged(FEATURE, 'q', checkQueueName(queue));
   const keys = PARTS.map((p) => tagged.key(p));
   return { keys, stateKeys: keys.slice(0, 4), channel: tagged.key('events') };
 }
 
-/** The set of known queue names (for the admin list). Its own key, outside any queue's slot. */
+/** The set of known queue names (for the admin list). Its own key under the fixed tag `{reg}`, outside any queue's slot. */
 export function registryKey(builder: KeyBuilder): string {
-  return builder.tagged(FEATURE, 'registry').key('queues');
+  return builder.tagged(FEATURE, 'reg').key('queues');
 }

@@ -2,6 +2,11 @@ import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 
+/** An account's visit counter for one label, under the account's tag `{a:<accountId>}`. */
+export function visitsKey(builder: KeyBuilder, accountId: string, label: string): string {
+  return builder.tagged('diagnostics', 'a', accountId).key('visits', label);
+}
+
 /** Typed wrapper of `lua/diagnostics/touch-1.lua`. */
 @Injectable()
 export class DiagnosticsService {
@@ -11,7 +16,7 @@ export class DiagnosticsService {
   ) {}
 
   async touch(accountId: string, label: string, ttlMs: number): Promise<{ count: number; serverTimeMs: number }> {
-    const key = this.keys.tagged('diagnostics', accountId).key(`visits:${label}`);
+    const key = visitsKey(this.keys, accountId, label);
     const [count, serverTimeMs] = await this.scripts.run<[number, number]>('diagnostics/touch', [key], [ttlMs]);
     return { count, serverTimeMs };
   }

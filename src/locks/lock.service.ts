@@ -13,6 +13,7 @@ import { LockMetrics } from './lock.metrics';
 import type { AcquireOptions, LockHandle, LockMode, LockPolicy, LockState } from './lock.types';
 import { LeaseRenewer, type Renewable } from './lease-renewer';
 import { LockWaiters } from './lock-waiters';
+import { type LockKeys, lockKeys } from './lock-keys';
 
 export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const MAX_LEASE_MS = 10 * 60_000;
@@ -35,12 +36,6 @@ interface ChainHold {
 
 /** Held: [1, fencing token (decimal string: past 2^31, exact), lease end, hold count]; contended: [0, ms until it may be free]. */
 type AcquireReply = [1, string, number, number] | [0, number];
-
-interface LockKeys {
-  hash: string;
-  fence: string;
-  channel: string;
-}
 
 /**
  * Reentrant, fenced, renewable Redis locks (exclusive and read/write), for
@@ -219,9 +214,8 @@ export class LockService implements OnApplicationShutdown {
 
   private keysOf(name: string): LockKeys {
     if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new ApiError(400, 'VALIDATION_FAILED', 'lock name must be 1-128 characters of A-Z a-z 0-9 _ . : -');
-    // The name is a valid tag (LOCK_NAME_RE is narrower than the key builder's rule) and the parts are fixed.
-    const head = this.keys.tagged('lock', name).head;
-    return { hash: head + 'h', fence: head + 'fence', channel: head + 'released' };
+    // The name is a valid tag id (LOCK_NAME_RE is narrower than the key builder's rule).
+    return lockKeys(this.keys, name);
   }
 
   /**

@@ -1,19 +1,19 @@
 import { KeyBuilder } from '../redis/key-builder';
 
-export const FEATURE = 'msg';
+export const FEATURE = 'msg' as const;
 /** Account ids as they appear in tokens and requests. */
 export const ACCOUNT_ID_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 /** Message ids are the account's server sequence numbers. */
 export const MSG_ID_RE = /^[1-9][0-9]{0,16}$/;
 
-/** The five keys of one account's inbox (see lua/includes/messages-inbox.lua), all under the account's tag. */
+/** The five keys of one account's inbox (see lua/includes/messages-inbox.lua), all under the account's tag `{a:<accountId>}`. */
 export function inboxKeys(builder: KeyBuilder, accountId: string): string[] {
-  const t = builder.tagged(FEATURE, accountId);
+  const t = builder.tagged(FEATURE, 'a', accountId);
   return ['inbox', 'bodies', 'idem', 'read', 'meta'].map((p) => t.key(p));
 }
 
-/** The broadcast-to-everyone stream: one slot for the whole service. */
+/** The broadcast-to-everyone stream: one slot for the whole service, under the fixed tag `{bc}` (no account id can spell it). */
 export function broadcastKeys(builder: KeyBuilder): string[] {
-  const t = builder.tagged(FEATURE, 'broadcast');
+  const t = builder.tagged(FEATURE, 'bc');
   return ['stream', 'bodies', 'meta'].map((p) => t.key(p));
 }

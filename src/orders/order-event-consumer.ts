@@ -16,9 +16,9 @@ export const DEAD_EVENTS_MAXLEN = 10_000;
  * failing entries cannot hide the ones behind them), reads new ones
  * (XREADGROUP), hands them to the handler one at a time per shard and XACKs
  * each after the handler returns: at-least-once. An event whose handler failed
- * on its `maxDeliveries`th delivery is given up: acked and recorded on
- * `<stream>:dead`. A round waits for every shard's round, so a shard never has
- * two rounds at once and stop() returns only after all of them.
+ * on its `maxDeliveries`th delivery is given up: acked and recorded on its
+ * shard's dead-events stream. A round waits for every shard's round, so a
+ * shard never has two rounds at once and stop() returns only after all of them.
  */
 export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
   private readonly logger = new Logger(OrderEventConsumer.name);
@@ -33,6 +33,8 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
     readonly group: string,
     readonly consumer: string,
     private readonly streams: string[],
+    /** Each shard's dead-events stream, in the order of `streams`. */
+    private readonly deadStreams: string[],
     private readonly handler: OrderEventHandler,
     private readonly options: Required<Omit<ConsumeOptions, 'consumer' | 'startFrom'>>,
     private readonly redis: RedisService,
@@ -56,7 +58,7 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
         const claim = Date.now() - this.lastClaim >= this.options.claimIdleMs / 2;
         if (claim) this.lastClaim = Date.now();
         // allSettled, not all: a shard whose round failed must not start the next rounds while others still run.
-        const rounds = await Promise.allSettled(this.streams.map((s) => this.round(s, claim)));
+        const rounds = await Promise.allSettled(this.streams.map((s, i) => this.round(s, this.deadStreams[i], claim)));
         for (const [i, r] of rounds.entries()) {
           if (r.status === 'fulfilled') handled += r.value;
           else this.logger.warn({ group: this.group, stream: this.streams[i], err: (r.reason as Error).message }, 'reading order events failed; trying again');
@@ -68,7 +70,7 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
     }
   }
 
-  private async round(stream: string, claim: boolean): Promise<number> {
+  private async round(stream: string, deadStream: string, claim: boolean): Promise<number> {
     const { batchSize, claimIdleMs } = this.options;
     const entries: Entry[] = [];
     if (claim) {
@@ -87,14 +89,14 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
         await this.redis.command((c) => c.xack(stream, this.group, id));
         this.metrics.eventsHandled.inc({ group: this.group, outcome: 'acked' });
       } catch (err) {
-        await this.failed(stream, id, fields, err as Error).catch((e: Error) => this.logger.warn({ group: this.group, stream, id, err: e.message }, 'could not record a failed order event'));
+        await this.failed(stream, deadStream, id, fields, err as Error).catch((e: Error) => this.logger.warn({ group: this.group, stream, id, err: e.message }, 'could not record a failed order event'));
       }
     }
     return entries.length;
   }
 
   /** A handler failed: the event stays pending (taken over again after claimIdleMs) unless that was its last delivery. */
-  private async failed(stream: string, id: string, fields: string[] | null, err: Error): Promise<void> {
+  private async failed(stream: string, deadStream: string, id: string, fields: string[] | null, err: Error): Promise<void> {
     this.metrics.eventsHandled.inc({ group: this.group, outcome: 'failed' });
     const pending = (await this.redis.command((c) => c.xpending(stream, this.group, id, id, 1))) as Array<[string, string, number, number]>;
     const deliveries = Number(pending[0]?.[3] ?? 0);
@@ -103,11 +105,11 @@ export class OrderEventConsumer implements EventConsumer, BackgroundWorker {
       return;
     }
     await this.redis.command((c) =>
-      c.xadd(`${stream}:dead`, 'MAXLEN', '~', DEAD_EVENTS_MAXLEN, '*', 'group', this.group, 'consumer', this.consumer, 'eventId', id, 'deliveries', deliveries, 'error', err.message.slice(0, 500), ...(fields ?? [])),
+      c.xadd(deadStream, 'MAXLEN', '~', DEAD_EVENTS_MAXLEN, '*', 'group', this.group, 'consumer', this.consumer, 'eventId', id, 'deliveries', deliveries, 'error', err.message.slice(0, 500), ...(fields ?? [])),
     );
     await this.redis.command((c) => c.xack(stream, this.group, id));
     this.metrics.eventsHandled.inc({ group: this.group, outcome: 'dead' });
-    this.logger.error({ group: this.group, stream, id, deliveries, err: err.message }, `order event given up after ${deliveries} deliveries; recorded on ${stream}:dead`);
+    this.logger.error({ group: this.group, stream, id, deliveries, err: err.message }, `order event given up after ${deliveries} deliveries; recorded on ${deadStream}`);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -36,7 +36,7 @@ export interface ConsumeOptions {
   claimIdleMs?: number;
   /**
    * Deliveries of one event before it is given up: acked, recorded on the shard's dead-events stream
-   * (`<stream>:dead`, capped) with the group, the error and the event, counted as `dead` and logged. Default 20.
+   * (OrderEventsService.deadStreams(), capped) with the group, the error and the event, counted as `dead` and logged. Default 20.
    */
   maxDeliveries?: number;
   /** Where a new group starts: `beginning` (every retained event, default) or `now`. An existing group keeps its position. */

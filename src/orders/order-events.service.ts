@@ -7,7 +7,7 @@ import { RedisService } from '../redis/redis.service';
 import { BackgroundWorkers } from '../workers/background-workers.service';
 import { ConsumeOptions, EventConsumer, OrderEventHandler } from './order-event';
 import { OrderEventConsumer } from './order-event-consumer';
-import { eventStreamKeys } from './order-keys';
+import { deadEventStreamKeys, eventStreamKeys } from './order-keys';
 import { OrdersMetrics } from './orders.metrics';
 
 const NAME_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -33,6 +33,11 @@ export class OrderEventsService {
     return eventStreamKeys(this.keys);
   }
 
+  /** Where consumers record the events they gave up on, by shard number. */
+  deadStreams(): string[] {
+    return deadEventStreamKeys(this.keys);
+  }
+
   /**
    * Starts consuming as `group` (created on first use). Handlers should be idempotent: an event whose
    * handler threw, or whose consumer died before the ack, is handed over again. The consumer is stopped
@@ -56,6 +61,7 @@ export class OrderEventsService {
       group,
       consumer,
       streams,
+      this.deadStreams(),
       handler,
       { batchSize: options.batchSize ?? 50, pollMs: options.pollMs ?? 200, claimIdleMs: options.claimIdleMs ?? 30_000, maxDeliveries: options.maxDeliveries ?? 20 },
       this.redis,

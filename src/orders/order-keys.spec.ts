@@ -18,7 +18,7 @@ describe('order ids and keys', () => {
     expect(orderIdOfPlan(planId)).toBe(orderId);
     expect(orderIdOfPlan(`${orderId}_p0`)).toBeUndefined();
     const tags = orderKeys(keys, orderId, planId).map((k) => /\{([^}]+)\}/.exec(k)![1]);
-    expect(new Set(tags)).toEqual(new Set([`o${shardOf(orderId)}`]));
+    expect(new Set(tags)).toEqual(new Set([`s:${shardOf(orderId)}`]));
   });
 
   it('spreads orders over every shard', () => {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { KeyBuilder } from '../redis/key-builder';
 
-export const FEATURE = 'ord';
+export const FEATURE = 'ord' as const;
 /**
- * Orders are spread over this many hash-tag shards (`{o0}` … `{o15}`). An order, its plans and the
+ * Orders are spread over this many hash-tag shards (`{s:0}` … `{s:15}`). An order, its plans and the
  * shard's events stream share one slot, so a state change and its event are one script on Redis
  * Cluster. Fixed for the life of a deployment: an order's shard is derived from its id.
  */
@@ -32,13 +32,20 @@ export function shardOf(orderId: string): number {
   return parseInt(orderId.slice(4, 12), 16) % ORDER_SHARDS;
 }
 
-/** The three keys of the order scripts: order hash, plan hash (a placeholder when none), the shard's events stream. */
+const shardKeys = (builder: KeyBuilder, shard: number) => builder.tagged(FEATURE, 's', String(shard));
+
+/** The three keys of the order scripts: order hash, plan hash (a key never written when none), the shard's events stream. */
 export function orderKeys(builder: KeyBuilder, orderId: string, planId?: string): [string, string, string] {
-  const t = builder.tagged(FEATURE, `o${shardOf(orderId)}`);
-  return [t.key(`order:${orderId}`), t.key(planId ? `plan:${planId}` : 'plan:-'), t.key('events')];
+  const t = shardKeys(builder, shardOf(orderId));
+  return [t.key('order', orderId), planId ? t.key('plan', planId) : t.key('no-plan'), t.key('events')];
 }
 
 /** The events stream of every shard, by shard number. */
 export function eventStreamKeys(builder: KeyBuilder): string[] {
-  return Array.from({ length: ORDER_SHARDS }, (_, shard) => builder.tagged(FEATURE, `o${shard}`).key('events'));
+  return Array.from({ length: ORDER_SHARDS }, (_, shard) => shardKeys(builder, shard).key('events'));
+}
+
+/** Where each shard's consumers record the events they gave up on, by shard number (beside eventStreamKeys). */
+export function deadEventStreamKeys(builder: KeyBuilder): string[] {
+  return Array.from({ length: ORDER_SHARDS }, (_, shard) => shardKeys(builder, shard).key('dead-events'));
 }

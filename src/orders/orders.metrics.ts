@@ -24,6 +24,6 @@ export class OrdersMetrics {
     this.channelCalls = metrics.counter('payment_channel_calls_total', 'Calls to the payment channels by method, operation (pay | query | reverse) and outcome', ['method', 'op', 'outcome']);
     this.reversals = metrics.counter('payment_reversals_total', 'Reversals of instructions of failed plans: reversed, or retry (queued again)', ['outcome']);
     this.queries = metrics.counter('payment_queries_total', 'Channel queries for unknown outcomes, by the answer (success | failure | unknown)', ['outcome']);
-    this.eventsHandled = metrics.counter('order_events_handled_total', 'Order events handed to consumers, by group and outcome (acked | failed | dead: given up after maxDeliveries, on <stream>:dead)', ['group', 'outcome']);
+    this.eventsHandled = metrics.counter('order_events_handled_total', 'Order events handed to consumers, by group and outcome (acked | failed | dead: given up after maxDeliveries, on the dead-events stream of its shard)', ['group', 'outcome']);
   }
 }

@@ -12,7 +12,7 @@ import { EXPIRY_QUEUE } from './order-queues';
 import { checkoutView, merchantView, payableBy } from './order-views';
 import type { OrderRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
-import { OrdersStore } from './orders.store';
+import { OrdersStore, serverNow } from './orders.store';
 
 export type CloseReason = 'MERCHANT' | 'EXPIRED';
 
@@ -65,8 +65,8 @@ export class OrdersService implements OnApplicationBootstrap {
           expireMinutes,
           fingerprint,
           status: 'CREATED',
-          createdAt: '$now',
-          expiresAt: `$now+${expireMinutes * 60_000}`,
+          createdAt: serverNow(),
+          expiresAt: serverNow(expireMinutes * 60_000),
           accountId: '',
           activePlan: '',
           planSeq: 0,
@@ -132,7 +132,7 @@ export class OrdersService implements OnApplicationBootstrap {
       orderId,
       planId: pending?.planId,
       guard: { lock: 'order', token: lock.fencingToken },
-      order: { version: o.version, set: { status: 'CLOSED', closedAt: '$now', closeReason: reason, activePlan: '' } },
+      order: { version: o.version, set: { status: 'CLOSED', closedAt: serverNow(), closeReason: reason, activePlan: '' } },
       ...(pending ? { plan: { version: pending.version, set: { status: 'CANCELLED' } } } : {}),
       event: 'order.closed',
     });

@@ -5,8 +5,21 @@ import { ScriptRegistry } from '../scripts/script-registry.service';
 import { orderIdOfPlan, orderKeys } from './order-keys';
 import type { Instruction, OrderEventType, OrderRecord, OrderStatus, PlanRecord, PlanStatus } from './order.types';
 
-/** Field updates of one record. Numbers are written as integers; `$now` / `$now+<ms>` become the Redis clock. */
-export type FieldUpdates = Record<string, string | number | Instruction[]>;
+/** A field value the Redis clock gives at the write: its time, epoch ms, plus `offsetMs`. */
+export class ServerClock {
+  constructor(readonly offsetMs: number) {
+    if (!Number.isSafeInteger(offsetMs) || offsetMs < 0) throw new RangeError(`clock offset must be an integer >= 0, got ${offsetMs}`);
+  }
+}
+
+/** The Redis clock at the write (plus `offsetMs`), for a field of FieldUpdates. */
+export const serverNow = (offsetMs = 0): ServerClock => new ServerClock(offsetMs);
+
+/**
+ * Field updates of one record. Strings are stored verbatim, numbers as integers, instructions as JSON;
+ * a ServerClock (serverNow()) becomes the Redis clock at the write. No string is ever interpreted.
+ */
+export type FieldUpdates = Record<string, string | number | Instruction[] | ServerClock>;
 
 /** What write-3 refuses with: a record changed since it was read, a newer lock holder wrote, or the deadline passed. */
 export type WriteStatus = 'OK' | 'VERSION' | 'STALE_TOKEN' | 'EXPIRED';
@@ -71,26 +84,37 @@ export class OrdersStore {
   /** Compare-and-set of the order and/or a plan, checked against the fencing token, with the event in the same step. */
   async write(w: WriteRequest): Promise<WriteResult> {
     const cfg = this.config.orders;
+    const order = encode(w.order?.set);
+    const plan = encode(w.plan?.set);
     const [status, orderVersion, planVersion, now] = await this.scripts.run<[WriteStatus, number, number, number]>('orders/write', orderKeys(this.keys, w.orderId, w.planId), [
       w.guard?.lock ?? '',
       w.guard?.token ?? 0,
       w.order ? w.order.version : '',
-      encode(w.order?.set),
+      order.values,
       w.plan ? w.plan.version : '',
-      encode(w.plan?.set),
+      plan.values,
       w.event ?? '',
       cfg.eventsMaxLen,
       w.deadline ?? '',
       cfg.retentionMs,
+      order.clock.length / 2,
+      plan.clock.length / 2,
+      ...order.clock,
+      ...plan.clock,
     ]);
     return { status, orderVersion, planVersion, now };
   }
 }
 
-function encode(set: FieldUpdates | undefined): string {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(set ?? {})) out[k] = typeof v === 'string' ? v : typeof v === 'number' ? String(Math.trunc(v)) : JSON.stringify(v);
-  return JSON.stringify(out);
+/** write-3's arguments for one record: the stored values (a JSON object of strings) and the clock fields (name, offset pairs). */
+function encode(set: FieldUpdates | undefined): { values: string; clock: Array<string | number> } {
+  const values: Record<string, string> = {};
+  const clock: Array<string | number> = [];
+  for (const [k, v] of Object.entries(set ?? {})) {
+    if (v instanceof ServerClock) clock.push(k, v.offsetMs);
+    else values[k] = typeof v === 'string' ? v : typeof v === 'number' ? String(Math.trunc(v)) : JSON.stringify(v);
+  }
+  return { values: JSON.stringify(values), clock };
 }
 
 function toObject(flat: string[]): Record<string, string> {

@@ -8,7 +8,7 @@ import { payableBy } from './order-views';
 import type { Instruction, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
 import { orderLockName } from './orders.service';
-import { OrdersStore } from './orders.store';
+import { OrdersStore, serverNow } from './orders.store';
 
 /**
  * Payment plans (the sub-orders of seed 000 §2.2.1.2), created under the
@@ -71,7 +71,7 @@ export class PaymentPlansService {
         order: { version: orderVersion, set: { planSeq: seq, activePlan: planId, accountId } },
         plan: {
           version: 0,
-          set: { planId, orderId, accountId, status: 'PENDING', amount: o.amount, currency: o.currency, fingerprint, instructions, createdAt: '$now', failureReason: '' },
+          set: { planId, orderId, accountId, status: 'PENDING', amount: o.amount, currency: o.currency, fingerprint, instructions, createdAt: serverNow(), failureReason: '' },
         },
         deadline: o.expiresAt,
       });

@@ -9,7 +9,7 @@ import { expectWritten, orderConflict, planNotFound } from './order-errors';
 import { EXPIRY_QUEUE, LegRef, legId, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
 import type { Instruction, OrderEventType, OrderRecord, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
-import { FieldUpdates, OrdersStore } from './orders.store';
+import { FieldUpdates, OrdersStore, ServerClock, serverNow } from './orders.store';
 
 /** The lock guarding one payment plan (paying, queries, reversals). */
 export const planLockName = (planId: string) => `plan:${planId}`;
@@ -122,7 +122,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
       await this.commitLeg(run, i, { status: 'SUCCEEDED' });
     }
     await this.commit(run, {
-      order: { status: 'PAID', paidAt: '$now', paidPlan: planId, activePlan: '' },
+      order: { status: 'PAID', paidAt: serverNow(), paidPlan: planId, activePlan: '' },
       plan: { status: 'PAID' },
       event: 'order.paid',
     });
@@ -281,7 +281,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
       deadline: change.deadline,
     });
     expectWritten(r);
-    const resolve = (set: FieldUpdates) => Object.fromEntries(Object.entries(set).map(([k, v]) => [k, v === '$now' ? r.now : v]));
+    const resolve = (set: FieldUpdates) => Object.fromEntries(Object.entries(set).map(([k, v]) => [k, v instanceof ServerClock ? r.now + v.offsetMs : v]));
     if (change.order) run.order = { ...run.order, ...resolve(change.order), version: r.orderVersion, updatedAt: r.now };
     run.plan = { ...run.plan, ...resolve(change.plan), version: r.planVersion, updatedAt: r.now };
   }

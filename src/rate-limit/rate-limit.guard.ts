@@ -30,7 +30,7 @@ export class RateLimitGuard implements CanActivate {
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
     const caller = req.caller ?? { kind: 'anonymous' as const, id: req.ip };
     const limit = rl.limits[caller.kind];
-    const verdict = await this.limiter.take(`${caller.kind}:${caller.id}`, limit);
+    const verdict = await this.limiter.take(caller, limit);
     const reply = ctx.switchToHttp().getResponse<FastifyReply>();
     void reply.header('x-ratelimit-limit', limit).header('x-ratelimit-remaining', verdict.remaining);
     if (!verdict.allowed) throw rateLimited(`Rate limit of ${limit} requests per ${rl.windowMs} ms exceeded`, verdict.resetMs);

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Caller } from '../auth/caller';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 
@@ -19,10 +20,19 @@ export class RateLimitScripts {
     private readonly keys: KeyBuilder,
   ) {}
 
-  /** Leases up to `want` requests of `subject`'s window of `limit` per `windowMs`. */
-  async lease(subject: string, limit: number, windowMs: number, want: number): Promise<RateLimitLease> {
-    const key = this.keys.tagged('rate', subject).key('window');
+  /** The key of `caller`'s window (also what the limiter knows the caller by). */
+  keyOf(caller: Caller): string {
+    return rateLimitKey(this.keys, caller);
+  }
+
+  /** Leases up to `want` requests of the window at `key` (from keyOf), of `limit` per `windowMs`. */
+  async lease(key: string, limit: number, windowMs: number, want: number): Promise<RateLimitLease> {
     const [granted, remaining, resetMs] = await this.scripts.run<[number, number, number]>('core/rate-limit', [key], [limit, windowMs, want]);
     return { granted, remaining, resetMs };
   }
+}
+
+/** One caller's window, under the tag `{<caller kind>:<caller id>}` (anonymous callers by IP). */
+export function rateLimitKey(builder: KeyBuilder, caller: Caller): string {
+  return builder.tagged('rate', caller.kind, caller.id).key('window');
 }

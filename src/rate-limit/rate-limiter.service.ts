@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Caller } from '../auth/caller';
 import { AppConfig } from '../config/app-config';
 import { RateLimitScripts } from './rate-limit.scripts';
 
@@ -35,6 +36,7 @@ interface Lease {
  */
 @Injectable()
 export class RateLimiter {
+  /** By the key of the caller's window in Redis. */
   private readonly leases = new Map<string, Lease>();
   private lastSweep = 0;
 
@@ -43,8 +45,9 @@ export class RateLimiter {
     private readonly scripts: RateLimitScripts,
   ) {}
 
-  /** Counts one request of `subject` against `limit` per window. */
-  async take(subject: string, limit: number): Promise<RateLimitVerdict> {
+  /** Counts one request of `caller` against `limit` per window. */
+  async take(caller: Caller, limit: number): Promise<RateLimitVerdict> {
+    const subject = this.scripts.keyOf(caller);
     const now = Date.now();
     this.sweep(now);
     let lease = this.leases.get(subject);

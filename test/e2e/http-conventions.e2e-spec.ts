@@ -59,7 +59,7 @@ describe('HTTP conventions', () => {
       const res = await request(t.server).post('/diagnostics/touch').set(auth).send({ label: 'home' });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ accountId: 'acc_http', label: 'home', count: 1 });
-      expect(await raw.hget(`${t.config.redis.keyPrefix}:diagnostics:{acc_http}:visits:home`, 'n')).toBe('1');
+      expect(await raw.hget(`${t.config.redis.keyPrefix}:diagnostics:{a:acc_http}:visits:home`, 'n')).toBe('1');
     });
 
     it.each([
@@ -154,7 +154,7 @@ describe('HTTP conventions', () => {
       }
       expect(status).toBe(200);
       // The request answered 503 was never queued: it must not run once Redis is back.
-      expect(await raw.exists(`${t.config.redis.keyPrefix}:diagnostics:{acc_http}:visits:down`)).toBe(0);
+      expect(await raw.exists(`${t.config.redis.keyPrefix}:diagnostics:{a:acc_http}:visits:down`)).toBe(0);
     });
   });
 });

@@ -55,7 +55,7 @@ describe('Lifecycle', () => {
       const events: string[] = [];
       const redisService = t.app.get(RedisService);
       const admin = new Redis(redis.url);
-      const visitKey = `${t.config.redis.keyPrefix}:diagnostics:{acc_sd}:visits:drain`;
+      const visitKey = `${t.config.redis.keyPrefix}:diagnostics:{a:acc_sd}:visits:drain`;
       t.app.get(BackgroundWorkers).register('probe', {
         stop: async () => {
           // Server side, the in-flight request must be done by now, and Redis still open for the worker.

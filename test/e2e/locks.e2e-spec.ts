@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
+import { lockKeys } from '../../src/locks/lock-keys';
 import { LockService } from '../../src/locks/lock.service';
 import { LocksController } from '../../src/locks/locks.controller';
 import { KeyBuilder } from '../../src/redis/key-builder';
@@ -51,9 +52,9 @@ describe(`${LocksController.name} over HTTP`, () => {
   let n = 0;
   /** A lock name no other test uses. */
   const fresh = (what: string) => `e2e:${what}:${++n}`;
-  const hashKey = (name: string) => keys.tagged('lock', `ext:${name}`).key('h');
+  const hashKey = (name: string) => lockKeys(keys, `ext:${name}`).hash;
   /** Every key stored under the lock's hash tag (hash and fencing counter). */
-  const storedKeys = (name: string) => raw.keys(`${keys.prefix}:lock:{ext:${name}}:*`);
+  const storedKeys = (name: string) => raw.keys(`${keys.prefix}:lock:{n:ext:${name}}:*`);
 
   const http = () => request(t.server);
   const acquire = (name: string, body: object, auth: Record<string, string> = BILLING) => http().post(`/locks/${name}/acquire`).set(auth).send(body);

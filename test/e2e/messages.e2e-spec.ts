@@ -560,7 +560,7 @@ describe('Message center over HTTP', () => {
       expect(res.body).toEqual({ broadcastId: expect.stringMatching(MSG_ID), audience: 'all', written: 0, duplicates: 0 });
       const added = (await raw.keys(`${prefix}:msg:*`)).filter((k) => !keysBefore.has(k));
       expect(added.length).toBeGreaterThan(0);
-      expect(added.filter((k) => !k.startsWith(`${prefix}:msg:{broadcast}:`))).toEqual([]);
+      expect(added.filter((k) => !k.startsWith(`${prefix}:msg:{bc}:`))).toEqual([]);
 
       for (const acc of ['acc_all1', 'acc_all2', 'acc_all3']) {
         expect(await one.unread(acc)).toBe(1);
@@ -634,7 +634,7 @@ describe('Message center over HTTP', () => {
       ['a title of 101 characters', bodyOf('x'.repeat(101), 'all'), 'title'],
       ['an unknown field', { ...bodyOf('Extra', 'all'), pinned: true }, 'pinned'],
     ])('refuses %s with 400 naming the field, sending nothing', async (_what, body, field) => {
-      const streamKey = `${prefix}:msg:{broadcast}:stream`;
+      const streamKey = `${prefix}:msg:{bc}:stream`;
       const sent = await raw.zcard(streamKey);
       const res = await one.broadcast(body);
       expectError(res, 400, 'VALIDATION_FAILED', field);

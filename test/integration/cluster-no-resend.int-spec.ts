@@ -31,7 +31,7 @@ describe('Redis Cluster: a command cut off by a dropped connection', () => {
     const redis = new RedisService(config, new MetricsService(), new BackgroundWorkers());
     try {
       await redis.warmUp();
-      const key = new KeyBuilder(config).tagged('diagnostics', 'resend').key('n');
+      const key = new KeyBuilder(config).tagged('diagnostics', 'a', 'resend').key('n');
       await redis.client.set(key, '0');
       const slot = Number(await redis.client.cluster('KEYSLOT', key));
       const slots = (await redis.client.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>;

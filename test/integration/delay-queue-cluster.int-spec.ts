@@ -38,7 +38,7 @@ describe(`${DelayQueueService.name} on a 3-master cluster`, () => {
     // Which script ran for which queue (the real call still runs).
     const original = scripts.run.bind(scripts);
     jest.spyOn(scripts, 'run').mockImplementation(((script: string, keys: readonly string[], args: readonly ScriptArg[] = []) => {
-      const queue = /:dq:\{([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
+      const queue = /:dq:\{q:([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
       ran.set(queue, (ran.get(queue) ?? new Set()).add(script));
       return original(script, keys, args);
     }) as ScriptRegistry['run']);
@@ -51,7 +51,7 @@ describe(`${DelayQueueService.name} on a 3-master cluster`, () => {
     const found: string[][] = [[], [], []];
     for (let i = 0; i < 200 && found.some((names) => names.length < 2); i++) {
       const q = `orders.close-${i}`;
-      found[ownerOfSlot(Number(await raw[0].cluster('KEYSLOT', `{${q}}`)))].push(q);
+      found[ownerOfSlot(Number(await raw[0].cluster('KEYSLOT', `{q:${q}}`)))].push(q);
     }
     queues = found.map((names) => names[0]);
     wakeQueues = found.map((names) => names[1]);
@@ -73,7 +73,7 @@ describe(`${DelayQueueService.name} on a 3-master cluster`, () => {
   it("keeps every key of a queue (and its channel) in one slot, on the master that owns the queue's tag", async () => {
     for (const [owner, q] of queues.entries()) {
       const k = queueKeys(keyBuilder, q);
-      const tagSlot = Number(await raw[0].cluster('KEYSLOT', `{${q}}`));
+      const tagSlot = Number(await raw[0].cluster('KEYSLOT', `{q:${q}}`));
       const slots = await Promise.all([...k.keys, k.channel].map(async (key) => Number(await raw[owner].cluster('KEYSLOT', key))));
       expect(k.keys).toHaveLength(9);
       expect(new Set(slots)).toEqual(new Set([tagSlot]));

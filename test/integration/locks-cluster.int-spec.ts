@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import { LockContendedError, LockLostError } from '../../src/locks/lock.errors';
+import { lockKeys as lockKeysOf } from '../../src/locks/lock-keys';
 import { LockService } from '../../src/locks/lock.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisService } from '../../src/redis/redis.service';
@@ -34,10 +35,7 @@ describe(`${LockService.name} on a 3-master cluster`, () => {
   const names: string[][] = [[], [], []];
   /** Which lock scripts ran under which lock name (on either instance; the real calls still run). */
   const ran = new Map<string, Set<string>>();
-  const lockKeys = (name: string) => {
-    const k = keys.tagged('lock', name);
-    return { hash: k.key('h'), fence: k.key('fence'), channel: k.key('released') };
-  };
+  const lockKeys = (name: string) => lockKeysOf(keys, name);
   /** The index of the master that serves `key`, asked of the cluster itself. */
   let masterOf: (key: string) => Promise<number>;
   /** EVAL/EVALSHA calls a node has served so far. */
@@ -59,7 +57,7 @@ describe(`${LockService.name} on a 3-master cluster`, () => {
       const scripts = t.app.get(ScriptRegistry);
       const original = scripts.run.bind(scripts);
       jest.spyOn(scripts, 'run').mockImplementation(((script: string, k: readonly string[], args: readonly ScriptArg[] = []) => {
-        const name = /:lock:\{([^}]+)\}:/.exec(k[0] ?? '')?.[1];
+        const name = /:lock:\{n:([^}]+)\}:/.exec(k[0] ?? '')?.[1];
         if (name) ran.set(name, (ran.get(name) ?? new Set()).add(script));
         return original(script, k, args);
       }) as ScriptRegistry['run']);
@@ -105,7 +103,7 @@ describe(`${LockService.name} on a 3-master cluster`, () => {
     const slotsOfLocks = new Set<number>();
     for (const [m, name] of picked.entries()) {
       const { hash, fence, channel } = lockKeys(name);
-      const slots = await Promise.all([hash, fence, channel, `{${name}}`].map(async (k) => Number(await raw[m].cluster('KEYSLOT', k))));
+      const slots = await Promise.all([hash, fence, channel, `{n:${name}}`].map(async (k) => Number(await raw[m].cluster('KEYSLOT', k))));
       expect(new Set(slots).size).toBe(1);
       slotsOfLocks.add(slots[0]);
       expect(await masterOf(hash)).toBe(m);

@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { LockContendedError, LockLostError } from '../../src/locks/lock.errors';
+import { lockKeys } from '../../src/locks/lock-keys';
 import { LockService } from '../../src/locks/lock.service';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import type { LockHandle } from '../../src/locks/lock.types';
@@ -24,8 +25,8 @@ describe(`${LockService.name} on two instances`, () => {
   let env: Record<string, string>;
   let n = 0;
   const fresh = () => `test:${process.pid}:${++n}`;
-  const hashKey = (name: string) => keys.tagged('lock', name).key('h');
-  const fenceKey = (name: string) => keys.tagged('lock', name).key('fence');
+  const hashKey = (name: string) => lockKeys(keys, name).hash;
+  const fenceKey = (name: string) => lockKeys(keys, name).fence;
 
   beforeAll(async () => {
     redis = await startRedisServer();
@@ -227,7 +228,7 @@ describe(`${LockService.name} on two instances`, () => {
 
   it('publishes a release only when somebody waits for it', async () => {
     const name = fresh();
-    const channel = keys.tagged('lock', name).key('released');
+    const channel = lockKeys(keys, name).channel;
     const listener = raw.duplicate();
     const heard: string[] = [];
     listener.on('message', (_c: string, owner: string) => heard.push(owner));

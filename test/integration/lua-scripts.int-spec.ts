@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import type Redis from 'ioredis';
 import { loadConfig } from '../../src/config/load-config';
+import { visitsKey } from '../../src/diagnostics/diagnostics.service';
 import { MetricsService } from '../../src/metrics/metrics.service';
+import { rateLimitKey } from '../../src/rate-limit/rate-limit.scripts';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisService } from '../../src/redis/redis.service';
 import { DEFAULT_LUA_DIR, loadAllScripts, ScriptContractError } from '../../src/scripts/script-loader';
@@ -241,32 +243,27 @@ describe('ScriptRegistry on a 3-master cluster', () => {
     for (const r of raw) expect(await scriptExists(r)).toEqual(shas().map(() => 1));
   });
 
-  async function placement(tags: string[]) {
-    return Promise.all(
-      tags.map(async (tag) => {
-        const visits = keys.tagged('diagnostics', tag).key('visits:x');
-        const window = keys.tagged('rate', tag).key('window');
-        const slot = Number(await raw[0].cluster('KEYSLOT', visits));
-        const windowSlot = Number(await raw[0].cluster('KEYSLOT', window));
-        return { tag, visits, window, slot, windowSlot, owner: ownerOfSlot(slot), windowOwner: ownerOfSlot(windowSlot) };
-      }),
-    );
+  /** The keys the service builds for `tag` (an account's visit counter, a user's rate-limit window) and the masters that own them. */
+  async function placement(tag: string) {
+    const visits = visitsKey(keys, tag, 'x');
+    const window = rateLimitKey(keys, { kind: 'user', id: tag });
+    const slot = Number(await raw[0].cluster('KEYSLOT', visits));
+    const windowSlot = Number(await raw[0].cluster('KEYSLOT', window));
+    return { tag, visits, window, slot, windowSlot, owner: ownerOfSlot(slot), windowOwner: ownerOfSlot(windowSlot) };
   }
 
-  /** Picks tags (by asking the cluster for their slots) until every master owns at least two of them. */
-  async function tagsOnEveryMaster(round: string) {
-    const perOwner = new Map<number, string[]>();
-    for (let i = 0; i < 200 && [0, 1, 2].some((o) => (perOwner.get(o)?.length ?? 0) < 2); i++) {
-      const tag = `${round}${i}`;
-      const slot = Number(await raw[0].cluster('KEYSLOT', `{${tag}}`));
-      const owner = ownerOfSlot(slot);
-      if ((perOwner.get(owner)?.length ?? 0) < 2) perOwner.set(owner, [...(perOwner.get(owner) ?? []), tag]);
+  /** Picks tags (by asking the cluster for their keys' slots) until every master owns both keys of at least two of them. */
+  async function placedOnEveryMaster(round: string) {
+    const perOwner = new Map<number, Array<Awaited<ReturnType<typeof placement>>>>();
+    for (let i = 0; i < 300 && [0, 1, 2].some((o) => (perOwner.get(o)?.length ?? 0) < 2); i++) {
+      const p = await placement(`${round}${i}`);
+      if (p.owner === p.windowOwner && (perOwner.get(p.owner)?.length ?? 0) < 2) perOwner.set(p.owner, [...(perOwner.get(p.owner) ?? []), p]);
     }
     return [...perOwner.values()].flat();
   }
 
   async function exerciseOnEveryMaster(round: string) {
-    const placed = await placement(await tagsOnEveryMaster(round));
+    const placed = await placedOnEveryMaster(round);
     // The keys the service builds for these tags really spread over all three masters.
     expect(placed).toHaveLength(6);
     expect(new Set(placed.map((p) => p.owner))).toEqual(new Set([0, 1, 2]));
@@ -331,11 +328,12 @@ describe('ScriptRegistry on a 3-master cluster', () => {
   });
 
   it('keeps every key of one tag in one slot', async () => {
-    const placed = await placement(['same-slot-1', 'same-slot-2', 'same-slot-3']);
-    for (const p of placed) {
-      const tagSlot = Number(await raw[0].cluster('KEYSLOT', p.tag));
-      expect(p.slot).toBe(tagSlot);
-      expect(p.windowSlot).toBe(tagSlot);
+    for (const tag of ['same-slot-1', 'same-slot-2', 'same-slot-3']) {
+      const p = await placement(tag);
+      // The hash tags are `{a:<account>}` and `{user:<account>}`.
+      expect(p.slot).toBe(Number(await raw[0].cluster('KEYSLOT', `a:${tag}`)));
+      expect(p.windowSlot).toBe(Number(await raw[0].cluster('KEYSLOT', `user:${tag}`)));
+      expect(Number(await raw[0].cluster('KEYSLOT', visitsKey(keys, tag, 'other')))).toBe(p.slot);
     }
   });
 });

@@ -38,14 +38,15 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
 
     const original = scripts.run.bind(scripts);
     jest.spyOn(scripts, 'run').mockImplementation(((script: string, keys: readonly string[], args: readonly ScriptArg[] = []) => {
-      const tag = /:msg:\{([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
+      // The account of an inbox (`{a:<account>}`), or `bc` for the broadcast feed (`{bc}`).
+      const tag = /:msg:\{(?:a:)?([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
       ran.set(tag, (ran.get(tag) ?? new Set()).add(script));
       return original(script, keys, args);
     }) as ScriptRegistry['run']);
 
     const slots = await raw[0].cluster('SLOTS');
     const ownerOf = async (tag: string) => {
-      const slot = Number(await raw[0].cluster('KEYSLOT', `{${tag}}`));
+      const slot = Number(await raw[0].cluster('KEYSLOT', `{a:${tag}}`));
       const range = slots.find(([start, end]) => slot >= start && slot <= end)!;
       return cluster.nodes.findIndex((n) => n.port === range[2][1]);
     };
@@ -77,7 +78,7 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
     for (const [owner, acc] of accounts.entries()) {
       const keys = inboxKeys(keyBuilder, acc);
       const slots = await Promise.all(keys.map(async (k) => Number(await raw[owner].cluster('KEYSLOT', k))));
-      expect(new Set(slots)).toEqual(new Set([Number(await raw[owner].cluster('KEYSLOT', `{${acc}}`))]));
+      expect(new Set(slots)).toEqual(new Set([Number(await raw[owner].cluster('KEYSLOT', `{a:${acc}}`))]));
       await svc.write({ accountId: acc, bizType: 'PAYMENT_SUCCESS', outerBizId: 'placed', title: 'Placed', content: 'On its master' });
       expect(await raw[owner].zcard(keys[0])).toBe(1);
       await expect(raw[(owner + 1) % 3].zcard(keys[0])).rejects.toThrow(/^MOVED \d+ 127\.0\.0\.1:\d+/);
@@ -113,7 +114,7 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
     expect(all).toHaveLength(9);
     const inboxScripts = all.filter((id) => !['messages/broadcast', 'messages/recent-broadcasts'].includes(id));
     for (const acc of accounts) expect(`${acc}: ${[...(ran.get(acc) ?? [])].sort().join(' ')}`).toBe(`${acc}: ${inboxScripts.join(' ')}`);
-    expect([...(ran.get('broadcast') ?? [])].sort()).toEqual(['messages/broadcast', 'messages/recent-broadcasts']);
+    expect([...(ran.get('bc') ?? [])].sort()).toEqual(['messages/broadcast', 'messages/recent-broadcasts']);
     // The broadcast stream is one slot, on one master.
     const [stream] = broadcastKeys(keyBuilder);
     const holders = await Promise.all(raw.map((r) => r.zcard(stream).then((n) => n, () => -1)));

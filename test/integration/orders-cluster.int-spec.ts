@@ -58,7 +58,7 @@ describe(`${OrdersService.name} on a 3-master cluster`, () => {
   it('runs on a cluster connection, and the shard tags spread over all three masters', async () => {
     expect(t.app.get(RedisService).isCluster).toBe(true);
     const owners = new Set<number>();
-    for (let shard = 0; shard < ORDER_SHARDS; shard++) owners.add(await masterOf(`{o${shard}}`));
+    for (let shard = 0; shard < ORDER_SHARDS; shard++) owners.add(await masterOf(`{s:${shard}}`));
     expect(owners).toEqual(new Set([0, 1, 2]));
   });
 

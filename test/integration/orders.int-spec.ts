@@ -500,7 +500,7 @@ describe(OrdersService.name, () => {
       await consumer.stop();
       expect(calls).toBe(3);
       expect(await deadCount()).toBe(1);
-      const dead = (await raw.xrange(`${stream}:dead`, '-', '+')).map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])));
+      const dead = (await raw.xrange(events.deadStreams()[3], '-', '+')).map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])));
       expect(dead.filter((d) => d.group === 'it-group-5')).toEqual([expect.objectContaining({ eventId: id, deliveries: '3', error: 'poison', type: 'order.paid', orderId: 'ord_poison' })]);
     });
   });

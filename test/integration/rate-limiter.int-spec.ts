@@ -34,7 +34,7 @@ describe(RateLimiter.name, () => {
     const instances = await Promise.all(Array.from({ length: 5 }, () => instance(server.url, prefix, { RATE_LIMIT_WINDOW_MS: '20000' })));
     try {
       const limit = 200; // lease of 20 per instance
-      const verdicts = await Promise.all(Array.from({ length: 1000 }, (_, i) => instances[i % 5].limiter.take('user:acc_burst', limit)));
+      const verdicts = await Promise.all(Array.from({ length: 1000 }, (_, i) => instances[i % 5].limiter.take({ kind: 'user', id: 'acc_burst' }, limit)));
       expect(verdicts.filter((v) => v.allowed)).toHaveLength(limit);
       const denied = verdicts.filter((v) => !v.allowed);
       expect(denied).toHaveLength(800);
@@ -49,7 +49,7 @@ describe(RateLimiter.name, () => {
     const [a, b] = [await instance(server.url, prefix), await instance(server.url, prefix)];
     try {
       const results: boolean[] = [];
-      for (let i = 0; i < 7; i++) results.push((await (i % 2 ? a : b).limiter.take('user:acc_small', 5)).allowed);
+      for (let i = 0; i < 7; i++) results.push((await (i % 2 ? a : b).limiter.take({ kind: 'user', id: 'acc_small' }, 5)).allowed);
       expect(results).toEqual([true, true, true, true, true, false, false]);
     } finally {
       await a.close();
@@ -60,11 +60,11 @@ describe(RateLimiter.name, () => {
   it('opens a new window when the old one ends', async () => {
     const x = await instance(server.url, randomPrefix(), { RATE_LIMIT_WINDOW_MS: '300' });
     try {
-      expect((await x.limiter.take('user:acc_w', 1)).allowed).toBe(true);
-      const denied = await x.limiter.take('user:acc_w', 1);
+      expect((await x.limiter.take({ kind: 'user', id: 'acc_w' }, 1)).allowed).toBe(true);
+      const denied = await x.limiter.take({ kind: 'user', id: 'acc_w' }, 1);
       expect(denied.allowed).toBe(false);
       await new Promise((r) => setTimeout(r, denied.resetMs + 50));
-      expect((await x.limiter.take('user:acc_w', 1)).allowed).toBe(true);
+      expect((await x.limiter.take({ kind: 'user', id: 'acc_w' }, 1)).allowed).toBe(true);
     } finally {
       await x.close();
     }
@@ -77,7 +77,7 @@ describe(RateLimiter.name, () => {
     try {
       const key = `${prefix}:rate:{user:acc_stuck}:window`;
       await raw.set(key, '999'); // no TTL, over the limit
-      expect((await x.limiter.take('user:acc_stuck', 5)).allowed).toBe(false);
+      expect((await x.limiter.take({ kind: 'user', id: 'acc_stuck' }, 5)).allowed).toBe(false);
       const ttl = await raw.pttl(key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(1000);
@@ -90,10 +90,10 @@ describe(RateLimiter.name, () => {
   it('keeps callers apart', async () => {
     const x = await instance(server.url, randomPrefix());
     try {
-      expect((await x.limiter.take('user:acc_1', 1)).allowed).toBe(true);
-      expect((await x.limiter.take('user:acc_1', 1)).allowed).toBe(false);
-      expect((await x.limiter.take('user:acc_2', 1)).allowed).toBe(true);
-      expect((await x.limiter.take('service:billing', 1)).allowed).toBe(true);
+      expect((await x.limiter.take({ kind: 'user', id: 'acc_1' }, 1)).allowed).toBe(true);
+      expect((await x.limiter.take({ kind: 'user', id: 'acc_1' }, 1)).allowed).toBe(false);
+      expect((await x.limiter.take({ kind: 'user', id: 'acc_2' }, 1)).allowed).toBe(true);
+      expect((await x.limiter.take({ kind: 'service', id: 'billing' }, 1)).allowed).toBe(true);
     } finally {
       await x.close();
     }
@@ -103,7 +103,7 @@ describe(RateLimiter.name, () => {
     const x = await instance(server.url, randomPrefix());
     await server.stop();
     try {
-      await expect(x.limiter.take('user:acc_down', 5)).rejects.toBeInstanceOf(RedisUnavailableError);
+      await expect(x.limiter.take({ kind: 'user', id: 'acc_down' }, 5)).rejects.toBeInstanceOf(RedisUnavailableError);
     } finally {
       await server.start();
       await x.close();

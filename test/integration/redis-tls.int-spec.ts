@@ -41,7 +41,7 @@ describe('Redis over TLS with a password', () => {
       expect(config.redis.tls).toBe(true);
       await redis.warmUp();
       await scripts.loadAll();
-      const key = new KeyBuilder(config).tagged('diagnostics', 'tls').key('visits:x');
+      const key = new KeyBuilder(config).tagged('diagnostics', 'a', 'tls').key('visits', 'x');
       const [count] = await scripts.run<[number, number]>('diagnostics/touch', [key], [60_000]);
       expect(count).toBe(1);
     } finally {

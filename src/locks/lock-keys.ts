@@ -1,0 +1,17 @@
+import { KeyBuilder } from '../redis/key-builder';
+
+/** The keys of one lock, all under the lock's tag `{n:<name>}` (one cluster slot). */
+export interface LockKeys {
+  /** The holders hash (see lua/includes/lock-holders.lua). */
+  hash: string;
+  /** The fencing counter. */
+  fence: string;
+  /** The pub/sub channel its releases are published on. */
+  channel: string;
+}
+
+/** `name` must be a valid lock name (LOCK_NAME_RE); the key builder refuses anything that is not a valid tag id. */
+export function lockKeys(builder: KeyBuilder, name: string): LockKeys {
+  const t = builder.tagged('lock', 'n', name);
+  return { hash: t.key('h'), fence: t.key('fence'), channel: t.key('released') };
+}
