@@ -98,6 +98,9 @@ export class OrdersService implements OnApplicationBootstrap {
   /** Closes an unpaid order (idempotent: a closed order is returned as it is). Paid or being paid: 409. */
   async close(merchantId: string, merchantOrderNo: string): Promise<OrderDto> {
     const orderId = orderIdFor(merchantId, merchantOrderNo);
+    // An order that does not exist gets its 404 before any lock is taken, so it leaves no lock state behind.
+    const { order: seen } = await this.store.read(orderId);
+    if (!seen || seen.merchantId !== merchantId) throw orderNotFound();
     const order = await this.locks.withLock(orderLockName(orderId), { policy: 'order' }, (lock) => this.closeLocked(orderId, lock, 'MERCHANT', merchantId));
     await this.queue.cancel(EXPIRY_QUEUE, orderId).catch((err: Error) => this.logger.warn({ orderId, err: err.message }, 'could not cancel the expiry'));
     return merchantView(order);

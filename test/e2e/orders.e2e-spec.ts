@@ -81,6 +81,12 @@ describe('orders and payments over HTTP', () => {
   });
 
   describe('merchants', () => {
+    it('closing an order that does not exist is a 404 that leaves nothing in Redis (no lock, no fencing counter)', async () => {
+      const before = (await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort();
+      expectError(await merchant('POST', `/merchant/orders/${orderNo()}/close`), 404, 'NOT_FOUND');
+      expect((await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort().filter((k) => !k.includes(':nonce:'))).toEqual(before.filter((k) => !k.includes(':nonce:')));
+    });
+
     it('POST creates (201), the same again is 200 with the same order, another payload is 409; GET and close', async () => {
       const no = orderNo();
       const body = { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', expireMinutes: 15 };
