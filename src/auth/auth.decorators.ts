@@ -1,7 +1,7 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
-import { ApiBearerAuth, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiSecurity } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/error-responses';
 import { Caller, CallerKind } from './caller';
 import { SECURITY } from './security-schemes';
 
@@ -22,8 +22,11 @@ export function Auth(...kinds: [CallerKind, ...CallerKind[]]) {
   return applyDecorators(
     SetMetadata(AUTH_KINDS, kinds),
     ...docs,
-    ApiUnauthorizedResponse({ description: 'Missing or invalid credentials', type: ErrorBodyDto }),
-    ApiForbiddenResponse({ description: 'Authenticated, but not a caller this endpoint serves', type: ErrorBodyDto }),
+    ApiErrors({
+      401: 'Missing or invalid credentials',
+      // A route that serves all four kinds refuses none of them.
+      ...(new Set(kinds).size < 4 ? { 403: 'Authenticated, but not a caller this endpoint serves' } : {}),
+    }),
   );
 }
 

@@ -1,8 +1,9 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth } from '../auth/auth.decorators';
 import { ApiError } from '../http/api-error';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/error-responses';
+import { ScriptCode, scriptErrorFor } from '../scripts/script-errors';
 import { DelayQueueService } from './delay-queue.service';
 import {
   CancelResultDto,
@@ -15,10 +16,12 @@ import {
   RetryResultDto,
 } from './dto/delay-queue-admin.dto';
 
+/** A route that names a queue (and an item) can answer 400. */
+const badInput = 'A bad queue name, id or paging parameter';
+
 /** Ops view of the delay queues (admin key). */
 @ApiTags('ops: delay queues')
-@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'A bad queue name, id or paging parameter' })
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@ApiErrors({ 503: 'Redis unreachable; see Retry-After' })
 @Auth('admin')
 @Controller('admin/delay-queues')
 export class DelayQueueAdminController {
@@ -35,6 +38,7 @@ export class DelayQueueAdminController {
   @Get(':queue')
   @ApiOperation({ summary: "One queue's pending, ready, in-flight and dead counts, and how overdue its oldest item is" })
   @ApiOkResponse({ type: QueueStatsDto })
+  @ApiErrors({ 400: badInput })
   stats(@Param() p: QueueParamDto): Promise<QueueStatsDto> {
     return this.queues.stats(p.queue);
   }
@@ -42,6 +46,7 @@ export class DelayQueueAdminController {
   @Get(':queue/dead')
   @ApiOperation({ summary: 'Dead letters, newest first, paged' })
   @ApiOkResponse({ type: DeadLetterPageDto })
+  @ApiErrors({ 400: badInput })
   dead(@Param() p: QueueParamDto, @Query() q: DeadPageQueryDto): Promise<DeadLetterPageDto> {
     return this.queues.deadLetters(p.queue, q.offset ?? 0, q.limit ?? 20);
   }
@@ -50,7 +55,7 @@ export class DelayQueueAdminController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Make one dead letter due now, with its delivery count reset' })
   @ApiOkResponse({ type: RetryResultDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No dead letter with this id' })
+  @ApiErrors({ 400: badInput, 404: { description: 'No dead letter with this id', errors: [scriptErrorFor('delay-queue/retry-dead', ScriptCode.NOT_FOUND)] } })
   async retry(@Param() p: ItemParamDto): Promise<RetryResultDto> {
     return { dueAt: await this.queues.retryDead(p.queue, p.id) };
   }
@@ -58,7 +63,7 @@ export class DelayQueueAdminController {
   @Delete(':queue/items/:id')
   @ApiOperation({ summary: 'Cancel one item, wherever it is (pending, ready, in flight or dead)' })
   @ApiOkResponse({ type: CancelResultDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No item with this id' })
+  @ApiErrors({ 400: badInput, 404: { description: 'No item with this id', errors: [new ApiError(404, 'NOT_FOUND', 'no item order-1001 in queue close-reminder')] } })
   async cancel(@Param() p: ItemParamDto): Promise<CancelResultDto> {
     const r = await this.queues.cancel(p.queue, p.id);
     if (r.state === 'absent') throw new ApiError(404, 'NOT_FOUND', `no item ${p.id} in queue ${p.queue}`);

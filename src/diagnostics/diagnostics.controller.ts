@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/error-responses';
 import { DiagnosticsService } from './diagnostics.service';
 import { TouchDto, TouchResultDto, WhoAmIDto } from './dto/touch.dto';
 
@@ -11,8 +11,7 @@ import { TouchDto, TouchResultDto, WhoAmIDto } from './dto/touch.dto';
  * request reaches a Lua script through the whole stack. No business logic.
  */
 @ApiTags('diagnostics')
-@ApiTooManyRequestsResponse({ type: ErrorBodyDto, description: 'Rate limited; see Retry-After' })
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@ApiErrors({ 429: 'Rate limited; see Retry-After', 503: 'Redis unreachable; see Retry-After' })
 @Controller('diagnostics')
 export class DiagnosticsController {
   constructor(private readonly diagnostics: DiagnosticsService) {}
@@ -30,6 +29,7 @@ export class DiagnosticsController {
   @Auth('merchant')
   @ApiOperation({ summary: 'Signed-request check for merchants: echoes the merchant id if signature, timestamp and nonce are good' })
   @ApiOkResponse({ type: WhoAmIDto })
+  @ApiErrors({ 400: 'Invalid body; the fields are named' })
   merchantWhoami(@CurrentCaller() caller: Caller, @Body() _body: TouchDto): WhoAmIDto {
     return { kind: caller.kind, id: caller.id };
   }
@@ -39,7 +39,7 @@ export class DiagnosticsController {
   @Auth('user')
   @ApiOperation({ summary: "Record a visit for the token's account through one Lua script (used by the http-floor benchmark)" })
   @ApiOkResponse({ type: TouchResultDto })
-  @ApiBadRequestResponse({ type: ErrorBodyDto })
+  @ApiErrors({ 400: 'Invalid body; the fields are named and nothing is recorded' })
   async touch(@CurrentCaller() caller: Caller, @Body() dto: TouchDto): Promise<TouchResultDto> {
     const r = await this.diagnostics.touch(caller.id, dto.label, (dto.ttlSeconds ?? 3600) * 1000);
     return { accountId: caller.id, label: dto.label, ...r };

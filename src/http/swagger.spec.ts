@@ -1,5 +1,6 @@
 import { signatureMatches } from '../auth/merchant-signature';
-import { signMerchantRequest } from './swagger';
+import { DEV_DEFAULTS } from '../config/load-config';
+import { securitySchemeDescriptions, signMerchantRequest } from './swagger';
 
 describe('Swagger UI merchant signing (signMerchantRequest)', () => {
   const secret = 'browser-merchant-secret-0123456789';
@@ -30,5 +31,23 @@ describe('Swagger UI merchant signing (signMerchantRequest)', () => {
   it('leaves requests without a merchant secret untouched', async () => {
     const req = { url: '/health/live', method: 'get', headers: { Authorization: 'Bearer x' } };
     expect(await signMerchantRequest({ ...req, headers: { ...req.headers } })).toEqual(req);
+  });
+});
+
+describe('security scheme descriptions (the "Authorize" dialog)', () => {
+  const devSecrets = Object.values(DEV_DEFAULTS).flatMap((raw) => raw.split(',').map((entry) => entry.slice(entry.indexOf(':') + 1)));
+
+  it('outside production, name the development credentials the service accepts and where a JWT comes from', () => {
+    const text = Object.values(securitySchemeDescriptions(false)).join('\n');
+    for (const secret of devSecrets) expect(text).toContain(`\`${secret}\``);
+    expect(text).toContain('npm run token -- <accountId>');
+    expect(text).toContain('`m_demo`');
+  });
+
+  it('in production, say which variables hold the credentials and show no development secret', () => {
+    const text = Object.values(securitySchemeDescriptions(true)).join('\n');
+    for (const variable of ['JWT_SECRET', 'MERCHANT_SECRETS', 'SERVICE_TOKENS', 'ADMIN_API_KEYS']) expect(text).toContain(variable);
+    for (const secret of devSecrets) expect(text).not.toContain(secret);
+    expect(text).not.toContain('npm run token');
   });
 });

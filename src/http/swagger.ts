@@ -1,6 +1,9 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import { SECURITY } from '../auth/security-schemes';
+import { AppConfig } from '../config/app-config';
+import { DEV_DEFAULTS, parseNamedSecrets } from '../config/load-config';
+import { addErrorExamples } from './error-examples';
 
 /**
  * Runs in the browser (Swagger UI "Try it out"): when the MerchantSecret
@@ -29,8 +32,46 @@ export async function signMerchantRequest(req: { url: string; method: string; bo
 }
 declare const window: { location: { href: string } };
 
-/** Swagger UI at /docs with one security scheme per kind of caller, each usable from "Authorize". */
-export function setupSwagger(app: NestFastifyApplication): void {
+/** The one `name:secret` entry of a development default, e.g. `['m_demo', 'dev-merchant-secret-…']`. */
+const devEntry = (variable: keyof typeof DEV_DEFAULTS): [string, string] => [...parseNamedSecrets(variable, DEV_DEFAULTS[variable])][0];
+
+/**
+ * What the "Authorize" dialog says about each credential: where it comes from,
+ * and outside production which development credentials the service accepts
+ * when the variable is not set (DEV_DEFAULTS; production refuses them).
+ */
+export function securitySchemeDescriptions(production: boolean): Record<keyof typeof SECURITY, string> {
+  const [merchantId, merchantSecret] = devEntry('MERCHANT_SECRETS');
+  const [serviceName, serviceToken] = devEntry('SERVICE_TOKENS');
+  const [adminName, adminKey] = devEntry('ADMIN_API_KEYS');
+  const dev = (text: string) => (production ? '' : ` Development: ${text}`);
+  return {
+    user:
+      'App users: a JWT whose `sub` is the account id, signed with JWT_SECRET (HS256) or verified with JWT_PUBLIC_KEY (RS256/ES256).' +
+      dev(`\`npm run token -- <accountId>\` prints one, signed with JWT_SECRET from the environment or \`.env\`, else with the built-in \`${DEV_DEFAULTS.JWT_SECRET}\`.`),
+    merchant:
+      'Merchants: your merchant id, one of MERCHANT_SECRETS (`merchantId:secret,...`). Requests are HMAC-SHA256 signed (X-Timestamp, X-Nonce, X-Signature): fill in MerchantSecret too and this page signs them; `npm run sign` prints the headers for curl.' +
+      dev(`without MERCHANT_SECRETS the merchant is \`${merchantId}\`.`),
+    merchantSecret:
+      'Swagger UI only: the merchant secret. The page signs each request with it in your browser and never sends it.' +
+      dev(`without MERCHANT_SECRETS, \`${merchantSecret}\` (merchant \`${merchantId}\`).`),
+    service: 'Internal business systems: a service token, one of SERVICE_TOKENS (`serviceName:token,...`).' + dev(`without SERVICE_TOKENS, \`${serviceToken}\` (service \`${serviceName}\`).`),
+    admin: 'Ops: an admin API key, one of ADMIN_API_KEYS (`keyName:key,...`).' + dev(`without ADMIN_API_KEYS, \`${adminKey}\` (key \`${adminName}\`).`),
+  };
+}
+
+/** Tags of the people the service is for first (messages, orders, payments), then internal callers, then ops. */
+function orderTags(document: OpenAPIObject): void {
+  const rank = (tag: string) => (/^(messages|orders|payments)\b/.test(tag) ? 0 : /^ops\b/.test(tag) ? 2 : 1);
+  const used = [...new Set(Object.values(document.paths).flatMap((item) => Object.values(item).flatMap((op: { tags?: string[] }) => op?.tags ?? [])))];
+  const declared = new Map((document.tags ?? []).map((t) => [t.name, t]));
+  const names = [...new Set([...declared.keys(), ...used])];
+  document.tags = names.map((name, i) => ({ name, i })).sort((a, b) => rank(a.name) - rank(b.name) || a.i - b.i).map(({ name }) => declared.get(name) ?? { name });
+}
+
+/** The OpenAPI document: every route, its security, and an example of each error it documents. */
+export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject {
+  const schemes = securitySchemeDescriptions(app.get(AppConfig).env === 'production');
   const config = new DocumentBuilder()
     .setTitle('redis-pay')
     .setDescription(
@@ -38,19 +79,26 @@ export function setupSwagger(app: NestFastifyApplication): void {
         'Send `X-Request-Id` to correlate logs; it is echoed back.',
     )
     .setVersion('0.1.0')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'App users: a JWT whose `sub` is the account id. Locally: `npm run token -- <accountId>`.' }, SECURITY.user)
-    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Merchant-Id', description: 'Merchants: your merchant id. Requests are HMAC-SHA256 signed (see README).' }, SECURITY.merchant)
-    .addApiKey(
-      { type: 'apiKey', in: 'header', name: 'X-Merchant-Secret', description: 'Swagger UI only: the merchant secret. The page signs each request with it in your browser and never sends it.' },
-      SECURITY.merchantSecret,
-    )
-    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Service-Token', description: 'Internal business systems: a service token from SERVICE_TOKENS.' }, SECURITY.service)
-    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Admin-Key', description: 'Ops: an admin API key from ADMIN_API_KEYS.' }, SECURITY.admin)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: schemes.user }, SECURITY.user)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Merchant-Id', description: schemes.merchant }, SECURITY.merchant)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Merchant-Secret', description: schemes.merchantSecret }, SECURITY.merchantSecret)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Service-Token', description: schemes.service }, SECURITY.service)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Admin-Key', description: schemes.admin }, SECURITY.admin)
     .build();
   const document = SwaggerModule.createDocument(app, config);
+  orderTags(document);
+  addErrorExamples(document, app);
+  return document;
+}
+
+/** Swagger UI at /docs with one security scheme per kind of caller, each usable from "Authorize". */
+export function setupSwagger(app: NestFastifyApplication): void {
+  const document = buildOpenApiDocument(app);
   SwaggerModule.setup('docs', app, document, {
     jsonDocumentUrl: 'docs/openapi.json',
     // Not persisted: Swagger UI would keep every credential, the merchant secret too, in localStorage.
     swaggerOptions: { persistAuthorization: false, requestInterceptor: signMerchantRequest },
   });
+  // The same document at SwaggerModule's default address, where Nest users and tools look for it.
+  SwaggerModule.setup('docs', app, document, { ui: false, raw: ['json'] });
 }

@@ -1,11 +1,17 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
 import { ApiError } from '../http/api-error';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/error-responses';
 import { AcquireLockDto, AcquireResultDto, HTTP_LOCK_PREFIX, LockNameParamDto, LockStateDto, ReleaseLockDto, ReleaseResultDto, RenewLockDto, RenewResultDto } from './dto/lock.dto';
+import { LockContendedError, LockLostError } from './lock.errors';
 import { LockService } from './lock.service';
+
+const nobodyHolds = (name: string) => new ApiError(404, 'NOT_FOUND', `Nobody holds lock ${name}`);
+/** The documented examples' lock, as the engine names it (the HTTP namespace prefixed). */
+const EXAMPLE_LOCK = `${HTTP_LOCK_PREFIX}inventory:sku-42`;
+const lockLost = new LockLostError(EXAMPLE_LOCK, 'settlement-run-20261122-7');
 
 /**
  * The lock engine for other internal services (service token). Their locks
@@ -17,8 +23,7 @@ import { LockService } from './lock.service';
  */
 @ApiTags('locks (internal services)')
 @Auth('service')
-@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Invalid name or body; the fields are named' })
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable: the lock fails closed; see Retry-After' })
+@ApiErrors({ 400: 'Invalid name or body; the fields are named', 503: 'Redis unreachable: the lock fails closed; see Retry-After' })
 @Controller('locks')
 export class LocksController {
   constructor(private readonly locks: LockService) {}
@@ -27,9 +32,14 @@ export class LocksController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Take the lock (reentrant for the same owner), waiting up to waitMs' })
   @ApiOkResponse({ type: AcquireResultDto })
-  @ApiConflictResponse({
-    type: ErrorBodyDto,
-    description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long. LOCK_UPGRADE_REFUSED: this owner holds a read lock and asked for write',
+  @ApiErrors({
+    409: {
+      description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long. LOCK_UPGRADE_REFUSED: this owner holds a read lock and asked for write',
+      errors: [
+        new LockContendedError(EXAMPLE_LOCK, 2400),
+        new ApiError(409, 'LOCK_UPGRADE_REFUSED', `Lock ${EXAMPLE_LOCK}: a reader cannot become the writer while it holds a read lock (release it first)`),
+      ],
+    },
   })
   async acquire(@Param() p: LockNameParamDto, @Body() dto: AcquireLockDto, @CurrentCaller() caller: Caller): Promise<AcquireResultDto> {
     const lock = await this.locks.acquire(lockName(p), { owner: ownerOf(caller, dto.owner), leaseMs: dto.leaseMs, waitMs: dto.waitMs ?? 0, mode: dto.mode, watchdog: false });
@@ -40,7 +50,7 @@ export class LocksController {
   @HttpCode(200)
   @ApiOperation({ summary: "Extend the owner's lease" })
   @ApiOkResponse({ type: RenewResultDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_LOST: the owner does not hold the lock (its lease ended)' })
+  @ApiErrors({ 409: { description: 'LOCK_LOST: the owner does not hold the lock (its lease ended)', errors: [lockLost] } })
   renew(@Param() p: LockNameParamDto, @Body() dto: RenewLockDto, @CurrentCaller() caller: Caller): Promise<RenewResultDto> {
     return this.locks.renew(lockName(p), ownerOf(caller, dto.owner), dto.leaseMs);
   }
@@ -49,7 +59,7 @@ export class LocksController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Give back one hold; at 0 the lock is free and waiters wake' })
   @ApiOkResponse({ type: ReleaseResultDto })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_LOST: the owner does not hold the lock' })
+  @ApiErrors({ 409: { description: 'LOCK_LOST: the owner does not hold the lock', errors: [lockLost] } })
   release(@Param() p: LockNameParamDto, @Body() dto: ReleaseLockDto, @CurrentCaller() caller: Caller): Promise<ReleaseResultDto> {
     return this.locks.release(lockName(p), ownerOf(caller, dto.owner));
   }
@@ -57,10 +67,10 @@ export class LocksController {
   @Get(':name')
   @ApiOperation({ summary: 'Who holds the lock, how many times, and for how long' })
   @ApiOkResponse({ type: LockStateDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'Nobody holds the lock' })
+  @ApiErrors({ 404: { description: 'Nobody holds the lock', errors: [nobodyHolds('inventory:sku-42')] } })
   async inspect(@Param() p: LockNameParamDto): Promise<LockStateDto> {
     const state = await this.locks.inspect(lockName(p));
-    if (!state) throw new ApiError(404, 'NOT_FOUND', `Nobody holds lock ${p.name}`);
+    if (!state) throw nobodyHolds(p.name);
     return { ...state, name: p.name };
   }
 }

@@ -1,15 +1,14 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth } from '../auth/auth.decorators';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/error-responses';
 import { BroadcastDto, BroadcastResultDto } from './dto/broadcast.dto';
 import { MessagesService } from './messages.service';
 
 /** Ops promotions (admin key). */
 @ApiTags('ops: messages')
 @Auth('admin')
-@ApiBadRequestResponse({ type: ErrorBodyDto })
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@ApiErrors({ 400: 'Invalid body; the fields are named and nothing is sent', 503: 'Redis unreachable; see Retry-After' })
 @Controller('admin/messages')
 export class MessagesAdminController {
   constructor(private readonly messages: MessagesService) {}

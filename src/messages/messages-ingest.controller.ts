@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Param, Post, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth.decorators';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/error-responses';
 import { FinishResultDto, PendingActionParamDto, PendingActionResultDto, StartPendingActionDto } from './dto/pending-action.dto';
 import { BatchResultDto, WriteBatchDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
 import { MessagesService } from './messages.service';
@@ -11,8 +11,7 @@ import { PendingActionsService } from './pending-actions.service';
 /** Business systems write messages and report unfinished actions (service token). */
 @ApiTags('messages (business systems)')
 @Auth('service')
-@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'Invalid body; the fields are named and nothing is stored' })
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@ApiErrors({ 400: 'Invalid body or path; the fields are named and nothing is stored', 503: 'Redis unreachable; see Retry-After' })
 @Controller()
 export class MessagesIngestController {
   constructor(

@@ -1,17 +1,20 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
+import { ScriptCode, scriptErrorFor } from '../scripts/script-errors';
 import { MarkAllReadResultDto, MarkReadResultDto, MessageDto, MsgIdParamDto, PullQueryDto, PullResultDto, UnreadCountDto } from './dto/pull.dto';
 import { MessagesService } from './messages.service';
+
+/** The scripts answer NOT_FOUND for a msgId the account does not have. */
+const noMessage: ErrorsThrown = { description: 'No such message in this account', errors: [scriptErrorFor('messages/get', ScriptCode.NOT_FOUND)] };
+const badMsgId = 'A bad msgId';
 
 /** The app's side of the message center. The account always comes from the token. */
 @ApiTags('messages (app)')
 @Auth('user')
-@ApiBadRequestResponse({ type: ErrorBodyDto, description: 'A bad cursor, limit or msgId' })
-@ApiTooManyRequestsResponse({ type: ErrorBodyDto, description: 'Rate limited; see Retry-After' })
-@ApiServiceUnavailableResponse({ type: ErrorBodyDto, description: 'Redis unreachable; see Retry-After' })
+@ApiErrors({ 429: 'Rate limited; see Retry-After', 503: 'Redis unreachable; see Retry-After' })
 @Controller('messages')
 export class MessagesController {
   constructor(private readonly messages: MessagesService) {}
@@ -19,6 +22,7 @@ export class MessagesController {
   @Get()
   @ApiOperation({ summary: 'Messages stored after `after` (oldest first), or the newest page without it' })
   @ApiOkResponse({ type: PullResultDto })
+  @ApiErrors({ 400: 'A bad cursor or limit' })
   pull(@CurrentCaller() caller: Caller, @Query() q: PullQueryDto): Promise<PullResultDto> {
     return this.messages.pull(caller.id, q.after, q.limit ?? 20);
   }
@@ -41,7 +45,7 @@ export class MessagesController {
   @Get(':msgId')
   @ApiOperation({ summary: 'One message' })
   @ApiOkResponse({ type: MessageDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such message in this account' })
+  @ApiErrors({ 400: badMsgId, 404: noMessage })
   get(@CurrentCaller() caller: Caller, @Param() p: MsgIdParamDto): Promise<MessageDto> {
     return this.messages.get(caller.id, p.msgId);
   }
@@ -50,7 +54,7 @@ export class MessagesController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Mark one message read' })
   @ApiOkResponse({ type: MarkReadResultDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such message in this account' })
+  @ApiErrors({ 400: badMsgId, 404: noMessage })
   markRead(@CurrentCaller() caller: Caller, @Param() p: MsgIdParamDto): Promise<MarkReadResultDto> {
     return this.messages.markRead(caller.id, p.msgId);
   }
@@ -58,7 +62,7 @@ export class MessagesController {
   @Delete(':msgId')
   @ApiOperation({ summary: 'Delete one message' })
   @ApiOkResponse({ type: UnreadCountDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such message in this account' })
+  @ApiErrors({ 400: badMsgId, 404: noMessage })
   async remove(@CurrentCaller() caller: Caller, @Param() p: MsgIdParamDto): Promise<UnreadCountDto> {
     return { unread: await this.messages.remove(caller.id, p.msgId) };
   }

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Param, Put } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth } from '../auth/auth.decorators';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors } from '../http/error-responses';
 import { ChannelGateway } from './channels/channel-gateway';
 import type { SimulatedChannel } from './channels/simulated-channel';
 import { ChannelDto, ChannelSettingsDto } from './dto/channel-settings.dto';
@@ -12,7 +12,6 @@ const view = (c: SimulatedChannel): ChannelDto => ({ method: c.method, ...c.curr
 /** Ops: the simulated payment channels of this instance (latency and outcomes), to force every payment path. */
 @ApiTags('ops: payment channels')
 @Auth('admin')
-@ApiBadRequestResponse({ type: ErrorBodyDto })
 @Controller('admin/channels')
 export class ChannelsAdminController {
   constructor(private readonly channels: ChannelGateway) {}
@@ -27,6 +26,7 @@ export class ChannelsAdminController {
   @Put(':method')
   @ApiOperation({ summary: 'Change a channel’s latency and outcomes (this instance; fields left out keep their value)' })
   @ApiOkResponse({ type: ChannelDto })
+  @ApiErrors({ 400: 'An unknown method, outcome or a latency out of range; the fields are named' })
   configure(@Param() p: MethodParamDto, @Body() dto: ChannelSettingsDto): ChannelDto {
     this.channels.configure(p.method, dto);
     return view(this.channels.channel(p.method));

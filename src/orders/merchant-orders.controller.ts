@@ -1,14 +1,18 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
+import { LockContendedError } from '../locks/lock.errors';
 import { CreateOrderDto } from './dto/create-order.dto';
 import { OrderDto } from './dto/order.dto';
 import { MerchantOrderNoParamDto } from './dto/params.dto';
-import { OrdersErrorResponses } from './orders-api.decorators';
-import { OrdersService } from './orders.service';
+import { orderConflict, orderNotFound } from './order-errors';
+import { EXAMPLE_ORDER_ID, ORDER_CONFLICTS, OrdersErrorResponses } from './orders-api.decorators';
+import { orderLockName, OrdersService } from './orders.service';
+
+const noOrder: ErrorsThrown = { description: 'No such order for this merchant', errors: [orderNotFound()] };
 
 /** Master orders for merchants (HMAC-signed). A merchant only ever sees its own orders. */
 @ApiTags('orders (merchants)')
@@ -22,7 +26,15 @@ export class MerchantOrdersController {
   @ApiOperation({ summary: 'Create a master order, idempotent on merchantOrderNo' })
   @ApiCreatedResponse({ type: OrderDto, description: 'New order' })
   @ApiOkResponse({ type: OrderDto, description: 'The same request again: the existing order, as it is now' })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'ORDER_NO_REUSED: the merchantOrderNo is used by an order with another payload' })
+  @ApiErrors({
+    409: {
+      description: 'ORDER_NO_REUSED: the merchantOrderNo is used by an order with another payload; ORDER_CHANGED: the order changed while this request ran (retry)',
+      errors: [
+        orderConflict('ORDER_NO_REUSED', 'merchantOrderNo M20261122-0001 is already used by an order with another amount, currency, subject or expiry'),
+        orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry'),
+      ],
+    },
+  })
   async create(@CurrentCaller() caller: Caller, @Body() dto: CreateOrderDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<OrderDto> {
     const { order, created } = await this.orders.create(caller.id, dto);
     void reply.status(created ? 201 : 200);
@@ -32,7 +44,7 @@ export class MerchantOrdersController {
   @Get(':merchantOrderNo')
   @ApiOperation({ summary: 'One of the merchant’s orders' })
   @ApiOkResponse({ type: OrderDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such order for this merchant' })
+  @ApiErrors({ 404: noOrder })
   get(@CurrentCaller() caller: Caller, @Param() p: MerchantOrderNoParamDto): Promise<OrderDto> {
     return this.orders.get(caller.id, p.merchantOrderNo);
   }
@@ -41,8 +53,19 @@ export class MerchantOrdersController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Close an unpaid order (a closed one is returned as it is)' })
   @ApiOkResponse({ type: OrderDto })
-  @ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such order for this merchant' })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'ORDER_PAID, ORDER_PAYING (a payment is under way), LOCK_CONTENDED, ORDER_CHANGED, STALE_LOCK_HOLDER' })
+  @ApiErrors({
+    404: noOrder,
+    409: {
+      description: 'ORDER_PAID, ORDER_PAYING (a payment is under way), LOCK_CONTENDED, ORDER_CHANGED, STALE_LOCK_HOLDER',
+      errors: [
+        orderConflict('ORDER_PAID', 'The order is paid; it cannot be closed'),
+        orderConflict('ORDER_PAYING', 'A payment of this order is under way; it cannot be closed now'),
+        new LockContendedError(orderLockName(EXAMPLE_ORDER_ID), 2400),
+        ORDER_CONFLICTS.changed,
+        ORDER_CONFLICTS.staleHolder,
+      ],
+    },
+  })
   close(@CurrentCaller() caller: Caller, @Param() p: MerchantOrderNoParamDto): Promise<OrderDto> {
     return this.orders.close(caller.id, p.merchantOrderNo);
   }

@@ -1,17 +1,23 @@
 import { Body, Controller, Get, Param, Post, Res } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
-import { ErrorBodyDto } from '../http/error-body.dto';
+import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
+import { LockContendedError, LockLostError } from '../locks/lock.errors';
 import { CheckoutOrderDto } from './dto/order.dto';
 import { OrderIdParamDto, PlanIdParamDto } from './dto/params.dto';
 import { CreatePlanDto, PlanDto } from './dto/payment-plan.dto';
 import { planView } from './order-views';
-import { OrdersErrorResponses } from './orders-api.decorators';
-import { OrdersService } from './orders.service';
+import { orderConflict, orderNotFound, planNotFound } from './order-errors';
+import { EXAMPLE_ORDER_ID, ORDER_CONFLICTS, OrdersErrorResponses } from './orders-api.decorators';
+import { orderLockName, OrdersService } from './orders.service';
 import { PaymentPlansService } from './payment-plans.service';
-import { PaymentRunner } from './payment-runner.service';
+import { PaymentRunner, planLockName } from './payment-runner.service';
+
+const EXAMPLE_PLAN_ID = `${EXAMPLE_ORDER_ID}_p1`;
+const noOrder: ErrorsThrown = { description: 'No such order for this account', errors: [orderNotFound()] };
+const noPlan: ErrorsThrown = { description: 'No such plan for this account', errors: [planNotFound()] };
 
 /**
  * Paying, for app users. The account comes from the token. The first plan
@@ -21,7 +27,6 @@ import { PaymentRunner } from './payment-runner.service';
 @ApiTags('payments (app)')
 @Auth('user')
 @OrdersErrorResponses('Invalid id or body')
-@ApiNotFoundResponse({ type: ErrorBodyDto, description: 'No such order or plan for this account' })
 @Controller()
 export class PaymentsController {
   constructor(
@@ -33,6 +38,7 @@ export class PaymentsController {
   @Get('orders/:orderId')
   @ApiOperation({ summary: 'The order at checkout' })
   @ApiOkResponse({ type: CheckoutOrderDto })
+  @ApiErrors({ 404: noOrder })
   checkout(@CurrentCaller() caller: Caller, @Param() p: OrderIdParamDto): Promise<CheckoutOrderDto> {
     return this.orders.checkout(caller.id, p.orderId);
   }
@@ -41,7 +47,21 @@ export class PaymentsController {
   @ApiOperation({ summary: 'Create the order’s payment plan under the order lock (the same instructions again return it)' })
   @ApiCreatedResponse({ type: PlanDto, description: 'New plan (a PENDING plan with other instructions is superseded)' })
   @ApiOkResponse({ type: PlanDto, description: 'The order’s PENDING plan with these instructions' })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'ORDER_PAID, ORDER_CLOSED, ORDER_PAYING, ORDER_EXPIRED, LOCK_CONTENDED (another request holds the order), ORDER_CHANGED, STALE_LOCK_HOLDER' })
+  @ApiErrors({
+    404: noOrder,
+    409: {
+      description: 'ORDER_PAID, ORDER_CLOSED, ORDER_PAYING, ORDER_EXPIRED, LOCK_CONTENDED (another request holds the order), ORDER_CHANGED, STALE_LOCK_HOLDER',
+      errors: [
+        ORDER_CONFLICTS.alreadyPaid,
+        ORDER_CONFLICTS.closed,
+        orderConflict('ORDER_PAYING', 'A plan of this order is being paid', { planId: EXAMPLE_PLAN_ID }),
+        ORDER_CONFLICTS.expired,
+        new LockContendedError(orderLockName(EXAMPLE_ORDER_ID), 2400),
+        ORDER_CONFLICTS.changed,
+        ORDER_CONFLICTS.staleHolder,
+      ],
+    },
+  })
   async createPlan(@CurrentCaller() caller: Caller, @Param() p: OrderIdParamDto, @Body() dto: CreatePlanDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
     const { plan, created } = await this.plans.create(caller.id, p.orderId, dto.instructions);
     void reply.status(created ? 201 : 200);
@@ -51,6 +71,7 @@ export class PaymentsController {
   @Get('payment-plans/:planId')
   @ApiOperation({ summary: 'One of the account’s plans' })
   @ApiOkResponse({ type: PlanDto })
+  @ApiErrors({ 404: noPlan })
   async getPlan(@CurrentCaller() caller: Caller, @Param() p: PlanIdParamDto): Promise<PlanDto> {
     return planView(await this.plans.get(caller.id, p.planId));
   }
@@ -59,7 +80,24 @@ export class PaymentsController {
   @ApiOperation({ summary: 'Run the plan’s instructions in order, under the plan lock' })
   @ApiOkResponse({ type: PlanDto, description: 'Finished: PAID, or FAILED (what was paid is reversed; the order is payable with a new plan)' })
   @ApiAcceptedResponse({ type: PlanDto, description: 'PAYING: a channel gave an unknown outcome; it is queried in the background' })
-  @ApiConflictResponse({ type: ErrorBodyDto, description: 'LOCK_CONTENDED (another pay of this plan is running), PLAN_NOT_PAYABLE, ORDER_CLOSED, ORDER_PAID, ORDER_EXPIRED; ORDER_CHANGED, STALE_LOCK_HOLDER, LOCK_LOST (this request lost its lock or raced another writer: read the plan again and retry)' })
+  @ApiErrors({
+    404: noPlan,
+    409: {
+      description:
+        'LOCK_CONTENDED (another pay of this plan is running), PLAN_NOT_PAYABLE, ORDER_CLOSED, ORDER_PAID, ORDER_EXPIRED; ORDER_CHANGED, STALE_LOCK_HOLDER, LOCK_LOST (this request lost its lock or raced another writer: read the plan again and retry)',
+      errors: [
+        new LockContendedError(planLockName(EXAMPLE_PLAN_ID), 2400),
+        orderConflict('PLAN_NOT_PAYABLE', 'The plan is superseded; create a new one'),
+        orderConflict('PLAN_NOT_PAYABLE', 'This is not the order’s current plan'),
+        ORDER_CONFLICTS.closed,
+        ORDER_CONFLICTS.alreadyPaid,
+        ORDER_CONFLICTS.expired,
+        ORDER_CONFLICTS.changed,
+        ORDER_CONFLICTS.staleHolder,
+        new LockLostError(planLockName(EXAMPLE_PLAN_ID), '0c6f2a9e-4b1d-4f3a-9e7c-5d2b8a1f6e30'),
+      ],
+    },
+  })
   async pay(@CurrentCaller() caller: Caller, @Param() p: PlanIdParamDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
     const plan = await this.runner.pay(caller.id, p.planId);
     void reply.status(plan.status === 'PAYING' ? 202 : 200);

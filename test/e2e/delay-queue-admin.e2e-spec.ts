@@ -300,16 +300,17 @@ describe('Delay-queue admin API', () => {
       const doc = res.body;
       expect(doc.components.securitySchemes.AdminKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Admin-Key' });
       const ops: Array<[string, string, string[]]> = [
+        // The list takes no input, so it cannot answer 400.
         ['/admin/delay-queues', 'get', []],
-        ['/admin/delay-queues/{queue}', 'get', []],
-        ['/admin/delay-queues/{queue}/dead', 'get', []],
-        ['/admin/delay-queues/{queue}/dead/{id}/retry', 'post', ['404']],
-        ['/admin/delay-queues/{queue}/items/{id}', 'delete', ['404']],
+        ['/admin/delay-queues/{queue}', 'get', ['400']],
+        ['/admin/delay-queues/{queue}/dead', 'get', ['400']],
+        ['/admin/delay-queues/{queue}/dead/{id}/retry', 'post', ['400', '404']],
+        ['/admin/delay-queues/{queue}/items/{id}', 'delete', ['400', '404']],
       ];
       for (const [path, method, extra] of ops) {
         const op = doc.paths[path]?.[method];
         expect({ path, method, security: op?.security }).toEqual({ path, method, security: [{ AdminKey: [] }] });
-        expect({ path, responses: Object.keys(op.responses).sort() }).toEqual({ path, responses: ['200', '400', '401', '403', '503', ...extra].sort() });
+        expect({ path, responses: Object.keys(op.responses).sort() }).toEqual({ path, responses: ['200', '401', '403', '503', ...extra].sort() });
         expect(op.responses['503'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ErrorBodyDto' });
       }
       const params = doc.paths['/admin/delay-queues/{queue}/dead'].get.parameters as Array<{ name: string; in: string; schema: Record<string, unknown> }>;
