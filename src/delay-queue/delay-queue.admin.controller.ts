@@ -18,8 +18,15 @@ import {
 
 /** A route that names a queue (and an item) can answer 400. */
 const badInput = 'A bad queue name, id or paging parameter';
+/** What a per-queue route answers for the documented examples' queue, which nobody has scheduled on. */
+const noSuchQueue = new ApiError(404, 'NOT_FOUND', 'no delay queue close-reminder: nothing was ever scheduled on it and no processor runs it');
 
-/** Ops view of the delay queues (admin key). */
+/**
+ * Ops view of the delay queues (admin key). A queue is known once any instance
+ * has scheduled on it or registered a processor for it (the shared registry
+ * `listQueues` reads); every per-queue route answers 404 for any other name,
+ * instead of reporting an empty queue that does not exist (a typo).
+ */
 @ApiTags('ops: delay queues')
 @ApiErrors({ 503: 'Redis unreachable; see Retry-After' })
 @Auth('admin')
@@ -38,16 +45,18 @@ export class DelayQueueAdminController {
   @Get(':queue')
   @ApiOperation({ summary: "One queue's pending, ready, in-flight and dead counts, and how overdue its oldest item is" })
   @ApiOkResponse({ type: QueueStatsDto })
-  @ApiErrors({ 400: badInput })
-  stats(@Param() p: QueueParamDto): Promise<QueueStatsDto> {
+  @ApiErrors({ 400: badInput, 404: { description: 'No queue with this name', errors: [noSuchQueue] } })
+  async stats(@Param() p: QueueParamDto): Promise<QueueStatsDto> {
+    await this.mustExist(p.queue);
     return this.queues.stats(p.queue);
   }
 
   @Get(':queue/dead')
   @ApiOperation({ summary: 'Dead letters, newest first, paged' })
   @ApiOkResponse({ type: DeadLetterPageDto })
-  @ApiErrors({ 400: badInput })
-  dead(@Param() p: QueueParamDto, @Query() q: DeadPageQueryDto): Promise<DeadLetterPageDto> {
+  @ApiErrors({ 400: badInput, 404: { description: 'No queue with this name', errors: [noSuchQueue] } })
+  async dead(@Param() p: QueueParamDto, @Query() q: DeadPageQueryDto): Promise<DeadLetterPageDto> {
+    await this.mustExist(p.queue);
     return this.queues.deadLetters(p.queue, q.offset ?? 0, q.limit ?? 20);
   }
 
@@ -55,18 +64,33 @@ export class DelayQueueAdminController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Make one dead letter due now, with its delivery count reset' })
   @ApiOkResponse({ type: RetryResultDto })
-  @ApiErrors({ 400: badInput, 404: { description: 'No dead letter with this id', errors: [scriptErrorFor('delay-queue/retry-dead', ScriptCode.NOT_FOUND)] } })
+  @ApiErrors({
+    400: badInput,
+    404: { description: 'No queue with this name, or no dead letter with this id', errors: [noSuchQueue, scriptErrorFor('delay-queue/retry-dead', ScriptCode.NOT_FOUND)] },
+  })
   async retry(@Param() p: ItemParamDto): Promise<RetryResultDto> {
+    await this.mustExist(p.queue);
     return { dueAt: await this.queues.retryDead(p.queue, p.id) };
   }
 
   @Delete(':queue/items/:id')
   @ApiOperation({ summary: 'Cancel one item, wherever it is (pending, ready, in flight or dead)' })
   @ApiOkResponse({ type: CancelResultDto })
-  @ApiErrors({ 400: badInput, 404: { description: 'No item with this id', errors: [new ApiError(404, 'NOT_FOUND', 'no item order-1001 in queue close-reminder')] } })
+  @ApiErrors({
+    400: badInput,
+    404: { description: 'No queue with this name, or no item with this id', errors: [noSuchQueue, new ApiError(404, 'NOT_FOUND', 'no item order-1001 in queue close-reminder')] },
+  })
   async cancel(@Param() p: ItemParamDto): Promise<CancelResultDto> {
+    await this.mustExist(p.queue);
     const r = await this.queues.cancel(p.queue, p.id);
     if (r.state === 'absent') throw new ApiError(404, 'NOT_FOUND', `no item ${p.id} in queue ${p.queue}`);
     return r;
+  }
+
+  /** 404 unless some instance has scheduled on `queue` or processes it (the shared registry). */
+  private async mustExist(queue: string): Promise<void> {
+    if (!(await this.queues.listQueues()).includes(queue)) {
+      throw new ApiError(404, 'NOT_FOUND', `no delay queue ${queue}: nothing was ever scheduled on it and no processor runs it`);
+    }
   }
 }

@@ -8,11 +8,21 @@ type Say = (line: string) => void;
 
 export const which = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).stdout.trim() || undefined;
 
+/** The managed Redis could not be started as ours; the message says why and what to do. */
+export class ManagedRedisError extends Error {
+  override name = 'ManagedRedisError';
+}
+
 /**
  * A local `redis-server` the service supervises in development when no Redis
  * is configured: installed from the OS packages if missing, data under a
  * git-ignored folder, AOF on, `noeviction`, stopped on exit. Production never
  * uses this (config refuses to start without Redis settings).
+ *
+ * The port is used only once our own child answers on it: `INFO server` must
+ * report the child's process id while the child is alive. A port already held
+ * (by another Redis or any other program) is refused with a ManagedRedisError,
+ * never written to.
  */
 export class ManagedRedis {
   private constructor(
@@ -21,11 +31,14 @@ export class ManagedRedis {
     private readonly say: Say,
   ) {}
 
-  static async start(opts: { port: number; dir: string }, say: Say = (l) => console.log(l)): Promise<ManagedRedis> {
+  static async start(opts: { port: number; dir: string; readyTimeoutMs?: number }, say: Say = (l) => console.log(l)): Promise<ManagedRedis> {
     const bin = which('redis-server') ?? installRedis(say);
     mkdirSync(opts.dir, { recursive: true });
     const pidFile = join(opts.dir, 'redis.pid');
     stopLeftover(pidFile, say);
+    // Something already listening cannot be ours: we have not started anything yet (a leftover of ours was stopped above).
+    const before = await probeRedis(opts.port, 1_000);
+    if (before.kind !== 'refused') throw portTaken(opts.port, before);
     const args = [
       '--port', String(opts.port),
       '--bind', '127.0.0.1',
@@ -44,19 +57,24 @@ export class ManagedRedis {
     const managed = new ManagedRedis(child, opts.port, say);
     // If this process dies without a clean shutdown, do not leave Redis behind.
     process.once('exit', () => child.kill('SIGTERM'));
-    await waitForPort(opts.port, child, 15_000);
-    say(`[managed-redis] redis-server ${bin} on 127.0.0.1:${opts.port}, data in ${opts.dir} (AOF on, noeviction)`);
+    try {
+      await waitForOwnRedis(opts.port, child, opts.readyTimeoutMs ?? 15_000);
+    } catch (err) {
+      await managed.stop(true);
+      throw err;
+    }
+    say(`[managed-redis] redis-server ${bin} (pid ${child.pid}) on 127.0.0.1:${opts.port}, data in ${opts.dir} (AOF on, noeviction)`);
     return managed;
   }
 
-  /** SIGTERM lets Redis flush the AOF and exit; waits up to 10 s. */
-  async stop(): Promise<void> {
+  /** SIGTERM lets Redis flush the AOF and exit; waits up to 10 s. `quiet`: do not say so (a start that failed). */
+  async stop(quiet = false): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     const exited = new Promise<void>((r) => this.child.once('exit', () => r()));
     this.child.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]).finally(() => clearTimeout(timer));
-    this.say('[managed-redis] stopped');
+    if (!quiet) this.say('[managed-redis] stopped');
   }
 }
 
@@ -116,4 +134,98 @@ export function waitForPort(port: number, child: ChildProcess | undefined, timeo
     };
     attempt();
   });
+}
+
+/** What answers on 127.0.0.1:`port`: nothing, a Redis (with what `INFO server` says), or something else. */
+export type PortProbe =
+  | { kind: 'refused' }
+  | { kind: 'redis'; pid?: number; version?: string }
+  | { kind: 'redis-error'; error: string }
+  | { kind: 'other'; detail: string };
+
+/** Asks whatever listens on 127.0.0.1:`port` for `INFO server` (raw RESP, no retries), within `timeoutMs`. */
+export function probeRedis(port: number, timeoutMs: number): Promise<PortProbe> {
+  return new Promise((resolve) => {
+    let buf = Buffer.alloc(0);
+    let settled = false;
+    const sock = connect(port, '127.0.0.1');
+    const done = (p: PortProbe) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(p);
+    };
+    const timer = setTimeout(() => done({ kind: 'other', detail: `no Redis reply within ${timeoutMs} ms` }), timeoutMs);
+    sock.once('connect', () => sock.write('*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n'));
+    sock.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      const eol = buf.indexOf('\r\n');
+      if (buf.length > 0 && buf[0] !== 0x24 /* $ */ && buf[0] !== 0x2d /* - */) {
+        return done({ kind: 'other', detail: `it answered ${JSON.stringify(buf.subarray(0, 40).toString('latin1'))}` });
+      }
+      if (eol < 0) return buf.length > 1024 ? done({ kind: 'other', detail: 'it answered something that is not Redis' }) : undefined;
+      const head = buf.subarray(1, eol).toString('latin1');
+      if (buf[0] === 0x2d) return done({ kind: 'redis-error', error: head });
+      const len = Number(head);
+      if (!Number.isInteger(len) || len < 0) return done({ kind: 'other', detail: 'it answered something that is not Redis' });
+      if (buf.length < eol + 2 + len) return;
+      const info = buf.subarray(eol + 2, eol + 2 + len).toString('utf8');
+      const field = (name: string) => new RegExp(`^${name}:(.*?)\\r?$`, 'm').exec(info)?.[1];
+      const pid = Number(field('process_id'));
+      done({ kind: 'redis', pid: Number.isInteger(pid) ? pid : undefined, version: field('redis_version') });
+    });
+    sock.once('error', (err: NodeJS.ErrnoException) =>
+      done(err.code === 'ECONNREFUSED' ? { kind: 'refused' } : { kind: 'other', detail: `connecting failed: ${err.message}` }),
+    );
+    sock.once('close', () => done({ kind: 'other', detail: 'it closed the connection without a Redis reply' }));
+  });
+}
+
+function describeHolder(p: Exclude<PortProbe, { kind: 'refused' }>): string {
+  if (p.kind === 'redis') return `another Redis${p.version ? ` ${p.version}` : ''}${p.pid ? ` (pid ${p.pid})` : ''}`;
+  if (p.kind === 'redis-error') return `another Redis (it answered "${p.error}")`;
+  return `a program that is not Redis (${p.detail})`;
+}
+
+function portTaken(port: number, holder: Exclude<PortProbe, { kind: 'refused' }>): ManagedRedisError {
+  const other = port < 65535 ? port + 1 : port - 1;
+  return new ManagedRedisError(
+    `[managed-redis] 127.0.0.1:${port} is already in use by ${describeHolder(holder)}, not by a redis-server this service started: ` +
+      `refusing to use it. Choose a free port for the development Redis with REDIS_MANAGED_PORT (for example REDIS_MANAGED_PORT=${other} npm start)` +
+      (holder.kind === 'other' ? '.' : `, or set REDIS_URL=redis://127.0.0.1:${port} to use that Redis on purpose.`),
+  );
+}
+
+/**
+ * Resolves once `child` is alive and the Redis answering on `port` reports the child's process id.
+ * Rejects with a ManagedRedisError as soon as the child exits (describing what holds the port, if anything),
+ * or after `timeoutMs` if our child never answers.
+ */
+export async function waitForOwnRedis(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  let last: PortProbe = { kind: 'refused' };
+  for (;;) {
+    if (!exited()) {
+      last = await probeRedis(port, Math.max(100, Math.min(1_000, deadline - Date.now())));
+      if (last.kind === 'redis' && last.pid === child.pid && !exited()) return;
+    }
+    if (exited()) {
+      // It exited: if something answers on the port now, that is what took it.
+      const holder = last.kind === 'refused' ? await probeRedis(port, 1_000) : last;
+      if (holder.kind !== 'refused') throw portTaken(port, holder);
+      const how = child.exitCode !== null ? `code ${child.exitCode}` : `signal ${child.signalCode}`;
+      throw new ManagedRedisError(
+        `[managed-redis] redis-server exited with ${how} before it accepted connections on 127.0.0.1:${port} (see its messages above). ` +
+          `If the port is the problem, choose another with REDIS_MANAGED_PORT; or set REDIS_URL to use a Redis of your own.`,
+      );
+    }
+    if (Date.now() > deadline) {
+      throw last.kind === 'refused'
+        ? new ManagedRedisError(`[managed-redis] redis-server (pid ${child.pid}) did not open 127.0.0.1:${port} within ${timeoutMs} ms`)
+        : portTaken(port, last);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }

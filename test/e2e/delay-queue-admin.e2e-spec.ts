@@ -117,6 +117,45 @@ describe('Delay-queue admin API', () => {
     });
   });
 
+  describe('unknown queues', () => {
+    it.each<[string, 'get' | 'post' | 'delete', string]>([
+      ['stats', 'get', '/admin/delay-queues/no-such-queue'],
+      ['dead letters', 'get', '/admin/delay-queues/no-such-queue/dead'],
+      ['retry', 'post', '/admin/delay-queues/no-such-queue/dead/d2/retry'],
+      ['cancel', 'delete', '/admin/delay-queues/no-such-queue/items/p2'],
+    ])('%s of a queue nobody ever scheduled on or processes → 404 naming the queue', async (_route, method, path) => {
+      const res = await request(t.server)[method](path).set(admin);
+      expect(res.status).toBe(404);
+      expectErrorBody(res.body, 404);
+      expect(res.body.error).toBe('NOT_FOUND');
+      expect(res.body.message).toContain('no delay queue no-such-queue');
+      // Asking did not make it known.
+      const list = await request(t.server).get('/admin/delay-queues').set(admin);
+      expect((list.body.queues as Array<{ queue: string }>).map((q) => q.queue)).not.toContain('no-such-queue');
+    });
+
+    it('a built-in queue of the service with only a processor and no items is known (200, zero counts); a misspelt name is not', async () => {
+      const res = await request(t.server).get('/admin/delay-queues/payment-queries').set(admin);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ queue: 'payment-queries', pending: 0, ready: 0, inFlight: 0, dead: 0, nextDueAt: null });
+      expect((await request(t.server).get('/admin/delay-queues/payment-queries/dead').set(admin)).body).toEqual({ items: [], total: 0, offset: 0, limit: 20 });
+      expect((await request(t.server).get('/admin/delay-queues/payment-query').set(admin)).status).toBe(404);
+    });
+
+    it('a queue becomes known once any instance schedules on it (the registry is shared in Redis)', async () => {
+      expect((await request(t.server).get('/admin/delay-queues/elsewhere-q').set(admin)).status).toBe(404);
+      const other = await startTestApp(redis.url, { REDIS_KEY_PREFIX: t.config.redis.keyPrefix });
+      try {
+        await other.app.get(DelayQueueService).schedule('elsewhere-q', 'x1', { delayMs: 3_600_000 }, { n: 1 });
+      } finally {
+        await other.close();
+      }
+      const res = await request(t.server).get('/admin/delay-queues/elsewhere-q').set(admin);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ queue: 'elsewhere-q', pending: 1 });
+    });
+  });
+
   describe('dead letters', () => {
     const page = (query: string) => request(t.server).get(`/admin/delay-queues/dead-q/dead${query}`).set(admin);
 
@@ -302,8 +341,8 @@ describe('Delay-queue admin API', () => {
       const ops: Array<[string, string, string[]]> = [
         // The list takes no input, so it cannot answer 400.
         ['/admin/delay-queues', 'get', []],
-        ['/admin/delay-queues/{queue}', 'get', ['400']],
-        ['/admin/delay-queues/{queue}/dead', 'get', ['400']],
+        ['/admin/delay-queues/{queue}', 'get', ['400', '404']],
+        ['/admin/delay-queues/{queue}/dead', 'get', ['400', '404']],
         ['/admin/delay-queues/{queue}/dead/{id}/retry', 'post', ['400', '404']],
         ['/admin/delay-queues/{queue}/items/{id}', 'delete', ['400', '404']],
       ];

@@ -2,7 +2,7 @@ import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { connect } from 'node:net';
+import { AddressInfo, connect, createServer, Socket } from 'node:net';
 import Redis from 'ioredis';
 import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { RedisService } from '../../src/redis/redis.service';
@@ -31,6 +31,52 @@ async function until<T>(fn: () => Promise<T | undefined>, timeoutMs: number): Pr
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/**
+ * Starts dist/main.js in development with no Redis configured (so it manages its own on `managedPort`) and waits at
+ * most 20 s for it to give up: its exit code, what it printed, and whether a managed redis-server wrote its pid file.
+ */
+async function startExpectingRefusal(httpPort: number, managedPort: number): Promise<{ code: number | null; out: string; pidFile: boolean }> {
+  const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
+  const p = runMain({ NODE_ENV: 'development', PORT: String(httpPort), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(managedPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'info' });
+  try {
+    const code = await exitWithin(p, 20_000);
+    return { code, out: p.output(), pidFile: existsSync(join(dir, 'redis.pid')) };
+  } finally {
+    p.child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The exit code of `p`, or a failure (with what it printed) if it is still running after `ms`. */
+async function exitWithin(p: ReturnType<typeof runMain>, ms: number): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'running'>((r) => (timer = setTimeout(() => r('running'), ms)));
+  const code = await Promise.race([p.exit, late]).finally(() => clearTimeout(timer));
+  if (code === 'running') {
+    p.child.kill('SIGKILL');
+    throw new Error(`still running after ${ms} ms; it printed:\n${p.output()}`);
+  }
+  return code;
+}
+
+/** A TCP listener on a free loopback port that accepts connections and never answers (not Redis). */
+async function silentListener(): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const srv = createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => undefined);
+    s.once('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (srv.address() as AddressInfo).port,
+    close: () => {
+      sockets.forEach((s) => s.destroy());
+      return new Promise<void>((r) => srv.close(() => r()));
+    },
+  };
 }
 
 function runMain(env: Record<string, string>): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
@@ -157,6 +203,60 @@ describe('Lifecycle', () => {
         second?.child.kill('SIGKILL');
         spawnSync('pkill', ['-f', `redis-server 127.0.0.1:${redisPort}`]);
         rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('with no Redis configured and REDIS_MANAGED_PORT held by another Redis, stops promptly naming REDIS_MANAGED_PORT and writes nothing to that Redis', async () => {
+      const foreign = await startRedisServer();
+      const r = new Redis(foreign.port, { lazyConnect: true });
+      try {
+        const httpPort = await freePort();
+        const { code, out, pidFile } = await startExpectingRefusal(httpPort, foreign.port);
+        expect(code).toBe(1);
+        expect(out).toContain(`127.0.0.1:${foreign.port} is already in use by another Redis`);
+        expect(out).toMatch(/Choose a free port for the development Redis with REDIS_MANAGED_PORT \(for example REDIS_MANAGED_PORT=\d+ npm start\)/);
+        expect(out).not.toContain('AOF on, noeviction'); // no claim that the foreign Redis is ours
+        expect(out).not.toContain('listening on');
+        expect(pidFile).toBe(false);
+        expect(await portOpen(httpPort)).toBe(false);
+        // The foreign Redis is untouched: still up, and not one key written.
+        expect(await r.ping()).toBe('PONG');
+        expect(await r.dbsize()).toBe(0);
+      } finally {
+        r.disconnect();
+        await foreign.destroy();
+      }
+    });
+
+    it('with REDIS_MANAGED_PORT held by a program that is not Redis, stops promptly naming REDIS_MANAGED_PORT instead of retrying forever', async () => {
+      const holder = await silentListener();
+      try {
+        const { code, out } = await startExpectingRefusal(await freePort(), holder.port);
+        expect(code).toBe(1);
+        expect(out).toContain(`127.0.0.1:${holder.port} is already in use by a program that is not Redis`);
+        expect(out).toContain('REDIS_MANAGED_PORT');
+        expect(out).not.toContain('AOF on, noeviction');
+        expect(out).not.toContain('listening on');
+      } finally {
+        await holder.close();
+      }
+    });
+
+    it('with the HTTP port in use, stops with a hint about PORT, no "successfully started" line, and no redis-server left running', async () => {
+      const holder = await silentListener();
+      try {
+        const redisPort = await freePort();
+        const { code, out } = await startExpectingRefusal(holder.port, redisPort);
+        expect(code).toBe(1);
+        expect(out).toContain(`Cannot listen on 127.0.0.1:${holder.port}: the port is already in use`);
+        expect(out).toMatch(/Choose another port with PORT, for example PORT=\d+ npm start/);
+        expect(out).not.toContain('successfully started');
+        expect(out).not.toContain('listening on');
+        // The managed Redis is not left behind (it is not even started: the HTTP port is taken first).
+        expect(await portOpen(redisPort)).toBe(false);
+        expect(spawnSync('pgrep', ['-f', `redis-server 127.0.0.1:${redisPort}`]).stdout.toString().trim()).toBe('');
+      } finally {
+        await holder.close();
       }
     });
 

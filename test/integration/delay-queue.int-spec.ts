@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type Redis from 'ioredis';
+import Redis from 'ioredis';
 import { DelayQueueArgumentError } from '../../src/delay-queue/delay-queue.errors';
 import { queueKeys, registryKey } from '../../src/delay-queue/delay-queue.keys';
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
@@ -29,7 +29,9 @@ describe(DelayQueueService.name, () => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    t = await startTestApp(redis.url);
+    // No test here is about command timeouts: 10 s instead of the test app's 500 ms, so a busy machine (both cores
+    // loaded, a GC pause) cannot turn a healthy Redis into "Command timed out" mid-test.
+    t = await startTestApp(redis.url, { REDIS_COMMAND_TIMEOUT_MS: '10000' });
     dq = t.app.get(DelayQueueService);
     scripts = t.app.get(ScriptRegistry);
     keyBuilder = t.app.get(KeyBuilder);
@@ -267,7 +269,7 @@ describe(DelayQueueService.name, () => {
       await Promise.all(Array.from({ length: 2_000 }, (_, i) => dq.schedule(q, `bulk-${i}`, { delayMs: 60_000 + i }, { i })));
       await makeDead(q, 'victim', 'v', 'Error: boom'); // dead: the last place cancel looks
 
-      const monitor = await raw.monitor();
+      const monitor = await monitorOf(redis);
       const commands: string[] = [];
       let markerSeen = false;
       // Only what the cancel's own script runs: a script's commands follow its EVAL/EVALSHA line in MONITOR, and other
@@ -286,7 +288,7 @@ describe(DelayQueueService.name, () => {
         expect(await dq.cancel(q, 'victim')).toEqual({ wasPending: false, state: 'dead', attempts: 1 });
         // MONITOR reports in execution order: once the marker shows, every command of the cancel has too.
         await raw.echo('cancel-done');
-        await waitUntil('MONITOR to report the cancel', async () => markerSeen, 2_000);
+        await waitUntil('MONITOR to report the cancel', async () => markerSeen, 10_000);
       } finally {
         monitor.disconnect();
       }
@@ -643,6 +645,23 @@ const CLAIMED_FIELDS = 5;
 const SEQ = 8;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A MONITOR connection that is watching once this resolves. (ioredis's `monitor()` marks its connection as
+ * monitoring one tick after MONITOR's OK, so monitor lines read together with the OK, as happens on a busy
+ * machine with the app's workers running, are taken for replies to nothing and emitted as unhandled "Command queue
+ * state error"s. Those lines are of commands that ran before this resolved, so they are dropped here.)
+ */
+async function monitorOf(node: RedisServerHandle): Promise<Redis> {
+  const m = new Redis({ host: node.host, port: node.port, monitor: true, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  m.on('error', (err: Error) => {
+    if (!err.message.startsWith('Command queue state error')) throw err;
+  });
+  const watching = new Promise<void>((resolve) => m.once('monitoring', () => resolve()));
+  await m.connect();
+  await watching;
+  return m;
+}
 
 function deferred<T = void>() {
   let resolve!: (v: T) => void;
