@@ -3,6 +3,7 @@ import Redis, { Cluster } from 'ioredis';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { BackgroundWorkers } from '../workers/background-workers.service';
+import { coalesceCommandWrites } from './coalesce-writes';
 import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
 import { isRedisUnavailable, RedisUnavailableError } from './redis-unavailable.error';
 
@@ -135,6 +136,9 @@ export class RedisService implements OnApplicationShutdown {
       const opts = { ...standaloneOrSentinelOptions(cfg), ...overrides, connectionName: `redis-pay:${role}` };
       conn = t.mode === 'standalone' ? new Redis(t.url, opts) : t.mode === 'managed' ? new Redis({ ...opts, host: '127.0.0.1', port: t.port }) : new Redis(opts);
     }
+    // Commands written in one turn of the event loop leave in one syscall (see coalesceWrites). Only here: the
+    // pub/sub and blocking connections carry a command now and then.
+    if (role === 'command') coalesceCommandWrites(conn);
     conn.on('error', (err: Error) => {
       this.metrics.redisErrors.inc({ kind: 'connection' });
       // A down Redis emits an error per reconnect attempt; log at most once a second.
