@@ -26,8 +26,9 @@
  *
  * Options: --quick           10k and 100k only, fewer samples (a fast check)
  *          --only a,b        sections: cancel (with memory), throughput, lateness
- * Only the standard run (no options) writes bench/results/delay-queue.md and
- * docs/delay-queue-cancel.svg; runs with options write both to $TMPDIR/redis-pay-bench/.
+ *          --dist DIR        run the engine from another build (e.g. a scratch work tree with a patch)
+ * Only the standard run (no options) writes bench/results/delay-queue.md, delay-queue.json (goals and
+ * environment) and docs/delay-queue-cancel.svg; runs with options write them to $TMPDIR/redis-pay-bench/.
  */
 import { NestFactory } from '@nestjs/core';
 import Redis, { type RedisOptions } from 'ioredis';
@@ -43,6 +44,7 @@ import { ListScanQueue } from './lib/list-scan-queue';
 import { cpuSeconds, machineCpuSeconds, ManagedProcess, selfCpuSeconds, spawnManaged } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
+import { benchJson, writeJsonResult } from './lib/results-json';
 
 const ROOT = resolve(__dirname, '..');
 const NAME = 'delay-queue';
@@ -82,19 +84,23 @@ interface Options {
   throughputRounds: number;
   concurrency: number;
   lateness: { items: number; leadMs: number; spreadMs: number; instances: number; concurrency: number };
+  /** The build the engine runs from (its dist/ dir; lua/ beside it). */
+  dist: string;
 }
 
 function parseArgs(args: string[]): Options {
   let quick = false;
   let only: Section[] | undefined;
+  let dist = join(ROOT, 'dist');
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === '--quick') quick = true;
+    else if (a === '--dist') dist = resolve(args[++i] ?? 'dist');
     else if (a === '--only') {
       only = (args[++i] ?? '').split(',').filter(Boolean) as Section[];
       const bad = only.filter((s) => !SECTIONS.includes(s));
       if (bad.length || only.length === 0) throw new Error(`--only takes a comma-separated list of ${SECTIONS.join(', ')}`);
-    } else throw new Error(`unknown option ${a} (known: --quick, --only ${SECTIONS.join(',')})`);
+    } else throw new Error(`unknown option ${a} (known: --quick, --only ${SECTIONS.join(',')}, --dist DIR)`);
   }
   // list-scan at 1M: a few hundred ms per cancel, so far fewer samples there.
   const listScan: Record<number, number> = quick ? { 10_000: 200, 100_000: 50 } : { 10_000: 1000, 100_000: 300, 1_000_000: 60 };
@@ -107,6 +113,7 @@ function parseArgs(args: string[]): Options {
     throughputRounds: quick ? 2 : 4,
     concurrency: 50,
     lateness: { items: quick ? 2000 : 5000, leadMs: 3000, spreadMs: 10_000, instances: 2, concurrency: 50 },
+    dist,
   };
 }
 
@@ -213,7 +220,7 @@ interface Engine {
   /** Every Redis key of one queue, as the engine names them. */
   keysOf(queue: string): readonly string[];
   metricsRegistry(): Registry;
-  /** Turns ioredis auto-pipelining on the service's command connection on or off (the service leaves it off). */
+  /** Turns ioredis auto-pipelining on the service's command connection on or off (the service leaves it off and coalesces writes instead). */
   setAutoPipelining(on: boolean): void;
   close(): Promise<void>;
 }
@@ -222,8 +229,10 @@ interface Engine {
  * Copies the build (dist/ and lua/, node_modules linked) to `dest`: a `nest build` elsewhere in
  * the tree during the run (it deletes dist/ first) must not break the run or mix two versions.
  */
-function snapshotBuild(dest: string): string {
-  for (const dir of ['dist', 'lua']) cpSync(join(ROOT, dir), join(dest, dir), { recursive: true });
+function snapshotBuild(dist: string, dest: string): string {
+  const tree = resolve(dist, '..');
+  cpSync(dist, join(dest, 'dist'), { recursive: true });
+  cpSync(join(tree, 'lua'), join(dest, 'lua'), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(dest, 'node_modules'), 'dir');
   return join(dest, 'dist');
 }
@@ -993,7 +1002,7 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
       'One awaited cancel at a time from this process, each on an item picked at random among the pending ones (position matters for list-scan), ' +
         'after a short warm-up; every item is due in a day, so nothing fires. After each cancel, one PING on a plain ioredis connection: its percentiles are ' +
         "the machine's round-trip floor in the same window. The engine is the real `DelayQueueService.cancel` (Nest application context, the service's own " +
-        'Redis options: no auto-pipelining, EVALSHA); list-scan is bench/lib/list-scan-queue.ts; BullMQ is `Queue.remove(jobId)` with its default connection. ' +
+        'Redis options: no auto-pipelining, writes coalesced per event-loop turn, EVALSHA); list-scan is bench/lib/list-scan-queue.ts; BullMQ is `Queue.remove(jobId)` with its default connection. ' +
         `Samples: ${fmtInt(o.samples('engine', o.sizes[0]))} per size for the engine and BullMQ; list-scan ${o.sizes.map((s) => `${fmtInt(o.samples('list-scan', s))} at ${sizeLabel(s)}`).join(', ')} ` +
         '(a list-scan cancel at 1M takes a few hundred ms, so there its p99 is the max of few samples).',
       '',
@@ -1047,7 +1056,8 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
         `The what-if row is the same engine with ioredis auto-pipelining switched on on its command connection for the run: ${fmtNum(piped.perSecond / e.perSecond, 2)}× the items/s, ` +
           `${fmtNum(cp.client, 1)} instead of ${fmtNum(ce.client, 1)} µs of client CPU per item. With ${o.concurrency} calls in flight, auto-pipelining gathers all of them into ` +
           'one write per tick, so the client and Redis take turns on whole batches instead of overlapping, and each command also pays for the pipeline bookkeeping. ' +
-          'That is why the service leaves it off (src/redis/redis-options.ts).',
+          'That is why the service leaves it off (src/redis/redis-options.ts) and coalesces the writes of one event-loop turn into one syscall instead ' +
+          '(src/redis/coalesce-writes.ts), which does not wait for a batch\'s replies.',
         '',
       );
     }
@@ -1081,13 +1091,13 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
 export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
   const started = performance.now();
-  if (!existsSync(join(ROOT, 'dist', 'app.module.js'))) throw new Error('dist/app.module.js not found; run `npm run build` (npm run bench does)');
+  if (!existsSync(join(o.dist, 'app.module.js'))) throw new Error(`${join(o.dist, 'app.module.js')} not found; run \`npm run build\` (npm run bench does)`);
   for (const i of [0, 999_999, 9_999_999]) {
     if (Buffer.byteLength(JSON.stringify(payload(i))) !== PAYLOAD_BYTES) throw new Error(`payload(${i}) is not ${PAYLOAD_BYTES} bytes`);
   }
 
   const workDir = benchWorkDir('rp-bench-dq-');
-  const dist = snapshotBuild(join(workDir, 'build'));
+  const dist = snapshotBuild(o.dist, join(workDir, 'build'));
 
   const redis = await startBenchRedis();
   const clients: Redis[] = [];
@@ -1134,6 +1144,8 @@ export async function main(args: string[]): Promise<void> {
     console.log(`[bench] written ${svgPath}`);
   }
   writeResult(NAME, report(args, o, env, points, runs, late, (performance.now() - started) / 1000, svgRef), outDir);
+  // The machine-readable side: the goals table and the environment (the figures stay in the report).
+  writeJsonResult(NAME, benchJson({ bench: NAME, args, dist: o.dist, environment: env, goals: goals(points, runs, late), ratios: {} }, {}), outDir);
 }
 
 if (require.main === module && process.env.DQ_BENCH_WORKER) {

@@ -3,7 +3,8 @@
  * for POST /diagnostics/touch. Bare Fastify 5 + ioredis, one route that parses
  * the JSON body, runs the very same Lua script as the service (same source,
  * includes inlined by the service's own loader, same SHA) by EVALSHA as the
- * service sends it (`evalScript`), and returns the same JSON shape. No auth, no validation, no
+ * service sends it (`evalScript`, writes coalesced as on the service's command connection:
+ * see RedisWrites in lib/bare-server.ts), and returns the same JSON shape. No auth, no validation, no
  * logging, no metrics, no rate limit. The account comes from the body because
  * there is no token to take it from.
  *

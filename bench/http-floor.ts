@@ -14,8 +14,12 @@
  *   profiled: the full stack under `node --cpu-prof`, summarised as self time by package,
  *             layers and top functions. `--only floor-profiled,nest-minimal-profiled` profiles the others.
  * To measure a patch before it lands, build it in a scratch copy and add `--candidate <copy>/dist`.
- * Only the standard run (no options) writes bench/results/http-floor.md; runs with options
- * write $TMPDIR/redis-pay-bench/http-floor.md.
+ * Only the standard run (no options) writes bench/results/http-floor.md and http-floor.json (the same
+ * figures, machine-readable); runs with options write both to $TMPDIR/redis-pay-bench/.
+ *
+ * Regression check: `npm run bench -- http-floor --compare` runs only floor and full (3 rounds, no
+ * profile, ~1 min) and exits 1 when full / floor by req/s is more than 10% below the committed
+ * bench/results/http-floor.json (`--baseline FILE` for another). It never overwrites the committed results.
  *
  * Every server runs in its own process; autocannon runs in this one. One
  * redis-server serves every row. Each row: fresh server, smoke request,
@@ -36,6 +40,8 @@
  *          --candidate DIR      add a row: the full stack built from DIR (repeatable), to A/B a patch
  *          --retries N (2)      rerun a row when other jobs used > 20% of a core during it; keep the least disturbed
  *          --budget S (200)     a retry starts only if it and the rows still to run fit in S seconds of rows (keeps the default run short)
+ *          --compare            floor and full only (unless --only), then check full / floor against the committed result (see above); --budget 120
+ *          --baseline FILE      the results JSON --compare checks against (default bench/results/http-floor.json)
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,12 +52,16 @@ import { LoadRequest, runLoad } from './lib/load';
 import { cpuShares, Measured, measuredLoad, median, medianBy, otherShare, runLine, runSchedule, serverUsPerRequest } from './lib/measure';
 import { freePort, httpRequest } from './lib/net';
 import { waitUntilServing } from './lib/proc';
+import { redisWritesFromEnv } from './lib/bare-server';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { attemptsNote, candidateRow, parseRowOptions, placementInfo, prepareRows, roundSchedule, selectTargets } from './lib/rows';
-import { environmentInfo, environmentMarkdown, fmtInt, fmtNum, markdownTable, writeResult } from './lib/report';
+import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, writeResult } from './lib/report';
+import { BenchCheckFailed, benchJson, compareWithBaseline, comparisonGoalLines, Comparison, comparisonLines, enforceComparison, jsonNum, readBaseline, writeJsonResult } from './lib/results-json';
 
 const NAME = 'http-floor';
 const GOAL = 0.7;
+/** --compare fails when full / floor (req/s) is more than this share below the committed ratio. */
+const COMPARE_TOLERANCE = 0.1;
 /** Share of one core used by other jobs above which a row is flagged as disturbed. */
 const BUSY_MACHINE = 0.2;
 /** Profiled rows measure at least this long (s). */
@@ -88,13 +98,24 @@ interface RowResult extends Measured {
 
 function parseArgs(args: string[]) {
   let variants = true;
-  const noVariants = (a: string) => {
-    if (a !== '--no-variants') return false;
-    variants = false;
+  let compare = false;
+  let baseline: string | undefined;
+  const own = (a: string, value: () => string) => {
+    if (a === '--no-variants') variants = false;
+    else if (a === '--compare') compare = true;
+    else if (a === '--baseline') baseline = value();
+    else return false;
     return true;
   };
-  const o = parseRowOptions(args, { duration: 4, warmup: 3, budgetS: 200 }, noVariants, '--no-variants');
-  return Object.assign(o, { variants });
+  // A comparison runs the rows that give the ratio, and keeps its retries short.
+  const budgetS = args.includes('--compare') ? 120 : 200;
+  const o = parseRowOptions(args, { duration: 4, warmup: 3, budgetS }, own, '--no-variants --compare --baseline file');
+  if (baseline !== undefined && !compare) throw new Error('--baseline needs --compare');
+  if (compare) {
+    variants = false;
+    o.profile = false;
+  }
+  return Object.assign(o, { variants, compare, baseline });
 }
 
 const TARGETS: Target[] = [
@@ -289,7 +310,10 @@ function whereTheTimeGoes(rows: RowResult[], cpuPerReq: (r: RowResult) => number
 
 export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
-  const targets = selectTargets(TARGETS, o, (t) => o.variants || t.group !== 'variant', candidateRow);
+  const targets = selectTargets(TARGETS, o, (t) => (o.compare ? t.id === 'floor' || t.id === 'full' : o.variants || t.group !== 'variant'), candidateRow);
+  if (o.compare && !(targets.some((t) => t.id === 'floor') && targets.some((t) => t.id === 'full'))) throw new Error('--compare needs the floor and full rows');
+  // Read the baseline first: a missing or foreign one fails before a minute of load.
+  const baseline = o.compare ? readBaseline(NAME, o.baseline) : undefined;
   // Every build (and the floor's Lua) from its snapshot; the server alone on one CPU.
   const { workDir, builds, split } = prepareRows(o);
   const luaDir = join(builds.get(o.dist)!, '..', 'lua');
@@ -297,6 +321,7 @@ export async function main(args: string[]): Promise<void> {
   const env = environmentInfo(redis.version, {
     autocannon: `9 (in the bench process), ${o.connections} connections, ${o.warmup} s warm-up + ${o.duration} s measured per row (profiled: ${Math.max(o.duration, PROFILE_MIN_S)} s)`,
     ...placementInfo(o, split),
+    "Baseline servers' Redis writes": `${redisWritesFromEnv()} (BASELINE_REDIS_WRITES; coalesce = as the service's command connection)`,
   });
   const { schedule, announce } = roundSchedule(targets, o.repeat);
   console.error(`[bench] redis ${redis.version} at ${redis.url}; ${schedule.length} runs (${o.repeat} rounds) of ~${o.warmup + o.duration} s each`);
@@ -319,6 +344,8 @@ export async function main(args: string[]): Promise<void> {
   const full = rows.find((r) => r.target.id === 'full');
   /** Server CPU µs per request of a row: the median over its rounds (taken on its own, not from the median req/s round). */
   const cpuPerReq = (r: RowResult) => median(runs.get(r.target.id)!.map(serverUsPerRequest));
+  /** redis-server CPU µs per request of a row, the median over its rounds: the touch script's own time plus Redis's I/O for it. */
+  const redisPerReq = (r: RowResult) => median(runs.get(r.target.id)!.map((x) => (x.redisCpuS !== undefined && x.load.total > 0 ? (x.redisCpuS * 1e6) / x.load.total : undefined)));
   const ratio = floor && full ? full.load.rps / floor.load.rps : undefined;
   const fl = floor && cpuPerReq(floor);
   const fu = full && cpuPerReq(full);
@@ -334,6 +361,7 @@ export async function main(args: string[]): Promise<void> {
       'errors',
       '× floor req/s',
       'server CPU µs/req',
+      'redis CPU µs/req',
       'CPU % server / redis / autocannon / other jobs',
       ...(o.repeat > 1 ? ['req/s of each round'] : []),
     ],
@@ -349,22 +377,25 @@ export async function main(args: string[]): Promise<void> {
         fmtInt(mine.reduce((n, x) => n + x.load.errors, 0)),
         floor ? fmtNum(r.load.rps / floor.load.rps, 2) : 'n/a',
         fmtNum(cpuPerReq(r), 0),
+        fmtNum(redisPerReq(r), 1),
         cpuShares(r),
         ...(o.repeat > 1 ? [mine.map((x) => fmtInt(x.load.rps)).join(' / ')] : []),
       ];
     }),
-    ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
+    ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'left'],
   );
 
   // Failed requests invalidate a row even in an attempt that was not kept.
   const warns = warnings(everyAttempt);
+  const disturbed = targets
+    .map((t) => ({ id: t.id, all: runs.get(t.id)!.length, bad: runs.get(t.id)!.filter((r) => otherShare(r) > BUSY_MACHINE).length }))
+    .filter((d) => d.bad > 0);
+  const disturbedRuns = { disturbed: kept.filter((r) => otherShare(r) > BUSY_MACHINE).length, of: kept.length };
+  const comparison = baseline ? compareWithBaseline(baseline, [{ key: 'fullOverFloorRps', label: 'full / floor req/s', measured: ratio }], COMPARE_TOLERANCE) : undefined;
+  const goals = goalLines(ratio, floor, full, fl, fu, comparison);
+
   const md: string[] = [];
-  md.push(`# Benchmark: ${NAME}`);
-  md.push('');
-  md.push(`Generated by \`npm run bench -- ${[NAME, ...args].join(' ')}\`. Do not edit by hand.`);
-  md.push('');
-  md.push(environmentMarkdown(env));
-  md.push('');
+  md.push(...reportHead(NAME, args, env, goals));
   md.push(
     `Load: POST /diagnostics/touch, ${ACCOUNTS} accounts (one per connection; a JWT each for the full stack, the account in the body for the floor), ` +
       'one redis-server (no persistence) for every row, each server in its own process, fresh per row. ' +
@@ -386,10 +417,11 @@ export async function main(args: string[]): Promise<void> {
     );
     md.push('');
   }
+  if (comparison) {
+    md.push('## Comparison with the committed result', '');
+    md.push(...comparisonLines(comparison).map((l) => `- ${l}`), '');
+  }
   md.push(...whereTheTimeGoes(rows, cpuPerReq));
-  const disturbed = targets
-    .map((t) => ({ id: t.id, all: runs.get(t.id)!.length, bad: runs.get(t.id)!.filter((r) => otherShare(r) > BUSY_MACHINE).length }))
-    .filter((d) => d.bad > 0);
   if (disturbed.length) {
     md.push(
       `> ⚠ Other jobs used more than ${BUSY_MACHINE * 100}% of a core, even after retries, during: ` +
@@ -441,12 +473,77 @@ export async function main(args: string[]): Promise<void> {
     md.push(`- ${retriesSkipped} retr${retriesSkipped === 1 ? 'y was' : 'ies were'} skipped to keep the run within --budget ${o.budgetS} s of rows.`);
   }
   md.push(`- The rows took ${fmtNum(rowsWallS, 0)} s of wall time in all (${everyAttempt.length} runs).`);
-  // Only the standard run (no options) replaces the checked-in result; runs with options go to the temp dir.
-  writeResult(NAME, md.join('\n'), args.length > 0 ? join(tmpdir(), 'redis-pay-bench') : undefined);
+  // Only the standard run (no options) replaces the checked-in result; runs with options (--compare among them) go to the temp dir.
+  const outDir = args.length > 0 ? join(tmpdir(), 'redis-pay-bench') : undefined;
+  writeResult(NAME, md.join('\n'), outDir);
+  const json = benchJson(
+    { bench: NAME, args, dist: o.dist, environment: env, goals, disturbedRuns, ratios: { fullOverFloorRps: jsonNum(ratio), fullOverFloorCpu: jsonNum(cpuRatio) } },
+    {
+      rows: rows.map((r) => {
+        const mine = runs.get(r.target.id)!;
+        return {
+          id: r.target.id,
+          label: r.target.label,
+          group: r.target.group,
+          ...(r.target.dist ? { dist: r.target.dist } : {}),
+          rps: jsonNum(r.load.rps, 0),
+          p50Ms: r.load.p50,
+          p99Ms: r.load.p99,
+          overFloorRps: floor ? jsonNum(r.load.rps / floor.load.rps) : null,
+          serverUsPerRequest: jsonNum(cpuPerReq(r), 1),
+          redisUsPerRequest: jsonNum(redisPerReq(r), 1),
+          cpuShare: {
+            server: jsonNum(r.serverCpuS !== undefined ? r.serverCpuS / r.wallS : undefined),
+            redis: jsonNum(r.redisCpuS !== undefined ? r.redisCpuS / r.wallS : undefined),
+            autocannon: jsonNum(r.loadCpuS / r.wallS),
+            other: jsonNum(r.otherCpuS !== undefined ? r.otherCpuS / r.wallS : undefined),
+          },
+          non2xx: mine.reduce((n, x) => n + x.load.non2xx, 0),
+          errors: mine.reduce((n, x) => n + x.load.errors, 0),
+          rounds: mine.map((x) => ({ rps: jsonNum(x.load.rps, 0), serverUsPerRequest: jsonNum(serverUsPerRequest(x), 1), otherShare: jsonNum(otherShare(x)), attempts: x.attempts })),
+          ...(r.profile
+            ? { profileLayersUsPerRequest: Object.fromEntries(r.profile.layers.map((l) => [l.name, jsonNum(l.us / r.load.total, 1)])), profileBusyUsPerRequest: jsonNum(r.profile.busyUs / r.load.total, 1) }
+            : {}),
+        };
+      }),
+      ...(comparison ? { comparison: { baseline: comparison.baselinePath, tolerance: COMPARE_TOLERANCE, ok: comparison.ok } } : {}),
+    },
+  );
+  writeJsonResult(NAME, json, outDir);
 
   if (ratio !== undefined) console.log(`[bench] full/floor req/s ratio: ${fmtNum(ratio, 2)} (goal >= ${GOAL})${ratio < GOAL ? ' — BELOW GOAL' : ''}`);
   if (warns.length) {
     const bar = '!'.repeat(78);
     console.error(`\n${bar}\n!! WARNING: non-2xx responses or errors during the benchmark; results are NOT valid\n${warns.map((w) => `!!   ${w}`).join('\n')}\n${bar}\n`);
   }
+  if (comparison) {
+    if (warns.length) throw new BenchCheckFailed(`${NAME}: requests failed during the comparison run, so it proves nothing:\n  ${warns.join('\n  ')}`);
+    enforceComparison(NAME, comparison, disturbedRuns);
+  }
+}
+
+/** The report's goals table: the goal itself, the CPU view of it, and with --compare the regression check. */
+function goalLines(
+  ratio: number | undefined,
+  floor: RowResult | undefined,
+  full: RowResult | undefined,
+  floorUs: number | undefined,
+  fullUs: number | undefined,
+  comparison: Comparison | undefined,
+): GoalLine[] {
+  const goals: GoalLine[] = [
+    {
+      goal: 'Full service within reach of the fastest server for the same work (POST /diagnostics/touch, full / floor req/s)',
+      target: `≥ ${GOAL}`,
+      measured: ratio !== undefined && floor && full ? `${fmtNum(ratio, 2)} (${fmtInt(full.load.rps)} vs ${fmtInt(floor.load.rps)} req/s)` : 'not measured',
+      met: ratio === undefined ? undefined : ratio >= GOAL,
+    },
+    {
+      goal: 'The same by server CPU per request (floor µs ÷ full µs)',
+      target: `≥ ${GOAL}`,
+      measured: floorUs !== undefined && fullUs !== undefined ? `${fmtNum(floorUs / fullUs, 2)} (${fmtNum(floorUs, 0)} ÷ ${fmtNum(fullUs, 0)} µs)` : 'not measured',
+      info: true,
+    },
+  ];
+  return [...goals, ...comparisonGoalLines(comparison)];
 }

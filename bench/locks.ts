@@ -25,12 +25,13 @@
  *
  * Options: --quick            short smoke run (fewer rounds and hand-offs)
  *          --only a,b         sections: uncontended, handoff, scripts
- * Only the standard run (no options) writes bench/results/locks.md; runs with options write
- * $TMPDIR/redis-pay-bench/locks.md.
+ *          --dist DIR         run the engine from another build (e.g. a scratch work tree with a patch)
+ * Only the standard run (no options) writes bench/results/locks.md and locks.json (goals and environment);
+ * runs with options write both to $TMPDIR/redis-pay-bench/.
  */
 import Redis from 'ioredis';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
 import { assertBuilt, ROOT, snapshotBuild } from './lib/full-stack';
 import { allLibraries, LEASE_MS, LockClient, LockLibrary, packageVersions, WAIT_MS } from './lib/locks-clients';
@@ -40,6 +41,7 @@ import { median, runSchedule } from './lib/measure';
 import { measureScriptCost, ScriptCostRow } from './lib/locks-script-cost';
 import { startBenchRedis } from './lib/redis-server';
 import { Align, environmentInfo, fmtInt, fmtNum, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
+import { benchJson, writeJsonResult } from './lib/results-json';
 
 const NAME = 'locks';
 const GOALS = { handoffP50Ms: 2 };
@@ -65,21 +67,26 @@ interface Options {
     rounds: number;
   };
   scripts: { rounds: number; batch: number };
+  /** The build the engine runs from (its dist/ dir; lua/ beside it). */
+  dist: string;
 }
 
 function parseArgs(args: string[]): Options {
   let quick = false;
   let only: Section[] | undefined;
+  let build = join(ROOT, 'dist');
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     if (a === '--quick') quick = true;
+    else if (a === '--dist') build = resolve(args[++i] ?? 'dist');
     else if (a === '--only') {
       only = (args[++i] ?? '').split(',').filter(Boolean) as Section[];
       if (only.length === 0 || only.some((s) => !SECTIONS.includes(s))) throw new Error(`--only takes a comma-separated list of ${SECTIONS.join(', ')}`);
-    } else throw new Error(`unknown option ${a} (known: --quick, --only ${SECTIONS.join(',')})`);
+    } else throw new Error(`unknown option ${a} (known: --quick, --only ${SECTIONS.join(',')}, --dist DIR)`);
   }
   return {
     quick,
+    dist: build,
     sections: new Set(only ?? SECTIONS),
     uncontended: quick
       ? { rounds: 1, warmupMs: 200, measureMs: 500, concurrency: 50, budgetS: 10 }
@@ -522,6 +529,7 @@ function report(
   for (const lib of libs) md.push(`- **${lib.label}**: ${lib.settings}.`);
   md.push(
     '- Connections: every client has its own ioredis connection with the service\'s options from the same build (src/redis/redis-options.ts: no auto-pipelining, ' +
+      'the engine\'s command connection with its writes coalesced per event-loop turn as in RedisService, ' +
       `no offline queue, ${fmtInt(commandTimeoutMs)} ms command timeout); the engine's also has its pub/sub connection. redlock and redis-semaphore both work ` +
       "with the repo's ioredis 6 " +
       '(redis-semaphore declares ioredis ^4 || ^5 || ^6 as a peer; redlock 5 beta declares none and only calls evalsha/eval), so every row uses the same ioredis.',
@@ -548,9 +556,9 @@ function report(
 export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
   const started = performance.now();
-  assertBuilt([join(ROOT, 'dist')]);
+  assertBuilt([o.dist]);
   const workDir = benchWorkDir('rp-bench-locks-');
-  const dist = snapshotBuild(join(ROOT, 'dist'), join(workDir, 'build'));
+  const dist = snapshotBuild(o.dist, join(workDir, 'build'));
 
   const redis = await startBenchRedis();
   const admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
@@ -584,5 +592,8 @@ export async function main(args: string[]): Promise<void> {
 
   const standard = args.length === 0;
   const outDir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
-  writeResult(NAME, report(args, o, env, [...libs, fencedFloor], Number(engine.redisOptions.commandTimeout), summariseUncontended(u), summariseHandoff(hs), sc, (performance.now() - started) / 1000), outDir);
+  const [uSum, hsSum] = [summariseUncontended(u), summariseHandoff(hs)];
+  writeResult(NAME, report(args, o, env, [...libs, fencedFloor], Number(engine.redisOptions.commandTimeout), uSum, hsSum, sc, (performance.now() - started) / 1000), outDir);
+  // The machine-readable side: the goals table and the environment (the figures stay in the report).
+  writeJsonResult(NAME, benchJson({ bench: NAME, args, dist: o.dist, environment: env, goals: goals(uSum, hsSum, o), ratios: {} }, {}), outDir);
 }

@@ -11,7 +11,8 @@
  * the once-a-second broadcast feed), constructed by hand rather than by Nest's
  * DI. Scripts are the build's lua/ loaded by the project's script loader and
  * run by EVALSHA as the service sends them (`evalScript`), on a connection with the service's
- * ioredis options (src/redis/redis-options.ts). The one thing the service does
+ * ioredis options (src/redis/redis-options.ts) whose writes are coalesced as on the service's
+ * command connection (src/redis/coalesce-writes.ts). The one thing the service does
  * that this server does not is count metrics (a no-op stands in).
  *
  * The account comes from the x-account-id header on GET (there is no token to

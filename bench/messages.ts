@@ -35,15 +35,18 @@
  *          --keep-profile DIR   copy the .cpuprofile files there, with each phase's window (<name>.windows.json)
  *          --candidate DIR   add a row: the full stack built from DIR (repeatable), to A/B a patch
  *          --write-accounts N (10000)  --pull-accounts N (1000)
- * Only the standard run (no options) writes bench/results/messages.md; runs with options
- * write $TMPDIR/redis-pay-bench/messages.md.
+ *          --compare         floor and full only (unless --only), 3 rounds, no profile; then exit 1 when full / floor
+ *                            (req/s) of the write or the pull phase is more than 10% below the committed
+ *                            bench/results/messages.json   --baseline FILE: compare with another results file
+ * Only the standard run (no options) writes bench/results/messages.md and messages.json (the same figures,
+ * machine-readable); runs with options write both to $TMPDIR/redis-pay-bench/.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { WriteMessageDto } from '../src/messages/dto/write-message.dto';
 import type { ScriptRegistry } from '../src/scripts/script-registry.service';
-import { connectScriptRedis, ScriptRedis } from './lib/bare-server';
+import { connectScriptRedis, redisWritesFromEnv, ScriptRedis } from './lib/bare-server';
 import { onCleanup } from './lib/cleanup';
 import { Layer, profileMarkdown, ProfileSummary, summariseProfileDir } from './lib/cpu-profile';
 import { BENCH_SERVICE_TOKEN, fullEnv, requireFromBuild, ROOT, SERVICE_LAYERS, spawnBareServer, spawnFullStack, userToken } from './lib/full-stack';
@@ -53,10 +56,13 @@ import { freePort, httpRequest } from './lib/net';
 import { ManagedProcess, waitUntilServing } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { attemptsNote, candidateRow, parseRowOptions, placementInfo, prepareRows, roundSchedule, selectTargets } from './lib/rows';
-import { environmentInfo, environmentMarkdown, fmtInt, fmtNum, markdownTable, writeResult } from './lib/report';
+import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, writeResult } from './lib/report';
+import { BenchCheckFailed, benchJson, compareWithBaseline, comparisonGoalLines, Comparison, comparisonLines, enforceComparison, jsonNum, readBaseline, writeJsonResult } from './lib/results-json';
 
 const NAME = 'messages';
 const GOAL = 0.7;
+/** --compare fails when a phase's full / floor (req/s) is more than this share below the committed ratio. */
+const COMPARE_TOLERANCE = 0.1;
 const BUSY_MACHINE = 0.2;
 /** A run whose Redis time per script call exceeds the phase's median by this factor is flagged (see the report). */
 const SLOW_MACHINE = 1.25;
@@ -127,14 +133,21 @@ interface RowResult {
 }
 
 function parseArgs(args: string[]) {
-  const accounts = { writeAccounts: 10_000, pullAccounts: 1_000 };
-  const own = (a: string, _value: () => string, num: () => number) => {
-    if (a === '--write-accounts') accounts.writeAccounts = Math.round(num());
-    else if (a === '--pull-accounts') accounts.pullAccounts = Math.round(num());
+  const own_ = { writeAccounts: 10_000, pullAccounts: 1_000, compare: false, baseline: undefined as string | undefined };
+  const own = (a: string, value: () => string, num: () => number) => {
+    if (a === '--write-accounts') own_.writeAccounts = Math.round(num());
+    else if (a === '--pull-accounts') own_.pullAccounts = Math.round(num());
+    else if (a === '--compare') own_.compare = true;
+    else if (a === '--baseline') own_.baseline = value();
     else return false;
     return true;
   };
-  return Object.assign(parseRowOptions(args, { duration: 4, warmup: 3, budgetS: 300, repeat: 5 }, own, '--write-accounts N --pull-accounts N'), accounts);
+  // A comparison runs the two rows that give the ratios, fewer rounds, shorter retries.
+  const compare = args.includes('--compare');
+  const o = parseRowOptions(args, { duration: 4, warmup: 3, budgetS: compare ? 150 : 300, repeat: compare ? 3 : 5 }, own, '--write-accounts N --pull-accounts N --compare --baseline file');
+  if (own_.baseline !== undefined && !own_.compare) throw new Error('--baseline needs --compare');
+  if (own_.compare) o.profile = false;
+  return Object.assign(o, own_);
 }
 type Options = ReturnType<typeof parseArgs>;
 
@@ -189,7 +202,7 @@ async function benchStore(dist: string, redis: BenchRedis): Promise<BenchStore> 
   const { toStored } = requireFromBuild<typeof import('../src/messages/messages.service')>(dist, 'messages/messages.service');
   const config = loadConfig(fullEnv(0, redis.url, PREFIX, BASE_ENV));
   // Auto-pipelining on: this connection only fills and inspects, many calls in flight.
-  const scripts = await connectScriptRedis(redis.url, { enableAutoPipelining: true, maxRetriesPerRequest: 1 }, join(dist, '..', 'lua'));
+  const scripts = await connectScriptRedis(redis.url, { maxRetriesPerRequest: 1 }, join(dist, '..', 'lua'), 'autopipeline');
   onCleanup('bench redis connection', () => void scripts.redis.disconnect(), () => scripts.redis.disconnect());
   const keys = new KeyBuilder(config);
   return {
@@ -483,7 +496,10 @@ function memoryMarkdown(rows: MemoryRow[]): string[] {
 
 export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
-  const targets = selectTargets(TARGETS, o, () => true, candidateRow);
+  const targets = selectTargets(TARGETS, o, (t) => !o.compare || t.id === 'floor' || t.id === 'full', candidateRow);
+  if (o.compare && !(targets.some((t) => t.id === 'floor') && targets.some((t) => t.id === 'full'))) throw new Error('--compare needs the floor and full rows');
+  // Read the baseline first: a missing or foreign one fails before the pre-fill and the load.
+  const baseline = o.compare ? readBaseline(NAME, o.baseline) : undefined;
   const { workDir, builds, split } = prepareRows(o);
   const mainDist = builds.get(o.dist)!;
   const redis = await startBenchRedis();
@@ -523,6 +539,7 @@ export async function main(args: string[]): Promise<void> {
   const env = environmentInfo(redis.version, {
     autocannon: `9 (in the bench process), ${o.connections} connections, per phase ${o.warmup} s warm-up + ${o.duration} s measured (profiled: ${Math.max(o.duration, PROFILE_MIN_S)} s)`,
     ...placementInfo(o, split),
+    "Floor's Redis writes": `${redisWritesFromEnv()} (BASELINE_REDIS_WRITES; coalesce = as the service's command connection)`,
   });
   const { schedule, announce } = roundSchedule(targets, o.repeat);
   console.error(`[bench] redis ${redis.version} at ${redis.url}; ${schedule.length} runs (${o.repeat} rounds) of ~${2 * (o.warmup + o.duration) + 3} s each`);
@@ -552,11 +569,19 @@ export async function main(args: string[]): Promise<void> {
   const verdict = (r: number | undefined) => (r === undefined ? 'n/a' : r >= GOAL ? 'met' : '**not met**');
   const warns = warnings(everyAttempt);
   const profiled = (kind: Target['kind']) => kept.find((r) => r.target.profile && r.target.kind === kind);
+  const isDisturbed = (r: RowResult) => Math.max(otherShare(r.write), otherShare(r.pull)) > BUSY_MACHINE;
+  const disturbedRuns = { disturbed: kept.filter(isDisturbed).length, of: kept.length };
+  const comparison = baseline
+    ? compareWithBaseline(
+        baseline,
+        PHASES.map((p) => ({ key: `${p}FullOverFloorRps`, label: `${p}: full / floor req/s`, measured: ratio(p) })),
+        COMPARE_TOLERANCE,
+      )
+    : undefined;
+  const goals = goalLines(tables, ratio, cpuRatio, comparison);
 
   const md: string[] = [];
-  md.push(`# Benchmark: ${NAME}`, '');
-  md.push(`Generated by \`npm run bench -- ${[NAME, ...args].join(' ')}\`. Do not edit by hand.`, '');
-  md.push(environmentMarkdown(env), '');
+  md.push(...reportHead(NAME, args, env, goals));
   md.push(
     `Load: **write** = POST /messages (service token), a new outerBizId every request, spread over ${fmtInt(o.writeAccounts)} accounts, ` +
       `~${fmtInt(JSON.stringify(message(writeAccount(0), 0, new Date().toISOString())).length)} B JSON bodies; ` +
@@ -570,7 +595,7 @@ export async function main(args: string[]): Promise<void> {
         : ''),
     '',
   );
-  md.push('## Goal: full ≥ 0.7 × floor', '');
+  md.push(`## Full against floor (goal: full ≥ ${GOAL} × floor)`, '');
   md.push(
     markdownTable(
       ['Phase', 'floor req/s', 'full req/s', 'full / floor (req/s)', 'by server CPU per request (floor µs ÷ full µs)', 'goal'],
@@ -586,6 +611,7 @@ export async function main(args: string[]): Promise<void> {
     ),
     '',
   );
+  if (comparison) md.push('## Comparison with the committed result', '', ...comparisonLines(comparison).map((l) => `- ${l}`), '');
   md.push('## Write: POST /messages', '', tables.write.table, '');
   md.push(`## Pull: GET /messages?after=…&limit=${PAGE}`, '', tables.pull.table, '');
   md.push('## Redis bytes per stored message', '');
@@ -600,7 +626,7 @@ export async function main(args: string[]): Promise<void> {
     for (const w of warns) md.push(`> - ${w}`);
     md.push('');
   }
-  const disturbed = kept.filter((r) => Math.max(otherShare(r.write), otherShare(r.pull)) > BUSY_MACHINE).map((r) => r.target.id);
+  const disturbed = kept.filter(isDisturbed).map((r) => r.target.id);
   if (disturbed.length) {
     md.push(`> ⚠ Other jobs used more than ${BUSY_MACHINE * 100}% of a core, even after retries, during runs of: ${[...new Set(disturbed)].join(', ')}. Compare with care.`, '');
   }
@@ -655,7 +681,45 @@ export async function main(args: string[]): Promise<void> {
       : '- Not pinned: autocannon, the server and redis-server compete for the CPUs; compare rows of one run.',
     `- The rows took ${fmtNum(wallS, 0)} s of wall time in all (${everyAttempt.length} runs)${retriesSkipped ? `; ${retriesSkipped} retries skipped for the --budget` : ''}.`,
   );
-  writeResult(NAME, md.join('\n'), args.length > 0 ? join(tmpdir(), 'redis-pay-bench') : undefined);
+  // Only the standard run (no options) replaces the checked-in result; runs with options (--compare among them) go to the temp dir.
+  const outDir = args.length > 0 ? join(tmpdir(), 'redis-pay-bench') : undefined;
+  writeResult(NAME, md.join('\n'), outDir);
+  const phaseJson = (p: Phase, t: Target) => {
+    const mine = runs.get(t.id) ?? [];
+    if (!mine.length) return null;
+    const m = medianBy(mine, (r) => r[p].load.rps)[p];
+    const floor = tables[p].floor;
+    const want = p === 'write' ? '201' : '200';
+    return {
+      rps: jsonNum(m.load.rps, 0),
+      p50Ms: m.load.p50,
+      p99Ms: m.load.p99,
+      overFloorRps: floor ? jsonNum(m.load.rps / floor.load.rps) : null,
+      serverUsPerRequest: jsonNum(tables[p].cpu(t.id), 1),
+      redisUsPerRequest: jsonNum(median(mine.map((x) => (x[p].redisCpuS !== undefined && x[p].load.total > 0 ? (x[p].redisCpuS * 1e6) / x[p].load.total : undefined))), 1),
+      redisUsPerScriptCall: jsonNum(median(mine.map((x) => x[p].redisUsPerCall)), 1),
+      scriptCallsPerRequest: jsonNum(m.callsPerRequest),
+      badAnswers: mine.reduce((s, x) => s + x[p].load.errors + x[p].load.total - (x[p].load.statusCodes[want] ?? 0), 0),
+      rounds: mine.map((x) => ({ rps: jsonNum(x[p].load.rps, 0), serverUsPerRequest: jsonNum(serverUsPerRequest(x[p]), 1), otherShare: jsonNum(otherShare(x[p])), attempts: x.attempts })),
+      ...(m.profile ? { profileBusyUsPerRequest: jsonNum(m.profile.busyUs / m.load.total, 1) } : {}),
+    };
+  };
+  const json = benchJson(
+    { bench: NAME, args, dist: o.dist, environment: env, goals, disturbedRuns, ratios: Object.fromEntries(PHASES.flatMap((p) => [[`${p}FullOverFloorRps`, jsonNum(ratio(p))], [`${p}FullOverFloorCpu`, jsonNum(cpuRatio(p))]])) },
+    {
+      rows: targets.map((t) => ({
+        id: t.id,
+        label: t.label,
+        group: t.group,
+        ...(t.dist ? { dist: t.dist } : {}),
+        write: phaseJson('write', t),
+        pull: phaseJson('pull', t),
+      })),
+      memory: memory.map((m) => ({ inboxMessages: m.size, accounts: m.accounts, bytesPerMessage: jsonNum(m.total, 1), bodyBytesPerMessage: jsonNum(m.body, 1), perKey: m.perKey.map((k) => ({ ...k, bytes: jsonNum(k.bytes, 1) })) })),
+      ...(comparison ? { comparison: { baseline: comparison.baselinePath, tolerance: COMPARE_TOLERANCE, ok: comparison.ok } } : {}),
+    },
+  );
+  writeJsonResult(NAME, json, outDir);
 
   for (const p of PHASES) {
     const r = ratio(p);
@@ -665,4 +729,38 @@ export async function main(args: string[]): Promise<void> {
     const bar = '!'.repeat(78);
     console.error(`\n${bar}\n!! WARNING: failed or unexpected answers during the benchmark; results are NOT valid\n${warns.map((w) => `!!   ${w}`).join('\n')}\n${bar}\n`);
   }
+  if (comparison) {
+    if (warns.length) throw new BenchCheckFailed(`${NAME}: requests failed during the comparison run, so it proves nothing:\n  ${warns.join('\n  ')}`);
+    enforceComparison(NAME, comparison, disturbedRuns);
+  }
+}
+
+/** The report's goals table: each phase's goal, its CPU view, and with --compare the regression checks. */
+function goalLines(
+  tables: Record<Phase, ReturnType<typeof phaseTable>>,
+  ratio: (p: Phase) => number | undefined,
+  cpuRatio: (p: Phase) => number | undefined,
+  comparison: Comparison | undefined,
+): GoalLine[] {
+  const what: Record<Phase, string> = { write: 'Writes (POST /messages)', pull: `Pulls (GET /messages, ${PAGE} a page)` };
+  const goals: GoalLine[] = PHASES.flatMap((p): GoalLine[] => {
+    const t = tables[p];
+    const r = ratio(p);
+    const c = cpuRatio(p);
+    return [
+      {
+        goal: `${what[p]}: full / floor req/s`,
+        target: `≥ ${GOAL}`,
+        measured: r !== undefined && t.floor && t.full ? `${fmtNum(r, 2)} (${fmtInt(t.full.load.rps)} vs ${fmtInt(t.floor.load.rps)} req/s)` : 'not measured',
+        met: r === undefined ? undefined : r >= GOAL,
+      },
+      {
+        goal: `${what[p]}: the same by server CPU per request (floor µs ÷ full µs)`,
+        target: `≥ ${GOAL}`,
+        measured: c === undefined ? 'not measured' : `${fmtNum(c, 2)} (${fmtNum(t.cpu('floor'), 0)} ÷ ${fmtNum(t.cpu('full'), 0)} µs)`,
+        info: true,
+      },
+    ];
+  });
+  return [...goals, ...comparisonGoalLines(comparison)];
 }

@@ -2,8 +2,8 @@
  * The "nest-minimal" row of the http-floor benchmark: the floor's work inside
  * the smallest NestJS 11 app on @nestjs/platform-fastify. One module, one
  * controller, one POST route that reads the JSON body (account + label), runs
- * the very same touch script as the service sends it (`evalScript`: EVALSHA; auto-
- * pipelining, the floor's Redis options) and returns the floor's JSON. No
+ * the very same touch script as the service sends it (`evalScript`: EVALSHA, on the
+ * floor's connection: see connectTouchRedis) and returns the floor's JSON. No
  * guards, no pipes, no interceptors, no filters, no logger (`logger: false`),
  * no raw body. Its distance from the floor is what Nest itself costs per
  * request; the full service's distance from it is what our layers cost.

@@ -1,9 +1,11 @@
 /**
  * `npm run bench -- <name> [args...]` runs `bench/<name>.ts`, whose `main(args)`
- * does the work. `dist/` is already built (`nest build` runs first).
+ * does the work. `dist/` is already built (`nest build` runs first). Exit codes: 0 done, 1 failed
+ * (a `--compare` that found a regression included), 2 usage.
  */
 import { readdirSync } from 'node:fs';
 import { cleanupAll } from './lib/cleanup';
+import { BenchCheckFailed } from './lib/results-json';
 
 interface BenchModule {
   main(args: string[]): Promise<void>;
@@ -34,6 +36,11 @@ async function run(): Promise<number> {
     await mod.main(args);
     return 0;
   } catch (err) {
+    if (err instanceof BenchCheckFailed) {
+      // A --compare that found a regression: the message says it all.
+      console.error(`\n[bench] ${name} --compare FAILED\n${err.message}\n`);
+      return 1;
+    }
     console.error(`[bench] ${name} failed:`, err instanceof Error ? (err.stack ?? err.message) : err);
     return 1;
   } finally {

@@ -1,6 +1,20 @@
 import Redis, { type RedisOptions } from 'ioredis';
 import { DEFAULT_LUA_DIR, loadAllScripts, type ScriptDefinition } from '../../src/scripts/script-loader';
+import { coalesceCommandWrites } from '../../src/redis/coalesce-writes';
 import { evalScript } from '../../src/scripts/eval-script';
+
+/**
+ * How a baseline server's connection sends its commands. `coalesce` (the default): as the service's command
+ * connection does (auto-pipelining off, the writes of one event-loop turn in one syscall: src/redis/coalesce-writes.ts);
+ * `plain`: one write per command; `autopipeline`: ioredis auto-pipelining. BASELINE_REDIS_WRITES picks one, to A/B them.
+ */
+export type RedisWrites = 'coalesce' | 'plain' | 'autopipeline';
+
+export function redisWritesFromEnv(): RedisWrites {
+  const v = process.env.BASELINE_REDIS_WRITES ?? 'coalesce';
+  if (v !== 'coalesce' && v !== 'plain' && v !== 'autopipeline') throw new Error(`BASELINE_REDIS_WRITES must be coalesce, plain or autopipeline, not ${v}`);
+  return v;
+}
 
 /** One script as an ioredis command: EVALSHA, and EVAL when Redis answers NOSCRIPT. Keys first, then arguments. */
 export type ScriptCommand = (...keysAndArgs: (string | number | Buffer)[]) => Promise<unknown>;
@@ -19,10 +33,17 @@ export interface ScriptRedis {
  * under `luaDir` (default: LUA_DIR, else the project's lua/) loaded by the service's own loader
  * (`loadAllScripts`: same source, includes inlined, same SHA), `SCRIPT LOAD`ed and checked by
  * their SHA, and called the way the service calls them (`evalScript`: EVALSHA, EVAL on NOSCRIPT).
+ * `writes` overrides the options' auto-pipelining (see RedisWrites).
  */
-export async function connectScriptRedis(url: string, options: RedisOptions, luaDir = process.env.LUA_DIR ?? DEFAULT_LUA_DIR): Promise<ScriptRedis> {
+export async function connectScriptRedis(
+  url: string,
+  options: RedisOptions,
+  luaDir = process.env.LUA_DIR ?? DEFAULT_LUA_DIR,
+  writes: RedisWrites = redisWritesFromEnv(),
+): Promise<ScriptRedis> {
   const scripts = loadAllScripts(luaDir);
-  const redis = new Redis(url, { ...options, lazyConnect: true });
+  const redis = new Redis(url, { ...options, enableAutoPipelining: writes === 'autopipeline', lazyConnect: true });
+  if (writes === 'coalesce') coalesceCommandWrites(redis);
   await redis.connect();
   const shas = await Promise.all([...scripts.values()].map((def) => redis.script('LOAD', def.source)));
   [...scripts.values()].forEach((def, i) => {

@@ -5,13 +5,12 @@ import { connectScriptRedis } from './bare-server';
 export type TouchCommand = (key: string, ttlMs: number) => Promise<[number, number]>;
 
 /**
- * The baseline servers' Redis: one ioredis connection with the options that
- * matter for throughput set as in the service (src/redis/redis-options.ts),
- * and the exact touch script the service runs, loaded and checked by sha.
+ * The baseline servers' Redis: one ioredis connection that sends its commands as the service's command
+ * connection does (by default: see RedisWrites in bare-server.ts), and the exact touch script the
+ * service runs, loaded and checked by sha.
  */
 export async function connectTouchRedis(): Promise<{ redis: Redis; touch: TouchCommand }> {
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-    enableAutoPipelining: true,
     maxRetriesPerRequest: 1,
     commandTimeout: 1000,
   });
