@@ -131,7 +131,9 @@ describe('payment plans: recovery', () => {
       await waitUntil('the queued reversal ran', async () => (await plans.get('acc-f4-kill', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       const [balance] = ledger(a.planId, a.instructions);
       expect([balance?.refunds, netHeld(ledger(a.planId, a.instructions))]).toEqual([1, 0]);
-      expect(await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)).toBeNull();
+      // The worker acks the entry once its handler has returned, a moment after the REVERSED write.
+      await waitUntil('the reversal entry was acked', async () => (await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)) === null, 5_000);
+      expect(ledger(a.planId, a.instructions)[0]?.refunds).toBe(1);
     });
 
     it('paying a FAILED plan queues again a reversal it still owes whose entry is gone', async () => {
