@@ -22,6 +22,7 @@ export class AuthGuard implements CanActivate {
   private readonly logger = new Logger(AuthGuard.name);
   private readonly services: SecretMatcher;
   private readonly admins: SecretMatcher;
+  private readonly policies = new WeakMap<object, 'public' | CallerKind[]>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -34,30 +35,65 @@ export class AuthGuard implements CanActivate {
     this.admins = new SecretMatcher(config.adminKeys);
   }
 
-  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+  canActivate(ctx: ExecutionContext): boolean | Promise<boolean> {
     const req = ctx.switchToHttp().getRequest<FastifyRequest>();
-    const targets = [ctx.getHandler(), ctx.getClass()];
-    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) {
+    const policy = this.policyOf(ctx);
+    if (policy === 'public') {
       req.caller = { kind: 'anonymous', id: req.ip };
       return true;
     }
-    const allowed = this.reflector.getAllAndOverride<CallerKind[]>(AUTH_KINDS, targets);
-    if (!allowed?.length) {
+    if (policy.length === 0) {
       this.logger.error({ route: req.routeOptions.url }, 'route has no @Auth or @Public; refusing');
       throw forbidden('This endpoint is not open to any caller');
     }
     const presented = this.presentedKinds(req);
+    const kind = presented[0];
+    // Bearer tokens, service tokens and admin keys are checked synchronously; only merchant signatures need Redis (the nonce).
+    if (presented.length === 1 && kind !== 'merchant') {
+      let caller: Caller;
+      try {
+        caller = this.authenticateLocally(kind, req);
+      } catch (err) {
+        return this.refuse(err, req);
+      }
+      req.caller = caller;
+      return this.admit(kind, policy);
+    }
+    return this.authenticateWithRedis(presented, req, policy);
+  }
+
+  private async authenticateWithRedis(presented: CallerKind[], req: FastifyRequest, allowed: CallerKind[]): Promise<boolean> {
     try {
       if (presented.length === 0) throw unauthorized(`Missing credentials; this endpoint accepts: ${allowed.join(', ')}`);
       if (presented.length > 1) throw unauthorized(`Send exactly one kind of credential, got: ${presented.join(', ')}`);
-      req.caller = await this.authenticate(presented[0], req, allowed.includes(presented[0]));
+      req.caller = { kind: 'merchant', id: await this.merchants.verify(req, allowed.includes('merchant')) };
     } catch (err) {
-      if (err instanceof ApiError && err.getStatus() === 401) await this.chargeFailedAttempt(req.ip);
-      throw err;
+      return this.refuse(err, req);
     }
-    const kind = presented[0];
+    return this.admit('merchant', allowed);
+  }
+
+  private admit(kind: CallerKind, allowed: CallerKind[]): true {
     if (!allowed.includes(kind)) throw forbidden(`This endpoint is not for ${kind} callers; it accepts: ${allowed.join(', ')}`);
     return true;
+  }
+
+  /** Rethrows an authentication failure, after charging a 401 to the caller's IP. */
+  private async refuse(err: unknown, req: FastifyRequest): Promise<never> {
+    if (err instanceof ApiError && err.getStatus() === 401) await this.chargeFailedAttempt(req.ip);
+    throw err;
+  }
+
+  /** `'public'`, or the caller kinds the route accepts; read once per handler. */
+  private policyOf(ctx: ExecutionContext): 'public' | CallerKind[] {
+    const handler = ctx.getHandler();
+    let policy = this.policies.get(handler);
+    if (policy === undefined) {
+      const targets = [handler, ctx.getClass()];
+      policy = this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets) ? 'public' : (this.reflector.getAllAndOverride<CallerKind[]>(AUTH_KINDS, targets) ?? []);
+      this.policies.set(handler, policy);
+    }
+    return policy;
   }
 
   /**
@@ -82,22 +118,17 @@ export class AuthGuard implements CanActivate {
     return kinds;
   }
 
-  private async authenticate(kind: CallerKind, req: FastifyRequest, willServe: boolean): Promise<Caller> {
-    switch (kind) {
-      case 'user': {
-        const m = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/.exec(String(req.headers.authorization));
-        if (!m || m[1].length > 8192) throw unauthorized('Authorization must be "Bearer <JWT>"');
-        return { kind, id: this.jwt.verify(m[1]) };
-      }
-      case 'merchant':
-        return { kind, id: await this.merchants.verify(req, willServe) };
-      case 'service':
-      case 'admin': {
-        const value = req.headers[kind === 'service' ? HEADERS.service : HEADERS.admin];
-        const name = typeof value === 'string' && value.length <= 512 ? (kind === 'service' ? this.services : this.admins).match(value) : undefined;
-        if (!name) throw unauthorized(kind === 'service' ? 'Invalid service token' : 'Invalid admin key');
-        return { kind, id: name };
-      }
+  /** A bearer JWT, service token or admin key: 401 unless valid. */
+  private authenticateLocally(kind: Exclude<CallerKind, 'merchant'>, req: FastifyRequest): Caller {
+    if (kind === 'user') {
+      const m = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)$/.exec(String(req.headers.authorization));
+      if (!m || m[1].length > 8192) throw unauthorized('Authorization must be "Bearer <JWT>"');
+      return { kind, id: this.jwt.verify(m[1]) };
     }
+    const value = req.headers[kind === 'service' ? HEADERS.service : HEADERS.admin];
+    const name = typeof value === 'string' && value.length <= 512 ? (kind === 'service' ? this.services : this.admins).match(value) : undefined;
+    if (!name) throw unauthorized(kind === 'service' ? 'Invalid service token' : 'Invalid admin key');
+    return { kind, id: name };
   }
+
 }

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { rateLimited } from '../http/api-error';
-import { RateLimiter } from './rate-limiter.service';
+import { RateLimiter, type RateLimitVerdict } from './rate-limiter.service';
 
 export const SKIP_RATE_LIMIT = 'rate-limit:skip';
 /** Exempts a route from rate limiting (health probes, which must not depend on Redis). */
@@ -23,17 +23,36 @@ export class RateLimitGuard implements CanActivate {
     private readonly limiter: RateLimiter,
   ) {}
 
-  async canActivate(ctx: ExecutionContext): Promise<boolean> {
+  /** Whether each handler skips the limit, looked up once per handler. */
+  private readonly skipped = new WeakMap<object, boolean>();
+
+  canActivate(ctx: ExecutionContext): boolean | Promise<boolean> {
     const rl = this.config.rateLimit;
-    if (!rl.enabled) return true;
-    if (this.reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, [ctx.getHandler(), ctx.getClass()])) return true;
-    const req = ctx.switchToHttp().getRequest<FastifyRequest>();
+    if (!rl.enabled || this.skips(ctx)) return true;
+    const http = ctx.switchToHttp();
+    const req = http.getRequest<FastifyRequest>();
     const caller = req.caller ?? { kind: 'anonymous' as const, id: req.ip };
     const limit = rl.limits[caller.kind];
-    const verdict = await this.limiter.take(caller, limit);
-    const reply = ctx.switchToHttp().getResponse<FastifyReply>();
-    void reply.header('x-ratelimit-limit', limit).header('x-ratelimit-remaining', verdict.remaining);
-    if (!verdict.allowed) throw rateLimited(`Rate limit of ${limit} requests per ${rl.windowMs} ms exceeded`, verdict.resetMs);
+    const reply = http.getResponse<FastifyReply>();
+    // Most requests spend a token this instance already holds: decided synchronously.
+    const local = this.limiter.takeLocal(caller, limit);
+    if (local) return this.admit(reply, local);
+    return this.limiter.take(caller, limit).then((verdict) => this.admit(reply, verdict));
+  }
+
+  private admit(reply: FastifyReply, verdict: RateLimitVerdict): true {
+    void reply.header('x-ratelimit-limit', verdict.limit).header('x-ratelimit-remaining', verdict.remaining);
+    if (!verdict.allowed) throw rateLimited(`Rate limit of ${verdict.limit} requests per ${this.config.rateLimit.windowMs} ms exceeded`, verdict.resetMs);
     return true;
+  }
+
+  private skips(ctx: ExecutionContext): boolean {
+    const handler = ctx.getHandler();
+    let skip = this.skipped.get(handler);
+    if (skip === undefined) {
+      skip = this.reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, [handler, ctx.getClass()]) === true;
+      this.skipped.set(handler, skip);
+    }
+    return skip;
   }
 }

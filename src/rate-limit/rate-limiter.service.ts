@@ -45,6 +45,20 @@ export class RateLimiter {
     private readonly scripts: RateLimitScripts,
   ) {}
 
+  /**
+   * Counts one request of `caller` against `limit` per window from this
+   * instance's lease, when it has a token left: no Redis, no promise. Undefined
+   * when only `take()` can decide.
+   */
+  takeLocal(caller: Caller, limit: number): RateLimitVerdict | undefined {
+    const lease = this.leases.get(this.scripts.keyOf(caller));
+    if (!lease || lease.tokens <= 0) return undefined;
+    const now = Date.now();
+    if (lease.endsAt <= now) return undefined;
+    lease.tokens--;
+    return { allowed: true, limit, remaining: lease.tokens + lease.remainingInRedis, resetMs: lease.endsAt - now };
+  }
+
   /** Counts one request of `caller` against `limit` per window. */
   async take(caller: Caller, limit: number): Promise<RateLimitVerdict> {
     const subject = this.scripts.keyOf(caller);
