@@ -18,8 +18,9 @@ import { MetricsService } from './metrics/metrics.service';
  */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const frameworkLogger = new Logger('HttpError');
+  const logging = fastifyLoggingOptions(config);
   const adapter = new FastifyAdapter({
-    ...fastifyLoggingOptions(config),
+    ...logging,
     bodyLimit: config.bodyLimitBytes,
     // Path parameters up to this length reach validation (and get a 400 naming the field);
     // Fastify's default of 100 would answer a longer one with its own 414, outside our conventions.
@@ -58,13 +59,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     void reply.header(header, req.id);
     done();
   });
-  fastify.addHook('onResponse', (req, reply, done) => {
-    metrics.httpDuration.observe(
-      { method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
-    done();
-  });
+  logging.logController.onCompleted = (req, reply) =>
+    metrics.httpDuration.observe({ method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open.
   let draining = false;
   fastify.addHook('preClose', (done) => {

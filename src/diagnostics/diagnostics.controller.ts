@@ -40,8 +40,7 @@ export class DiagnosticsController {
   @ApiOperation({ summary: "Record a visit for the token's account through one Lua script (used by the http-floor benchmark)" })
   @ApiOkResponse({ type: TouchResultDto })
   @ApiErrors({ 400: 'Invalid body; the fields are named and nothing is recorded' })
-  async touch(@CurrentCaller() caller: Caller, @Body() dto: TouchDto): Promise<TouchResultDto> {
-    const r = await this.diagnostics.touch(caller.id, dto.label, (dto.ttlSeconds ?? 3600) * 1000);
-    return { accountId: caller.id, label: dto.label, ...r };
+  touch(@CurrentCaller() caller: Caller, @Body() dto: TouchDto): Promise<TouchResultDto> {
+    return this.diagnostics.touch(caller.id, dto.label, (dto.ttlSeconds ?? 3600) * 1000).then((r) => ({ accountId: caller.id, label: dto.label, ...r }));
   }
 }

@@ -15,9 +15,8 @@ export class DiagnosticsService {
     private readonly keys: KeyBuilder,
   ) {}
 
-  async touch(accountId: string, label: string, ttlMs: number): Promise<{ count: number; serverTimeMs: number }> {
+  touch(accountId: string, label: string, ttlMs: number): Promise<{ count: number; serverTimeMs: number }> {
     const key = visitsKey(this.keys, accountId, label);
-    const [count, serverTimeMs] = await this.scripts.run<[number, number]>('diagnostics/touch', [key], [ttlMs]);
-    return { count, serverTimeMs };
+    return this.scripts.run<[number, number]>('diagnostics/touch', [key], [ttlMs]).then(([count, serverTimeMs]) => ({ count, serverTimeMs }));
   }
 }

@@ -26,11 +26,15 @@ export function requestIdGenerator(header: string) {
  * Headers are never logged, so credentials cannot leak into logs.
  */
 export class AccessLogController extends LogController {
+  /** Also called for every completed request (the request-duration metric), so the service needs no onResponse hook. */
+  onCompleted?: (request: FastifyRequest, reply: FastifyReply) => void;
+
   override incomingRequest(): void {
     // One line per request is enough: the completion line carries everything.
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    this.onCompleted?.(request, reply);
     const status = reply.statusCode;
     const line = {
       requestId: request.id,
@@ -78,7 +82,9 @@ function turnBufferedStdout(): pino.DestinationStream {
 let exitHookInstalled = false;
 
 /** Fastify's logger (pino): JSON lines, the request id on every line of a request. */
-export function fastifyLoggingOptions(config: AppConfig): Pick<FastifyServerOptions, 'logger' | 'logController' | 'childLoggerFactory' | 'genReqId' | 'requestIdHeader'> {
+export function fastifyLoggingOptions(
+  config: AppConfig,
+): Pick<FastifyServerOptions, 'logger' | 'childLoggerFactory' | 'genReqId' | 'requestIdHeader'> & { logController: AccessLogController } {
   return {
     logger: {
       level: config.logLevel,

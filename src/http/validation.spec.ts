@@ -79,7 +79,9 @@ describe('Validation', () => {
 
   describe(createValidationPipe.name, () => {
     const pipe = createValidationPipe();
-    const run = (value: unknown) => pipe.transform(value, { type: 'body', metatype: OrderDto });
+    // The pipe answers synchronously on its fast path and with a promise otherwise, as Nest allows.
+    const run = async (value: unknown) => pipe.transform(value, { type: 'body', metatype: OrderDto });
+    const runParam = async (value: unknown) => pipe.transform(value, { type: 'param', metatype: ParamDto });
 
     async function failure(value: unknown): Promise<ApiError> {
       let caught: unknown;
@@ -184,10 +186,10 @@ describe('Validation', () => {
     });
 
     it.each(['.', '..'])('refuses %j as a path parameter, naming it', async (dots) => {
-      const err: unknown = await pipe.transform({ name: dots }, { type: 'param', metatype: ParamDto }).catch((e: unknown) => e);
+      const err: unknown = await runParam({ name: dots }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApiError);
       expect((err as ApiError).details).toEqual([{ field: 'name', errors: [`name must not be "." or ".."`] }]);
-      await expect(pipe.transform({ name: '.a.' }, { type: 'param', metatype: ParamDto })).resolves.toEqual({ name: '.a.' });
+      await expect(runParam({ name: '.a.' })).resolves.toEqual({ name: '.a.' });
     });
   });
 });

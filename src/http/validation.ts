@@ -1,4 +1,4 @@
-import { ArgumentMetadata, ValidationError, ValidationPipe, type ValidationPipeOptions } from '@nestjs/common';
+import { ArgumentMetadata, type PipeTransform, ValidationError, ValidationPipe, type ValidationPipeOptions } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { ApiError } from './api-error';
 import { fastPathFor } from './fast-path';
@@ -36,9 +36,14 @@ function ownErrors(e: ValidationError): string[] {
  * so it is passed on without class-transformer and class-validator. Anything
  * else takes the usual road, which words the 400.
  */
-class FastPathValidationPipe extends ValidationPipe {
-  override transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type !== 'custom' && isDtoClass(metadata.metatype)) {
+class FastPathValidationPipe implements PipeTransform {
+  private readonly classValidator = new ValidationPipe(validationPipeOptions());
+
+  transform(value: unknown, metadata: ArgumentMetadata): unknown {
+    // A custom parameter decorator's value (e.g. @CurrentCaller()) is not validated (validateCustomDecorators is off):
+    // handed on as Nest's pipe would, without its async round.
+    if (metadata.type === 'custom') return value;
+    if (isDtoClass(metadata.metatype)) {
       // Nest's pipe would turn a `null` or missing body into `{}`, and validate an array as one object.
       if (metadata.type === 'body' && (typeof value !== 'object' || value === null || Array.isArray(value))) return Promise.reject(bodyNotObject());
       if (metadata.type === 'param') {
@@ -46,9 +51,9 @@ class FastPathValidationPipe extends ValidationPipe {
         if (dots) return Promise.reject(dots);
       }
       // Passed on as the parsed object: DTOs are plain data, nothing relies on their prototype.
-      if (fastPathFor(metadata.metatype)?.(value)) return Promise.resolve(value);
+      if (fastPathFor(metadata.metatype)?.(value)) return value;
     }
-    return super.transform(value, metadata) as Promise<unknown>;
+    return this.classValidator.transform(value, metadata);
   }
 }
 
@@ -74,8 +79,8 @@ const bodyNotObject = () =>
  * The global pipe: unknown fields are rejected, payloads become DTO instances
  * (types transformed), and every failure is a 400 naming the fields.
  */
-export function createValidationPipe(): ValidationPipe {
-  return new FastPathValidationPipe(validationPipeOptions());
+export function createValidationPipe(): PipeTransform {
+  return new FastPathValidationPipe();
 }
 
 /** class-validator's side of the global pipe. */

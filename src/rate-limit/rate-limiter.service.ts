@@ -36,7 +36,7 @@ interface Lease {
  */
 @Injectable()
 export class RateLimiter {
-  /** By the key of the caller's window in Redis. */
+  /** By `leaseKey(caller)`. */
   private readonly leases = new Map<string, Lease>();
   private lastSweep = 0;
 
@@ -51,7 +51,7 @@ export class RateLimiter {
    * when only `take()` can decide.
    */
   takeLocal(caller: Caller, limit: number): RateLimitVerdict | undefined {
-    const lease = this.leases.get(this.scripts.keyOf(caller));
+    const lease = this.leases.get(leaseKey(caller));
     if (!lease || lease.tokens <= 0) return undefined;
     const now = Date.now();
     if (lease.endsAt <= now) return undefined;
@@ -61,7 +61,7 @@ export class RateLimiter {
 
   /** Counts one request of `caller` against `limit` per window. */
   async take(caller: Caller, limit: number): Promise<RateLimitVerdict> {
-    const subject = this.scripts.keyOf(caller);
+    const subject = leaseKey(caller);
     const now = Date.now();
     this.sweep(now);
     let lease = this.leases.get(subject);
@@ -81,13 +81,13 @@ export class RateLimiter {
           return { allowed: false, limit, remaining: 0, resetMs: lease.endsAt - now };
         }
       }
-      lease = await this.refill(subject, limit, lease);
+      lease = await this.refill(subject, caller, limit, lease);
     }
     // Lost a hundred races for tokens to concurrent requests of the same caller: treat as over the limit for now.
     return { allowed: false, limit, remaining: 0, resetMs: Math.max(1, (lease?.endsAt ?? now + 1000) - now) };
   }
 
-  private async refill(subject: string, limit: number, previous: Lease | undefined): Promise<Lease> {
+  private async refill(subject: string, caller: Caller, limit: number, previous: Lease | undefined): Promise<Lease> {
     const rl = this.config.rateLimit;
     const want = Math.max(1, Math.min(rl.maxLease, Math.floor(limit / 10)));
     const lease: Lease = previous && previous.endsAt > Date.now() ? previous : { tokens: 0, remainingInRedis: limit, endsAt: Date.now() + rl.windowMs };
@@ -95,7 +95,7 @@ export class RateLimiter {
     lease.pending = new Promise<void>((r) => (done = r));
     this.leases.set(subject, lease);
     try {
-      const r = await this.scripts.lease(subject, limit, rl.windowMs, want);
+      const r = await this.scripts.lease(this.scripts.keyOf(caller), limit, rl.windowMs, want);
       lease.tokens += r.granted;
       lease.remainingInRedis = r.remaining;
       lease.endsAt = Date.now() + r.resetMs;
@@ -116,3 +116,6 @@ export class RateLimiter {
     for (const [subject, lease] of this.leases) if (lease.endsAt <= now && !lease.pending) this.leases.delete(subject);
   }
 }
+
+/** The limiter's own name for a caller (kinds are fixed words without ':'); the Redis key is made only to lease. */
+const leaseKey = (caller: Caller): string => `${caller.kind}:${caller.id}`;

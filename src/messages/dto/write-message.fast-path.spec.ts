@@ -133,7 +133,7 @@ describe('WriteMessageDto fast path', () => {
     const pipe = createValidationPipe();
     const bad = { accountId: 'acc_1', bizType: 'T', outerBizId: 'o-1', title: 'x'.repeat(101), content: 'c', extra: 1 };
     expect(fast(bad)).toBe(false);
-    const err: unknown = await pipe.transform(bad, meta).catch((e: unknown) => e);
+    const err: unknown = await Promise.resolve(pipe.transform(bad, meta)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({
       code: 'VALIDATION_FAILED',
