@@ -59,8 +59,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     void reply.header(header, req.id);
     done();
   });
-  logging.logController.onCompleted = (req, reply) =>
-    metrics.httpDuration.observe({ method: req.method, route: req.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  logging.logController.onCompleted = (req, reply, route) =>
+    metrics.httpDuration.observe({ method: req.method, route: route ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open.
   let draining = false;
   fastify.addHook('preClose', (done) => {

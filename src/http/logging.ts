@@ -27,20 +27,22 @@ export function requestIdGenerator(header: string) {
  */
 export class AccessLogController extends LogController {
   /** Also called for every completed request (the request-duration metric), so the service needs no onResponse hook. */
-  onCompleted?: (request: FastifyRequest, reply: FastifyReply) => void;
+  onCompleted?: (request: FastifyRequest, reply: FastifyReply, route: string | undefined) => void;
 
   override incomingRequest(): void {
     // One line per request is enough: the completion line carries everything.
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    this.onCompleted?.(request, reply);
+    // Fastify builds a new routeOptions object on every read: read it once.
+    const route = request.routeOptions.url;
+    this.onCompleted?.(request, reply, route);
     const status = reply.statusCode;
     const line = {
       requestId: request.id,
       method: request.method,
       url: request.url,
-      route: request.routeOptions.url,
+      route,
       statusCode: status,
       responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
       caller: request.caller && request.caller.kind !== 'anonymous' ? `${request.caller.kind}:${request.caller.id}` : undefined,
