@@ -135,7 +135,11 @@ describe('fastPathFor', () => {
       @ValidateNested()
       a!: LineDto;
     }
-    for (const cls of [WithTransform, WithGroups, WithAsync, WithDefault, NoRules, NestedWithoutType]) expect(fastPathFor(cls)).toBeUndefined();
+    class TypeWithoutNested {
+      @Type(() => Date) @IsString()
+      a!: string;
+    }
+    for (const cls of [WithTransform, WithGroups, WithAsync, WithDefault, NoRules, NestedWithoutType, TypeWithoutNested]) expect(fastPathFor(cls)).toBeUndefined();
     expect(fastPathFor(String)).toBeUndefined();
   });
 

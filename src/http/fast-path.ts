@@ -95,8 +95,10 @@ function compileProperty(cls: Class, name: string, list: ValidationMetadata[], s
     }
   }
   for (const m of list) if (m.type === ValidationTypes.CONDITIONAL_VALIDATION) check.conditions.push(m.constraints[0] as (object: object, value: unknown) => boolean);
+  const type = defaultMetadataStorage.findTypeMetadata(cls, name);
+  // @Type without @ValidateNested converts the value (e.g. to a Date) before class-validator sees it.
+  if (type && !list.some((m) => m.type === ValidationTypes.NESTED_VALIDATION)) return undefined;
   if (list.some((m) => m.type === ValidationTypes.NESTED_VALIDATION)) {
-    const type = defaultMetadataStorage.findTypeMetadata(cls, name);
     if (!type || type.options?.discriminator) return undefined;
     const nestedClass = type.typeFunction() as Class;
     const nested = typeof nestedClass === 'function' ? compile(nestedClass, new Set(seen)) : undefined;

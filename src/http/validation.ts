@@ -15,16 +15,21 @@ export interface FieldError {
  */
 export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldError[] {
   return errors.flatMap((e) => {
-    const field = parent ? (/^\d+$/.test(e.property) ? `${parent}[${e.property}]` : `${parent}.${e.property}`) : e.property;
+    const property = boundedName(e.property);
+    const field = parent ? (/^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`) : property;
     const own = e.constraints ? [{ field, errors: ownErrors(e) }] : [];
     return [...own, ...flattenValidationErrors(e.children ?? [], field)];
   });
 }
 
+/** A field name as the caller sent it, cut short: an unknown field's name is input, and errors never echo unbounded input. */
+const MAX_FIELD_NAME = 64;
+const boundedName = (name: string): string => (name.length > MAX_FIELD_NAME ? `${name.slice(0, MAX_FIELD_NAME)}…` : name);
+
 function ownErrors(e: ValidationError): string[] {
   const constraints = e.constraints ?? {};
   // An unknown field keeps its "should not exist", whatever its value.
-  if (constraints.whitelistValidation) return [constraints.whitelistValidation];
+  if (constraints.whitelistValidation) return [`property ${boundedName(e.property)} should not exist`];
   if (e.value === undefined && 'value' in e) return [`${e.property} is required`];
   if (e.value === null) return [`${e.property} must not be null`];
   return Object.values(constraints);

@@ -1,8 +1,8 @@
 import { KeyBuilder } from '../redis/key-builder';
 
 export const FEATURE = 'msg' as const;
-/** Account ids as they appear in tokens and requests. */
-export const ACCOUNT_ID_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** Account ids as they appear in tokens and requests; never `.` or `..` (a URL cannot carry those as a segment). */
+export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** Message ids are the account's server sequence numbers. */
 export const MSG_ID_RE = /^[1-9][0-9]{0,16}$/;
 

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { matching } from '../../test/support/arbitraries';
 import type { AppConfig } from '../config/app-config';
 import { MERCHANT_RE, NONCE_RE, nonceKey } from '../auth/merchant-verifier.service';
 import { SUB_RE } from '../auth/jwt-verifier.service';
@@ -37,7 +38,7 @@ const TRICKY = [...new Set(words.flatMap((w) => [w, `${w}:x`, `x:${w}`, `${w}:${
 /** Ids of one rule: random ones, and the tricky ones the rule allows (fast-check picks those often). */
 const ids = (re: RegExp) => {
   const tricky = TRICKY.filter((t) => re.test(t));
-  return tricky.length ? fc.oneof(fc.stringMatching(re), fc.constantFrom(...tricky)) : fc.stringMatching(re);
+  return tricky.length ? fc.oneof(matching(re), fc.constantFrom(...tricky)) : matching(re);
 };
 
 interface KeyKind {

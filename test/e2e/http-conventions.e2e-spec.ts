@@ -96,6 +96,24 @@ describe('HTTP conventions', () => {
       expect(res.body.error).toBe('PAYLOAD_TOO_LARGE');
     });
 
+    it('takes an empty body of any media type as no body, and refuses a non-JSON body with 415', async () => {
+      const before = await storedKeys();
+      const empty = await request(t.server).post('/messages/read-all').set(auth).set('content-type', 'application/x-www-form-urlencoded').send('');
+      expect(empty.status).toBe(200);
+      const form = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/x-www-form-urlencoded').send('label=home');
+      expectErrorShape(form.body, 415);
+      expect(form.body.error).toBe('UNSUPPORTED_MEDIA_TYPE');
+      expect(await storedKeys()).toEqual(before);
+    });
+
+    it('names an unknown field without echoing a long name', async () => {
+      const long = 'k'.repeat(300);
+      const res = await request(t.server).post('/diagnostics/touch').set(auth).send({ label: 'home', [long]: 1 });
+      expectErrorShape(res.body, 400);
+      expect(res.body.message).toBe(`property ${'k'.repeat(64)}… should not exist`);
+      expect(JSON.stringify(res.body)).not.toContain(long);
+    });
+
     it('answers an unknown route with 404 in the standard shape', async () => {
       const res = await request(t.server).get('/no/such/route').set('x-request-id', 'r404');
       expect(res.status).toBe(404);

@@ -81,6 +81,10 @@ describe('orders and payments over HTTP', () => {
   });
 
   describe('merchants', () => {
+    it.each(['.', '..'])('refuses merchantOrderNo %j, which no URL could address afterwards', async (no) => {
+      expectError(await createOrder({ merchantOrderNo: no, amount: 100, currency: 'CNY', subject: 'Dots' }), 400, 'VALIDATION_FAILED', 'merchantOrderNo');
+    });
+
     it('closing an order that does not exist is a 404 that leaves nothing in Redis (no lock, no fencing counter)', async () => {
       const before = (await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort();
       expectError(await merchant('POST', `/merchant/orders/${orderNo()}/close`), 404, 'NOT_FOUND');

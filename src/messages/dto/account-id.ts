@@ -4,4 +4,4 @@ import { ACCOUNT_ID_RE } from '../message-keys';
 
 /** The one rule for an account id in a request body or path. */
 export const IsAccountId = () =>
-  applyDecorators(IsString(), MaxLength(64), Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -' }));
+  applyDecorators(IsString(), MaxLength(64), Matches(ACCOUNT_ID_RE, { message: 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."' }));

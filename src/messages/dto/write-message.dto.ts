@@ -3,8 +3,9 @@ import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsString, Ma
 import { IsOptionalField } from '../../http/optional-field';
 import { IsAccountId } from './account-id';
 
-export const BIZ_TYPE_RE = /^[A-Za-z0-9_.-]{1,32}$/;
-export const OUTER_BIZ_ID_RE = /^[\x21-\x7e]{1,64}$/;
+/** Both appear in URLs (pending actions), so neither may be `.` or `..`, which a URL cannot carry as a segment. */
+export const BIZ_TYPE_RE = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,32}$/;
+export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
 /** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
 export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 const LOGO_URL_RE = /^https:\/\/\S+$/;
@@ -21,14 +22,14 @@ export class WriteMessageDto {
   @ApiProperty({ example: 'PAYMENT_SUCCESS' })
   @IsString()
   @MaxLength(32)
-  @Matches(BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -' })
+  @Matches(BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -, not "." or ".."' })
   bizType!: string;
 
   /** The business system's own id for the event (order id, refund id...) */
   @ApiProperty({ example: 'order-20261122-0001' })
   @IsString()
   @MaxLength(64)
-  @Matches(OUTER_BIZ_ID_RE, { message: 'outerBizId must be 1-64 printable ASCII characters without spaces' })
+  @Matches(OUTER_BIZ_ID_RE, { message: 'outerBizId must be 1-64 printable ASCII characters without spaces, not "." or ".."' })
   outerBizId!: string;
 
   @ApiProperty({ example: 'Payment successful' })

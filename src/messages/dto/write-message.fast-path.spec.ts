@@ -1,9 +1,11 @@
 import { ValidationPipe } from '@nestjs/common';
 import fc from 'fast-check';
+import { matching } from '../../../test/support/arbitraries';
 import { ApiError } from '../../http/api-error';
 import { fastPathFor } from '../../http/fast-path';
 import { createValidationPipe, validationPipeOptions } from '../../http/validation';
-import { WriteMessageDto } from './write-message.dto';
+import { ACCOUNT_ID_RE } from '../message-keys';
+import { BIZ_TYPE_RE, OUTER_BIZ_ID_RE, WriteMessageDto } from './write-message.dto';
 
 /**
  * POST /messages skips class-transformer and class-validator's error building when the fast path accepts the
@@ -77,9 +79,9 @@ const body = fc
 
 const validBody = fc.record(
   {
-    accountId: fc.stringMatching(/^[A-Za-z0-9_.:-]{1,64}$/),
-    bizType: fc.stringMatching(/^[A-Za-z0-9_.-]{1,32}$/),
-    outerBizId: fc.stringMatching(/^[\x21-\x7e]{1,64}$/),
+    accountId: matching(ACCOUNT_ID_RE),
+    bizType: matching(BIZ_TYPE_RE),
+    outerBizId: matching(OUTER_BIZ_ID_RE),
     title: fc.string({ minLength: 1, maxLength: 100 }),
     content: fc.string({ minLength: 1, maxLength: 2000 }),
     url: fc.webUrl({ validSchemes: ['https'] }),

@@ -14,7 +14,7 @@ export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');
 export class CreateOrderDto {
   /** The merchant's own order number; with the merchant, the idempotency key */
   @ApiProperty({ example: 'M20261122-0001', maxLength: 64 })
-  @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -')
+  @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
   merchantOrderNo!: string;
 
   /** Amount in minor units (cents) */

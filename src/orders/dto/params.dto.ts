@@ -6,7 +6,7 @@ import { PAYMENT_METHODS, type PaymentMethod } from '../order.types';
 
 export class MerchantOrderNoParamDto {
   @ApiProperty({ example: 'M20261122-0001', maxLength: 64 })
-  @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -')
+  @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
   merchantOrderNo!: string;
 }
 
