@@ -35,7 +35,7 @@ export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
 
 /** The authenticated caller of this request. */
 export const CurrentCaller = createParamDecorator((_data: unknown, ctx: ExecutionContext): Caller => {
-  const req = ctx.switchToHttp().getRequest<FastifyRequest>();
+  const req = ctx.getArgByIndex<FastifyRequest>(0);
   if (!req.caller) throw new Error('CurrentCaller used on a route without @Auth');
   return req.caller;
 });

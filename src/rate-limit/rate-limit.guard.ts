@@ -29,11 +29,11 @@ export class RateLimitGuard implements CanActivate {
   canActivate(ctx: ExecutionContext): boolean | Promise<boolean> {
     const rl = this.config.rateLimit;
     if (!rl.enabled || this.skips(ctx)) return true;
-    const http = ctx.switchToHttp();
-    const req = http.getRequest<FastifyRequest>();
+    // HTTP-only guard: request and reply are arguments 0 and 1 (switchToHttp() would make three closures per call).
+    const req = ctx.getArgByIndex<FastifyRequest>(0);
     const caller = req.caller ?? { kind: 'anonymous' as const, id: req.ip };
     const limit = rl.limits[caller.kind];
-    const reply = http.getResponse<FastifyReply>();
+    const reply = ctx.getArgByIndex<FastifyReply>(1);
     // Most requests spend a token this instance already holds: decided synchronously.
     const local = this.limiter.takeLocal(caller, limit);
     if (local) return this.admit(reply, local);
