@@ -315,6 +315,17 @@ describe('Message center over HTTP', () => {
       expect(await api.pull('acc_batch_refused')).toEqual({ messages: [], hasMore: false, latestId: null, unread: 0 });
     });
 
+    it('calls an item\'s missing field required and its null field not null, as a single write would', async () => {
+      const { bizType: _omitted, ...noBizType } = tiny('acc_batch_required', 1);
+      const res = await api.batch([noBizType, { ...tiny('acc_batch_required', 2), url: null }]);
+      expect(res.status).toBe(200);
+      const results = res.body.results as Array<{ index: number; status: number; error?: string }>;
+      expect(results.map((r) => [r.status, r.error])).toEqual([
+        [400, 'bizType is required'],
+        [400, 'url must not be null'],
+      ]);
+    });
+
     it('answers each non-object item with its own 400 and still writes the object items beside them', async () => {
       const res = await api.batch([1, 'text', null, [], true, tiny('acc_batch_mixed', 1)]);
       expect(res.status).toBe(200);
