@@ -5,7 +5,7 @@ import { createServer, Server } from 'node:net';
 import { AppConfig } from './config/app-config';
 import { ConfigError, loadConfig } from './config/load-config';
 import { createApp } from './create-app';
-import { ManagedRedis, ManagedRedisError } from './redis/managed-redis';
+import { ManagedRedis, ManagedRedisError, neighbourPort } from './redis/managed-redis';
 
 /** Exit status of a start that could not complete (port in use, managed Redis refused, Redis unreachable, …). */
 const EXIT_STARTUP_FAILED = 1;
@@ -105,7 +105,7 @@ function listenFailure(config: AppConfig, err: unknown): string {
   const where = `${config.host}:${config.port}`;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'EADDRINUSE') {
-    const other = config.port < 65535 ? config.port + 1 : config.port - 1;
+    const other = neighbourPort(config.port);
     return (
       `Cannot listen on ${where}: the port is already in use (another redis-pay, or another program). ` +
       `Choose another port with PORT, for example PORT=${other} npm start, or stop the program that holds ${config.port}.`

@@ -51,13 +51,11 @@ export class AuthGuard implements CanActivate {
     const kind = presented[0];
     // Bearer tokens, service tokens and admin keys are checked synchronously; only merchant signatures need Redis (the nonce).
     if (presented.length === 1 && kind !== 'merchant') {
-      let caller: Caller;
       try {
-        caller = this.authenticateLocally(kind, req);
+        req.caller = this.authenticateLocally(kind, req);
       } catch (err) {
         return this.refuse(err, req);
       }
-      req.caller = caller;
       return this.admit(kind, policy);
     }
     return this.authenticateWithRedis(presented, req, policy);
@@ -131,5 +129,4 @@ export class AuthGuard implements CanActivate {
     if (!name) throw unauthorized(kind === 'service' ? 'Invalid service token' : 'Invalid admin key');
     return { kind, id: name };
   }
-
 }

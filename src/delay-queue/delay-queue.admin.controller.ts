@@ -19,7 +19,8 @@ import {
 /** A route that names a queue (and an item) can answer 400. */
 const badInput = 'A bad queue name, id or paging parameter';
 /** What a per-queue route answers for the documented examples' queue, which nobody has scheduled on. */
-const noSuchQueue = new ApiError(404, 'NOT_FOUND', 'no delay queue close-reminder: nothing was ever scheduled on it and no processor runs it');
+const unknownQueue = (queue: string) => new ApiError(404, 'NOT_FOUND', `no delay queue ${queue}: nothing was ever scheduled on it and no processor runs it`);
+const noSuchQueue = unknownQueue('close-reminder');
 
 /**
  * Ops view of the delay queues (admin key). A queue is known once any instance
@@ -89,8 +90,6 @@ export class DelayQueueAdminController {
 
   /** 404 unless some instance has scheduled on `queue` or processes it (the shared registry). */
   private async mustExist(queue: string): Promise<void> {
-    if (!(await this.queues.listQueues()).includes(queue)) {
-      throw new ApiError(404, 'NOT_FOUND', `no delay queue ${queue}: nothing was ever scheduled on it and no processor runs it`);
-    }
+    if (!(await this.queues.isKnown(queue))) throw unknownQueue(queue);
   }
 }

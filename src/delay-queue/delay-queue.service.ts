@@ -126,6 +126,11 @@ export class DelayQueueService {
     };
   }
 
+  /** Whether `queue` is known: scheduled on or processed by this instance, or by any other (the shared registry). */
+  async isKnown(queue: string): Promise<boolean> {
+    return this.known.has(queue) || (await this.redis.command((c) => c.sismember(registryKey(this.keyBuilder), queue))) === 1;
+  }
+
   /** Every queue ever scheduled on or processed (by any instance), sorted. */
   async listQueues(): Promise<string[]> {
     const names = await this.redis.command((c) => c.smembers(registryKey(this.keyBuilder)));

@@ -82,6 +82,7 @@ function compile(cls: Class, seen: Set<Class>): FastPath | undefined {
 }
 
 function compileProperty(cls: Class, name: string, list: ValidationMetadata[], seen: Set<Class>): PropertyCheck | undefined {
+  const storage = getMetadataStorage();
   // class-transformer must hand the value over untouched (or, for a nested value, make it the declared class).
   if (defaultMetadataStorage.findTransformMetadatas(cls, name, 1 /* PLAIN_TO_CLASS */).length > 0) return undefined;
   if (defaultMetadataStorage.findExposeMetadata(cls, name) || defaultMetadataStorage.findExcludeMetadata(cls, name)) return undefined;
@@ -89,16 +90,17 @@ function compileProperty(cls: Class, name: string, list: ValidationMetadata[], s
   const defined = list.filter((m) => m.type === ValidationTypes.IS_DEFINED);
   const custom = list.filter((m) => m.type === ValidationTypes.CUSTOM_VALIDATION);
   for (const m of [...defined, ...custom]) {
-    for (const c of getMetadataStorage().getTargetValidatorConstraints(m.constraintCls)) {
+    for (const c of storage.getTargetValidatorConstraints(m.constraintCls)) {
       if (c.async || !c.instance) return undefined;
       check.constraints.push({ rule: c.instance, meta: m });
     }
   }
   for (const m of list) if (m.type === ValidationTypes.CONDITIONAL_VALIDATION) check.conditions.push(m.constraints[0] as (object: object, value: unknown) => boolean);
   const type = defaultMetadataStorage.findTypeMetadata(cls, name);
+  const validatesNested = list.some((m) => m.type === ValidationTypes.NESTED_VALIDATION);
   // @Type without @ValidateNested converts the value (e.g. to a Date) before class-validator sees it.
-  if (type && !list.some((m) => m.type === ValidationTypes.NESTED_VALIDATION)) return undefined;
-  if (list.some((m) => m.type === ValidationTypes.NESTED_VALIDATION)) {
+  if (type && !validatesNested) return undefined;
+  if (validatesNested) {
     if (!type || type.options?.discriminator) return undefined;
     const nestedClass = type.typeFunction() as Class;
     const nested = typeof nestedClass === 'function' ? compile(nestedClass, new Set(seen)) : undefined;

@@ -72,17 +72,20 @@ const isDtoClass = (metatype: unknown): boolean => typeof metatype === 'function
 function dotSegment(params: unknown): ApiError | undefined {
   if (typeof params !== 'object' || params === null) return undefined;
   for (const [field, v] of Object.entries(params)) {
-    if (v === '.' || v === '..') return new ApiError(400, 'VALIDATION_FAILED', `${field} must not be "." or ".."`, [{ field, errors: [`${field} must not be "." or ".."`] }]);
+    if (v === '.' || v === '..') return fieldError(field, `${field} must not be "." or ".."`);
   }
   return undefined;
 }
 
-const bodyNotObject = () =>
-  new ApiError(400, 'VALIDATION_FAILED', 'Request body must be a JSON object', [{ field: 'body', errors: ['Request body must be a JSON object'] }]);
+const bodyNotObject = () => fieldError('body', 'Request body must be a JSON object');
+
+/** A 400 about one field, shaped as the class-validator failures are. */
+const fieldError = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
 
 /**
- * The global pipe: unknown fields are rejected, payloads become DTO instances
- * (types transformed), and every failure is a 400 naming the fields.
+ * The global pipe: unknown fields are rejected, and every failure is a 400
+ * naming the fields. Values the fast path accepts are handed on as parsed;
+ * the others become DTO instances (types transformed) through class-validator.
  */
 export function createValidationPipe(): PipeTransform {
   return new FastPathValidationPipe();

@@ -20,7 +20,7 @@ export class RateLimitScripts {
     private readonly keys: KeyBuilder,
   ) {}
 
-  /** The key of `caller`'s window (also what the limiter knows the caller by). */
+  /** The Redis key of `caller`'s window. */
   keyOf(caller: Caller): string {
     return rateLimitKey(this.keys, caller);
   }

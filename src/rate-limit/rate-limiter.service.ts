@@ -54,9 +54,7 @@ export class RateLimiter {
     const lease = this.leases.get(leaseKey(caller));
     if (!lease || lease.tokens <= 0) return undefined;
     const now = Date.now();
-    if (lease.endsAt <= now) return undefined;
-    lease.tokens--;
-    return { allowed: true, limit, remaining: lease.tokens + lease.remainingInRedis, resetMs: lease.endsAt - now };
+    return lease.endsAt > now ? spend(lease, limit, now) : undefined;
   }
 
   /** Counts one request of `caller` against `limit` per window. */
@@ -68,10 +66,7 @@ export class RateLimiter {
     // Each pass spends a token, waits for a lease under way, or leases (which grants at least one or proves the window spent).
     for (let attempt = 0; attempt < 100; attempt++) {
       if (lease && lease.endsAt > now) {
-        if (lease.tokens > 0) {
-          lease.tokens--;
-          return { allowed: true, limit, remaining: lease.tokens + lease.remainingInRedis, resetMs: lease.endsAt - now };
-        }
+        if (lease.tokens > 0) return spend(lease, limit, now);
         if (lease.pending) {
           await lease.pending;
           lease = this.leases.get(subject);
@@ -115,6 +110,12 @@ export class RateLimiter {
     this.lastSweep = now;
     for (const [subject, lease] of this.leases) if (lease.endsAt <= now && !lease.pending) this.leases.delete(subject);
   }
+}
+
+/** Spends one token of a lease whose window is still open. */
+function spend(lease: Lease, limit: number, now: number): RateLimitVerdict {
+  lease.tokens--;
+  return { allowed: true, limit, remaining: lease.tokens + lease.remainingInRedis, resetMs: lease.endsAt - now };
 }
 
 /** The limiter's own name for a caller (kinds are fixed words without ':'); the Redis key is made only to lease. */

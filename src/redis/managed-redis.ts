@@ -188,8 +188,11 @@ function describeHolder(p: Exclude<PortProbe, { kind: 'refused' }>): string {
   return `a program that is not Redis (${p.detail})`;
 }
 
+/** A port to suggest instead of a taken one. */
+export const neighbourPort = (port: number): number => (port < 65535 ? port + 1 : port - 1);
+
 function portTaken(port: number, holder: Exclude<PortProbe, { kind: 'refused' }>): ManagedRedisError {
-  const other = port < 65535 ? port + 1 : port - 1;
+  const other = neighbourPort(port);
   return new ManagedRedisError(
     `[managed-redis] 127.0.0.1:${port} is already in use by ${describeHolder(holder)}, not by a redis-server this service started: ` +
       `refusing to use it. Choose a free port for the development Redis with REDIS_MANAGED_PORT (for example REDIS_MANAGED_PORT=${other} npm start)` +
