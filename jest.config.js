@@ -12,6 +12,9 @@ const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, modu
 module.exports = {
   // Integration and e2e suites start real redis-server processes; a global option (ignored per project).
   testTimeout: 60000,
+  // With two cores Jest runs the suites inside its own process (in band); a failed test that leaves a reconnecting client
+  // behind would then keep that process, and the run, alive after the verdict. End the run with its verdict.
+  forceExit: true,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },

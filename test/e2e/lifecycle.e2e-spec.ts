@@ -101,33 +101,42 @@ describe('Lifecycle', () => {
       const events: string[] = [];
       const redisService = t.app.get(RedisService);
       const admin = new Redis(redis.url);
-      const visitKey = `${t.config.redis.keyPrefix}:diagnostics:{a:acc_sd}:visits:drain`;
-      t.app.get(BackgroundWorkers).register('probe', {
-        stop: async () => {
-          // Server side, the in-flight request must be done by now, and Redis still open for the worker.
-          events.push(`worker stopped after visit ${await admin.hget(visitKey, 'n')}, redis ${redisService.client.status}`);
-        },
-      });
-      await t.app.listen({ port: 0, host: '127.0.0.1' });
-      const port = (t.app.getHttpServer().address() as { port: number }).port;
-      // Hold Redis for 800 ms so the request below is in flight when shutdown starts.
-      await admin.call('CLIENT', 'PAUSE', '800', 'WRITE');
-      const inFlight = fetch(`http://127.0.0.1:${port}/diagnostics/touch`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${userToken('acc_sd')}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ label: 'drain' }),
-      });
-      await new Promise((r) => setTimeout(r, 200));
-      const closing = t.app.close().then(() => events.push(`closed, redis ${redisService.client.status}`));
-      await new Promise((r) => setTimeout(r, 100));
-      expect(await portOpen(port)).toBe(false); // no longer accepting
-      const res = await inFlight;
-      expect(res.status).toBe(200);
-      expect(res.headers.get('connection')).toBe('close');
-      expect(((await res.json()) as { count: number }).count).toBe(1);
-      await closing;
-      admin.disconnect();
-      expect(events).toEqual(['worker stopped after visit 1, redis ready', 'closed, redis end']);
+      let closing: Promise<unknown> | undefined;
+      try {
+        const visitKey = `${t.config.redis.keyPrefix}:diagnostics:{a:acc_sd}:visits:drain`;
+        t.app.get(BackgroundWorkers).register('probe', {
+          stop: async () => {
+            // Server side, the in-flight request must be done by now, and Redis still open for the worker.
+            events.push(`worker stopped after visit ${await admin.hget(visitKey, 'n')}, redis ${redisService.client.status}`);
+          },
+        });
+        await t.app.listen({ port: 0, host: '127.0.0.1' });
+        const port = (t.app.getHttpServer().address() as { port: number }).port;
+        // Hold Redis for 1.5 s so the request below is in flight when shutdown starts.
+        await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+        // Shutdown starts once the server has the request (a fixed delay lets a slow machine close first: a 503).
+        const received = new Promise<void>((r) => t.app.getHttpServer().once('request', () => r()));
+        const inFlight = fetch(`http://127.0.0.1:${port}/diagnostics/touch`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${userToken('acc_sd')}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ label: 'drain' }),
+        });
+        await received;
+        await new Promise((r) => setTimeout(r, 50));
+        closing = t.app.close().then(() => events.push(`closed, redis ${redisService.client.status}`));
+        await new Promise((r) => setTimeout(r, 100));
+        expect(await portOpen(port)).toBe(false); // no longer accepting
+        const res = await inFlight;
+        expect(res.status).toBe(200);
+        expect(res.headers.get('connection')).toBe('close');
+        expect(((await res.json()) as { count: number }).count).toBe(1);
+        await closing;
+        expect(events).toEqual(['worker stopped after visit 1, redis ready', 'closed, redis end']);
+      } finally {
+        // A failed expectation must not leave the app or a reconnecting client behind (the run would never exit).
+        await (closing ?? t.app.close()).catch(() => undefined);
+        admin.disconnect();
+      }
     });
   });
 
@@ -140,6 +149,7 @@ describe('Lifecycle', () => {
       const [port, redisPort] = [await freePort(), await freePort()];
       const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
       const p = runMain({ NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'info' });
+      const r = new Redis(redisPort, { lazyConnect: true });
       try {
         await until(async () => ((await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30_000);
         expect(p.output()).toContain('[managed-redis]');
@@ -153,7 +163,6 @@ describe('Lifecycle', () => {
         expect(line.requestId).toBe('life-123');
         expect(line).toMatchObject({ statusCode: 401, method: 'GET', route: '/diagnostics/whoami', service: 'redis-pay' });
         expect(p.output()).not.toContain('secret-looking-token-value');
-        const r = new Redis(redisPort);
         expect(await r.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
         expect(await r.config('GET', 'maxmemory-policy')).toEqual(['maxmemory-policy', 'noeviction']);
         expect(await r.config('GET', 'dir')).toEqual(['dir', dir]);
@@ -164,6 +173,7 @@ describe('Lifecycle', () => {
         expect(await portOpen(redisPort)).toBe(false);
         expect(existsSync(`/proc/${pid}`)).toBe(false);
       } finally {
+        r.disconnect();
         p.child.kill('SIGKILL');
         rmSync(dir, { recursive: true, force: true });
       }
