@@ -36,6 +36,11 @@ export class JwtVerifier {
     };
   }
 
+  /** Whether `token` verified before (it may have expired since: `verify` decides). */
+  remembers(token: string): boolean {
+    return this.verified.has(token);
+  }
+
   /** Returns the account id (`sub`) or throws a 401 `ApiError`. */
   verify(token: string): string {
     const hit = this.verified.get(token);

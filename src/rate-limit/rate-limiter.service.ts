@@ -36,8 +36,8 @@ interface Lease {
  */
 @Injectable()
 export class RateLimiter {
-  /** By `leaseKey(caller)`. */
-  private readonly leases = new Map<string, Lease>();
+  /** By caller kind, then id: no key string is built per request. */
+  private readonly leases = new Map<Caller['kind'], Map<string, Lease>>();
   private lastSweep = 0;
 
   constructor(
@@ -51,7 +51,7 @@ export class RateLimiter {
    * when only `take()` can decide.
    */
   takeLocal(caller: Caller, limit: number): RateLimitVerdict | undefined {
-    const lease = this.leases.get(leaseKey(caller));
+    const lease = this.leases.get(caller.kind)?.get(caller.id);
     if (!lease || lease.tokens <= 0) return undefined;
     const now = Date.now();
     return lease.endsAt > now ? spend(lease, limit, now) : undefined;
@@ -59,36 +59,36 @@ export class RateLimiter {
 
   /** Counts one request of `caller` against `limit` per window. */
   async take(caller: Caller, limit: number): Promise<RateLimitVerdict> {
-    const subject = leaseKey(caller);
     const now = Date.now();
     this.sweep(now);
-    let lease = this.leases.get(subject);
+    const ofKind = this.ofKind(caller.kind);
+    let lease = ofKind.get(caller.id);
     // Each pass spends a token, waits for a lease under way, or leases (which grants at least one or proves the window spent).
     for (let attempt = 0; attempt < 100; attempt++) {
       if (lease && lease.endsAt > now) {
         if (lease.tokens > 0) return spend(lease, limit, now);
         if (lease.pending) {
           await lease.pending;
-          lease = this.leases.get(subject);
+          lease = ofKind.get(caller.id);
           continue;
         }
         if (lease.remainingInRedis === 0) {
           return { allowed: false, limit, remaining: 0, resetMs: lease.endsAt - now };
         }
       }
-      lease = await this.refill(subject, caller, limit, lease);
+      lease = await this.refill(ofKind, caller, limit, lease);
     }
     // Lost a hundred races for tokens to concurrent requests of the same caller: treat as over the limit for now.
     return { allowed: false, limit, remaining: 0, resetMs: Math.max(1, (lease?.endsAt ?? now + 1000) - now) };
   }
 
-  private async refill(subject: string, caller: Caller, limit: number, previous: Lease | undefined): Promise<Lease> {
+  private async refill(ofKind: Map<string, Lease>, caller: Caller, limit: number, previous: Lease | undefined): Promise<Lease> {
     const rl = this.config.rateLimit;
     const want = Math.max(1, Math.min(rl.maxLease, Math.floor(limit / 10)));
     const lease: Lease = previous && previous.endsAt > Date.now() ? previous : { tokens: 0, remainingInRedis: limit, endsAt: Date.now() + rl.windowMs };
     let done!: () => void;
     lease.pending = new Promise<void>((r) => (done = r));
-    this.leases.set(subject, lease);
+    ofKind.set(caller.id, lease);
     try {
       const r = await this.scripts.lease(this.scripts.keyOf(caller), limit, rl.windowMs, want);
       lease.tokens += r.granted;
@@ -96,7 +96,7 @@ export class RateLimiter {
       lease.endsAt = Date.now() + r.resetMs;
       return lease;
     } catch (err) {
-      this.leases.delete(subject);
+      ofKind.delete(caller.id);
       throw err;
     } finally {
       lease.pending = undefined;
@@ -108,7 +108,13 @@ export class RateLimiter {
   private sweep(now: number): void {
     if (now - this.lastSweep < 1000) return;
     this.lastSweep = now;
-    for (const [subject, lease] of this.leases) if (lease.endsAt <= now && !lease.pending) this.leases.delete(subject);
+    for (const ofKind of this.leases.values()) for (const [id, lease] of ofKind) if (lease.endsAt <= now && !lease.pending) ofKind.delete(id);
+  }
+
+  private ofKind(kind: Caller['kind']): Map<string, Lease> {
+    let ofKind = this.leases.get(kind);
+    if (!ofKind) this.leases.set(kind, (ofKind = new Map()));
+    return ofKind;
   }
 }
 
@@ -117,6 +123,3 @@ function spend(lease: Lease, limit: number, now: number): RateLimitVerdict {
   lease.tokens--;
   return { allowed: true, limit, remaining: lease.tokens + lease.remainingInRedis, resetMs: lease.endsAt - now };
 }
-
-/** The limiter's own name for a caller (kinds are fixed words without ':'); the Redis key is made only to lease. */
-const leaseKey = (caller: Caller): string => `${caller.kind}:${caller.id}`;

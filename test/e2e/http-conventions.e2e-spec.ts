@@ -41,7 +41,7 @@ describe('HTTP conventions', () => {
       expectErrorShape(res.body, 401, 'req-abc.123');
     });
 
-    it('replaces a malformed request id with a fresh UUID', async () => {
+    it('replaces a malformed request id with a fresh UUID-shaped one', async () => {
       const res = await request(t.server).get('/health/live').set('x-request-id', 'bad id with spaces');
       expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     });
