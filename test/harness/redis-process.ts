@@ -96,6 +96,11 @@ export class RedisProcess implements HostPort {
     private readonly argv: string[],
   ) {}
 
+  /** The running server's process id (benchmarks read its CPU time from /proc). */
+  get pid(): number | undefined {
+    return this.running ? this.child?.pid : undefined;
+  }
+
   get running(): boolean {
     return !!this.child && !hasExited(this.child);
   }

@@ -9,6 +9,8 @@ export interface RedisServerHandle {
   port: number;
   url: string;
   dir: string;
+  /** The process id while it runs. */
+  readonly pid: number | undefined;
   /** Stops Redis gracefully (SIGTERM: AOF is flushed). */
   stop(): Promise<void>;
   /** SIGKILL, no flush. */
@@ -54,6 +56,9 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     port,
     url: `redis://127.0.0.1:${port}`,
     dir,
+    get pid() {
+      return proc.pid;
+    },
     start: () => proc.start(),
     stop: () => proc.stop(),
     kill: () => proc.kill(),
