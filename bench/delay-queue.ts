@@ -32,14 +32,16 @@
  */
 import { NestFactory } from '@nestjs/core';
 import Redis, { type RedisOptions } from 'ioredis';
-import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Queue as BullQueue } from 'bullmq';
 import type { Histogram, Registry } from 'prom-client';
 import type { DelayQueueService } from '../src/delay-queue/delay-queue.service';
 import type { Delivery } from '../src/delay-queue/delay-queue.types';
+import { parseSectionArgs } from './lib/args';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
+import { snapshotBuild } from './lib/full-stack';
 import { ListScanQueue } from './lib/list-scan-queue';
 import { cpuSeconds, machineCpuSeconds, ManagedProcess, selfCpuSeconds, spawnManaged } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
@@ -89,24 +91,12 @@ interface Options {
 }
 
 function parseArgs(args: string[]): Options {
-  let quick = false;
-  let only: Section[] | undefined;
-  let dist = join(ROOT, 'dist');
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--quick') quick = true;
-    else if (a === '--dist') dist = resolve(args[++i] ?? 'dist');
-    else if (a === '--only') {
-      only = (args[++i] ?? '').split(',').filter(Boolean) as Section[];
-      const bad = only.filter((s) => !SECTIONS.includes(s));
-      if (bad.length || only.length === 0) throw new Error(`--only takes a comma-separated list of ${SECTIONS.join(', ')}`);
-    } else throw new Error(`unknown option ${a} (known: --quick, --only ${SECTIONS.join(',')}, --dist DIR)`);
-  }
+  const { quick, sections, dist } = parseSectionArgs(args, SECTIONS);
   // list-scan at 1M: a few hundred ms per cancel, so far fewer samples there.
   const listScan: Record<number, number> = quick ? { 10_000: 200, 100_000: 50 } : { 10_000: 1000, 100_000: 300, 1_000_000: 60 };
   return {
     quick,
-    sections: new Set(only ?? SECTIONS),
+    sections,
     sizes: quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000],
     samples: (design, size) => (design === 'list-scan' ? listScan[size] : quick ? 1000 : 5000),
     throughputItems: quick ? 10_000 : 50_000,
@@ -223,18 +213,6 @@ interface Engine {
   /** Turns ioredis auto-pipelining on the service's command connection on or off (the service leaves it off and coalesces writes instead). */
   setAutoPipelining(on: boolean): void;
   close(): Promise<void>;
-}
-
-/**
- * Copies the build (dist/ and lua/, node_modules linked) to `dest`: a `nest build` elsewhere in
- * the tree during the run (it deletes dist/ first) must not break the run or mix two versions.
- */
-function snapshotBuild(dist: string, dest: string): string {
-  const tree = resolve(dist, '..');
-  cpSync(dist, join(dest, 'dist'), { recursive: true });
-  cpSync(join(tree, 'lua'), join(dest, 'lua'), { recursive: true });
-  symlinkSync(join(ROOT, 'node_modules'), join(dest, 'node_modules'), 'dir');
-  return join(dest, 'dist');
 }
 
 /** The whole application module (real config, Redis, scripts, metrics) without HTTP, pointed at `redisUrl`. */

@@ -31,9 +31,10 @@
  */
 import Redis from 'ioredis';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { parseSectionArgs } from './lib/args';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
-import { assertBuilt, ROOT, snapshotBuild } from './lib/full-stack';
+import { assertBuilt, snapshotBuild } from './lib/full-stack';
 import { allLibraries, LEASE_MS, LockClient, LockLibrary, packageVersions, WAIT_MS } from './lib/locks-clients';
 import { HandoffRun, HandoffSettings, HandoffWorkers } from './lib/locks-handoff';
 import { commandTime, CpuWindow, cpuBetween, Dist, dist, ms, otherShare, RedisCpu, redisCpuFromInfo, sleep, snapshot } from './lib/locks-measure';
@@ -72,22 +73,11 @@ interface Options {
 }
 
 function parseArgs(args: string[]): Options {
-  let quick = false;
-  let only: Section[] | undefined;
-  let build = join(ROOT, 'dist');
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--quick') quick = true;
-    else if (a === '--dist') build = resolve(args[++i] ?? 'dist');
-    else if (a === '--only') {
-      only = (args[++i] ?? '').split(',').filter(Boolean) as Section[];
-      if (only.length === 0 || only.some((s) => !SECTIONS.includes(s))) throw new Error(`--only takes a comma-separated list of ${SECTIONS.join(', ')}`);
-    } else throw new Error(`unknown option ${a} (known: --quick, --only ${SECTIONS.join(',')}, --dist DIR)`);
-  }
+  const { quick, sections, dist } = parseSectionArgs(args, SECTIONS);
   return {
     quick,
-    dist: build,
-    sections: new Set(only ?? SECTIONS),
+    dist,
+    sections,
     uncontended: quick
       ? { rounds: 1, warmupMs: 200, measureMs: 500, concurrency: 50, budgetS: 10 }
       : { rounds: 4, warmupMs: 300, measureMs: 1500, concurrency: 50, budgetS: 75 },
