@@ -115,8 +115,8 @@ function writePendingLines(): void {
 
 /**
  * stdout for pino, written once per event-loop turn: every line a turn logs
- * leaves in one write at its end, instead of one write per line (which cost a
- * busy server ~3 µs per request). A line waits at most one turn. The writing
+ * leaves in one write at its end, instead of one blocking write per line. A
+ * line waits at most one turn. The writing
  * is pino's own synchronous destination (sonic-boom: a full pipe is retried,
  * not queued in memory; a reader that went away is not a crash), and the
  * lines still pending at exit are written then.

@@ -10,14 +10,12 @@ const coalesced = new WeakSet<Writable>();
  * later in the same turn (after the I/O callbacks of that turn, where auto-pipelining would send it too).
  *
  * Why: ioredis writes every command to its socket at once, one syscall per command, and Redis then
- * reads, runs and answers them one by one (one read, one write and one epoll round each). Under HTTP
- * load (bench http-floor, POST /diagnostics/touch: one EVALSHA per request, quiet machine, paired A/B)
- * that took Redis 18.4 µs of CPU per request instead of 4.4, and the server 75 µs instead of 60
- * (`writeUtf8String` alone ~11 µs): the regression of commit 9f5d202, which turned auto-pipelining off.
+ * reads, runs and answers them one by one (one read, one write and one epoll round each), which
+ * multiplied Redis CPU per request under HTTP load (figures: docs/benchmarks.md, http-floor).
  * Auto-pipelining batches too, but lets only one batch per connection be in flight, so under a steady
- * stream of calls Node and Redis take turns on whole batches instead of overlapping (bench delay-queue:
- * it halved schedule() throughput at 50 in flight); corking has no such wait. With it the same A/B gave
- * 51 µs of server CPU and 4.8 µs of Redis CPU per request; a lone call's round trip is unchanged.
+ * stream of calls Node and Redis take turns on whole batches instead of overlapping (it halved
+ * delay-queue schedule() throughput at 50 in flight); corking has no such wait, and a lone call's
+ * round trip is unchanged.
  * Idempotent per socket.
  */
 export function coalesceWrites(socket: Writable | undefined): void {
