@@ -5,6 +5,7 @@ import { loadConfig } from '../config/load-config';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { ScriptCode, scriptErrorFor } from '../scripts/script-errors';
 import { AllExceptionsFilter, toErrorResponse } from './all-exceptions.filter';
+import { DomainError } from '../errors/domain-error';
 import { ApiError, unauthorized } from './api-error';
 
 const RID = 'req-7f3a';
@@ -34,6 +35,40 @@ describe(toErrorResponse.name, () => {
       expect(body).toEqual({ statusCode: 401, error: 'UNAUTHORIZED', message: 'Bearer token has expired', requestId: RID });
       expect('details' in body).toBe(false);
       expect(headers).toEqual({});
+    });
+  });
+
+  describe('DomainError', () => {
+    class Paid extends DomainError {
+      readonly kind = 'conflict' as const;
+    }
+    class Busy extends DomainError {
+      readonly kind = 'limit' as const;
+    }
+
+    it.each([
+      ['not-found', 404],
+      ['conflict', 409],
+      ['invalid', 400],
+      ['limit', 429],
+      ['unavailable', 503],
+    ] as const)('maps the kind %s to %i, the one place a kind becomes a status', (kind, status) => {
+      class Some extends DomainError {
+        readonly kind = kind;
+      }
+      const r = respond(new Some('SOME_CODE', 'Something'));
+      expect(r.status).toBe(status);
+      expect(r.body).toEqual({ statusCode: status, error: 'SOME_CODE', message: 'Something', requestId: RID });
+    });
+
+    it('carries its code, details, and Retry-After in whole seconds', () => {
+      expect(respond(new Paid('ORDER_PAID', 'The order is paid', { orderId: 'o1' }))).toEqual({
+        status: 409,
+        body: { statusCode: 409, error: 'ORDER_PAID', message: 'The order is paid', details: { orderId: 'o1' }, requestId: RID },
+        headers: {},
+      });
+      expect(respond(new Busy('SOLD_OUT_RETRY', 'Try again', undefined, 1200)).headers).toEqual({ 'retry-after': '2' });
+      expect(respond(new Busy('SOLD_OUT_RETRY', 'Try again', undefined, 10)).headers).toEqual({ 'retry-after': '1' });
     });
   });
 

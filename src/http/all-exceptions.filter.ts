@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
+import { DomainError, STATUS_BY_KIND } from '../errors/domain-error';
 import { isRedisUnavailable } from '../redis/redis-unavailable.error';
 import { ScriptError } from '../scripts/script-errors';
 import { ApiError } from './api-error';
@@ -62,6 +63,11 @@ export function toErrorResponse(err: unknown, requestId: string, retryAfterS: nu
   });
   if (err instanceof ApiError) {
     return { status: err.getStatus(), body: body(err.getStatus(), err.code, err.message, err.details), headers: err.headers };
+  }
+  if (err instanceof DomainError) {
+    const status = STATUS_BY_KIND[err.kind];
+    const headers: Record<string, string> = err.retryAfterMs === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) };
+    return { status, body: body(status, err.code, err.message, err.details), headers };
   }
   if (err instanceof ScriptError && err.status < 500) {
     return { status: err.status, body: body(err.status, err.codeName, err.message), headers: {} };
