@@ -33,14 +33,10 @@ local function fenceField(token)
 end
 
 --- (Lock scripts.) A new token above every earlier one, as a decimal string: the counter at
---- `fenceKey` plus one while it lives, and never below the Redis clock in µs, so a counter lost
---- to expiry or a failover cannot hand out an old number again. The counter is kept `keepMs`
---- after its last use.
-local function nextFencingToken(fenceKey, keepMs)
-  local t = redis.call('TIME')
-  local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  -- The exact decimal string: tokens go past 2^31 (no %g rounding).
-  local nowUsText = t[1] .. string.sub('00000' .. t[2], -6)
+--- `fenceKey` plus one while it lives, and never below the Redis clock in µs (`nowUs`, and
+--- `nowUsText` its exact digits: serverTimeMsAndUs()), so a counter lost to expiry or a failover
+--- cannot hand out an old number again. The counter is kept `keepMs` after its last use.
+local function nextFencingToken(fenceKey, keepMs, nowUs, nowUsText)
   local previous = redis.call('SET', fenceKey, nowUsText, 'PX', keepMs, 'GET')
   if previous and tonumber(previous) >= nowUs then
     local token = string.format('%.0f', tonumber(previous) + 1)

@@ -33,11 +33,12 @@ local fenceKeepMs = ARGV[5]
 local callerWaits = ARGV[6] == '1'
 local othersWait = ARGV[7] == '1'
 
-local nowMs = serverTimeMs()
+-- The clock in µs too, for fencing tokens.
+local nowMs, nowUs, nowUsText = serverTimeMsAndUs()
 
 -- The common case first: nobody holds the lock and no writer waits (there is no hash).
 if redis.call('EXISTS', holdersKey) == 0 then
-  local token = nextFencingToken(fenceKey, fenceKeepMs)
+  local token = nextFencingToken(fenceKey, fenceKeepMs, nowUs, nowUsText)
   local exp = nowMs + leaseMs
   redis.call('HSET', holdersKey, 'mode', mode, 'c:' .. owner, 1, 'e:' .. owner, exp, 't:' .. owner, token)
   if othersWait then redis.call('HSET', holdersKey, 'q', 1) end
@@ -70,10 +71,10 @@ if live == 0 and (mode == 'w' or not writerWaiting) then
     redis.call('HDEL', holdersKey, 'ww')
     ww = 0
   end
-  return grant(1, nextFencingToken(fenceKey, fenceKeepMs))
+  return grant(1, nextFencingToken(fenceKey, fenceKeepMs, nowUs, nowUsText))
 end
 if live > 0 and heldMode == 'r' and mode == 'r' and not writerWaiting then
-  return grant(1, nextFencingToken(fenceKey, fenceKeepMs))
+  return grant(1, nextFencingToken(fenceKey, fenceKeepMs, nowUs, nowUsText))
 end
 
 -- Contended: the hash exists (a live holder or a waiting writer's mark is in it), so HSET keeps its TTL.
