@@ -3,7 +3,7 @@
  * uncontended reference row (locks-clients.ts), so the Redis µs and the ops/s price the same text.
  */
 
-/** How long the engine keeps a lock's fencing counter (lock.service FENCE_KEEP_MS). */
+/** How long the engine keeps a lock's fencing counter (lock.store FENCE_KEEP_MS). */
 export const FENCE_KEEP_MS = 3_600_000;
 
 /**

@@ -1,12 +1,12 @@
--- Shared piece, inlined by the script loader: the holders of one lock hash (KEYS[1]).
+-- Shared piece, inlined by the script loader: the holders of one lock hash (holdersKey).
 -- Fields: mode ('w' | 'r'), ww (a waiting writer's deadline, ms), q (somebody waits: publish
 -- the release; set by a waiting acquire, gone with the hash), and per owner
 -- c:<owner> (hold count), e:<owner> (lease end, ms), t:<owner> (fencing token).
 -- An owner whose lease has ended is no holder: purgeExpired() removes it.
 
 --- Removes holders whose lease ended before nowMs. Returns {live holders, latest lease end, mode, ww}.
-local function purgeExpired(nowMs)
-  local flat = redis.call('HGETALL', KEYS[1])
+local function purgeExpired(holdersKey, nowMs)
+  local flat = redis.call('HGETALL', holdersKey)
   local live, maxExp, mode, ww = 0, 0, false, 0
   for i = 1, #flat, 2 do
     local f, v = flat[i], flat[i + 1]
@@ -14,7 +14,7 @@ local function purgeExpired(nowMs)
       local exp = tonumber(v)
       if exp <= nowMs then
         local o = string.sub(f, 3)
-        redis.call('HDEL', KEYS[1], f, 'c:' .. o, 't:' .. o)
+        redis.call('HDEL', holdersKey, f, 'c:' .. o, 't:' .. o)
       else
         live = live + 1
         if exp > maxExp then maxExp = exp end
@@ -29,6 +29,6 @@ local function purgeExpired(nowMs)
 end
 
 --- The key lives as long as its longest lease (or a waiting writer's mark).
-local function expireAt(untilMs, nowMs)
-  redis.call('PEXPIRE', KEYS[1], math.max(1, untilMs - nowMs))
+local function expireAt(holdersKey, untilMs, nowMs)
+  redis.call('PEXPIRE', holdersKey, math.max(1, untilMs - nowMs))
 end

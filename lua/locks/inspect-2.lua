@@ -9,11 +9,14 @@
            mode is false when nobody holds the lock
 ]]
 --- @include "includes/server-time-ms"
+local holdersKey = KEYS[1]
+local fenceKey = KEYS[2]
+
 local nowMs = serverTimeMs()
-local flat = redis.call('HGETALL', KEYS[1])
+local flat = redis.call('HGETALL', holdersKey)
 local fields = {}
 for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
-local out = {false, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '0'}
+local out = {false, redis.call('PTTL', holdersKey), redis.call('GET', fenceKey) or '0'}
 for f, v in pairs(fields) do
   if string.sub(f, 1, 2) == 'e:' and tonumber(v) > nowMs then
     local o = string.sub(f, 3)

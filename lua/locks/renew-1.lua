@@ -12,11 +12,14 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/lock-holders"
-local nowMs = serverTimeMs()
+local holdersKey = KEYS[1]
 local owner = ARGV[1]
-local live, maxExp, _, ww = purgeExpired(nowMs)
-if not redis.call('HGET', KEYS[1], 'c:' .. owner) then return -1 end
-local exp = math.max(nowMs + tonumber(ARGV[2]), tonumber(redis.call('HGET', KEYS[1], 'e:' .. owner)))
-redis.call('HSET', KEYS[1], 'e:' .. owner, exp)
-expireAt(math.max(maxExp, exp, ww), nowMs)
+local leaseMs = tonumber(ARGV[2])
+
+local nowMs = serverTimeMs()
+local _, maxExp, _, ww = purgeExpired(holdersKey, nowMs)
+if not redis.call('HGET', holdersKey, 'c:' .. owner) then return -1 end
+local exp = math.max(nowMs + leaseMs, tonumber(redis.call('HGET', holdersKey, 'e:' .. owner)))
+redis.call('HSET', holdersKey, 'e:' .. owner, exp)
+expireAt(holdersKey, math.max(maxExp, exp, ww), nowMs)
 return exp

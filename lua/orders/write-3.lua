@@ -38,6 +38,7 @@
     now           the Redis clock, epoch ms
 ]]
 --- @include "includes/server-time-ms"
+--- @include "includes/fencing"
 local now = serverTimeMs()
 
 -- The clock fields of the order (1) and the plan (2) as HSET arguments, checked before anything is written.
@@ -69,7 +70,8 @@ if ARGV[1] == 'order' then guarded = 1 elseif ARGV[1] == 'plan' then guarded = 2
 local token = tonumber(ARGV[2])
 if guarded then
   if ARGV[2 * guarded + 1] == '' then return redis.error_reply('ERR the record the lock guards must be written') end
-  if token < tonumber(redis.call('HGET', KEYS[guarded], 'fence') or '0') then return reply('STALE_TOKEN') end
+  local stale = checkFence(KEYS[guarded], token)
+  if stale then return reply(stale) end
 end
 
 local retentionMs = tonumber(ARGV[10])
@@ -78,8 +80,9 @@ local function apply(i, expected, updates)
   local key = KEYS[i]
   local set = {'version', tostring(tonumber(expected) + 1), 'updatedAt', string.format('%d', now)}
   if guarded == i then
-    set[#set + 1] = 'fence'
-    set[#set + 1] = string.format('%d', token)
+    local field, value = fenceField(token)
+    set[#set + 1] = field
+    set[#set + 1] = value
   end
   for field, value in pairs(cjson.decode(updates)) do
     set[#set + 1] = field

@@ -1,3 +1,5 @@
+import { type LockClock, type LockTimer, systemLockClock } from './lock-clock';
+
 /** What the renewer drives: a hold whose lease it renews every `renewEveryMs`. */
 export interface Renewable {
   readonly renewEveryMs: number;
@@ -10,7 +12,7 @@ interface Lane {
   every: number;
   /** Hold → when it is due (monotonic ms). Insertion order is due order: every hold joins at now + the same interval. */
   due: Map<Renewable, number>;
-  timer?: NodeJS.Timeout;
+  timer?: LockTimer;
 }
 
 /**
@@ -28,6 +30,8 @@ export class LeaseRenewer {
   private readonly lanes = new Map<number, Lane>();
   private closed = false;
 
+  constructor(private readonly clock: LockClock = systemLockClock) {}
+
   /** Queues `hold` for renewal one interval from now (or moves it there). Does nothing once `clear()` has run. */
   add(hold: Renewable): void {
     if (this.closed) return;
@@ -37,7 +41,7 @@ export class LeaseRenewer {
       lane = { every, due: new Map() };
       this.lanes.set(every, lane);
     }
-    const dueAt = performance.now() + every;
+    const dueAt = this.clock.now() + every;
     lane.due.delete(hold);
     lane.due.set(hold, dueAt);
     if (!lane.timer) this.arm(lane, dueAt);
@@ -65,18 +69,17 @@ export class LeaseRenewer {
    */
   clear(): void {
     this.closed = true;
-    for (const lane of this.lanes.values()) clearTimeout(lane.timer);
+    for (const lane of this.lanes.values()) this.clock.clearTimeout(lane.timer);
     this.lanes.clear();
   }
 
   private arm(lane: Lane, at: number): void {
-    lane.timer = setTimeout(() => this.fire(lane), Math.max(0, at - performance.now()));
-    lane.timer.unref();
+    lane.timer = this.clock.setTimeout(() => this.fire(lane), at - this.clock.now());
   }
 
   private fire(lane: Lane): void {
     lane.timer = undefined;
-    const now = performance.now();
+    const now = this.clock.now();
     const due: Renewable[] = [];
     for (const [hold, at] of lane.due) {
       if (at > now) {

@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis/redis.service';
+import { type LockClock, systemLockClock } from './lock-clock';
 
 interface Channel {
   /** Waiters in this process on this lock. */
@@ -24,7 +25,14 @@ interface Channel {
 export class LockWaiters {
   private readonly channels = new Map<string, Channel>();
 
-  constructor(private readonly subscriber: () => RedisClient) {}
+  /**
+   * @param subscriber the shared subscriber connection (called only when a first waiter joins)
+   * @param clock times the sleeps (tests drive it with fake timers)
+   */
+  constructor(
+    private readonly subscriber: () => Pick<RedisClient, 'on' | 'subscribe' | 'unsubscribe'>,
+    private readonly clock: LockClock = systemLockClock,
+  ) {}
 
   private listening = false;
 
@@ -78,12 +86,12 @@ export class LockWaiters {
     if ((c && c.seen > since) || signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         c?.sleepers.delete(done);
         signal?.removeEventListener('abort', done);
         resolve();
       };
-      const timer = setTimeout(done, Math.max(0, ms));
+      const timer = this.clock.setTimeout(done, ms);
       c?.sleepers.set(done, writer);
       signal?.addEventListener('abort', done, { once: true });
     });

@@ -1,41 +1,32 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { ApiError } from '../http/api-error';
-import { KeyBuilder } from '../redis/key-builder';
-import { isRedisUnavailable } from '../redis/redis-unavailable.error';
 import { RedisService } from '../redis/redis.service';
-import { ScriptCode, ScriptError } from '../scripts/script-errors';
-import { ScriptRegistry } from '../scripts/script-registry.service';
+import { Hold, type HoldHost } from './hold';
+import { LeaseRenewer } from './lease-renewer';
+import { type LockClock, systemLockClock } from './lock-clock';
 import { LockContendedError, LockLostError, LockUnavailableError } from './lock.errors';
+import type { LockKeys } from './lock-keys';
 import { LockMetrics } from './lock.metrics';
+import { LockPolicies } from './lock-policies';
+import { type AcquireResult, LockStore } from './lock.store';
 import type { AcquireOptions, LockHandle, LockMode, LockPolicy, LockState } from './lock.types';
-import { LeaseRenewer, type Renewable } from './lease-renewer';
 import { LockWaiters } from './lock-waiters';
-import { type LockKeys, lockKeys } from './lock-keys';
+
+/** Injection token of the engine's clock (optional: the process clock by default). */
+export const LOCK_CLOCK = Symbol('LOCK_CLOCK');
 
 export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const MAX_LEASE_MS = 10 * 60_000;
 export const MAX_WAIT_MS = 5 * 60_000;
-/** The fencing counter outlives its lock by this long; after that, tokens still never go below the Redis clock in µs. */
-const FENCE_KEEP_MS = 60 * 60_000;
-/** Used when a business has no policy of its own (LOCK_POLICIES can override it as `default`). */
-export const DEFAULT_POLICY: LockPolicy = { leaseMs: 30_000, waitMs: 0 };
-/** Built-in per-business settings; LOCK_POLICIES overrides them. */
-export const BUILT_IN_POLICIES: ReadonlyMap<string, LockPolicy> = new Map([
-  ['order', { leaseMs: 10_000, waitMs: 0 }],
-  ['payment-plan', { leaseMs: 30_000, waitMs: 0 }],
-]);
 
 /** A lock held by a withLock in the current call chain; `active` turns false at its release. */
 interface ChainHold {
   owner: string;
   active: boolean;
 }
-
-/** Held: [1, fencing token (decimal string: past 2^31, exact), lease end, hold count]; contended: [0, ms until it may be free]. */
-type AcquireReply = [1, string, number, number] | [0, number];
 
 /**
  * Reentrant, fenced, renewable Redis locks (exclusive and read/write), for
@@ -56,31 +47,35 @@ type AcquireReply = [1, string, number, number] | [0, number];
  * - Redis unreachable: fails closed with LockUnavailableError (503).
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
+export class LockService implements OnApplicationShutdown, HoldHost {
   private readonly logger = new Logger(LockService.name);
   /** The locks the current async call chain holds (withLock), by name. */
   private readonly chain = new AsyncLocalStorage<ReadonlyMap<string, ChainHold>>();
   private readonly waiters: LockWaiters;
   private readonly holds = new Set<Hold>();
+  /** @internal the time source of waits, renewals and deadlines */
+  readonly clock: LockClock;
   /** @internal the watchdogs of every hold, on one timer per renewal interval */
-  readonly renewer = new LeaseRenewer();
+  readonly renewer: LeaseRenewer;
   /** Identifies this process in owner tokens (for operators reading GET /locks/{name}). */
   private readonly instance = randomUUID().slice(0, 8);
 
   constructor(
-    private readonly scripts: ScriptRegistry,
-    private readonly keys: KeyBuilder,
+    private readonly store: LockStore,
+    private readonly policies: LockPolicies,
     private readonly config: AppConfig,
     private readonly metrics: LockMetrics,
     redis: RedisService,
+    @Optional() @Inject(LOCK_CLOCK) clock?: LockClock,
   ) {
-    this.waiters = new LockWaiters(() => redis.subscriber());
+    this.clock = clock ?? systemLockClock;
+    this.renewer = new LeaseRenewer(this.clock);
+    this.waiters = new LockWaiters(() => redis.subscriber(), this.clock);
   }
 
-  /** Lease and wait of a business: LOCK_POLICIES, else the built-in ones, else `default`. */
+  /** Lease and wait of a business: LOCK_POLICIES, else the one its module declared, else `default`. */
   policy(business = 'default'): LockPolicy {
-    const own = this.config.locks.policies;
-    return own.get(business) ?? BUILT_IN_POLICIES.get(business) ?? own.get('default') ?? DEFAULT_POLICY;
+    return this.policies.get(business);
   }
 
   /** A fresh owner token for one logical operation. */
@@ -102,30 +97,31 @@ export class LockService implements OnApplicationShutdown {
     const inChain = this.chain.getStore()?.get(name);
     const owner = options.owner ?? (inChain?.active ? inChain.owner : this.newOwner());
     const labels = this.metrics.forAcquire(options.policy ?? 'default', mode);
-    const started = performance.now();
+    const clock = this.clock;
+    const started = clock.now();
     const deadline = started + waitMs;
     let joined = false;
     try {
       for (;;) {
         const since = this.waiters.seen(keys.channel);
-        const left = deadline - performance.now();
+        const left = deadline - clock.now();
         // A waiting writer keeps new readers out; it renews that mark on every try (at least every
         // wakeCheckMs), so a writer that gives up stops blocking readers soon after.
         const intentMs = mode === 'write' ? Math.ceil(Math.min(left, 3 * this.config.locks.wakeCheckMs)) : 0;
-        const sentAt = performance.now();
+        const sentAt = clock.now();
         // Others in this process wait for this lock and sleep until a release message wakes one of
         // them: if this caller gets it, the lock keeps the waiter mark so that its release publishes.
         const othersWait = this.waiters.waiting(keys.channel) > (joined ? 1 : 0);
-        const reply = await this.tryAcquire(name, keys, owner, mode, leaseMs, intentMs, left > 0, othersWait);
-        if (reply[0] === 1) {
+        const result = await this.store.acquire(name, keys, { owner, mode, leaseMs, intentMs, waits: left > 0, othersWait });
+        if (result.held) {
           labels.acquired.inc();
-          labels.wait.observe((performance.now() - started) / 1000);
-          return this.hold(name, keys, owner, mode, leaseMs, reply, sentAt, options.watchdog ?? true);
+          labels.wait.observe((clock.now() - started) / 1000);
+          return this.hold(name, keys, owner, mode, leaseMs, result, sentAt, options.watchdog ?? true);
         }
-        const remaining = deadline - performance.now();
+        const remaining = deadline - clock.now();
         if (remaining <= 0 || options.signal?.aborted) {
           labels.contended.inc();
-          throw new LockContendedError(name, reply[1]);
+          throw new LockContendedError(name, result.freeInMs);
         }
         if (!joined) {
           // Subscribe, then try again at once: a release between the first try and the
@@ -135,7 +131,7 @@ export class LockService implements OnApplicationShutdown {
           continue;
         }
         const jitter = 0.8 + Math.random() * 0.4;
-        const nap = Math.min(remaining, reply[1] + 1, this.config.locks.wakeCheckMs * jitter);
+        const nap = Math.min(remaining, result.freeInMs + 1, this.config.locks.wakeCheckMs * jitter);
         await this.waiters.sleep(keys.channel, nap, since, mode === 'write', options.signal);
       }
     } catch (err) {
@@ -175,8 +171,7 @@ export class LockService implements OnApplicationShutdown {
 
   /** Extends an owner's lease (for HTTP callers; in-process holds have the watchdog). */
   async renew(name: string, owner: string, leaseMs: number): Promise<{ expiresAt: number }> {
-    const keys = this.keysOf(name);
-    const expiresAt = await this.run<number>(name, 'locks/renew', [keys.hash], [owner, bounded('leaseMs', leaseMs, 1, MAX_LEASE_MS)], owner);
+    const expiresAt = await this.store.renew(name, this.keysOf(name), owner, bounded('leaseMs', leaseMs, 1, MAX_LEASE_MS));
     return { expiresAt };
   }
 
@@ -186,20 +181,19 @@ export class LockService implements OnApplicationShutdown {
   }
 
   private releaseWith(name: string, keys: LockKeys, owner: string): Promise<{ holdCount: number }> {
-    return this.run<number>(name, 'locks/release', [keys.hash], [owner, keys.channel], owner).then((holdCount) => {
+    return this.store.release(name, keys, owner).then((holdCount) => {
       if (holdCount === 0) this.metrics.released.inc();
       return { holdCount };
     });
   }
 
   /** The lock as it is now, or null when nobody holds it. */
-  async inspect(name: string): Promise<LockState | null> {
-    const keys = this.keysOf(name);
-    const r = await this.run<Array<string | number | null>>(name, 'locks/inspect', [keys.hash, keys.fence], []);
-    if (!r[0]) return null;
-    const holders: LockState['holders'] = [];
-    for (let i = 3; i + 2 < r.length; i += 3) holders.push({ owner: String(r[i]), count: Number(r[i + 1]), expiresAt: Number(r[i + 2]) });
-    return { name, mode: r[0] === 'r' ? 'read' : 'write', holders, ttlMs: Number(r[1]), fencingToken: Number(r[2]) };
+  inspect(name: string): Promise<LockState | null> {
+    try {
+      return this.store.inspect(name, this.keysOf(name));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
   /** Holds with a watchdog still alive in this process (the watchdogs stop at shutdown; the leases then run out on their own). */
@@ -215,40 +209,29 @@ export class LockService implements OnApplicationShutdown {
   private keysOf(name: string): LockKeys {
     if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new ApiError(400, 'VALIDATION_FAILED', 'lock name must be 1-128 characters of A-Z a-z 0-9 _ . : -');
     // The name is a valid tag id (LOCK_NAME_RE is narrower than the key builder's rule).
-    return lockKeys(this.keys, name);
-  }
-
-  /**
-   * `waits`: the caller waits if the lock is taken, so the lock is marked for its release to be published.
-   * `othersWait`: other callers in this process wait for it, so the mark stays even if this one gets it.
-   */
-  private tryAcquire(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, intentMs: number, waits: boolean, othersWait: boolean): Promise<AcquireReply> {
-    const args = [owner, mode === 'write' ? 'w' : 'r', leaseMs, Math.max(0, intentMs), FENCE_KEEP_MS, waits ? '1' : '0', othersWait ? '1' : '0'];
-    return this.run<AcquireReply>(name, 'locks/acquire', [keys.hash, keys.fence], args, owner);
-  }
-
-  /** Runs a lock script; maps Redis outages to LockUnavailableError and result codes to lock errors. */
-  private run<T>(name: string, script: string, keys: string[], args: Array<string | number>, owner?: string): Promise<T> {
-    // Chained, not awaited (each async layer is a promise more on every acquire and release).
-    return this.scripts.run<T>(script, keys, args).catch((err: unknown) => {
-      if (isRedisUnavailable(err)) throw new LockUnavailableError(name, err);
-      if (err instanceof ScriptError && err.code === ScriptCode.NOT_FOUND) throw new LockLostError(name, owner ?? '');
-      if (err instanceof ScriptError && err.code === ScriptCode.CONFLICT) {
-        throw new ApiError(409, 'LOCK_UPGRADE_REFUSED', `Lock ${name}: a reader cannot become the writer while it holds a read lock (release it first)`);
-      }
-      throw err;
-    });
+    return this.store.keys(name);
   }
 
   /** Resolves when `p` does or `ms` have passed (a subscription that hangs must not hold a waiter past its deadline). */
   private async waitFor(p: Promise<unknown>, ms: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, ms))))]);
-    clearTimeout(timer);
+    let timer: ReturnType<LockClock['setTimeout']> | undefined;
+    await Promise.race([p, new Promise<void>((r) => (timer = this.clock.setTimeout(r, ms)))]);
+    this.clock.clearTimeout(timer);
   }
 
-  private hold(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, reply: [1, string, number, number], sentAt: number, watchdog: boolean): LockHandle {
-    const h = new Hold(this, name, keys, owner, mode, Number(reply[1]), reply[2], reply[3], leaseMs, sentAt + leaseMs, (hold) => this.holds.delete(hold));
+  private hold(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, held: AcquireResult & { held: true }, sentAt: number, watchdog: boolean): LockHandle {
+    const h = new Hold({
+      host: this,
+      name,
+      keys,
+      owner,
+      mode,
+      fencingToken: held.fencingToken,
+      expiresAt: held.expiresAt,
+      holdCount: held.holdCount,
+      leaseMs,
+      localDeadline: sentAt + leaseMs,
+    });
     // Only holds with a watchdog need stopping at shutdown; the others (HTTP) may be released by name and owner alone.
     if (watchdog) {
       this.holds.add(h);
@@ -263,8 +246,8 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** @internal used by Hold */
-  releaseHold(h: Hold, keys: LockKeys): Promise<void> {
-    return this.releaseWith(h.name, keys, h.owner).then(
+  releaseHold(h: Hold): Promise<void> {
+    return this.releaseWith(h.name, h.keys, h.owner).then(
       () => undefined,
       (err: unknown) => {
         if (!(err instanceof LockLostError)) throw err;
@@ -280,103 +263,10 @@ export class LockService implements OnApplicationShutdown {
     this.metrics.lost.inc({ when: 'held' });
     this.logger.warn({ lock: h.name, reason }, 'lock lost while held');
   }
-}
 
-/** One hold: its watchdog, its lost-signal and its release. */
-class Hold implements LockHandle, Renewable {
-  /** Made on first use of `signal` (most holds never look at it). */
-  private aborter?: AbortController;
-  private lostWith?: LockLostError;
-  /** A retry of a renewal Redis did not answer (the regular renewals come from the service's LeaseRenewer). */
-  private retryTimer?: NodeJS.Timeout;
-  /** Set by stopWatchdog (release, loss, shutdown): a renewal still on its way must not start another. */
-  private stopped = false;
-  private renewing?: Promise<void>;
-  private released?: Promise<void>;
-
-  constructor(
-    private readonly service: LockService,
-    readonly name: string,
-    private readonly keys: LockKeys,
-    readonly owner: string,
-    readonly mode: LockMode,
-    readonly fencingToken: number,
-    public expiresAt: number,
-    readonly holdCount: number,
-    readonly leaseMs: number,
-    /** When the lease surely ends, on this process's monotonic clock: the request's send time plus the lease. */
-    private localDeadline: number,
-    private readonly onEnd: (h: Hold) => void,
-  ) {}
-
-  get signal(): AbortSignal {
-    if (!this.aborter) {
-      this.aborter = new AbortController();
-      if (this.lostWith) this.aborter.abort(this.lostWith);
-    }
-    return this.aborter.signal;
-  }
-
-  get renewEveryMs(): number {
-    return this.leaseMs / 3;
-  }
-
-  startWatchdog(): void {
-    this.service.renewer.add(this);
-  }
-
-  stopWatchdog(): void {
-    this.stopped = true;
-    this.service.renewer.delete(this);
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-  }
-
-  renewNow(): void {
-    this.renewing = this.renewOnce();
-  }
-
-  release(): Promise<void> {
-    if (!this.released) {
-      // The watchdog stops first, and a renewal already on its way finishes
-      // before the release: no renewal can land after it. (Chained, not an async
-      // function: this runs on every release.)
-      const giveBack = (): Promise<void> => (this.lostWith ? Promise.resolve() : this.service.releaseHold(this, this.keys));
-      let p: Promise<void>;
-      try {
-        this.stopWatchdog();
-        p = this.renewing ? this.renewing.then(giveBack) : giveBack();
-      } catch (err) {
-        p = Promise.reject(err as Error);
-      }
-      this.released = p.finally(() => this.onEnd(this));
-    }
-    return this.released;
-  }
-
-  private async renewOnce(): Promise<void> {
-    const sentAt = performance.now();
-    try {
-      this.expiresAt = await this.service.renewHold(this);
-      this.localDeadline = Math.max(this.localDeadline, sentAt + this.leaseMs);
-      if (!this.stopped) this.service.renewer.add(this);
-    } catch (err) {
-      if (this.stopped) return;
-      if (err instanceof LockLostError) return this.lose('the lease ended before it was renewed');
-      // Redis did not answer: keep trying while the lease may still be ours, then give up.
-      const left = this.localDeadline - performance.now();
-      if (left <= 0) return this.lose('Redis could not renew the lease before it ended');
-      this.retryTimer = setTimeout(() => this.renewNow(), Math.min(left, Math.max(50, this.leaseMs / 10)));
-      this.retryTimer.unref();
-    }
-  }
-
-  private lose(reason: string): void {
-    this.stopWatchdog();
-    this.service.noteLost(this, reason);
-    this.lostWith = new LockLostError(this.name, this.owner);
-    this.aborter?.abort(this.lostWith);
-    this.onEnd(this);
+  /** @internal used by Hold */
+  holdEnded(h: Hold): void {
+    this.holds.delete(h);
   }
 }
 

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
+import { LocksModule } from '../locks/locks.module';
 import { ChannelGateway } from './channels/channel-gateway';
 import { ChannelsAdminController } from './channels-admin.controller';
 import { MerchantOrdersController } from './merchant-orders.controller';
+import { ORDER_LOCK_POLICIES } from './order-lock-policies';
 import { OrderEventsService } from './order-events.service';
 import { OrdersMetrics } from './orders.metrics';
 import { OrdersService } from './orders.service';
@@ -12,6 +14,7 @@ import { PaymentsController } from './payments.controller';
 
 /** Master orders, payment plans and their execution over the payment channels, and the order events. */
 @Module({
+  imports: [LocksModule.forFeature('orders', ORDER_LOCK_POLICIES)],
   controllers: [MerchantOrdersController, PaymentsController, ChannelsAdminController],
   providers: [OrdersStore, OrdersService, PaymentPlansService, PaymentRunner, ChannelGateway, OrdersMetrics, OrderEventsService],
   exports: [OrdersService, OrderEventsService],

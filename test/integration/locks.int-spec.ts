@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { LockContendedError, LockLostError } from '../../src/locks/lock.errors';
 import { lockKeys } from '../../src/locks/lock-keys';
 import { LockService } from '../../src/locks/lock.service';
+import { DEFAULT_LUA_DIR } from '../../src/scripts/script-loader';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import type { LockHandle } from '../../src/locks/lock.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
@@ -27,6 +30,17 @@ describe(`${LockService.name} on two instances`, () => {
   const fresh = () => `test:${process.pid}:${++n}`;
   const hashKey = (name: string) => lockKeys(keys, name).hash;
   const fenceKey = (name: string) => lockKeys(keys, name).fence;
+  /** Counts the runs of script `id` on lock `name` through instance 0's registry (restore() afterwards). */
+  const countRuns = (id: string, name: string) => {
+    const registry = apps[0].app.get(ScriptRegistry);
+    const run = registry.run.bind(registry);
+    const counted = { n: 0, restore: () => spy.mockRestore() };
+    const spy = jest.spyOn(registry, 'run').mockImplementation((sid, k, a) => {
+      if (sid === id && k[0] === hashKey(name)) counted.n++;
+      return run(sid, k, a);
+    });
+    return counted;
+  };
 
   beforeAll(async () => {
     redis = await startRedisServer();
@@ -83,7 +97,9 @@ describe(`${LockService.name} on two instances`, () => {
       const inner = await locks[0].acquire(name, { leaseMs: 100, watchdog: false });
       expect(inner.expiresAt).toBeGreaterThanOrEqual(outer.expiresAt);
       await inner.release();
-      await sleep(300);
+      // The lease in Redis is still the outer one (cut short, the key would go within 100 ms).
+      expect((await locks[0].inspect(name))?.holders).toEqual([{ owner: outer.owner, count: 1, expiresAt: outer.expiresAt }]);
+      expect(await raw.pttl(hashKey(name))).toBeGreaterThan(1_000);
       await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
     });
   });
@@ -92,8 +108,11 @@ describe(`${LockService.name} on two instances`, () => {
     const name = fresh();
     await locks[0].withLock(name, { leaseMs: 3_000 }, async (outer) => {
       // The nested hold's watchdog renews every 100 ms; the outer one's only every second.
+      const outerEnd = (await locks[0].inspect(name))!.holders[0].expiresAt;
       await locks[0].withLock(name, { leaseMs: 300 }, () => sleep(450));
-      await sleep(900);
+      // Its renewals never cut the outer lease (cut, it would end 300 ms after the last of them).
+      expect((await locks[0].inspect(name))!.holders[0].expiresAt).toBeGreaterThanOrEqual(outerEnd);
+      expect(await raw.pttl(hashKey(name))).toBeGreaterThan(1_000);
       expect(outer.signal.aborted).toBe(false);
       await expect(locks[1].acquire(name, { waitMs: 0, watchdog: false })).rejects.toBeInstanceOf(LockContendedError);
     });
@@ -103,10 +122,13 @@ describe(`${LockService.name} on two instances`, () => {
     const name = fresh();
     let late!: Promise<LockHandle>;
     let outerOwner = '';
+    let start!: () => void;
     await locks[0].withLock(name, { leaseMs: 5_000 }, async (lock) => {
       outerOwner = lock.owner;
-      late = sleep(100).then(() => locks[0].acquire(name, { leaseMs: 5_000, waitMs: 0 }));
+      // Started inside the hold, run after it: it still carries the hold's async context.
+      late = new Promise<void>((r) => (start = r)).then(() => locks[0].acquire(name, { leaseMs: 5_000, waitMs: 0 }));
     });
+    start();
     const h = await late;
     expect(h.owner).not.toBe(outerOwner);
     expect(h.holdCount).toBe(1);
@@ -192,13 +214,7 @@ describe(`${LockService.name} on two instances`, () => {
   it('wakes one waiting writer of a process per release, and each next one on the release message', async () => {
     const name = fresh();
     const WAITERS = 12;
-    const registry = apps[0].app.get(ScriptRegistry);
-    const run = registry.run.bind(registry);
-    let tries = 0;
-    const spy = jest.spyOn(registry, 'run').mockImplementation((id, k, a) => {
-      if (id === 'locks/acquire' && k[0] === hashKey(name)) tries++;
-      return run(id, k, a);
-    });
+    const tries = countRuns('locks/acquire', name);
     try {
       const first = await locks[1].acquire(name, { leaseMs: 10_000 });
       const got: number[] = [];
@@ -211,18 +227,18 @@ describe(`${LockService.name} on two instances`, () => {
         }),
       );
       await sleep(100); // every waiter has tried, subscribed, tried again and gone to sleep
-      const settled = tries;
+      const settled = tries.n;
       released.push(performance.now());
       await first.release();
       await Promise.all(waiting);
       // One try per release for the one writer it wakes (waking all of them: 12 + 11 + ... + 1 = 78);
       // the slack is for re-checks on a slow machine, which come every ~200 ms per sleeper.
-      expect(tries - settled).toBeLessThan(2 * WAITERS);
+      expect(tries.n - settled).toBeLessThan(2 * WAITERS);
       // Each hand-off came from the message: none waited for a re-check.
       const handoffs = got.map((t, i) => t - released[i]);
       expect(Math.max(...handoffs)).toBeLessThan(WAKE_CHECK_MS / 2);
     } finally {
-      spy.mockRestore();
+      tries.restore();
     }
   });
 
@@ -307,18 +323,27 @@ describe(`${LockService.name} on two instances`, () => {
   });
 
   it('keeps a long holder alive with the watchdog, and stops renewing at release', async () => {
+    // The cadence (every third of the lease, none after release) is pinned on fake time in hold.spec.ts;
+    // here the renewals reach Redis and keep the key alive for more than three leases.
     const name = fresh();
-    const a = await locks[0].acquire(name, { leaseMs: 600 });
-    await sleep(2_000); // more than three leases
-    expect(a.signal.aborted).toBe(false);
-    await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
-    const ttl = await raw.pttl(hashKey(name));
-    expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(600);
-    await a.release();
-    expect(await raw.exists(hashKey(name))).toBe(0);
-    await sleep(400); // a renewal landing after the release would bring the key back
-    expect(await raw.exists(hashKey(name))).toBe(0);
+    const renewals = countRuns('locks/renew', name);
+    try {
+      const a = await locks[0].acquire(name, { leaseMs: 300 });
+      await waitUntil('ten renewals (over three leases)', () => Promise.resolve(renewals.n >= 10), 10_000);
+      expect(a.signal.aborted).toBe(false);
+      await expect(locks[1].acquire(name, { waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
+      const ttl = await raw.pttl(hashKey(name));
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(300);
+      await a.release();
+      expect(await raw.exists(hashKey(name))).toBe(0);
+      const atRelease = renewals.n;
+      await sleep(250); // two renewal intervals: a renewal after the release would bring the key back
+      expect(renewals.n).toBe(atRelease);
+      expect(await raw.exists(hashKey(name))).toBe(0);
+    } finally {
+      renewals.restore();
+    }
   });
 
   it('stops renewing at shutdown, even a hold whose renewal is on its way then: the lease runs out', async () => {
@@ -402,7 +427,7 @@ describe(`${LockService.name} on two instances`, () => {
       const name = fresh();
       const r1 = await locks[0].acquire(name, { mode: 'read', leaseMs: 5_000 });
       const writer = locks[1].acquire(name, { mode: 'write', leaseMs: 5_000, waitMs: 10_000 });
-      await sleep(100);
+      await waitUntil('the writer\'s mark', async () => (await raw.hexists(hashKey(name), 'ww')) === 1, 2_000);
       // A steady stream of readers would keep the lock shared forever; with a writer waiting they are refused.
       await expect(locks[0].acquire(name, { mode: 'read', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
       const lateReader = locks[0].acquire(name, { mode: 'read', leaseMs: 5_000, waitMs: 10_000 });
@@ -421,7 +446,7 @@ describe(`${LockService.name} on two instances`, () => {
       const r1 = await locks[0].acquire(name, { mode: 'read', leaseMs: 5_000 });
       const ac = new AbortController();
       const writer = locks[1].acquire(name, { mode: 'write', waitMs: 60_000, signal: ac.signal }).catch((e: unknown) => e);
-      await sleep(100);
+      await waitUntil('the writer\'s mark', async () => (await raw.hexists(hashKey(name), 'ww')) === 1, 2_000);
       await expect(locks[0].acquire(name, { mode: 'read', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
       ac.abort();
       expect(await writer).toBeInstanceOf(LockContendedError);
@@ -516,7 +541,43 @@ describe(`${LockService.name} on two instances`, () => {
     });
   });
 
-  it('settings come per business: LOCK_POLICIES over the built-in ones over the default', () => {
+  describe('the fencing include (lua/includes/fencing.lua)', () => {
+    /** A module's write script as docs/locks.md shows it: the record, then the token and the value. */
+    const writeScript = `${readFileSync(join(DEFAULT_LUA_DIR, 'includes', 'fencing.lua'), 'utf8')}
+local recordKey = KEYS[1]
+local token = tonumber(ARGV[1])
+local stale = checkFence(recordKey, token)
+if stale then return stale end
+redis.call('HSET', recordKey, 'balance', ARGV[2], fenceField(token))
+return 'OK'`;
+    const write = (record: string, token: number, balance: string) => raw.eval(writeScript, 1, record, String(token), balance);
+
+    it('refuses a write by a holder whose lease ran out once the next holder has written, and lets the current holder write again', async () => {
+      const name = fresh();
+      const record = `${name}:record`;
+      const first = await locks[0].acquire(name, { leaseMs: 100, watchdog: false });
+      await waitUntil('the first lease to end', async () => (await raw.exists(hashKey(name))) === 0, 2_000);
+      const second = await locks[1].acquire(name, { leaseMs: 5_000 });
+      expect(await write(record, second.fencingToken, '200')).toBe('OK');
+      // The first holder wakes up from a pause and writes what it read before: refused, nothing written.
+      expect(await write(record, first.fencingToken, '100')).toBe('STALE_TOKEN');
+      expect(await raw.hgetall(record)).toEqual({ balance: '200', fence: String(second.fencingToken) });
+      expect(await write(record, second.fencingToken, '300')).toBe('OK');
+      expect(await raw.hget(record, 'balance')).toBe('300');
+      await second.release();
+      await raw.del(record);
+    });
+
+    it('keeps tokens past 2^31 exact', async () => {
+      const record = `${fresh()}:record`;
+      expect(await write(record, 1_732_000_000_123_456, 'a')).toBe('OK');
+      expect(await raw.hget(record, 'fence')).toBe('1732000000123456');
+      expect(await write(record, 1_732_000_000_123_455, 'b')).toBe('STALE_TOKEN');
+      await raw.del(record);
+    });
+  });
+
+  it('settings come per business: LOCK_POLICIES over the ones modules declare (orders) over the default', () => {
     expect(locks[0].policy('payment-plan')).toEqual({ leaseMs: 30_000, waitMs: 0 });
     expect(locks[0].policy('order')).toEqual({ leaseMs: 10_000, waitMs: 0 });
     expect(locks[0].policy('anything-else')).toEqual({ leaseMs: 30_000, waitMs: 0 });

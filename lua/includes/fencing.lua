@@ -1,0 +1,47 @@
+-- Shared piece, inlined by the script loader: fencing tokens, issued by the lock
+-- scripts and checked by any module's write script. See docs/locks.md,
+-- "Fencing in your own write script".
+--
+-- A lock hands every new hold a token above every earlier one (LockHandle.fencingToken).
+-- A write script that changes a record the lock guards keeps the highest token it
+-- has written with in the record's hash (field `fence`) and refuses a lower one:
+-- a holder whose lease ran out while it was paused cannot overwrite the work of
+-- the holder after it. In a write script (the record's key comes in KEYS, the
+-- token in ARGV, as decimal digits):
+--
+--   --- @include "includes/fencing"
+--   local stale = checkFence(recordKey, token)
+--   if stale then return stale end                   -- 'STALE_TOKEN': write nothing
+--   redis.call('HSET', recordKey, 'balance', newBalance, fenceField(token))
+--
+-- checkFence and fenceField need only the record's own key, so the check works on
+-- Redis Cluster with the record under any hash tag.
+
+--- The hash field a record keeps its highest written token in.
+local FENCE_FIELD = 'fence'
+
+--- nil when `token` (a number) may write `recordKey`: no write with a higher token has
+--- happened. Otherwise the status 'STALE_TOKEN' (a newer holder of the lock has written).
+local function checkFence(recordKey, token)
+  if token < tonumber(redis.call('HGET', recordKey, FENCE_FIELD) or '0') then return 'STALE_TOKEN' end
+  return nil
+end
+
+--- The HSET field and value that record `token` on the record, to add to the write itself.
+local function fenceField(token)
+  return FENCE_FIELD, string.format('%d', token)
+end
+
+--- (Lock scripts.) A new token above every earlier one, as a decimal string: the counter at
+--- `fenceKey` plus one while it lives, and never below the Redis clock in µs (`nowUs`, and
+--- `nowUsText` its exact digits: serverTimeMsAndUs()), so a counter lost to expiry or a failover
+--- cannot hand out an old number again. The counter is kept `keepMs` after its last use.
+local function nextFencingToken(fenceKey, keepMs, nowUs, nowUsText)
+  local previous = redis.call('SET', fenceKey, nowUsText, 'PX', keepMs, 'GET')
+  if previous and tonumber(previous) >= nowUs then
+    local token = string.format('%.0f', tonumber(previous) + 1)
+    redis.call('SET', fenceKey, token, 'PX', keepMs)
+    return token
+  end
+  return nowUsText
+end
