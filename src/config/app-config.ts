@@ -54,7 +54,7 @@ export interface MessagesConfig {
 }
 
 export interface LocksConfig {
-  /** Lease and wait per business (built-in defaults overridden by LOCK_POLICIES). */
+  /** LOCK_POLICIES: lease and wait per business, overriding what the modules declare. */
   policies: ReadonlyMap<string, { leaseMs: number; waitMs: number }>;
   /** A waiter checks the lock again at least this often, even if no release message arrives, ms. */
   wakeCheckMs: number;
