@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { MERCHANT_ORDER_NO_RE } from '../order-keys';
+import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from '../order-keys';
 import { IsIdString } from '../orders-api.decorators';
 
 /** Largest amount of one order or instruction, in minor units (100,000,000.00 in a two-decimal currency). */
@@ -45,4 +45,10 @@ export class CreateOrderDto {
   @Min(1)
   @Max(MAX_EXPIRE_MINUTES)
   expireMinutes?: number;
+
+  /** The only app account that may pay the order (bound from the start); absent: the first account to create a plan */
+  @ApiPropertyOptional({ example: 'u_1001', maxLength: 64 })
+  @IsOptionalField()
+  @IsIdString(64, ACCOUNT_ID_RE, 'payerAccountId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
+  payerAccountId?: string;
 }
