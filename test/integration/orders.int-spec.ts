@@ -16,7 +16,7 @@ import { PaymentPlansService } from '../../src/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/orders/payment-runner.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, resetChannels } from '../support/orders-fixture';
+import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, rejection, resetChannels } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -33,16 +33,6 @@ const MERCHANT = CREDS.merchantId;
 const QUERY_DELAY_MS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The error a call rejected with, or a failure when it resolved. */
-async function rejection(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to be refused');
-}
 
 describe(OrdersService.name, () => {
   let redis: RedisServerHandle;

@@ -1,3 +1,4 @@
+import { ApiError } from '../../src/http/api-error';
 import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
 import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
@@ -32,3 +33,14 @@ export const ledgerOf = (channels: ChannelGateway, planId: string, legs: Readonl
 
 /** Money the channels hold over these entries: charged and not given back. */
 export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
+
+/** The ApiError a call rejected with; fails when it resolved, rethrows any other error. */
+export async function rejection(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  throw new Error('expected the call to be refused');
+}
