@@ -3,11 +3,10 @@ import { createHash } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
-import { DEFAULT_EXPIRE_MINUTES } from './dto/create-order.dto';
 import type { CheckoutOrderDto, OrderDto } from './dto/order.dto';
-import type { CreateOrderCommand, CreateOrderForBuyerCommand } from './order-commands';
+import { type CreateOrderCommand, type CreateOrderForBuyerCommand, DEFAULT_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
 import { expectWritten, invalidField, orderConflict, orderNotFound, refusalError } from './order-errors';
-import { ACCOUNT_ID_RE, orderIdFor } from './order-keys';
+import { orderIdFor } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
 import { EXPIRY_QUEUE } from './order-queues';
 import { expiryStepOf, orderTransition, planTransition, type Refusal } from './order-state';
@@ -63,13 +62,14 @@ export class OrdersService implements OnApplicationBootstrap {
   /**
    * For other modules, in process: the order of a known payer, created on behalf of `command.merchantId`
    * with the same idempotency rules as `create` (the payer is part of the payload). Only the payer may
-   * see and pay it. A malformed payerAccountId is refused before anything is stored.
+   * see and pay it. A command that breaks the HTTP create's rules is refused (400 naming the field) before
+   * anything is stored.
    */
   async createForBuyer(command: CreateOrderForBuyerCommand): Promise<{ order: OrderView; created: boolean }> {
     const { merchantId, ...payload } = command;
-    if (typeof payload.payerAccountId !== 'string' || !ACCOUNT_ID_RE.test(payload.payerAccountId)) {
-      throw invalidField('payerAccountId', 'payerAccountId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."');
-    }
+    // The merchant and the payer (required here, optional on the HTTP create) are checked with the payload.
+    const problem = orderCommandProblem({ ...command, payerAccountId: command.payerAccountId ?? '' });
+    if (problem) throw invalidField(problem.field, problem.message);
     const { order, created } = await this.createOrder(merchantId, payload);
     return { order: orderView(order), created };
   }
@@ -132,6 +132,9 @@ export class OrdersService implements OnApplicationBootstrap {
   }
 
   private async createOrder(merchantId: string, command: CreateOrderCommand): Promise<{ order: OrderRecord; created: boolean }> {
+    // The HTTP create has been validated by the pipe already; an in-process caller has not.
+    const problem = orderCommandProblem(command);
+    if (problem) throw invalidField(problem.field, problem.message);
     const orderId = orderIdFor(merchantId, command.merchantOrderNo);
     const expireMinutes = command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;
     const payer = command.payerAccountId ?? '';

@@ -112,11 +112,24 @@ describe('orders: in-process API', () => {
       expect(await orders.findById(order.orderId)).toMatchObject({ status: 'PAID', paidPlanId: plan.planId, payerAccountId: 'buyer-4' });
     });
 
-    it.each(['', '.', '..', 'has space', 'x'.repeat(65), 'a{b}'])('refuses payerAccountId %j with a 400 naming it, and stores nothing', async (payer) => {
-      const command = forBuyer(payer);
+    it.each([
+      ['payerAccountId', { payerAccountId: '' }],
+      ['payerAccountId', { payerAccountId: '..' }],
+      ['payerAccountId', { payerAccountId: 'has space' }],
+      ['payerAccountId', { payerAccountId: 'x'.repeat(65) }],
+      ['payerAccountId', { payerAccountId: 'a{b}' }],
+      ['payerAccountId', { payerAccountId: undefined }],
+      ['merchantId', { merchantId: '' }],
+      ['amount', { amount: 0 }],
+      ['amount', { amount: 1.5 }],
+      ['currency', { currency: 'XYZ' }],
+      ['subject', { subject: '' }],
+      ['expireMinutes', { expireMinutes: 0 }],
+    ])('refuses a bad %s with a 400 naming it, and stores nothing (%j)', async (field, change) => {
+      const command = { ...forBuyer('buyer-x'), ...change } as CreateOrderForBuyerCommand;
       const err = await rejection(orders.createForBuyer(command));
-      expect([err.getStatus(), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', 'payerAccountId']);
-      const orderId = orderIdFor(MERCHANT, command.merchantOrderNo);
+      expect([err.getStatus(), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', field]);
+      const orderId = orderIdFor(command.merchantId, command.merchantOrderNo);
       expect(await raw.exists(orderKeys(t.app.get(KeyBuilder), orderId)[0])).toBe(0);
       expect(await queue.get(EXPIRY_QUEUE, orderId)).toBeNull();
     });
