@@ -39,6 +39,7 @@ export class MerchantOrdersController {
   })
   async create(@CurrentCaller() caller: Caller, @Body() dto: CreateOrderDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<OrderDto> {
     const command: CreateOrderCommand = {
+      merchantId: caller.id,
       merchantOrderNo: dto.merchantOrderNo,
       amount: dto.amount,
       currency: dto.currency,
@@ -46,7 +47,7 @@ export class MerchantOrdersController {
       ...(dto.expireMinutes === undefined ? {} : { expireMinutes: dto.expireMinutes }),
       ...(dto.payerAccountId === undefined ? {} : { payerAccountId: dto.payerAccountId }),
     };
-    const { order, created } = await this.orders.create(caller.id, command);
+    const { order, created } = await this.orders.create(command);
     void reply.status(created ? 201 : 200);
     return order;
   }

@@ -1,17 +1,18 @@
 import { type CreateOrderCommand, MAX_AMOUNT, MAX_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
 
 describe('orderCommandProblem', () => {
-  const sound: CreateOrderCommand & { merchantId?: string } = { merchantId: 'm_1', merchantOrderNo: 'M-1', amount: 12800, currency: 'CNY', subject: 'Coffee', expireMinutes: 30, payerAccountId: 'u_1' };
+  const sound: CreateOrderCommand = { merchantId: 'm_1', merchantOrderNo: 'M-1', amount: 12800, currency: 'CNY', subject: 'Coffee', expireMinutes: 30, payerAccountId: 'u_1' };
 
   it('accepts a sound command, with or without its optional fields', () => {
     expect(orderCommandProblem(sound)).toBeUndefined();
-    expect(orderCommandProblem({ merchantOrderNo: 'M-1', amount: 1, currency: 'USD', subject: 'x' })).toBeUndefined();
+    expect(orderCommandProblem({ merchantId: 'm.1', merchantOrderNo: 'M-1', amount: 1, currency: 'USD', subject: 'x' })).toBeUndefined();
     expect(orderCommandProblem({ ...sound, amount: MAX_AMOUNT, expireMinutes: MAX_EXPIRE_MINUTES })).toBeUndefined();
   });
 
   it.each([
     ['merchantId', { merchantId: '' }],
-    ['merchantId', { merchantId: '..' }],
+    ['merchantId', { merchantId: 'has space' }],
+    ['merchantId', { merchantId: undefined }],
     ['merchantOrderNo', { merchantOrderNo: 'has space' }],
     ['merchantOrderNo', { merchantOrderNo: 'x'.repeat(65) }],
     ['amount', { amount: 0 }],

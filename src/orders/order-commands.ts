@@ -14,8 +14,9 @@ export const MAX_SUBJECT_LENGTH = 128;
 /** ISO 4217 codes as the runtime's ICU knows them. */
 export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');
 
-/** A master order's payload; with the merchant, `merchantOrderNo` is the idempotency key. */
+/** A master order of `merchantId`; with the merchant, `merchantOrderNo` is the idempotency key. */
 export interface CreateOrderCommand {
+  merchantId: string;
   merchantOrderNo: string;
   /** Minor units. */
   amount: number;
@@ -30,8 +31,20 @@ export interface CreateOrderCommand {
 
 /** An order that another module creates for a known payer on behalf of a merchant. */
 export interface CreateOrderForBuyerCommand extends CreateOrderCommand {
-  merchantId: string;
   payerAccountId: string;
+}
+
+/** The account's plan for an order: its instructions replace a PENDING plan's. */
+export interface CreatePlanCommand {
+  accountId: string;
+  orderId: string;
+  instructions: readonly PlanInstructionInput[];
+}
+
+/** The account pays its plan. */
+export interface PayPlanCommand {
+  accountId: string;
+  planId: string;
 }
 
 /** One instruction of a payment plan, in the order they run. */
@@ -42,6 +55,8 @@ export interface PlanInstructionInput {
 }
 
 const isIntIn = (v: unknown, min: number, max: number) => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
+/** Merchant ids as the merchant signature admits them (a superset, so no signed merchant is refused here). */
+const MERCHANT_ID_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 const idRule = (field: string) => `${field} must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."`;
 
 /**
@@ -49,9 +64,9 @@ const idRule = (field: string) => `${field} must be 1-64 characters of A-Z a-z 0
  * `{field, message}`; undefined when it is sound. In-process callers get no validation pipe: this keeps a
  * bad value of theirs from being stored.
  */
-export function orderCommandProblem(c: CreateOrderCommand & { merchantId?: unknown }): { field: string; message: string } | undefined {
+export function orderCommandProblem(c: CreateOrderCommand): { field: string; message: string } | undefined {
   const checks: Array<[string, boolean, string]> = [
-    ['merchantId', c.merchantId === undefined || (typeof c.merchantId === 'string' && ACCOUNT_ID_RE.test(c.merchantId)), idRule('merchantId')],
+    ['merchantId', typeof c.merchantId === 'string' && MERCHANT_ID_RE.test(c.merchantId), 'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -'],
     ['merchantOrderNo', typeof c.merchantOrderNo === 'string' && MERCHANT_ORDER_NO_RE.test(c.merchantOrderNo), idRule('merchantOrderNo')],
     ['amount', isIntIn(c.amount, 1, MAX_AMOUNT), `amount must be an integer from 1 to ${MAX_AMOUNT} (minor units)`],
     ['currency', typeof c.currency === 'string' && /^[A-Z]{3}$/.test(c.currency) && CURRENCIES.includes(c.currency), 'currency must be an ISO 4217 currency code'],

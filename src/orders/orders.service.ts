@@ -54,8 +54,8 @@ export class OrdersService implements OnApplicationBootstrap {
    * same payload (its current state is returned); another payload under the same number is a 409.
    * With `payerAccountId`, only that account may pay the order.
    */
-  async create(merchantId: string, command: CreateOrderCommand): Promise<{ order: OrderDto; created: boolean }> {
-    const { order, created } = await this.createOrder(merchantId, command);
+  async create(command: CreateOrderCommand): Promise<{ order: OrderDto; created: boolean }> {
+    const { order, created } = await this.createOrder(command);
     return { order: merchantView(order), created };
   }
 
@@ -66,11 +66,8 @@ export class OrdersService implements OnApplicationBootstrap {
    * anything is stored.
    */
   async createForBuyer(command: CreateOrderForBuyerCommand): Promise<{ order: OrderView; created: boolean }> {
-    const { merchantId, ...payload } = command;
-    // The merchant and the payer (required here, optional on the HTTP create) are checked with the payload.
-    const problem = orderCommandProblem({ ...command, payerAccountId: command.payerAccountId ?? '' });
-    if (problem) throw invalidField(problem.field, problem.message);
-    const { order, created } = await this.createOrder(merchantId, payload);
+    // The payer is required here (optional on the HTTP create): absent, it is checked as the empty string.
+    const { order, created } = await this.createOrder({ ...command, payerAccountId: command.payerAccountId ?? '' });
     return { order: orderView(order), created };
   }
 
@@ -131,10 +128,11 @@ export class OrdersService implements OnApplicationBootstrap {
     await this.queue.cancel(EXPIRY_QUEUE, orderId).catch((err: Error) => this.logger.warn({ orderId, err: err.message }, 'could not cancel the expiry'));
   }
 
-  private async createOrder(merchantId: string, command: CreateOrderCommand): Promise<{ order: OrderRecord; created: boolean }> {
+  private async createOrder(command: CreateOrderCommand): Promise<{ order: OrderRecord; created: boolean }> {
     // The HTTP create has been validated by the pipe already; an in-process caller has not.
     const problem = orderCommandProblem(command);
     if (problem) throw invalidField(problem.field, problem.message);
+    const { merchantId } = command;
     const orderId = orderIdFor(merchantId, command.merchantOrderNo);
     const expireMinutes = command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;
     const payer = command.payerAccountId ?? '';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LockService } from '../locks/lock.service';
-import type { PlanInstructionInput } from './order-commands';
+import type { CreatePlanCommand } from './order-commands';
 import { expectWritten, invalidField, orderNotFound, planNotFound, refusalError } from './order-errors';
 import { planIdFor } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
@@ -31,7 +31,7 @@ export class PaymentPlansService {
    * (`created` false); other instructions replace it (it becomes SUPERSEDED). Once a plan is being paid,
    * or the order is paid, closed or expired: 409.
    */
-  async create(accountId: string, orderId: string, input: readonly PlanInstructionInput[]): Promise<{ plan: PlanRecord; created: boolean }> {
+  async create({ accountId, orderId, instructions: input }: CreatePlanCommand): Promise<{ plan: PlanRecord; created: boolean }> {
     const pre = await this.store.read(orderId);
     if (!payableBy(pre.order, accountId)) throw orderNotFound();
     const sum = input.reduce((s, i) => s + i.amount, 0);

@@ -6,6 +6,7 @@ import { LockLostError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
 import { ChannelGateway } from './channels/channel-gateway';
+import type { PayPlanCommand } from './order-commands';
 import { expectWritten, planNotFound, refusalError } from './order-errors';
 import { PLAN_LOCK, planLockName } from './order-locks';
 import { LegRef, legId, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
@@ -73,7 +74,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
    * Pays the account's plan under the plan lock: of concurrent calls one runs, the others get 409
    * (or wait, when the payment-plan policy has a wait). A finished plan is returned as it is.
    */
-  async pay(accountId: string, planId: string): Promise<PlanRecord> {
+  async pay({ accountId, planId }: PayPlanCommand): Promise<PlanRecord> {
     const pre = await this.store.readPlan(planId);
     if (!pre.plan || pre.plan.accountId !== accountId) throw planNotFound();
     return this.locks.withLock(planLockName(planId), PLAN_LOCK, async (lock) => {

@@ -66,7 +66,7 @@ export class PaymentsController {
   })
   async createPlan(@CurrentCaller() caller: Caller, @Param() p: OrderIdParamDto, @Body() dto: CreatePlanDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
     const instructions = dto.instructions.map((i) => ({ method: i.method, amount: i.amount }));
-    const { plan, created } = await this.plans.create(caller.id, p.orderId, instructions);
+    const { plan, created } = await this.plans.create({ accountId: caller.id, orderId: p.orderId, instructions });
     void reply.status(created ? 201 : 200);
     return planView(plan);
   }
@@ -102,7 +102,7 @@ export class PaymentsController {
     },
   })
   async pay(@CurrentCaller() caller: Caller, @Param() p: PlanIdParamDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
-    const plan = await this.runner.pay(caller.id, p.planId);
+    const plan = await this.runner.pay({ accountId: caller.id, planId: p.planId });
     void reply.status(plan.status === 'PAYING' ? 202 : 200);
     return planView(plan);
   }

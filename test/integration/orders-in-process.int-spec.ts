@@ -86,7 +86,7 @@ describe('orders: in-process API', () => {
       const { order } = await orders.createForBuyer(command);
       for (const p of [
         orders.createForBuyer({ ...command, payerAccountId: 'buyer-3' }),
-        orders.create(MERCHANT, { merchantOrderNo: command.merchantOrderNo, amount: 12800, currency: 'CNY', subject: command.subject }),
+        orders.create({ merchantId: MERCHANT, merchantOrderNo: command.merchantOrderNo, amount: 12800, currency: 'CNY', subject: command.subject }),
       ]) {
         const err = await rejection(p);
         expect([err.getStatus(), err.code]).toEqual([409, 'ORDER_NO_REUSED']);
@@ -94,21 +94,21 @@ describe('orders: in-process API', () => {
       expect(await orders.findById(order.orderId)).toEqual(order);
       // The HTTP create with the same payer is the same payload.
       const { merchantOrderNo, amount, currency, subject, payerAccountId } = command;
-      expect((await orders.create(MERCHANT, { merchantOrderNo, amount, currency, subject, payerAccountId })).created).toBe(false);
+      expect((await orders.create({ merchantId: MERCHANT, merchantOrderNo, amount, currency, subject, payerAccountId })).created).toBe(false);
     });
 
     it('only the payer sees, plans and pays the order; every other account gets the 404 of an order it cannot see', async () => {
       const { order } = await orders.createForBuyer(forBuyer('buyer-4'));
       const other = 'buyer-5';
-      for (const p of [orders.checkout(other, order.orderId), plans.create(other, order.orderId, [...TWO_LEGS])]) {
+      for (const p of [orders.checkout(other, order.orderId), plans.create({ accountId: other, orderId: order.orderId, instructions: [...TWO_LEGS] })]) {
         const err = await rejection(p);
         expect([err.getStatus(), err.code, err.message]).toEqual([404, 'NOT_FOUND', 'No such order']);
       }
-      const { plan } = await plans.create('buyer-4', order.orderId, [...TWO_LEGS]);
-      const err = await rejection(runner.pay(other, plan.planId));
+      const { plan } = await plans.create({ accountId: 'buyer-4', orderId: order.orderId, instructions: [...TWO_LEGS] });
+      const err = await rejection(runner.pay({ accountId: other, planId: plan.planId }));
       expect([err.getStatus(), err.code]).toEqual([404, 'NOT_FOUND']);
       expect((await orders.checkout('buyer-4', order.orderId)).payerAccountId).toBe('buyer-4');
-      expect((await runner.pay('buyer-4', plan.planId)).status).toBe('PAID');
+      expect((await runner.pay({ accountId: 'buyer-4', planId: plan.planId })).status).toBe('PAID');
       expect(await orders.findById(order.orderId)).toMatchObject({ status: 'PAID', paidPlanId: plan.planId, payerAccountId: 'buyer-4' });
     });
 
@@ -138,7 +138,7 @@ describe('orders: in-process API', () => {
   describe('findById', () => {
     it('reads any order by id with no merchant or account scope; an unknown id is undefined', async () => {
       const no = orderNo();
-      const { order } = await orders.create(CREDS.otherMerchantId, { merchantOrderNo: no, amount: 500, currency: 'USD', subject: 'Tea' });
+      const { order } = await orders.create({ merchantId: CREDS.otherMerchantId, merchantOrderNo: no, amount: 500, currency: 'USD', subject: 'Tea' });
       const found = await orders.findById(order.orderId);
       expect(found).toEqual({
         orderId: order.orderId,
@@ -184,15 +184,15 @@ describe('orders: in-process API', () => {
 
       // Paid: created (armed), paid (cancelled by the runner's request).
       const paid = await orders.createForBuyer(forBuyer('buyer-6'));
-      const paidPlan = await plans.create('buyer-6', paid.order.orderId, [...TWO_LEGS]);
-      expect((await runner.pay('buyer-6', paidPlan.plan.planId)).status).toBe('PAID');
+      const paidPlan = await plans.create({ accountId: 'buyer-6', orderId: paid.order.orderId, instructions: [...TWO_LEGS] });
+      expect((await runner.pay({ accountId: 'buyer-6', planId: paidPlan.plan.planId })).status).toBe('PAID');
       expect(await queue.get(EXPIRY_QUEUE, paid.order.orderId)).toBeNull();
 
       // Failed: the runner has the expiry re-armed (replacing the entry), and the order is payable again.
       const failed = await orders.createForBuyer(forBuyer('buyer-7'));
-      const failedPlan = await plans.create('buyer-7', failed.order.orderId, [...TWO_LEGS]);
+      const failedPlan = await plans.create({ accountId: 'buyer-7', orderId: failed.order.orderId, instructions: [...TWO_LEGS] });
       channels.configure('quickpay', { pay: 'failure' });
-      expect((await runner.pay('buyer-7', failedPlan.plan.planId)).status).toBe('FAILED');
+      expect((await runner.pay({ accountId: 'buyer-7', planId: failedPlan.plan.planId })).status).toBe('FAILED');
       expect((await queue.get(EXPIRY_QUEUE, failed.order.orderId))?.at).toBe(failed.order.expiresAt);
 
       // Closed by the merchant: cancelled.
@@ -214,15 +214,15 @@ describe('orders: in-process API', () => {
       expect(await orders.findById(open.order.orderId)).toMatchObject({ status: 'CLOSED', closeReason: 'EXPIRED' });
 
       const paid = await orders.createForBuyer(forBuyer('buyer-9'));
-      const { plan } = await plans.create('buyer-9', paid.order.orderId, [...TWO_LEGS]);
-      await runner.pay('buyer-9', plan.planId);
+      const { plan } = await plans.create({ accountId: 'buyer-9', orderId: paid.order.orderId, instructions: [...TWO_LEGS] });
+      await runner.pay({ accountId: 'buyer-9', planId: plan.planId });
       await expect(orders.expire(paid.order.orderId)).resolves.toBeUndefined();
       expect((await orders.findById(paid.order.orderId))?.status).toBe('PAID');
 
       const paying = await orders.createForBuyer(forBuyer('buyer-10'));
-      const payingPlan = await plans.create('buyer-10', paying.order.orderId, [...TWO_LEGS]);
+      const payingPlan = await plans.create({ accountId: 'buyer-10', orderId: paying.order.orderId, instructions: [...TWO_LEGS] });
       channels.configure('quickpay', { pay: 'unknown', query: 'unknown' });
-      expect((await runner.pay('buyer-10', payingPlan.plan.planId)).status).toBe('PAYING');
+      expect((await runner.pay({ accountId: 'buyer-10', planId: payingPlan.plan.planId })).status).toBe('PAYING');
       await expect(orders.expire(paying.order.orderId)).rejects.toThrow(/being paid/);
       expect((await orders.findById(paying.order.orderId))?.status).toBe('PAYING');
 
