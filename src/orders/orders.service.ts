@@ -6,7 +6,7 @@ import type { LockHandle } from '../locks/lock.types';
 import type { CheckoutOrderDto, OrderDto } from './dto/order.dto';
 import { type CreateOrderCommand, type CreateOrderForBuyerCommand, DEFAULT_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
 import { expectWritten, invalidField, orderConflict, orderNotFound, refusalError } from './order-errors';
-import { orderIdFor } from './order-keys';
+import { ORDER_ID_RE, orderIdFor } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
 import { EXPIRY_QUEUE } from './order-queues';
 import { expiryStepOf, orderTransition, planTransition, type Refusal } from './order-state';
@@ -71,8 +71,9 @@ export class OrdersService implements OnApplicationBootstrap {
     return { order: orderView(order), created };
   }
 
-  /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none. */
+  /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none (a malformed id included). */
   async findById(orderId: string): Promise<OrderView | undefined> {
+    if (!ORDER_ID_RE.test(orderId)) return undefined;
     const { order } = await this.store.read(orderId);
     return order ? orderView(order) : undefined;
   }

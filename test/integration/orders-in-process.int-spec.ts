@@ -153,6 +153,7 @@ describe('orders: in-process API', () => {
         expiresAt: Date.parse(order.expiresAt),
       });
       expect(await orders.findById(orderIdFor(MERCHANT, `never-${orderNo()}`))).toBeUndefined();
+      for (const malformed of ['', 'ord_', 'x', `${order.orderId}_p1`, 'ord_{s:1}aaaaaaaaaaaaaaaaaaa']) expect(await orders.findById(malformed)).toBeUndefined();
     });
   });
 
