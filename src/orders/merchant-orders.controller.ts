@@ -10,7 +10,9 @@ import { OrderDto } from './dto/order.dto';
 import { MerchantOrderNoParamDto } from './dto/params.dto';
 import { orderConflict, orderNotFound } from './order-errors';
 import { EXAMPLE_ORDER_ID, ORDER_CONFLICTS, OrdersErrorResponses } from './orders-api.decorators';
-import { orderLockName, OrdersService } from './orders.service';
+import type { CreateOrderCommand } from './order-commands';
+import { orderLockName } from './order-locks';
+import { OrdersService } from './orders.service';
 
 const noOrder: ErrorsThrown = { description: 'No such order for this merchant', errors: [orderNotFound()] };
 
@@ -28,15 +30,24 @@ export class MerchantOrdersController {
   @ApiOkResponse({ type: OrderDto, description: 'The same request again: the existing order, as it is now' })
   @ApiErrors({
     409: {
-      description: 'ORDER_NO_REUSED: the merchantOrderNo is used by an order with another payload; ORDER_CHANGED: the order changed while this request ran (retry)',
+      description: 'ORDER_NO_REUSED: the merchantOrderNo is used by an order with another payload (payerAccountId included); ORDER_CHANGED: the order changed while this request ran (retry)',
       errors: [
-        orderConflict('ORDER_NO_REUSED', 'merchantOrderNo M20261122-0001 is already used by an order with another amount, currency, subject or expiry'),
+        orderConflict('ORDER_NO_REUSED', 'merchantOrderNo M20261122-0001 is already used by an order with another amount, currency, subject, expiry or payer'),
         orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry'),
       ],
     },
   })
   async create(@CurrentCaller() caller: Caller, @Body() dto: CreateOrderDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<OrderDto> {
-    const { order, created } = await this.orders.create(caller.id, dto);
+    const command: CreateOrderCommand = {
+      merchantId: caller.id,
+      merchantOrderNo: dto.merchantOrderNo,
+      amount: dto.amount,
+      currency: dto.currency,
+      subject: dto.subject,
+      ...(dto.expireMinutes === undefined ? {} : { expireMinutes: dto.expireMinutes }),
+      ...(dto.payerAccountId === undefined ? {} : { payerAccountId: dto.payerAccountId }),
+    };
+    const { order, created } = await this.orders.create(command);
     void reply.status(created ? 201 : 200);
     return order;
   }

@@ -1,15 +1,76 @@
 import { ApiError } from '../http/api-error';
+import type { OrderAction, PlanAction, Refusal } from './order-state';
+import type { PlanStatus } from './order.types';
 import type { WriteResult } from './orders.store';
 
-/** 404 for an order that does not exist or is not the caller's: the two are not told apart. */
-export const orderNotFound = () => new ApiError(404, 'NOT_FOUND', 'No such order');
-export const planNotFound = () => new ApiError(404, 'NOT_FOUND', 'No such payment plan');
+/** The stable codes of the orders' conflicts: which state stopped the operation. */
+export type OrderConflictCode =
+  | 'ORDER_PAID'
+  | 'ORDER_CLOSED'
+  | 'ORDER_PAYING'
+  | 'ORDER_EXPIRED'
+  | 'ORDER_CHANGED'
+  | 'STALE_LOCK_HOLDER'
+  | 'ORDER_NO_REUSED'
+  | 'PLAN_NOT_PAYABLE';
 
-/** 409 with a stable code saying which state stopped the operation. */
-export const orderConflict = (code: string, message: string, details?: unknown) => new ApiError(409, code, message, details);
+/** An order or plan that does not exist or is not the caller's: the two are not told apart (404). */
+export class OrderNotFoundError extends ApiError {
+  constructor(what: 'order' | 'payment plan') {
+    super(404, 'NOT_FOUND', `No such ${what}`);
+  }
+}
+
+/** An operation the order's or plan's state refuses (409), with its stable code. */
+export class OrderConflictError extends ApiError {
+  declare readonly code: OrderConflictCode;
+
+  constructor(code: OrderConflictCode, message: string, details?: unknown) {
+    super(409, code, message, details);
+  }
+}
+
+/** An action the state machines never allow in that state, asked for anyway: a bug, not an answer (500). */
+export class IllegalTransitionError extends Error {
+  constructor(what: string) {
+    super(`illegal state transition: ${what}`);
+    this.name = 'IllegalTransitionError';
+  }
+}
+
+export const orderNotFound = () => new OrderNotFoundError('order');
+export const planNotFound = () => new OrderNotFoundError('payment plan');
+
+export const orderConflict = (code: OrderConflictCode, message: string, details?: unknown) => new OrderConflictError(code, message, details);
 
 /** 400 naming one field, in the shape of the validation pipe's errors. */
 export const invalidField = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', `${field}: ${message}`, [{ field, errors: [message] }]);
+
+/** What the state machines' refusal means to the caller, worded for the action refused. */
+export function refusalError(
+  refusal: Refusal | 'ORDER_EXPIRED',
+  action: OrderAction | PlanAction,
+  context: { planStatus?: PlanStatus; activePlan?: string } = {},
+): OrderConflictError | IllegalTransitionError {
+  switch (refusal) {
+    case 'ORDER_PAID':
+      return orderConflict('ORDER_PAID', action === 'close' ? 'The order is paid; it cannot be closed' : 'The order is already paid');
+    case 'ORDER_CLOSED':
+      return orderConflict('ORDER_CLOSED', 'The order is closed');
+    case 'ORDER_PAYING':
+      return action === 'close'
+        ? orderConflict('ORDER_PAYING', 'A payment of this order is under way; it cannot be closed now')
+        : orderConflict('ORDER_PAYING', 'A plan of this order is being paid', { planId: context.activePlan });
+    case 'ORDER_EXPIRED':
+      return orderConflict('ORDER_EXPIRED', 'The order has expired');
+    case 'PLAN_NOT_PAYABLE':
+      return context.planStatus
+        ? orderConflict('PLAN_NOT_PAYABLE', `The plan is ${context.planStatus.toLowerCase()}; create a new one`)
+        : orderConflict('PLAN_NOT_PAYABLE', 'This is not the order’s current plan');
+    case 'ILLEGAL':
+      return new IllegalTransitionError(`${action}${context.planStatus ? ` of a ${context.planStatus} plan` : ''}`);
+  }
+}
 
 /** Throws when write-3 refused: a record changed meanwhile, a newer lock holder wrote, or the order expired. */
 export function expectWritten(r: WriteResult): void {

@@ -14,6 +14,9 @@ export const PLAN_ID_RE = /^(ord_[0-9a-f]{24})_p([1-9][0-9]{0,5})$/;
 /** `.` and `..` are refused: they name a path segment, so such an order could not be addressed in a URL. */
 export const MERCHANT_ORDER_NO_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 
+/** An app account id (a bearer token's subject), as every module's account ids: `.` and `..` refused likewise. */
+export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
+
 /** The order id of (merchant, merchantOrderNo): deterministic, so creating an order is one script on one key. */
 export function orderIdFor(merchantId: string, merchantOrderNo: string): string {
   return `ord_${createHash('sha256').update(`${merchantId}\n${merchantOrderNo}`).digest('hex').slice(0, 24)}`;

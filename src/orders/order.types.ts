@@ -47,8 +47,10 @@ export interface OrderRecord {
   createdAt: number;
   expiresAt: number;
   updatedAt: number;
-  /** The paying account, bound by the first plan ('' until then). */
+  /** The paying account: the payer named at creation, else bound by the first plan ('' until then). */
   accountId: string;
+  /** The payer named when the order was created ('' when none was): only that account may pay it. */
+  payerAccountId: string;
   /** The plan that may run now ('' when none). */
   activePlan: string;
   /** Plans created so far (the last plan's number). */

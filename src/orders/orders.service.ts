@@ -1,28 +1,34 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
-import { ApiError } from '../http/api-error';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
-import { CreateOrderDto, DEFAULT_EXPIRE_MINUTES } from './dto/create-order.dto';
 import type { CheckoutOrderDto, OrderDto } from './dto/order.dto';
-import { expectWritten, orderConflict, orderNotFound } from './order-errors';
-import { orderIdFor } from './order-keys';
+import { type CreateOrderCommand, type CreateOrderForBuyerCommand, DEFAULT_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
+import { expectWritten, invalidField, orderConflict, orderNotFound, refusalError } from './order-errors';
+import { ORDER_ID_RE, orderIdFor } from './order-keys';
+import { ORDER_LOCK, orderLockName } from './order-locks';
 import { EXPIRY_QUEUE } from './order-queues';
-import { checkoutView, merchantView, payableBy } from './order-views';
+import { expiryStepOf, orderTransition, planTransition, type Refusal } from './order-state';
+import { checkoutView, merchantView, orderView, type OrderView, payableBy } from './order-views';
 import type { OrderRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
 import { OrdersStore, serverNow } from './orders.store';
 
 export type CloseReason = 'MERCHANT' | 'EXPIRED';
 
-/** The lock guarding one master order (plan creation, close). */
-export const orderLockName = (orderId: string) => `order:${orderId}`;
+/** What closing an order came to, as a domain result: the caller decides what it means. */
+type CloseOutcome = { kind: 'closed' | 'unchanged'; order: OrderRecord } | { kind: 'refused'; refusal: Refusal } | { kind: 'not-found' };
 
 /**
- * Master orders (seed 000 §2.2.1.1): created idempotently by merchants,
- * read, closed by the merchant or at their expiry. Every state write is the
- * write-3 compare-and-set, under the order lock with its fencing token.
+ * Master orders (seed 000 §2.2.1.1): created idempotently by merchants or, for
+ * a known payer, by other modules in process; read, closed by the merchant or
+ * at their expiry. Every state write is the write-3 compare-and-set, under the
+ * order lock with its fencing token.
+ *
+ * The one owner of the order expiry: the `order-expiry` delay-queue entry is
+ * scheduled, re-armed, cancelled and handled here and nowhere else (the payment
+ * runner asks through armExpiry / disarmExpiry).
  */
 @Injectable()
 export class OrdersService implements OnApplicationBootstrap {
@@ -46,47 +52,30 @@ export class OrdersService implements OnApplicationBootstrap {
   /**
    * Creates the order once per (merchant, merchantOrderNo): `created` false when it existed with the
    * same payload (its current state is returned); another payload under the same number is a 409.
+   * With `payerAccountId`, only that account may pay the order.
    */
-  async create(merchantId: string, dto: CreateOrderDto): Promise<{ order: OrderDto; created: boolean }> {
-    const orderId = orderIdFor(merchantId, dto.merchantOrderNo);
-    const expireMinutes = dto.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;
-    const fingerprint = createHash('sha256').update(JSON.stringify([dto.amount, dto.currency, dto.subject, expireMinutes])).digest('hex');
-    const r = await this.store.write({
-      orderId,
-      order: {
-        version: 0,
-        set: {
-          orderId,
-          merchantId,
-          merchantOrderNo: dto.merchantOrderNo,
-          amount: dto.amount,
-          currency: dto.currency,
-          subject: dto.subject,
-          expireMinutes,
-          fingerprint,
-          status: 'CREATED',
-          createdAt: serverNow(),
-          expiresAt: serverNow(expireMinutes * 60_000),
-          accountId: '',
-          activePlan: '',
-          planSeq: 0,
-        },
-      },
-      event: 'order.created',
-    });
-    if (r.status !== 'VERSION') expectWritten(r);
-    const created = r.status === 'OK';
-    const { order } = await this.store.read(orderId);
-    if (!order) throw orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry');
-    if (!created && order.fingerprint !== fingerprint) {
-      throw orderConflict('ORDER_NO_REUSED', `merchantOrderNo ${dto.merchantOrderNo} is already used by an order with another amount, currency, subject or expiry`);
-    }
-    if (created) this.metrics.ordersCreated.inc();
-    // Also on a duplicate: a create answered 503 after its write may have missed this step.
-    if (order.status === 'CREATED' || order.status === 'PAYING') {
-      await this.queue.schedule(EXPIRY_QUEUE, orderId, { dueAt: order.expiresAt }, { orderId }, { ifExists: 'keep' });
-    }
+  async create(command: CreateOrderCommand): Promise<{ order: OrderDto; created: boolean }> {
+    const { order, created } = await this.createOrder(command);
     return { order: merchantView(order), created };
+  }
+
+  /**
+   * For other modules, in process: the order of a known payer, created on behalf of `command.merchantId`
+   * with the same idempotency rules as `create` (the payer is part of the payload). Only the payer may
+   * see and pay it. A command that breaks the HTTP create's rules is refused (400 naming the field) before
+   * anything is stored.
+   */
+  async createForBuyer(command: CreateOrderForBuyerCommand): Promise<{ order: OrderView; created: boolean }> {
+    // The payer is required here (optional on the HTTP create): absent, it is checked as the empty string.
+    const { order, created } = await this.createOrder({ ...command, payerAccountId: command.payerAccountId ?? '' });
+    return { order: orderView(order), created };
+  }
+
+  /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none (a malformed id included). */
+  async findById(orderId: string): Promise<OrderView | undefined> {
+    if (!ORDER_ID_RE.test(orderId)) return undefined;
+    const { order } = await this.store.read(orderId);
+    return order ? orderView(order) : undefined;
   }
 
   async get(merchantId: string, merchantOrderNo: string): Promise<OrderDto> {
@@ -101,9 +90,11 @@ export class OrdersService implements OnApplicationBootstrap {
     // An order that does not exist gets its 404 before any lock is taken, so it leaves no lock state behind.
     const { order: seen } = await this.store.read(orderId);
     if (!seen || seen.merchantId !== merchantId) throw orderNotFound();
-    const order = await this.locks.withLock(orderLockName(orderId), { policy: 'order' }, (lock) => this.closeLocked(orderId, lock, 'MERCHANT', merchantId));
-    await this.queue.cancel(EXPIRY_QUEUE, orderId).catch((err: Error) => this.logger.warn({ orderId, err: err.message }, 'could not cancel the expiry'));
-    return merchantView(order);
+    const r = await this.locks.withLock(orderLockName(orderId), ORDER_LOCK, (lock) => this.closeLocked(orderId, lock, 'MERCHANT', merchantId));
+    if (r.kind === 'not-found') throw orderNotFound();
+    if (r.kind === 'refused') throw refusalError(r.refusal, 'close');
+    await this.disarmExpiry(orderId);
+    return merchantView(r.order);
   }
 
   /** The order as an app user sees it at checkout; bound to another account: 404. */
@@ -113,34 +104,102 @@ export class OrdersService implements OnApplicationBootstrap {
     return checkoutView(order);
   }
 
-  /** The expiry's handler: closes the order unless it is paid; while it is being paid, later (the queue retries). */
+  /**
+   * The expiry's handler: closes the order unless it is paid, closed or gone; while it is being paid, throws
+   * so that the queue tries again later.
+   */
   async expire(orderId: string): Promise<void> {
-    try {
-      await this.locks.withLock(orderLockName(orderId), { policy: 'order' }, (lock) => this.closeLocked(orderId, lock, 'EXPIRED'));
-    } catch (err) {
-      if (err instanceof ApiError && ['NOT_FOUND', 'ORDER_PAID'].includes(err.code)) return;
-      throw err;
-    }
+    // Paid, closed or gone: nothing to do, and no lock is taken for it.
+    const { order } = await this.store.read(orderId);
+    if (expiryStepOf(order?.status) === 'done') return;
+    const r = await this.locks.withLock(orderLockName(orderId), ORDER_LOCK, (lock) => this.closeLocked(orderId, lock, 'EXPIRED'));
+    if (r.kind === 'refused' && r.refusal === 'ORDER_PAYING') throw new Error(`order ${orderId} is being paid; its expiry tries again later`);
   }
 
-  private async closeLocked(orderId: string, lock: LockHandle, reason: CloseReason, merchantId?: string): Promise<OrderRecord> {
+  /**
+   * (Re)arms the order's expiry at its `expiresAt` (due in the past: now). `replace` also restarts the
+   * entry's attempts (an expiry that gave up while the order was being paid); `keep` leaves a queued one.
+   */
+  async armExpiry(orderId: string, expiresAt: number, ifExists: 'keep' | 'replace'): Promise<void> {
+    await this.queue.schedule(EXPIRY_QUEUE, orderId, { dueAt: expiresAt }, { orderId }, { ifExists });
+  }
+
+  /** Cancels the order's expiry (the order is paid or closed). Best effort: a leftover entry finds nothing to do. */
+  async disarmExpiry(orderId: string): Promise<void> {
+    await this.queue.cancel(EXPIRY_QUEUE, orderId).catch((err: Error) => this.logger.warn({ orderId, err: err.message }, 'could not cancel the expiry'));
+  }
+
+  private async createOrder(command: CreateOrderCommand): Promise<{ order: OrderRecord; created: boolean }> {
+    // The HTTP create has been validated by the pipe already; an in-process caller has not.
+    const problem = orderCommandProblem(command);
+    if (problem) throw invalidField(problem.field, problem.message);
+    const { merchantId } = command;
+    const orderId = orderIdFor(merchantId, command.merchantOrderNo);
+    const expireMinutes = command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;
+    const payer = command.payerAccountId ?? '';
+    // The payer joins the payload only when named, so orders created without one keep their fingerprint.
+    const payload: unknown[] = [command.amount, command.currency, command.subject, expireMinutes, ...(payer ? [payer] : [])];
+    const fingerprint = createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+    const r = await this.store.write({
+      orderId,
+      order: {
+        version: 0,
+        set: {
+          orderId,
+          merchantId,
+          merchantOrderNo: command.merchantOrderNo,
+          amount: command.amount,
+          currency: command.currency,
+          subject: command.subject,
+          expireMinutes,
+          fingerprint,
+          status: 'CREATED',
+          createdAt: serverNow(),
+          expiresAt: serverNow(expireMinutes * 60_000),
+          // A named payer binds the order from the start, as a first plan binds it otherwise.
+          accountId: payer,
+          payerAccountId: payer,
+          activePlan: '',
+          planSeq: 0,
+        },
+      },
+      event: 'order.created',
+    });
+    if (r.status !== 'VERSION') expectWritten(r);
+    const created = r.status === 'OK';
+    const { order } = await this.store.read(orderId);
+    if (!order) throw orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry');
+    if (!created && order.fingerprint !== fingerprint) {
+      throw orderConflict(
+        'ORDER_NO_REUSED',
+        `merchantOrderNo ${command.merchantOrderNo} is already used by an order with another amount, currency, subject, expiry or payer`,
+      );
+    }
+    if (created) this.metrics.ordersCreated.inc();
+    // Also on a duplicate: a create answered 503 after its write may have missed this step.
+    if (expiryStepOf(order.status) !== 'done') await this.armExpiry(orderId, order.expiresAt, 'keep');
+    return { order, created };
+  }
+
+  private async closeLocked(orderId: string, lock: LockHandle, reason: CloseReason, merchantId?: string): Promise<CloseOutcome> {
     const s = await this.store.readWithActivePlan(orderId);
     const o = s.order;
-    if (!o || (merchantId !== undefined && o.merchantId !== merchantId)) throw orderNotFound();
-    if (o.status === 'CLOSED') return o;
-    if (o.status === 'PAID') throw orderConflict('ORDER_PAID', 'The order is paid; it cannot be closed');
-    if (o.status === 'PAYING') throw orderConflict('ORDER_PAYING', 'A payment of this order is under way; it cannot be closed now');
-    const pending = s.plan?.status === 'PENDING' ? s.plan : null;
+    if (!o || (merchantId !== undefined && o.merchantId !== merchantId)) return { kind: 'not-found' };
+    const t = orderTransition(o.status, 'close');
+    if (!t.ok) return { kind: 'refused', refusal: t.refusal };
+    if (!t.changed) return { kind: 'unchanged', order: o };
+    const cancel = s.plan ? planTransition(s.plan.status, 'cancel') : undefined;
+    const pending = cancel?.ok && cancel.changed ? s.plan : null;
     const r = await this.store.write({
       orderId,
       planId: pending?.planId,
       guard: { lock: 'order', token: lock.fencingToken },
-      order: { version: o.version, set: { status: 'CLOSED', closedAt: serverNow(), closeReason: reason, activePlan: '' } },
-      ...(pending ? { plan: { version: pending.version, set: { status: 'CANCELLED' } } } : {}),
+      order: { version: o.version, set: { status: t.to, closedAt: serverNow(), closeReason: reason, activePlan: '' } },
+      ...(pending && cancel?.ok ? { plan: { version: pending.version, set: { status: cancel.to } } } : {}),
       event: 'order.closed',
     });
     expectWritten(r);
     this.metrics.ordersClosed.inc({ reason });
-    return { ...o, status: 'CLOSED', closedAt: r.now, closeReason: reason, activePlan: '', version: r.orderVersion, updatedAt: r.now };
+    return { kind: 'closed', order: { ...o, status: t.to, closedAt: r.now, closeReason: reason, activePlan: '', version: r.orderVersion, updatedAt: r.now } };
   }
 }

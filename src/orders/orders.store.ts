@@ -141,6 +141,7 @@ function parseOrder(h: Record<string, string>): OrderRecord {
     expiresAt: num(h.expiresAt),
     updatedAt: num(h.updatedAt),
     accountId: h.accountId ?? '',
+    payerAccountId: h.payerAccountId ?? '',
     activePlan: h.activePlan ?? '',
     planSeq: num(h.planSeq),
     paidPlan: h.paidPlan ?? '',

@@ -1,20 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LockService } from '../locks/lock.service';
-import type { InstructionInputDto } from './dto/payment-plan.dto';
-import { expectWritten, invalidField, orderConflict, orderNotFound, planNotFound } from './order-errors';
+import type { CreatePlanCommand } from './order-commands';
+import { expectWritten, invalidField, orderNotFound, planNotFound, refusalError } from './order-errors';
 import { planIdFor } from './order-keys';
+import { ORDER_LOCK, orderLockName } from './order-locks';
+import { orderTransitionAt, planTransition } from './order-state';
 import { payableBy } from './order-views';
 import type { Instruction, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
-import { orderLockName } from './orders.service';
 import { OrdersStore, serverNow } from './orders.store';
 
 /**
  * Payment plans (the sub-orders of seed 000 §2.2.1.2), created under the
  * master-order lock so that an order never has two plans that may run. The
- * first plan binds the order to the paying account; from then on the order
- * and its plans are 404 for every other account.
+ * first plan binds the order to the paying account (an order created for a
+ * named payer is bound to it from the start); from then on the order and its
+ * plans are 404 for every other account.
  */
 @Injectable()
 export class PaymentPlansService {
@@ -29,33 +31,33 @@ export class PaymentPlansService {
    * (`created` false); other instructions replace it (it becomes SUPERSEDED). Once a plan is being paid,
    * or the order is paid, closed or expired: 409.
    */
-  async create(accountId: string, orderId: string, input: InstructionInputDto[]): Promise<{ plan: PlanRecord; created: boolean }> {
+  async create({ accountId, orderId, instructions: input }: CreatePlanCommand): Promise<{ plan: PlanRecord; created: boolean }> {
     const pre = await this.store.read(orderId);
     if (!payableBy(pre.order, accountId)) throw orderNotFound();
     const sum = input.reduce((s, i) => s + i.amount, 0);
     if (sum !== pre.order.amount) throw invalidField('instructions', `amounts add up to ${sum}, the order amount is ${pre.order.amount}`);
     const fingerprint = createHash('sha256').update(JSON.stringify(input.map((i) => [i.method, i.amount]))).digest('hex');
 
-    return this.locks.withLock(orderLockName(orderId), { policy: 'order' }, async (lock) => {
+    return this.locks.withLock(orderLockName(orderId), ORDER_LOCK, async (lock) => {
       const s = await this.store.readWithActivePlan(orderId);
       const o = s.order;
       if (!payableBy(o, accountId)) throw orderNotFound();
-      if (o.status === 'PAID') throw orderConflict('ORDER_PAID', 'The order is already paid');
-      if (o.status === 'CLOSED') throw orderConflict('ORDER_CLOSED', 'The order is closed');
-      if (o.status === 'PAYING') throw orderConflict('ORDER_PAYING', 'A plan of this order is being paid', { planId: o.activePlan });
-      if (s.now >= o.expiresAt) throw orderConflict('ORDER_EXPIRED', 'The order has expired');
+      const t = orderTransitionAt(o, 'createPlan', s.now);
+      if (!t.ok) throw refusalError(t.refusal, 'createPlan', { activePlan: o.activePlan });
       const guard = { lock: 'order' as const, token: lock.fencingToken };
 
       let orderVersion = o.version;
-      const active = s.plan?.status === 'PENDING' ? s.plan : null;
+      // The active plan is replaced only while it has not started (PENDING: it can be superseded).
+      const supersede = s.plan ? planTransition(s.plan.status, 'supersede') : undefined;
+      const active = supersede?.ok ? s.plan : null;
       if (active?.fingerprint === fingerprint) return { plan: active, created: false };
-      if (active) {
+      if (active && supersede?.ok) {
         const r = await this.store.write({
           orderId,
           planId: active.planId,
           guard,
           order: { version: orderVersion, set: { activePlan: '' } },
-          plan: { version: active.version, set: { status: 'SUPERSEDED' } },
+          plan: { version: active.version, set: { status: supersede.to } },
         });
         expectWritten(r);
         orderVersion = r.orderVersion;

@@ -1,18 +1,20 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
+import type { When } from '../delay-queue/delay-queue.types';
 import { LockLostError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
 import { ChannelGateway } from './channels/channel-gateway';
-import { expectWritten, orderConflict, planNotFound } from './order-errors';
-import { EXPIRY_QUEUE, LegRef, legId, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
+import type { PayPlanCommand } from './order-commands';
+import { expectWritten, planNotFound, refusalError } from './order-errors';
+import { PLAN_LOCK, planLockName } from './order-locks';
+import { LegRef, legId, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
+import { followUpOf, orderTransition, orderTransitionAt, planTransition, type OrderAction, type PlanAction, type Transition } from './order-state';
 import type { Instruction, OrderEventType, OrderRecord, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
+import { OrdersService } from './orders.service';
 import { FieldUpdates, OrdersStore, ServerClock, serverNow } from './orders.store';
-
-/** The lock guarding one payment plan (paying, queries, reversals). */
-export const planLockName = (planId: string) => `plan:${planId}`;
 
 /** One run over a plan under its lock: the records as last written, and the lock's fencing token. */
 interface Run {
@@ -41,6 +43,11 @@ const FOLLOW_UP_MAX_BACKOFF_MS = 10 * 60_000;
  * after queueing the query that will carry it on; so while a plan is PAYING
  * some entry of it is always queued (or dead-lettered for ops), and every
  * handler carries a PAYING plan on from wherever it stopped.
+ *
+ * Recovery is timed from the run's own hold on the plan lock: an entry that
+ * stands in for a run fires once that hold's lease (plus the query delay) is
+ * over. The order's expiry belongs to OrdersService, which this asks to re-arm
+ * or cancel it.
  */
 @Injectable()
 export class PaymentRunner implements OnApplicationBootstrap {
@@ -48,6 +55,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
 
   constructor(
     private readonly store: OrdersStore,
+    private readonly orders: OrdersService,
     private readonly locks: LockService,
     private readonly queue: DelayQueueService,
     private readonly channels: ChannelGateway,
@@ -66,21 +74,23 @@ export class PaymentRunner implements OnApplicationBootstrap {
    * Pays the account's plan under the plan lock: of concurrent calls one runs, the others get 409
    * (or wait, when the payment-plan policy has a wait). A finished plan is returned as it is.
    */
-  async pay(accountId: string, planId: string): Promise<PlanRecord> {
+  async pay({ accountId, planId }: PayPlanCommand): Promise<PlanRecord> {
     const pre = await this.store.readPlan(planId);
     if (!pre.plan || pre.plan.accountId !== accountId) throw planNotFound();
-    return this.locks.withLock(planLockName(planId), { policy: 'payment-plan' }, async (lock) => {
+    return this.locks.withLock(planLockName(planId), PLAN_LOCK, async (lock) => {
       const s = await this.store.readPlan(planId);
       if (!s.plan || !s.order || s.plan.accountId !== accountId) throw planNotFound();
       const run: Run = { order: s.order, plan: s.plan, lock };
       const { status } = s.plan;
-      if (status === 'PAID' || status === 'FAILED') {
-        if (status === 'FAILED') await this.requeueReversals(run);
+      const t = planTransition(status, 'pay');
+      if (!t.ok) throw refusalError(t.refusal, 'pay', { planStatus: status });
+      if (followUpOf(t.to) !== 'carry-on') {
+        // Finished (PAID or FAILED): returned as it is; a FAILED plan's owed reversals are queued again.
+        if (followUpOf(t.to) === 'reversals') await this.requeueReversals(run);
         this.metrics.pays.inc({ outcome: 'done' });
         return s.plan;
       }
-      if (status === 'SUPERSEDED' || status === 'CANCELLED') throw orderConflict('PLAN_NOT_PAYABLE', `The plan is ${status.toLowerCase()}; create a new one`);
-      if (status === 'PENDING') await this.start(run, s.now);
+      if (t.changed) await this.start(run, s.now);
       return this.proceed(run);
     });
   }
@@ -88,13 +98,12 @@ export class PaymentRunner implements OnApplicationBootstrap {
   /** PENDING → PAYING for plan and order together, while the order is still open, unexpired and this is its plan. */
   private async start(run: Run, now: number): Promise<void> {
     const o = run.order;
-    if (o.status === 'PAID') throw orderConflict('ORDER_PAID', 'The order is already paid');
-    if (o.status === 'CLOSED') throw orderConflict('ORDER_CLOSED', 'The order is closed');
-    if (o.activePlan !== run.plan.planId || o.status !== 'CREATED') throw orderConflict('PLAN_NOT_PAYABLE', 'This is not the order’s current plan');
-    if (now >= o.expiresAt) throw orderConflict('ORDER_EXPIRED', 'The order has expired');
+    const order = o.activePlan === run.plan.planId ? orderTransitionAt(o, 'startPayment', now) : orderTransition(o.status, 'startPayment');
+    if (!order.ok) throw refusalError(order.refusal, 'startPayment');
+    if (o.activePlan !== run.plan.planId) throw refusalError('PLAN_NOT_PAYABLE', 'startPayment');
     // Should this run stop anywhere from here on, the resume entry carries the PAYING plan on.
-    await this.armResume(run.plan.planId);
-    await this.commit(run, { order: { status: 'PAYING' }, plan: { status: 'PAYING' }, deadline: o.expiresAt });
+    await this.armResume(run);
+    await this.commit(run, { order: { status: order.to }, plan: { status: allowed(planTransition(run.plan.status, 'pay'), 'pay') }, deadline: o.expiresAt });
   }
 
   /** Runs the instructions not yet done, in order, until the plan is paid, fails, or waits for a query. */
@@ -110,7 +119,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
       } else {
         if (run.lock.signal.aborted) throw run.lock.signal.reason ?? new LockLostError(run.lock.name, run.lock.owner);
         // Should this run stop during the call or after it, the resume entry finds the plan once the lock's lease is over.
-        await this.armResume(planId);
+        await this.armResume(run);
         await this.commitLeg(run, i, { status: 'SENT' });
         outcome = await this.channels.pay(ins.method, legId(planId, i), ins.amount);
       }
@@ -122,14 +131,14 @@ export class PaymentRunner implements OnApplicationBootstrap {
       await this.commitLeg(run, i, { status: 'SUCCEEDED' });
     }
     await this.commit(run, {
-      order: { status: 'PAID', paidAt: serverNow(), paidPlan: planId, activePlan: '' },
-      plan: { status: 'PAID' },
+      order: { status: allowed(orderTransition(run.order.status, 'paymentSucceeded'), 'paymentSucceeded'), paidAt: serverNow(), paidPlan: planId, activePlan: '' },
+      plan: { status: allowed(planTransition(run.plan.status, 'succeed'), 'succeed') },
       event: 'order.paid',
     });
     this.metrics.pays.inc({ outcome: 'paid' });
     this.metrics.ordersPaid.inc();
     await this.disarmResume(planId);
-    await this.queue.cancel(EXPIRY_QUEUE, run.order.orderId).catch((err: Error) => this.logger.warn({ planId, err: err.message }, 'could not cancel the expiry'));
+    await this.orders.disarmExpiry(run.order.orderId);
     return run.plan;
   }
 
@@ -141,17 +150,19 @@ export class PaymentRunner implements OnApplicationBootstrap {
   private async fail(run: Run, index: number, reason: string): Promise<PlanRecord> {
     const { planId } = run.plan;
     const { orderId, expiresAt } = run.order;
+    const orderTo = allowed(orderTransition(run.order.status, 'paymentFailed'), 'paymentFailed');
+    const planTo = allowed(planTransition(run.plan.status, 'fail'), 'fail');
     const instructions = run.plan.instructions.map((ins, j): Instruction => {
       if (j === index) return { ...ins, status: 'FAILED' };
       if (ins.status === 'SUCCEEDED') return { ...ins, reversal: 'PENDING' };
       return j > index ? { ...ins, status: 'SKIPPED' } : ins;
     });
     const owed = [...instructions.keys()].filter((j) => instructions[j].reversal === 'PENDING');
-    for (const j of owed) await this.queue.schedule(REVERSAL_QUEUE, legId(planId, j), { delayMs: this.recoveryDelayMs() }, { planId, index: j }, { ifExists: 'keep' });
+    for (const j of owed) await this.queue.schedule(REVERSAL_QUEUE, legId(planId, j), this.recoveryDue(run), { planId, index: j }, { ifExists: 'keep' });
     // The expiry may have given up (dead-lettered) while the plan was PAYING: an order payable again past its
     // expiresAt must still close. Replacing the entry also restarts its attempts; due in the past means now.
-    await this.queue.schedule(EXPIRY_QUEUE, orderId, { dueAt: expiresAt }, { orderId });
-    await this.commit(run, { order: { status: 'CREATED', activePlan: '' }, plan: { status: 'FAILED', failureReason: reason, instructions } });
+    await this.orders.armExpiry(orderId, expiresAt, 'replace');
+    await this.commit(run, { order: { status: orderTo, activePlan: '' }, plan: { status: planTo, failureReason: reason, instructions } });
     this.metrics.pays.inc({ outcome: 'failed' });
     await this.disarmResume(planId);
     for (const j of owed) await this.reverse(run, j);
@@ -183,9 +194,10 @@ export class PaymentRunner implements OnApplicationBootstrap {
     }
   }
 
-  /** (Re)arms the plan's resume entry one lock lease (plus the query delay) from now: it fires only if this run stops. */
-  private async armResume(planId: string): Promise<void> {
-    await this.queue.schedule(RESUME_QUEUE, planId, { delayMs: this.recoveryDelayMs() }, { planId });
+  /** (Re)arms the plan's resume entry for when this run's lease is over: it finds work only if this run stops. */
+  private async armResume(run: Run): Promise<void> {
+    const { planId } = run.plan;
+    await this.queue.schedule(RESUME_QUEUE, planId, this.recoveryDue(run), { planId });
   }
 
   /** The plan has left PAYING. Left behind, the entry would only find the plan finished. */
@@ -209,8 +221,9 @@ export class PaymentRunner implements OnApplicationBootstrap {
     await this.underPlanLock(planId, async (run) => {
       const ins = run.plan.instructions[index];
       if (!ins) return;
-      if (run.plan.status === 'FAILED') return this.requeueReversals(run);
-      if (run.plan.status !== 'PAYING') return;
+      const next = followUpOf(run.plan.status);
+      if (next === 'reversals') return this.requeueReversals(run);
+      if (next !== 'carry-on') return;
       if (ins.status !== 'UNKNOWN' && ins.status !== 'SENT') {
         await this.proceed(run);
         return;
@@ -230,8 +243,9 @@ export class PaymentRunner implements OnApplicationBootstrap {
   /** The resume queue's handler: carries a PAYING plan on from where its run stopped (a FAILED one: its reversals). */
   private async resume({ planId }: PlanRef): Promise<void> {
     await this.underPlanLock(planId, async (run) => {
-      if (run.plan.status === 'FAILED') return this.requeueReversals(run);
-      if (run.plan.status === 'PAYING') await this.proceed(run);
+      const next = followUpOf(run.plan.status);
+      if (next === 'reversals') return this.requeueReversals(run);
+      if (next === 'carry-on') await this.proceed(run);
     });
   }
 
@@ -250,13 +264,17 @@ export class PaymentRunner implements OnApplicationBootstrap {
     });
   }
 
-  /** A run's resume entry fires once the lease of a holder that died (mid-call or between calls) has run out. */
-  private recoveryDelayMs(): number {
-    return this.locks.policy('payment-plan').leaseMs + this.config.orders.queryDelayMs;
+  /**
+   * When an entry standing in for this run is due: once the run's own hold on the plan lock has run out, should
+   * the run die (mid-call or between calls), plus the query delay. The hold's lease end is on the Redis clock, as
+   * the delay queue's due times are.
+   */
+  private recoveryDue(run: Run): When {
+    return { dueAt: run.lock.expiresAt + this.config.orders.queryDelayMs };
   }
 
   private async underPlanLock(planId: string, fn: (run: Run) => Promise<void>): Promise<void> {
-    await this.locks.withLock(planLockName(planId), { policy: 'payment-plan' }, async (lock) => {
+    await this.locks.withLock(planLockName(planId), PLAN_LOCK, async (lock) => {
       const s = await this.store.readPlan(planId);
       if (!s.plan || !s.order) return;
       await fn({ order: s.order, plan: s.plan, lock });
@@ -285,4 +303,10 @@ export class PaymentRunner implements OnApplicationBootstrap {
     if (change.order) run.order = { ...run.order, ...resolve(change.order), version: r.orderVersion, updatedAt: r.now };
     run.plan = { ...run.plan, ...resolve(change.plan), version: r.planVersion, updatedAt: r.now };
   }
+}
+
+/** The status an allowed transition leads to; a transition the state machines refuse here is a bug. */
+function allowed<S extends string>(t: Transition<S>, action: OrderAction | PlanAction): S {
+  if (!t.ok) throw refusalError(t.refusal, action);
+  return t.to;
 }

@@ -11,9 +11,10 @@ import { CreatePlanDto, PlanDto } from './dto/payment-plan.dto';
 import { planView } from './order-views';
 import { orderConflict, orderNotFound, planNotFound } from './order-errors';
 import { EXAMPLE_ORDER_ID, ORDER_CONFLICTS, OrdersErrorResponses } from './orders-api.decorators';
-import { orderLockName, OrdersService } from './orders.service';
+import { orderLockName, planLockName } from './order-locks';
+import { OrdersService } from './orders.service';
 import { PaymentPlansService } from './payment-plans.service';
-import { PaymentRunner, planLockName } from './payment-runner.service';
+import { PaymentRunner } from './payment-runner.service';
 
 const EXAMPLE_PLAN_ID = `${EXAMPLE_ORDER_ID}_p1`;
 const noOrder: ErrorsThrown = { description: 'No such order for this account', errors: [orderNotFound()] };
@@ -21,8 +22,9 @@ const noPlan: ErrorsThrown = { description: 'No such plan for this account', err
 
 /**
  * Paying, for app users. The account comes from the token. The first plan
- * binds the order to its account: from then on the order and its plans are
- * 404 for every other account.
+ * binds the order to its account (an order created with a payerAccountId is
+ * bound to that account from the start): from then on the order and its plans
+ * are 404 for every other account.
  */
 @ApiTags('payments (app)')
 @Auth('user')
@@ -63,7 +65,8 @@ export class PaymentsController {
     },
   })
   async createPlan(@CurrentCaller() caller: Caller, @Param() p: OrderIdParamDto, @Body() dto: CreatePlanDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
-    const { plan, created } = await this.plans.create(caller.id, p.orderId, dto.instructions);
+    const instructions = dto.instructions.map((i) => ({ method: i.method, amount: i.amount }));
+    const { plan, created } = await this.plans.create({ accountId: caller.id, orderId: p.orderId, instructions });
     void reply.status(created ? 201 : 200);
     return planView(plan);
   }
@@ -99,7 +102,7 @@ export class PaymentsController {
     },
   })
   async pay(@CurrentCaller() caller: Caller, @Param() p: PlanIdParamDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
-    const plan = await this.runner.pay(caller.id, p.planId);
+    const plan = await this.runner.pay({ accountId: caller.id, planId: p.planId });
     void reply.status(plan.status === 'PAYING' ? 202 : 200);
     return planView(plan);
   }

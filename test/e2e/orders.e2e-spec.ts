@@ -124,6 +124,12 @@ describe('orders and payments over HTTP', () => {
       ['expireMinutes', { expireMinutes: 1441 }],
       ['merchantOrderNo', { merchantOrderNo: 'has space' }],
       ['merchantOrderNo', { merchantOrderNo: 'x'.repeat(65) }],
+      ['payerAccountId', { payerAccountId: null }],
+      ['payerAccountId', { payerAccountId: '' }],
+      ['payerAccountId', { payerAccountId: '..' }],
+      ['payerAccountId', { payerAccountId: 'has space' }],
+      ['payerAccountId', { payerAccountId: 'x'.repeat(65) }],
+      ['payerAccountId', { payerAccountId: 42 }],
       ['extra', { extra: 1 }],
     ])('a bad %s is a 400 naming it, and nothing is stored (%j)', async (field, change) => {
       const no = orderNo();
@@ -131,6 +137,31 @@ describe('orders and payments over HTTP', () => {
       expectError(res, 400, 'VALIDATION_FAILED', field);
       expect(await raw.exists(orderKeys(t.app.get(KeyBuilder), orderIdFor(CREDS.merchantId, no))[0])).toBe(0);
       expectError(await merchant('GET', `/merchant/orders/${no}`), 404, 'NOT_FOUND');
+    });
+
+    it('payerAccountId: stored and returned; only that user may see, plan and pay the order (404 for others); another payer under the same number is 409', async () => {
+      const no = orderNo();
+      const body = { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', payerAccountId: 'acc-payer' };
+      const created = await createOrder(body);
+      expect([created.status, created.body.payerAccountId]).toEqual([201, 'acc-payer']);
+      const { orderId } = created.body as { orderId: string };
+      expect((await createOrder(body)).status).toBe(200);
+      expectError(await createOrder({ ...body, payerAccountId: 'acc-someone' }), 409, 'ORDER_NO_REUSED');
+      expectError(await createOrder({ ...body, payerAccountId: undefined }), 409, 'ORDER_NO_REUSED');
+      expect((await merchant('GET', `/merchant/orders/${no}`)).body.payerAccountId).toBe('acc-payer');
+
+      const legs = [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }];
+      const intruder = user('acc-intruder');
+      expectError(await intruder.checkout(orderId), 404, 'NOT_FOUND');
+      expectError(await intruder.createPlan(orderId, legs), 404, 'NOT_FOUND');
+      expect((await user('acc-payer').checkout(orderId)).body).toMatchObject({ orderId, payerAccountId: 'acc-payer', status: 'CREATED' });
+      const plan = await user('acc-payer').createPlan(orderId, legs);
+      expect(plan.status).toBe(201);
+      expectError(await intruder.pay(plan.body.planId), 404, 'NOT_FOUND');
+      expectError(await intruder.plan(plan.body.planId), 404, 'NOT_FOUND');
+      const paid = await user('acc-payer').pay(plan.body.planId);
+      expect([paid.status, paid.body.status]).toEqual([200, 'PAID']);
+      expect((await merchant('GET', `/merchant/orders/${no}`)).body).toMatchObject({ status: 'PAID', payerAccountId: 'acc-payer' });
     });
 
     it('app users and service tokens cannot use merchant routes (403), nor merchants app routes', async () => {

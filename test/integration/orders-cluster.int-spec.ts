@@ -74,18 +74,18 @@ describe(`${OrdersService.name} on a 3-master cluster`, () => {
     const closed: string[] = [];
     for (let i = 0; i < 24 && (masters.size < 3 || paid.length < 3); i++) {
       const no = `cl-${i}`;
-      const { order, created } = await orders.create(CREDS.merchantId, { merchantOrderNo: no, amount: 5000, currency: 'EUR', subject: 'Cluster' });
+      const { order, created } = await orders.create({ merchantId: CREDS.merchantId, merchantOrderNo: no, amount: 5000, currency: 'EUR', subject: 'Cluster' });
       expect(created).toBe(true);
-      expect((await orders.create(CREDS.merchantId, { merchantOrderNo: no, amount: 5000, currency: 'EUR', subject: 'Cluster' })).created).toBe(false);
+      expect((await orders.create({ merchantId: CREDS.merchantId, merchantOrderNo: no, amount: 5000, currency: 'EUR', subject: 'Cluster' })).created).toBe(false);
       const [orderKey, , stream] = orderKeys(keyBuilder, order.orderId);
       const owner = await ownerOf(orderKey);
       expect(owner).toBeGreaterThanOrEqual(0);
       expect(await ownerOf(stream)).toBe(owner);
       masters.add(owner);
-      const { plan } = await plans.create(`acc-cl-${i}`, order.orderId, [{ method: 'balance', amount: 1000 }, { method: 'quickpay', amount: 4000 }]);
+      const { plan } = await plans.create({ accountId: `acc-cl-${i}`, orderId: order.orderId, instructions: [{ method: 'balance', amount: 1000 }, { method: 'quickpay', amount: 4000 }] });
       expect(await ownerOf(orderKeys(keyBuilder, order.orderId, plan.planId)[1])).toBe(owner);
       if (i % 2 === 0) {
-        expect((await runner.pay(`acc-cl-${i}`, plan.planId)).status).toBe('PAYING');
+        expect((await runner.pay({ accountId: `acc-cl-${i}`, planId: plan.planId })).status).toBe('PAYING');
         paid.push(order.orderId);
         payer.set(order.orderId, `acc-cl-${i}`);
       } else {

@@ -97,12 +97,12 @@ describe('payment plans: recovery', () => {
         if (q === REVERSAL_QUEUE) return Promise.reject(new RedisUnavailableError(new Error('Command timed out')));
         return original(q, id, when, payload, opts);
       });
-      await expect(runner.pay('acc-f4', a.planId)).rejects.toBeInstanceOf(RedisUnavailableError);
+      await expect(runner.pay({ accountId: 'acc-f4', planId: a.planId })).rejects.toBeInstanceOf(RedisUnavailableError);
       jest.restoreAllMocks();
       // The order was not made payable again while the refund was owed and not queued.
       expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAYING');
 
-      const again = await runner.pay('acc-f4', a.planId);
+      const again = await runner.pay({ accountId: 'acc-f4', planId: a.planId });
       await sleep(PLAN_LEASE_MS + 500);
       const plan = await plans.get('acc-f4', a.planId);
       const [balance, quickpay] = ledger(a.planId, a.instructions);
@@ -122,7 +122,7 @@ describe('payment plans: recovery', () => {
       configure('quickpay', { pay: 'failure' });
       // The FAILED write lands, then the process "dies" (the pay never gets to reverse inline).
       failWrite((w) => w.planId === a.planId && w.plan?.set.status === 'FAILED', true);
-      await expect(runner.pay('acc-f4-kill', a.planId)).rejects.toBeInstanceOf(RedisUnavailableError);
+      await expect(runner.pay({ accountId: 'acc-f4-kill', planId: a.planId })).rejects.toBeInstanceOf(RedisUnavailableError);
       jest.restoreAllMocks();
       const failed = await plans.get('acc-f4-kill', a.planId);
       expect([failed.status, failed.instructions[0].reversal]).toEqual(['FAILED', 'PENDING']);
@@ -140,7 +140,7 @@ describe('payment plans: recovery', () => {
       const a = await orderWithPlan('acc-f4-requeue');
       configure('quickpay', { pay: 'failure' });
       configure('balance', { reverse: 'unknown' });
-      expect((await runner.pay('acc-f4-requeue', a.planId)).instructions[0].reversal).toBe('PENDING');
+      expect((await runner.pay({ accountId: 'acc-f4-requeue', planId: a.planId })).instructions[0].reversal).toBe('PENDING');
       // The entry is lost (say, a restore from an older snapshot); the channel now confirms reversals. Done under
       // the plan lock, so that no retry of the entry is half-way through meanwhile.
       const locks = t.app.get(LockService);
@@ -152,7 +152,7 @@ describe('payment plans: recovery', () => {
       await sleep(300);
       expect((await plans.get('acc-f4-requeue', a.planId)).instructions[0].reversal).toBe('PENDING');
 
-      expect((await runner.pay('acc-f4-requeue', a.planId)).status).toBe('FAILED');
+      expect((await runner.pay({ accountId: 'acc-f4-requeue', planId: a.planId })).status).toBe('FAILED');
       await waitUntil('the re-queued reversal ran', async () => (await plans.get('acc-f4-requeue', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       expect(netHeld(ledger(a.planId, a.instructions))).toBe(0);
     });
@@ -162,7 +162,7 @@ describe('payment plans: recovery', () => {
     it.each([0, 1])('the run stops just before instruction %i is sent: the resume entry pays the rest, each instruction charged once', async (index) => {
       const a = await orderWithPlan(`acc-f5-${index}`);
       failWrite(legWrite(a.planId, index, 'SENT'));
-      await expect(runner.pay(`acc-f5-${index}`, a.planId)).rejects.toBeInstanceOf(RedisUnavailableError);
+      await expect(runner.pay({ accountId: `acc-f5-${index}`, planId: a.planId })).rejects.toBeInstanceOf(RedisUnavailableError);
       jest.restoreAllMocks();
       const stopped = await plans.get(`acc-f5-${index}`, a.planId);
       expect([stopped.status, stopped.instructions[index].status]).toEqual(['PAYING', 'PENDING']);
@@ -180,7 +180,7 @@ describe('payment plans: recovery', () => {
     it('a query handler that stops after settling its instruction is delivered again and carries the plan on', async () => {
       const a = await orderWithPlan('acc-f5-query');
       configure('balance', { pay: 'unknown', query: 'unknown' });
-      expect((await runner.pay('acc-f5-query', a.planId)).status).toBe('PAYING');
+      expect((await runner.pay({ accountId: 'acc-f5-query', planId: a.planId })).status).toBe('PAYING');
       // The resume entry has fired meanwhile, found the plan waiting for its query, and is gone.
       await waitUntil('the resume entry done', async () => (await queue.get(RESUME_QUEUE, a.planId)) === null, 10_000);
       // The query now settles instruction 0; the handler stops right after (the next step fails once).
@@ -200,10 +200,10 @@ describe('payment plans: recovery', () => {
       const a = await orderWithPlan('acc-f6', [{ method: 'ebanking', amount: 5000 }]);
       // The process dies between the SENT write and the channel call.
       jest.spyOn(channels, 'pay').mockImplementationOnce(() => Promise.reject(new Error('process killed')));
-      await expect(runner.pay('acc-f6', a.planId)).rejects.toThrow('process killed');
+      await expect(runner.pay({ accountId: 'acc-f6', planId: a.planId })).rejects.toThrow('process killed');
       jest.restoreAllMocks();
       const paysBefore = channels.channel('ebanking').calls.pay;
-      const after = await runner.pay('acc-f6', a.planId);
+      const after = await runner.pay({ accountId: 'acc-f6', planId: a.planId });
       expect(channels.channel('ebanking').calls.pay).toBe(paysBefore);
       expect([after.status, after.instructions[0].status]).toEqual(['FAILED', 'FAILED']);
       expect(ledger(a.planId, a.instructions)).toEqual([undefined]);
@@ -214,7 +214,7 @@ describe('payment plans: recovery', () => {
   it('an order that a failed plan makes payable again after its expiresAt is closed, even when the expiry had given up', async () => {
     const a = await orderWithPlan('acc-late-fail');
     configure('quickpay', { pay: 'unknown', query: 'unknown' });
-    expect((await runner.pay('acc-late-fail', a.planId)).status).toBe('PAYING');
+    expect((await runner.pay({ accountId: 'acc-late-fail', planId: a.planId })).status).toBe('PAYING');
     // The order expires while its payment is unknown, and the expiry job gives up (dead-lettered, here removed).
     await raw.hset(orderKeys(t.app.get(KeyBuilder), a.orderId)[0], 'expiresAt', String(Date.now() - 1000));
     await queue.cancel(EXPIRY_QUEUE, a.orderId);

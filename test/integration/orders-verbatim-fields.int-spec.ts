@@ -52,7 +52,7 @@ describe('orders/write stores field values verbatim', () => {
     const orders = t.app.get(OrdersService);
     const no = orderNo();
     const before = await redisNow();
-    const { order, created } = await orders.create(MERCHANT, { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject, expireMinutes: 15 });
+    const { order, created } = await orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject, expireMinutes: 15 });
     expect({ created, subject: order.subject }).toEqual({ created: true, subject });
     // The clock fields still take the Redis clock.
     expect(Date.parse(order.createdAt)).toBeGreaterThanOrEqual(before);
@@ -60,11 +60,11 @@ describe('orders/write stores field values verbatim', () => {
     expect(await raw.hget(orderKeys(keys, order.orderId)[0], 'subject')).toBe(subject);
 
     // The same create again is a duplicate of it (its fingerprint holds the subject as sent), not a 409.
-    expect((await orders.create(MERCHANT, { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject, expireMinutes: 15 })).created).toBe(false);
+    expect((await orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject, expireMinutes: 15 })).created).toBe(false);
     expect((await orders.checkout('acc_verbatim', order.orderId)).subject).toBe(subject);
 
-    const { plan } = await t.app.get(PaymentPlansService).create('acc_verbatim', order.orderId, [{ method: 'balance', amount: 12800 }]);
-    expect((await t.app.get(PaymentRunner).pay('acc_verbatim', plan.planId)).status).toBe('PAID');
+    const { plan } = await t.app.get(PaymentPlansService).create({ accountId: 'acc_verbatim', orderId: order.orderId, instructions: [{ method: 'balance', amount: 12800 }] });
+    expect((await t.app.get(PaymentRunner).pay({ accountId: 'acc_verbatim', planId: plan.planId })).status).toBe('PAID');
     const paid = await orders.get(MERCHANT, no);
     expect({ status: paid.status, subject: paid.subject }).toEqual({ status: 'PAID', subject });
     expect(Date.parse(paid.paidAt!)).toBeGreaterThanOrEqual(Date.parse(order.createdAt));

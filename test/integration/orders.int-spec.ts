@@ -4,7 +4,7 @@ import { LockService } from '../../src/locks/lock.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { ChannelSettings } from '../../src/orders/channels/payment-channel';
-import type { CreateOrderDto } from '../../src/orders/dto/create-order.dto';
+import type { CreateOrderCommand } from '../../src/orders/order-commands';
 import type { OrderEvent } from '../../src/orders/order-event';
 import { OrderEventsService } from '../../src/orders/order-events.service';
 import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
@@ -16,7 +16,7 @@ import { PaymentPlansService } from '../../src/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/orders/payment-runner.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, resetChannels } from '../support/orders-fixture';
+import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, rejection, resetChannels } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -33,16 +33,6 @@ const MERCHANT = CREDS.merchantId;
 const QUERY_DELAY_MS = 50;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The error a call rejected with, or a failure when it resolved. */
-async function rejection(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to be refused');
-}
 
 describe(OrdersService.name, () => {
   let redis: RedisServerHandle;
@@ -57,7 +47,7 @@ describe(OrdersService.name, () => {
   let seq = 0;
 
   const orderNo = () => `it-${process.pid}-${++seq}`;
-  const createOrder = (no: string, extra: Partial<CreateOrderDto> = {}) => orders.create(MERCHANT, { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
+  const createOrder = (no: string, extra: Partial<CreateOrderCommand> = {}) => orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
   const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
   const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
   const ledger = (planId: string, legs?: Legs) => ledgerOf(channels, planId, legs);
@@ -127,11 +117,11 @@ describe(OrdersService.name, () => {
       expect(closed).toMatchObject({ status: 'CLOSED', closeReason: 'MERCHANT' });
       expect(await orders.close(MERCHANT, a.merchantOrderNo)).toEqual(closed);
       expect((await plans.get('acc-close', a.planId)).status).toBe('CANCELLED');
-      expect((await rejection(runner.pay('acc-close', a.planId))).code).toBe('PLAN_NOT_PAYABLE');
+      expect((await rejection(runner.pay({ accountId: 'acc-close', planId: a.planId }))).code).toBe('PLAN_NOT_PAYABLE');
       expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.closed']);
 
       const b = await orderWithPlan('acc-close');
-      expect((await runner.pay('acc-close', b.planId)).status).toBe('PAID');
+      expect((await runner.pay({ accountId: 'acc-close', planId: b.planId })).status).toBe('PAID');
       expect((await rejection(orders.close(MERCHANT, b.merchantOrderNo))).code).toBe('ORDER_PAID');
     });
 
@@ -140,7 +130,7 @@ describe(OrdersService.name, () => {
       await orders.expire(a.orderId);
       expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'CLOSED', closeReason: 'EXPIRED' });
       const b = await orderWithPlan('acc-exp');
-      await runner.pay('acc-exp', b.planId);
+      await runner.pay({ accountId: 'acc-exp', planId: b.planId });
       await orders.expire(b.orderId);
       expect((await orders.get(MERCHANT, b.merchantOrderNo)).status).toBe('PAID');
     });
@@ -149,8 +139,8 @@ describe(OrdersService.name, () => {
       const a = await orderWithPlan('acc-late');
       await raw.hset(orderKeys(keyBuilder, a.orderId)[0], 'expiresAt', String(Date.now() - 1000));
       const before = channelCalls('balance').pay;
-      expect((await rejection(runner.pay('acc-late', a.planId))).code).toBe('ORDER_EXPIRED');
-      expect((await rejection(plans.create('acc-late', a.orderId, [{ method: 'points', amount: 12800 }]))).code).toBe('ORDER_EXPIRED');
+      expect((await rejection(runner.pay({ accountId: 'acc-late', planId: a.planId }))).code).toBe('ORDER_EXPIRED');
+      expect((await rejection(plans.create({ accountId: 'acc-late', orderId: a.orderId, instructions: [{ method: 'points', amount: 12800 }] }))).code).toBe('ORDER_EXPIRED');
       expect(channelCalls('balance').pay).toBe(before);
       expect((await plans.get('acc-late', a.planId)).status).toBe('PENDING');
     });
@@ -160,7 +150,7 @@ describe(OrdersService.name, () => {
     it('20 concurrent plan creations leave exactly one active plan, and the order points at it', async () => {
       const { order } = await createOrder(orderNo());
       const settled = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, i) => plans.create('acc-plans', order.orderId, [{ method: 'balance', amount: 100 + i }, { method: 'points', amount: 12700 - i }])),
+        Array.from({ length: 20 }, (_, i) => plans.create({ accountId: 'acc-plans', orderId: order.orderId, instructions: [{ method: 'balance', amount: 100 + i }, { method: 'points', amount: 12700 - i }] })),
       );
       const made = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.plan.planId] : []));
       const refused = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as ApiError).code] : []));
@@ -176,19 +166,19 @@ describe(OrdersService.name, () => {
     it('the same instructions again return the PENDING plan; other instructions supersede it', async () => {
       const { order } = await createOrder(orderNo());
       const ins = [{ method: 'quickpay' as const, amount: 12800 }];
-      const first = await plans.create('acc-same', order.orderId, ins);
-      const again = await plans.create('acc-same', order.orderId, ins);
+      const first = await plans.create({ accountId: 'acc-same', orderId: order.orderId, instructions: ins });
+      const again = await plans.create({ accountId: 'acc-same', orderId: order.orderId, instructions: ins });
       expect([first.created, again.created, again.plan.planId]).toEqual([true, false, first.plan.planId]);
-      const other = await plans.create('acc-same', order.orderId, [{ method: 'ebanking', amount: 12800 }]);
+      const other = await plans.create({ accountId: 'acc-same', orderId: order.orderId, instructions: [{ method: 'ebanking', amount: 12800 }] });
       expect(other.created).toBe(true);
       expect((await plans.get('acc-same', first.plan.planId)).status).toBe('SUPERSEDED');
-      expect((await rejection(runner.pay('acc-same', first.plan.planId))).code).toBe('PLAN_NOT_PAYABLE');
-      expect((await runner.pay('acc-same', other.plan.planId)).status).toBe('PAID');
+      expect((await rejection(runner.pay({ accountId: 'acc-same', planId: first.plan.planId }))).code).toBe('PLAN_NOT_PAYABLE');
+      expect((await runner.pay({ accountId: 'acc-same', planId: other.plan.planId })).status).toBe('PAID');
     });
 
     it('amounts that do not add up to the order amount are a 400 naming instructions, and nothing is stored', async () => {
       const { order } = await createOrder(orderNo());
-      const err = await rejection(plans.create('acc-sum', order.orderId, [{ method: 'balance', amount: 100 }, { method: 'points', amount: 200 }]));
+      const err = await rejection(plans.create({ accountId: 'acc-sum', orderId: order.orderId, instructions: [{ method: 'balance', amount: 100 }, { method: 'points', amount: 200 }] }));
       expect([err.getStatus(), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', 'instructions']);
       const snap = await store.read(order.orderId);
       expect([snap.order!.planSeq, snap.order!.accountId, snap.order!.version]).toEqual([0, '', 1]);
@@ -197,7 +187,7 @@ describe(OrdersService.name, () => {
     it("the first plan binds the order: another account gets 404 for the order, its plans, paying and a new plan", async () => {
       const a = await orderWithPlan('acc-owner');
       const intruder = 'acc-intruder';
-      for (const p of [orders.checkout(intruder, a.orderId), plans.get(intruder, a.planId), runner.pay(intruder, a.planId), plans.create(intruder, a.orderId, [{ method: 'points', amount: 12800 }])]) {
+      for (const p of [orders.checkout(intruder, a.orderId), plans.get(intruder, a.planId), runner.pay({ accountId: intruder, planId: a.planId }), plans.create({ accountId: intruder, orderId: a.orderId, instructions: [{ method: 'points', amount: 12800 }] })]) {
         expect((await rejection(p)).getStatus()).toBe(404);
       }
       expect((await plans.get('acc-owner', a.planId)).status).toBe('PENDING');
@@ -209,7 +199,7 @@ describe(OrdersService.name, () => {
     it('10 concurrent pays of one plan: one execution (each instruction reaches its channel once), the rest LOCK_CONTENDED', async () => {
       const a = await orderWithPlan('acc-pay');
       const before = [channelCalls('balance').pay, channelCalls('quickpay').pay];
-      const settled = await Promise.allSettled(Array.from({ length: 10 }, () => runner.pay('acc-pay', a.planId)));
+      const settled = await Promise.allSettled(Array.from({ length: 10 }, () => runner.pay({ accountId: 'acc-pay', planId: a.planId })));
       const paid = settled.filter((s) => s.status === 'fulfilled' && s.value.status === 'PAID');
       const refused = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as ApiError).code] : []));
       expect(paid.length).toBeGreaterThanOrEqual(1);
@@ -224,7 +214,7 @@ describe(OrdersService.name, () => {
       expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'PAID', paidPlanId: a.planId });
       expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
       // Paying a paid plan again runs nothing.
-      expect((await runner.pay('acc-pay', a.planId)).status).toBe('PAID');
+      expect((await runner.pay({ accountId: 'acc-pay', planId: a.planId })).status).toBe('PAID');
       expect(channelCalls('balance').pay - before[0]).toBe(1);
     });
 
@@ -232,7 +222,7 @@ describe(OrdersService.name, () => {
       const a = await orderWithPlan('acc-fail');
       configure('quickpay', { pay: 'failure' });
       const reversesBefore = channelCalls('balance').reverse;
-      const failed = await runner.pay('acc-fail', a.planId);
+      const failed = await runner.pay({ accountId: 'acc-fail', planId: a.planId });
       expect(failed.status).toBe('FAILED');
       expect(failed.instructions.map((i) => [i.method, i.status, i.reversal])).toEqual([
         ['balance', 'SUCCEEDED', 'REVERSED'],
@@ -248,9 +238,9 @@ describe(OrdersService.name, () => {
       expect([order.status, order.activePlanId]).toEqual(['CREATED', undefined]);
 
       configure('quickpay', { pay: 'success' });
-      const again = await plans.create('acc-fail', a.orderId, [{ method: 'quickpay', amount: 12800 }]);
+      const again = await plans.create({ accountId: 'acc-fail', orderId: a.orderId, instructions: [{ method: 'quickpay', amount: 12800 }] });
       expect(again.created).toBe(true);
-      expect((await runner.pay('acc-fail', again.plan.planId)).status).toBe('PAID');
+      expect((await runner.pay({ accountId: 'acc-fail', planId: again.plan.planId })).status).toBe('PAID');
       expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
     });
 
@@ -263,7 +253,7 @@ describe(OrdersService.name, () => {
       configure('points', { pay: 'failure' });
       configure('balance', { reverse: 'unknown' });
       const ebankingPays = channelCalls('ebanking').pay;
-      const failed = await runner.pay('acc-rev', a.planId);
+      const failed = await runner.pay({ accountId: 'acc-rev', planId: a.planId });
       expect(failed.instructions.map((i) => [i.status, i.reversal])).toEqual([
         ['SUCCEEDED', 'PENDING'],
         ['FAILED', undefined],
@@ -283,11 +273,11 @@ describe(OrdersService.name, () => {
       const a = await orderWithPlan('acc-unknown');
       configure('quickpay', { pay: 'unknown', query: answer });
       const before = channelCalls('quickpay');
-      const parked = await runner.pay('acc-unknown', a.planId);
+      const parked = await runner.pay({ accountId: 'acc-unknown', planId: a.planId });
       expect([parked.status, parked.instructions.map((i) => i.status)]).toEqual(['PAYING', ['SUCCEEDED', 'UNKNOWN']]);
       expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAYING');
       // Paying again meanwhile runs nothing: the query decides.
-      expect((await runner.pay('acc-unknown', a.planId)).status).toBe('PAYING');
+      expect((await runner.pay({ accountId: 'acc-unknown', planId: a.planId })).status).toBe('PAYING');
       // A failed plan is written FAILED first and reversed right after: wait for both.
       await waitUntil(
         'the query resolved the plan',
@@ -312,7 +302,7 @@ describe(OrdersService.name, () => {
       const a = await orderWithPlan('acc-retry', [{ method: 'ebanking', amount: 12800 }]);
       configure('ebanking', { pay: 'unknown', query: 'unknown' });
       const before = channelCalls('ebanking');
-      await runner.pay('acc-retry', a.planId);
+      await runner.pay({ accountId: 'acc-retry', planId: a.planId });
       await waitUntil('two unknown answers', async () => channelCalls('ebanking').query - before.query >= 2, 10_000);
       expect((await plans.get('acc-retry', a.planId)).status).toBe('PAYING');
       configure('ebanking', { query: 'success' });
@@ -325,7 +315,7 @@ describe(OrdersService.name, () => {
       for (let i = 0; i < 30; i++) {
         const a = await orderWithPlan('acc-race', [{ method: 'points', amount: 12800 }]);
         const before = channelCalls('points').pay;
-        const [pay, close] = await Promise.allSettled([runner.pay('acc-race', a.planId), orders.close(MERCHANT, a.merchantOrderNo)]);
+        const [pay, close] = await Promise.allSettled([runner.pay({ accountId: 'acc-race', planId: a.planId }), orders.close(MERCHANT, a.merchantOrderNo)]);
         const order = await orders.get(MERCHANT, a.merchantOrderNo);
         const events = await eventsOf(a.orderId);
         expect(['PAID', 'CLOSED']).toContain(order.status);
@@ -380,7 +370,7 @@ describe(OrdersService.name, () => {
       const seen: OrderEvent[] = [];
       const consumer = await events.consume('it-group-1', async (e) => void seen.push(e), { consumer: 'c1', pollMs: 20, startFrom: 'now' });
       const paidOrders = await Promise.all(Array.from({ length: 6 }, () => orderWithPlan('acc-events', [{ method: 'balance', amount: 12800 }])));
-      await Promise.all(paidOrders.map((a) => runner.pay('acc-events', a.planId)));
+      await Promise.all(paidOrders.map((a) => runner.pay({ accountId: 'acc-events', planId: a.planId })));
       const closed = await createOrder(orderNo());
       await orders.close(MERCHANT, closed.order.merchantOrderNo);
       const mine = (e: OrderEvent) => [...paidOrders.map((a) => a.orderId), closed.order.orderId].includes(e.orderId);

@@ -1,3 +1,4 @@
+import { ApiError } from '../../src/http/api-error';
 import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
 import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
@@ -21,8 +22,8 @@ export function resetChannels(channels: ChannelGateway): void {
 /** A new order of `merchant` (its amount the sum of `legs`) with one PENDING plan of `legs` for `account`. */
 export async function orderWithPlan(orders: OrdersService, plans: PaymentPlansService, merchant: string, merchantOrderNo: string, account: string, legs: Legs = TWO_LEGS) {
   const amount = legs.reduce((s, l) => s + l.amount, 0);
-  const { order } = await orders.create(merchant, { merchantOrderNo, amount, currency: 'CNY', subject: 'Coffee beans' });
-  const { plan } = await plans.create(account, order.orderId, [...legs]);
+  const { order } = await orders.create({ merchantId: merchant, merchantOrderNo, amount, currency: 'CNY', subject: 'Coffee beans' });
+  const { plan } = await plans.create({ accountId: account, orderId: order.orderId, instructions: [...legs] });
   return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId, instructions: legs };
 }
 
@@ -32,3 +33,14 @@ export const ledgerOf = (channels: ChannelGateway, planId: string, legs: Readonl
 
 /** Money the channels hold over these entries: charged and not given back. */
 export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
+
+/** The ApiError a call rejected with; fails when it resolved, rethrows any other error. */
+export async function rejection(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  throw new Error('expected the call to be refused');
+}

@@ -1,15 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { MERCHANT_ORDER_NO_RE } from '../order-keys';
+import { CURRENCIES, DEFAULT_EXPIRE_MINUTES, MAX_AMOUNT, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order-commands';
+import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from '../order-keys';
 import { IsIdString } from '../orders-api.decorators';
 
-/** Largest amount of one order or instruction, in minor units (100,000,000.00 in a two-decimal currency). */
-export const MAX_AMOUNT = 10_000_000_000;
-export const MAX_EXPIRE_MINUTES = 1440;
-export const DEFAULT_EXPIRE_MINUTES = 30;
-/** ISO 4217 codes as the runtime's ICU knows them. */
-export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');
+export { MAX_AMOUNT } from '../order-commands';
 
 export class CreateOrderDto {
   /** The merchant's own order number; with the merchant, the idempotency key */
@@ -35,7 +31,7 @@ export class CreateOrderDto {
   @ApiProperty({ example: 'Coffee beans 1 kg' })
   @IsString()
   @MinLength(1)
-  @MaxLength(128)
+  @MaxLength(MAX_SUBJECT_LENGTH)
   subject!: string;
 
   /** Minutes until an unpaid order closes by itself */
@@ -45,4 +41,10 @@ export class CreateOrderDto {
   @Min(1)
   @Max(MAX_EXPIRE_MINUTES)
   expireMinutes?: number;
+
+  /** The only app account that may pay the order (bound from the start); absent: the first account to create a plan */
+  @ApiPropertyOptional({ example: 'u_1001', maxLength: 64 })
+  @IsOptionalField()
+  @IsIdString(64, ACCOUNT_ID_RE, 'payerAccountId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
+  payerAccountId?: string;
 }

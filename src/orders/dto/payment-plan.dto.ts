@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, Max, Min, ValidateNested } from 'class-validator';
 import { INSTRUCTION_STATUSES, PAYMENT_METHODS, PLAN_STATUSES, REVERSAL_STATUSES, type InstructionStatus, type PaymentMethod, type PlanStatus, type ReversalStatus } from '../order.types';
-import { MAX_AMOUNT } from './create-order.dto';
+import { MAX_AMOUNT } from '../order-commands';
 
 /** At most one instruction per method, so at most four. */
 export const MAX_INSTRUCTIONS = PAYMENT_METHODS.length;
