@@ -18,6 +18,9 @@
   Returns: 1 acked, 0 the delivery was no longer current
 ]]
 --- @include "includes/delay-queue-state"
-if not isCurrent(ARGV[1], ARGV[2]) then return 0 end
-forget(ARGV[1])
+local id = ARGV[1]
+local token = ARGV[2]
+
+if not isCurrent(id, token) then return 0 end
+forget(id)
 return 1

@@ -21,9 +21,11 @@
 ]]
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
+local channel = ARGV[2]
+
 local state = itemState(id)
 if state == 0 then return {0, 0} end
-local attempts = tonumber(redis.call('HGET', KEYS[6], id) or '0')
-if state == 3 then revoke(id, ARGV[2]) end
+local attempts = attemptsOf(id)
+if state == 3 then revoke(id, channel) end
 forget(id)
 return {state, attempts}

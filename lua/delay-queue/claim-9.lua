@@ -29,35 +29,38 @@
     nextWake  the earliest pending due time or in-flight deadline, '' when neither exists
 ]]
 --- @include "includes/server-time-ms"
+--- @include "includes/monotonic-counter"
 --- @include "includes/delay-queue-state"
-local now = serverTimeMs()
 local want = tonumber(ARGV[1])
-local visibility = tonumber(ARGV[2])
+local visibilityMs = tonumber(ARGV[2])
 local maxAttempts = tonumber(ARGV[3])
 local batch = tonumber(ARGV[4])
+local channel = ARGV[5]
+
+local now = serverTimeMs()
 
 -- 1. Lost deliveries.
 local requeued, died = 0, 0
-local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, batch)
+local expired = redis.call('ZRANGEBYSCORE', inflightKey, '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(expired) do
   local token, due = leaseOf(id)
   -- The silent holder may still be alive: tell it the delivery is gone.
-  if token then redis.call('PUBLISH', ARGV[5], 'gone:' .. token) end
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[8], id)
-  if tonumber(redis.call('HGET', KEYS[6], id) or '0') >= maxAttempts then
-    redis.call('ZADD', KEYS[4], now, id)
-    redis.call('HSET', KEYS[7], id, 'visibility timeout: the worker holding the item stopped responding')
+  if token then redis.call('PUBLISH', channel, 'gone:' .. token) end
+  redis.call('ZREM', inflightKey, id)
+  redis.call('HDEL', leaseKey, id)
+  if attemptsOf(id) >= maxAttempts then
+    redis.call('ZADD', deadKey, now, id)
+    redis.call('HSET', errorsKey, id, 'visibility timeout: the worker holding the item stopped responding')
     died = died + 1
   else
     -- Back in line at its original due time, so catch-up stays oldest first.
-    redis.call('ZADD', KEYS[2], due or now, id)
+    redis.call('ZADD', readyKey, due or now, id)
     requeued = requeued + 1
   end
 end
 
 -- 2. Promotion.
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch)
+local due = redis.call('ZRANGEBYSCORE', pendingKey, '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch)
 local promoted = #due / 2
 if promoted > 0 then
   local zargs, ids = {}, {}
@@ -66,28 +69,25 @@ if promoted > 0 then
     zargs[#zargs + 1] = due[i]
     ids[#ids + 1] = due[i]
   end
-  redis.call('ZADD', KEYS[2], unpack(zargs))
-  redis.call('ZREM', KEYS[1], unpack(ids))
+  redis.call('ZADD', readyKey, unpack(zargs))
+  redis.call('ZREM', pendingKey, unpack(ids))
 end
 
 -- 3. Claim.
 local out = {now, '', 0, promoted, requeued, died}
 if want > 0 then
-  local ready = redis.call('ZRANGE', KEYS[2], 0, want - 1, 'WITHSCORES')
-  local deadline = now + visibility
+  local ready = redis.call('ZRANGE', readyKey, 0, want - 1, 'WITHSCORES')
+  local deadline = now + visibilityMs
   for i = 1, #ready, 2 do
     local id = ready[i]
-    redis.call('ZREM', KEYS[2], id)
-    local payload = redis.call('HGET', KEYS[5], id)
+    redis.call('ZREM', readyKey, id)
+    local payload = redis.call('HGET', payloadKey, id)
     if payload then
-      redis.call('ZADD', KEYS[3], deadline, id)
-      local attempt = redis.call('HINCRBY', KEYS[6], id, 1)
-      local token = redis.call('INCR', KEYS[9])
-      if token < now * 1000 then
-        token = now * 1000
-        redis.call('SET', KEYS[9], string.format('%d', token))
-      end
-      redis.call('HSET', KEYS[8], id, string.format('%d:%d', token, tonumber(ready[i + 1])))
+      redis.call('ZADD', inflightKey, deadline, id)
+      local attempt = redis.call('HINCRBY', attemptsKey, id, 1)
+      -- The claim's own clock, so every token of one step is measured against the same instant.
+      local token, tokenText = nextCounterAtLeastClock(seqKey, nil, nil, now * 1000)
+      redis.call('HSET', leaseKey, id, tokenText .. ':' .. string.format('%d', tonumber(ready[i + 1])))
       out[#out + 1] = id
       out[#out + 1] = payload
       out[#out + 1] = attempt
@@ -95,9 +95,9 @@ if want > 0 then
       out[#out + 1] = token
     else
       -- Cannot happen through these scripts; never hand out an item without its payload.
-      redis.call('ZADD', KEYS[4], now, id)
-      redis.call('HSET', KEYS[5], id, 'null') -- every entry has a payload (schedule relies on it)
-      redis.call('HSET', KEYS[7], id, 'payload missing')
+      redis.call('ZADD', deadKey, now, id)
+      redis.call('HSET', payloadKey, id, 'null') -- every entry has a payload (schedule relies on it)
+      redis.call('HSET', errorsKey, id, 'payload missing')
       died = died + 1
       out[6] = died
     end
@@ -105,10 +105,10 @@ if want > 0 then
 end
 
 local nextWake = nil
-local p = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local p = redis.call('ZRANGE', pendingKey, 0, 0, 'WITHSCORES')
 if p[2] then nextWake = tonumber(p[2]) end
-local f = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+local f = redis.call('ZRANGE', inflightKey, 0, 0, 'WITHSCORES')
 if f[2] and (not nextWake or tonumber(f[2]) < nextWake) then nextWake = tonumber(f[2]) end
 if nextWake then out[2] = string.format('%d', nextWake) end
-out[3] = redis.call('ZCARD', KEYS[2])
+out[3] = redis.call('ZCARD', readyKey)
 return out

@@ -15,16 +15,21 @@
 
   Returns: {total, id1, payload1, attempts1, lastError1, diedAt1, ...}
 ]]
+local deadKey = KEYS[4]
+local payloadKey = KEYS[5]
+local attemptsKey = KEYS[6]
+local errorsKey = KEYS[7]
 local offset = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
-local out = { redis.call('ZCARD', KEYS[4]) }
-local page = redis.call('ZREVRANGE', KEYS[4], offset, offset + limit - 1, 'WITHSCORES')
+
+local out = { redis.call('ZCARD', deadKey) }
+local page = redis.call('ZREVRANGE', deadKey, offset, offset + limit - 1, 'WITHSCORES')
 for i = 1, #page, 2 do
   local id = page[i]
   out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', KEYS[5], id) or ''
-  out[#out + 1] = redis.call('HGET', KEYS[6], id) or '0'
-  out[#out + 1] = redis.call('HGET', KEYS[7], id) or ''
+  out[#out + 1] = redis.call('HGET', payloadKey, id) or ''
+  out[#out + 1] = redis.call('HGET', attemptsKey, id) or '0'
+  out[#out + 1] = redis.call('HGET', errorsKey, id) or ''
   out[#out + 1] = page[i + 1]
 end
 return out

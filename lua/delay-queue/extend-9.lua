@@ -20,6 +20,10 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/delay-queue-state"
-if not isCurrent(ARGV[1], ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[3], 'XX', serverTimeMs() + tonumber(ARGV[3]), ARGV[1])
+local id = ARGV[1]
+local token = ARGV[2]
+local visibilityMs = tonumber(ARGV[3])
+
+if not isCurrent(id, token) then return 0 end
+redis.call('ZADD', inflightKey, 'XX', serverTimeMs() + visibilityMs, id)
 return 1

@@ -26,20 +26,27 @@
 --- @include "includes/server-time-ms"
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
-local current, due = isCurrent(id, ARGV[2])
+local token = ARGV[2]
+local maxAttempts = tonumber(ARGV[3])
+local retryDelayMs = tonumber(ARGV[4])
+local errorText = ARGV[5]
+local action = ARGV[6]
+local channel = ARGV[7]
+
+local current, due = isCurrent(id, token)
 if not current then return 0 end
 local now = serverTimeMs()
-redis.call('ZREM', KEYS[3], id)
-redis.call('HDEL', KEYS[8], id)
-if ARGV[6] == 'release' then
-  redis.call('ZADD', KEYS[2], due or now, id)
-  redis.call('PUBLISH', ARGV[7], 'due:' .. string.format('%d', now)) -- a running peer picks it up now
+redis.call('ZREM', inflightKey, id)
+redis.call('HDEL', leaseKey, id)
+if action == 'release' then
+  redis.call('ZADD', readyKey, due or now, id)
+  redis.call('PUBLISH', channel, 'due:' .. string.format('%d', now)) -- a running peer picks it up now
   return 3
 end
-redis.call('HSET', KEYS[7], id, ARGV[5])
-if tonumber(redis.call('HGET', KEYS[6], id) or '0') >= tonumber(ARGV[3]) then
-  redis.call('ZADD', KEYS[4], now, id)
+redis.call('HSET', errorsKey, id, errorText)
+if attemptsOf(id) >= maxAttempts then
+  redis.call('ZADD', deadKey, now, id)
   return 2
 end
-addPending(id, now + tonumber(ARGV[4]), ARGV[7])
+addPending(id, now + retryDelayMs, channel)
 return 1

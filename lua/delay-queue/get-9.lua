@@ -17,12 +17,13 @@
 ]]
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
+
 local state, score = itemState(id)
 if state == 0 then return {0} end
 return {
   state,
   string.format('%d', score),
-  redis.call('HGET', KEYS[5], id) or '',
-  redis.call('HGET', KEYS[6], id) or '0',
-  redis.call('HGET', KEYS[7], id) or '',
+  redis.call('HGET', payloadKey, id) or '',
+  redis.call('HGET', attemptsKey, id) or '0',
+  redis.call('HGET', errorsKey, id) or '',
 }

@@ -24,12 +24,15 @@
 --- @include "includes/server-time-ms"
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
-local now = serverTimeMs()
-local due = dueFrom(ARGV[2], ARGV[3], now)
+local mode = ARGV[2]
+local when = ARGV[3]
+local channel = ARGV[4]
+
+local due = dueFrom(mode, when, serverTimeMs())
 if not due then return -6 end
 local state = itemState(id)
 if state == 0 then return -1 end
 if state > 2 then return -5 end
-redis.call('ZREM', KEYS[2], id)
-addPending(id, due, ARGV[4])
+redis.call('ZREM', readyKey, id)
+addPending(id, due, channel)
 return due

@@ -18,10 +18,12 @@
 --- @include "includes/server-time-ms"
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
-if not redis.call('ZSCORE', KEYS[4], id) then return -1 end
+local channel = ARGV[2]
+
+if not redis.call('ZSCORE', deadKey, id) then return -1 end
 local now = serverTimeMs()
-redis.call('ZREM', KEYS[4], id)
-redis.call('HDEL', KEYS[6], id)
-redis.call('HDEL', KEYS[7], id)
-addPending(id, now, ARGV[2])
+redis.call('ZREM', deadKey, id)
+redis.call('HDEL', attemptsKey, id)
+redis.call('HDEL', errorsKey, id)
+addPending(id, now, channel)
 return now

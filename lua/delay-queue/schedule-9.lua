@@ -30,16 +30,21 @@
 --- @include "includes/server-time-ms"
 --- @include "includes/delay-queue-state"
 local id = ARGV[1]
-local now = serverTimeMs()
-local due = dueFrom(ARGV[2], ARGV[3], now)
+local mode = ARGV[2]
+local when = ARGV[3]
+local payload = ARGV[4]
+local ifExists = ARGV[5]
+local channel = ARGV[6]
+
+local due = dueFrom(mode, when, serverTimeMs())
 if not due then return -6 end
 -- Every entry keeps its payload until it is forgotten, so a missing payload means a new id:
 -- one HEXISTS instead of four ZSCOREs on the common path.
 local state, score = 0, nil
-if redis.call('HEXISTS', KEYS[5], id) == 1 then state, score = itemState(id) end
-if state ~= 0 and ARGV[5] == 'keep' then return {0, state, string.format('%d', score)} end
-if state == 3 then revoke(id, ARGV[6]) end
+if redis.call('HEXISTS', payloadKey, id) == 1 then state, score = itemState(id) end
+if state ~= 0 and ifExists == 'keep' then return {0, state, string.format('%d', score)} end
+if state == 3 then revoke(id, channel) end
 if state ~= 0 then forget(id) end
-redis.call('HSET', KEYS[5], id, ARGV[4])
-addPending(id, due, ARGV[6])
+redis.call('HSET', payloadKey, id, payload)
+addPending(id, due, channel)
 return {1, state, string.format('%d', due)}

@@ -11,16 +11,21 @@
     the heads are the smallest scores (due times), '' when the zset is empty
 ]]
 --- @include "includes/server-time-ms"
+local pendingKey = KEYS[1]
+local readyKey = KEYS[2]
+local inflightKey = KEYS[3]
+local deadKey = KEYS[4]
+
 local function head(key)
   local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   return h[2] or ''
 end
 return {
   serverTimeMs(),
-  redis.call('ZCARD', KEYS[1]),
-  redis.call('ZCARD', KEYS[2]),
-  redis.call('ZCARD', KEYS[3]),
-  redis.call('ZCARD', KEYS[4]),
-  head(KEYS[1]),
-  head(KEYS[2]),
+  redis.call('ZCARD', pendingKey),
+  redis.call('ZCARD', readyKey),
+  redis.call('ZCARD', inflightKey),
+  redis.call('ZCARD', deadKey),
+  head(pendingKey),
+  head(readyKey),
 }

@@ -1,18 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
-import { ScriptRegistry } from '../scripts/script-registry.service';
 import { BackgroundWorkers } from '../workers/background-workers.service';
 import { encodePayload, processorSettings, timeArgs } from './delay-queue.args';
 import { DelayQueueArgumentError } from './delay-queue.errors';
-import { checkItemId, checkQueueName, QueueKeys, queueKeys, registryKey } from './delay-queue.keys';
+import { checkItemId } from './delay-queue.keys';
 import { DelayQueueMetrics } from './delay-queue.metrics';
+import { DelayQueueStore } from './delay-queue.store';
 import type {
   CancelResult,
   DeadLetter,
   Handler,
-  ItemState,
   ItemView,
   Page,
   ProcessOptions,
@@ -24,8 +22,6 @@ import type {
 } from './delay-queue.types';
 import { QueueEventBus } from './queue-event-bus';
 import { QueueProcessor } from './queue-processor';
-
-const STATES: ItemState[] = ['absent', 'pending', 'ready', 'in-flight', 'dead'];
 
 /**
  * The delay-queue engine: "do X at time T unless it is cancelled first", for
@@ -39,14 +35,12 @@ const STATES: ItemState[] = ['absent', 'pending', 'ready', 'in-flight', 'dead'];
 export class DelayQueueService {
   private readonly logger = new Logger(DelayQueueService.name);
   private readonly known = new Set<string>();
-  private readonly keyCache = new Map<string, QueueKeys>();
   private readonly processors = new Map<string, QueueProcessor<unknown>>();
   private eventBus?: QueueEventBus;
 
   constructor(
     private readonly redis: RedisService,
-    private readonly scripts: ScriptRegistry,
-    private readonly keyBuilder: KeyBuilder,
+    private readonly store: DelayQueueStore,
     private readonly workers: BackgroundWorkers,
     private readonly metrics: DelayQueueMetrics,
     private readonly config: AppConfig,
@@ -61,66 +55,58 @@ export class DelayQueueService {
    * `{ifExists: 'keep'}` it is left untouched.
    */
   async schedule<T>(queue: string, id: string, when: When, payload: T, options: ScheduleOptions = {}): Promise<ScheduleResult> {
-    const k = this.keys(queue);
+    const k = this.store.keys(queue);
     checkItemId(id);
     const [mode, value] = timeArgs(when);
     const raw = encodePayload(payload);
     const ifExists = options.ifExists ?? 'replace';
     if (ifExists !== 'replace' && ifExists !== 'keep') throw new DelayQueueArgumentError('ifExists', "must be 'replace' or 'keep'");
-    const [r] = await Promise.all([
-      this.scripts.run<[number, number, string]>('delay-queue/schedule', k.keys, [id, mode, value, raw, ifExists, k.channel]),
-      this.remember(queue),
-    ]);
-    const written = r[0] === 1;
-    if (written) this.metrics.scheduled.inc({ queue });
-    return { written, created: r[1] === 0, dueAt: Number(r[2]) };
+    const [r] = await Promise.all([this.store.schedule(k, id, mode, value, raw, ifExists), this.remember(queue)]);
+    if (r.written) this.metrics.scheduled.inc({ queue });
+    return { written: r.written, created: r.existed === 'absent', dueAt: r.dueAt };
   }
 
   /** Cancels (queue, id) wherever it is, in O(log n). `wasPending`: no live delivery held it (see CancelResult). */
   async cancel(queue: string, id: string): Promise<CancelResult> {
-    const k = this.keys(queue);
+    const k = this.store.keys(queue);
     checkItemId(id);
-    const [code, attempts] = await this.scripts.run<[number, number]>('delay-queue/cancel', k.keys, [id, k.channel]);
-    if (code !== 0) this.metrics.cancelled.inc({ queue });
-    return { wasPending: code === 1 || code === 2, state: STATES[code], attempts };
+    const { state, attempts } = await this.store.cancel(k, id);
+    if (state !== 'absent') this.metrics.cancelled.inc({ queue });
+    return { wasPending: state === 'pending' || state === 'ready', state, attempts };
   }
 
   /** Moves a pending or ready item to a new due time. 404 when absent, 409 when in flight or dead. */
   async reschedule(queue: string, id: string, when: When): Promise<number> {
-    const k = this.keys(queue);
+    const k = this.store.keys(queue);
     checkItemId(id);
     const [mode, value] = timeArgs(when);
-    return Number(await this.scripts.run<number>('delay-queue/reschedule', k.keys, [id, mode, value, k.channel]));
+    return this.store.reschedule(k, id, mode, value);
   }
 
   async get<T = unknown>(queue: string, id: string): Promise<ItemView<T> | null> {
-    const k = this.keys(queue);
+    const k = this.store.keys(queue);
     checkItemId(id);
-    const r = await this.scripts.run<[number, string, string, string, string]>('delay-queue/get', k.keys, [id]);
-    if (r[0] === 0) return null;
+    const item = await this.store.get(k, id);
+    if (!item) return null;
     return {
       id,
-      state: STATES[r[0]] as ItemView['state'],
-      at: Number(r[1]),
-      payload: JSON.parse(r[2]) as T,
-      attempts: Number(r[3]),
-      ...(r[4] ? { lastError: r[4] } : {}),
+      state: item.state,
+      at: item.at,
+      payload: JSON.parse(item.rawPayload) as T,
+      attempts: item.attempts,
+      ...(item.lastError ? { lastError: item.lastError } : {}),
     };
   }
 
   async stats(queue: string): Promise<QueueStats> {
-    const k = this.keys(queue);
-    const r = await this.scripts.run<[number, number, number, number, number, string, string]>('delay-queue/stats', k.stateKeys);
-    const now = Number(r[0]);
-    const pendingHead = r[5] === '' ? null : Number(r[5]);
-    const readyHead = r[6] === '' ? null : Number(r[6]);
+    const { now, pending, ready, inFlight, dead, pendingHead, readyHead } = await this.store.stats(this.store.keys(queue));
     const overdueSince = Math.min(readyHead ?? Infinity, pendingHead !== null && pendingHead <= now ? pendingHead : Infinity);
     return {
       queue,
-      pending: r[1],
-      ready: r[2],
-      inFlight: r[3],
-      dead: r[4],
+      pending,
+      ready,
+      inFlight,
+      dead,
       oldestOverdueMs: Number.isFinite(overdueSince) ? Math.max(0, now - overdueSince) : 0,
       nextDueAt: pendingHead,
     };
@@ -128,39 +114,29 @@ export class DelayQueueService {
 
   /** Whether `queue` is known: scheduled on or processed by this instance, or by any other (the shared registry). */
   async isKnown(queue: string): Promise<boolean> {
-    return this.known.has(queue) || (await this.redis.command((c) => c.sismember(registryKey(this.keyBuilder), queue))) === 1;
+    return this.known.has(queue) || (await this.store.isRegistered(queue));
   }
 
   /** Every queue ever scheduled on or processed (by any instance), sorted. */
   async listQueues(): Promise<string[]> {
-    const names = await this.redis.command((c) => c.smembers(registryKey(this.keyBuilder)));
+    const names = await this.store.registered();
     return [...new Set([...names, ...this.known])].sort();
   }
 
   /** Dead letters, newest first. */
   async deadLetters<T = unknown>(queue: string, offset = 0, limit = 20): Promise<Page<DeadLetter<T>>> {
-    const k = this.keys(queue);
+    const k = this.store.keys(queue);
     if (!Number.isInteger(offset) || offset < 0 || offset > 1_000_000) throw new DelayQueueArgumentError('offset', 'must be an integer from 0 to 1000000');
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new DelayQueueArgumentError('limit', 'must be an integer from 1 to 100');
-    const r = await this.scripts.run<Array<string | number>>('delay-queue/dead-page', k.keys, [offset, limit]);
-    const items: DeadLetter<T>[] = [];
-    for (let i = 1; i < r.length; i += 5) {
-      items.push({
-        id: String(r[i]),
-        payload: JSON.parse(String(r[i + 1]) || 'null') as T,
-        attempts: Number(r[i + 2]),
-        lastError: String(r[i + 3]),
-        diedAt: Number(r[i + 4]),
-      });
-    }
-    return { items, total: Number(r[0]), offset, limit };
+    const { items, total } = await this.store.deadPage<T>(k, offset, limit);
+    return { items, total, offset, limit };
   }
 
   /** Makes one dead letter due now, with its delivery count reset. 404 when it is not a dead letter. */
   async retryDead(queue: string, id: string): Promise<number> {
-    const k = this.keys(queue);
+    const k = this.store.keys(queue);
     checkItemId(id);
-    return Number(await this.scripts.run<number>('delay-queue/retry-dead', k.keys, [id, k.channel]));
+    return this.store.retryDead(k, id);
   }
 
   /**
@@ -170,11 +146,11 @@ export class DelayQueueService {
    * once its visibility timeout passes. One processor per queue per instance.
    */
   async process<T>(queue: string, handler: Handler<T>, options: ProcessOptions = {}): Promise<Processor> {
-    const k = this.keys(queue);
+    const k = this.store.keys(queue);
     if (this.processors.has(queue)) throw new DelayQueueArgumentError('queue', `already has a processor in this instance`);
     const settings = processorSettings(options, this.config.shutdownGraceMs);
     this.eventBus ??= new QueueEventBus(this.redis.subscriber());
-    const processor = new QueueProcessor<T>(queue, k, handler, settings, this.scripts, this.eventBus, this.metrics);
+    const processor = new QueueProcessor<T>(queue, k, handler, settings, this.store, this.eventBus, this.metrics);
     this.processors.set(queue, processor as QueueProcessor<unknown>);
     this.workers.register(`delay-queue:${queue}`, processor);
     await this.remember(queue).catch(() => undefined);
@@ -182,21 +158,12 @@ export class DelayQueueService {
     return processor;
   }
 
-  private keys(queue: string): QueueKeys {
-    let k = this.keyCache.get(queue);
-    if (!k) {
-      k = queueKeys(this.keyBuilder, checkQueueName(queue));
-      if (this.keyCache.size < 10_000) this.keyCache.set(queue, k);
-    }
-    return k;
-  }
-
   /** Adds the queue to the shared registry once per process (for the admin list and the gauges). */
   private async remember(queue: string): Promise<void> {
     if (this.known.has(queue)) return;
     this.known.add(queue);
     try {
-      await this.redis.command((c) => c.sadd(registryKey(this.keyBuilder), queue));
+      await this.store.register(queue);
     } catch (err) {
       this.known.delete(queue);
       this.logger.warn({ queue, err: (err as Error).message }, 'could not record the queue name');

@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
-import type { ScriptRegistry } from '../scripts/script-registry.service';
 import type { BackgroundWorker } from '../workers/background-workers.service';
 import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { QueueKeys } from './delay-queue.keys';
+import type { ClaimedDelivery, DelayQueueStore } from './delay-queue.store';
 import type { Delivery, Handler, Processor } from './delay-queue.types';
 import type { QueueEventBus } from './queue-event-bus';
 
@@ -26,6 +26,27 @@ export interface ProcessorSettings {
   /** How long stop() waits for running handlers before handing their items back. */
   shutdownGraceMs: number;
 }
+
+/** The processor's time: the wall clock (ms) and timers. Tests pass fake ones; the default is the real one. */
+export interface ProcessorClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): NodeJS.Timeout;
+  clearTimeout(timer: NodeJS.Timeout | undefined): void;
+  setInterval(fn: () => void, ms: number): NodeJS.Timeout;
+  clearInterval(timer: NodeJS.Timeout | undefined): void;
+  /** A number in [0, 1): the fallback poll's jitter. */
+  random(): number;
+}
+
+/** The real clock. Each call looks the global up when it runs, so Jest's fake timers replace it too. */
+export const systemClock: ProcessorClock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (timer) => clearTimeout(timer),
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (timer) => clearInterval(timer),
+  random: () => Math.random(),
+};
 
 interface Running {
   id: string;
@@ -80,9 +101,10 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     private readonly keys: QueueKeys,
     private readonly handler: Handler<T>,
     private readonly settings: ProcessorSettings,
-    private readonly scripts: ScriptRegistry,
+    private readonly store: DelayQueueStore,
     private readonly events: QueueEventBus,
     private readonly metrics: DelayQueueMetrics,
+    private readonly clock: ProcessorClock = systemClock,
   ) {
     this.logger = new Logger(`DelayQueue:${queue}`);
   }
@@ -103,18 +125,18 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    clearTimeout(this.wakeTimer);
-    clearTimeout(this.pollTimer);
+    this.clock.clearTimeout(this.wakeTimer);
+    this.clock.clearTimeout(this.pollTimer);
     await this.ticking;
     const all = Promise.all([...this.running.values()].map((r) => r.done));
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([all, new Promise((r) => (timer = setTimeout(r, this.settings.shutdownGraceMs)))]);
-    clearTimeout(timer);
+    await Promise.race([all, new Promise((r) => (timer = this.clock.setTimeout(() => r(undefined), this.settings.shutdownGraceMs)))]);
+    this.clock.clearTimeout(timer);
     await Promise.all(
       [...this.running].map(async ([token, r]) => {
         r.handedBack = true;
         r.abort.abort(new Error('worker stopping'));
-        await this.run<number>('fail', [r.id, token, this.settings.maxAttempts, 0, 'released at shutdown', 'release', this.keys.channel]).catch(() => 0);
+        await this.store.release(this.keys, r.id, token, this.settings.maxAttempts).catch(() => false);
       }),
     );
     await this.events.unsubscribe(this.keys.channel).catch(() => undefined);
@@ -134,12 +156,12 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   /** Sets the wake-up timer for `due` on the Redis clock. */
   private arm(due: number): void {
     if (this.stopped) return;
-    clearTimeout(this.wakeTimer);
+    this.clock.clearTimeout(this.wakeTimer);
     this.wakeAt = due;
-    const delay = Math.max(0, due - (Date.now() + this.clockOffset));
+    const delay = Math.max(0, due - (this.clock.now() + this.clockOffset));
     // Beyond the poll interval the poll will run a claim anyway and re-arm from its answer.
     if (delay > this.settings.pollMs) return;
-    this.wakeTimer = setTimeout(() => {
+    this.wakeTimer = this.clock.setTimeout(() => {
       this.wakeAt = Infinity;
       void this.tick();
     }, delay);
@@ -147,8 +169,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
 
   private schedulePoll(): void {
     if (this.stopped) return;
-    const ms = this.settings.pollMs * (0.5 + Math.random() * 0.5);
-    this.pollTimer = setTimeout(() => {
+    const ms = this.settings.pollMs * (0.5 + this.clock.random() * 0.5);
+    this.pollTimer = this.clock.setTimeout(() => {
       void this.tick();
       this.schedulePoll();
     }, ms);
@@ -176,27 +198,24 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       let more = true;
       while (more && !this.stopped) {
         const want = Math.min(CLAIM_BATCH, this.settings.concurrency - this.running.size);
-        const t0 = Date.now();
+        const t0 = this.clock.now();
         this.eventDueDuringClaim = Infinity;
-        const r = await this.run<Array<string | number>>('claim', [want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, BATCH, this.keys.channel]);
-        const now = Number(r[0]);
-        this.clockOffset = now - (t0 + Date.now()) / 2;
-        const [promoted, requeued, died] = [Number(r[3]), Number(r[4]), Number(r[5])];
+        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, BATCH);
+        const { now, promoted, requeued, died } = r;
+        this.clockOffset = now - (t0 + this.clock.now()) / 2;
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
-        const claimed = (r.length - 6) / 5;
-        for (let i = 6; i < r.length; i += 5) {
-          this.deliver(String(r[i]), String(r[i + 1]), Number(r[i + 2]), Number(r[i + 3]), Number(r[i + 4]), now);
-        }
-        this.readyLeft = Number(r[2]) > 0;
+        const claimed = r.claimed.length;
+        for (const d of r.claimed) this.deliver(d, now);
+        this.readyLeft = r.readyLeft > 0;
         // The reply's next wake-up was computed before any event that arrived while it was on the wire.
-        const next = Math.min(r[1] === '' ? Infinity : Number(r[1]), this.eventDueDuringClaim);
+        const next = Math.min(r.nextWake ?? Infinity, this.eventDueDuringClaim);
         this.wakeAt = Infinity;
         if (Number.isFinite(next)) this.arm(next);
         // Go round again while a step hit its batch limit, or ready items remain and slots are free.
         more = promoted === BATCH || requeued + died === BATCH || (this.readyLeft && claimed === want && want > 0 && this.running.size < this.settings.concurrency);
       }
     } catch (err) {
-      const now = Date.now();
+      const now = this.clock.now();
       if (now - this.lastErrorLog > 5000) {
         this.lastErrorLog = now;
         this.logger.warn({ err: (err as Error).message }, 'claim failed; retrying on the next poll');
@@ -204,19 +223,19 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     }
   }
 
-  private deliver(id: string, raw: string, attempt: number, dueAt: number, token: number, claimedAt: number): void {
+  private deliver({ id, rawPayload: raw, attempt, dueAt, token }: ClaimedDelivery, claimedAt: number): void {
     const abort = new AbortController();
     const labels = { queue: this.queue };
     this.metrics.fired.inc(labels);
     this.metrics.lateness.observe(labels, Math.max(0, claimedAt - dueAt) / 1000);
     const extend = async (): Promise<boolean> => {
-      const ok = (await this.run<number>('extend', [id, token, this.settings.visibilityTimeoutMs])) === 1;
+      const ok = await this.store.extend(this.keys, id, token, this.settings.visibilityTimeoutMs);
       if (!ok) abort.abort(new Error('delivery no longer current'));
       return ok;
     };
     // The heartbeat keeps a live delivery's deadline ahead; it ends with the delivery or its revocation.
-    const heartbeat = setInterval(() => void extend().catch(() => undefined), this.settings.visibilityTimeoutMs / 3);
-    abort.signal.addEventListener('abort', () => clearInterval(heartbeat), { once: true });
+    const heartbeat = this.clock.setInterval(() => void extend().catch(() => undefined), this.settings.visibilityTimeoutMs / 3);
+    abort.signal.addEventListener('abort', () => this.clock.clearInterval(heartbeat), { once: true });
     const delivery: Delivery<T> = {
       queue: this.queue,
       id,
@@ -237,30 +256,28 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         const handled = Promise.resolve().then(() => this.handler(delivery));
         handled.catch(() => undefined); // a handler that outlives its timeout may still reject later
         const timedOut = new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new HandlerTimeoutError(this.settings.handlerTimeoutMs)), this.settings.handlerTimeoutMs);
+          timer = this.clock.setTimeout(() => reject(new HandlerTimeoutError(this.settings.handlerTimeoutMs)), this.settings.handlerTimeoutMs);
         });
         await Promise.race([handled, timedOut]);
         succeeded = true;
       } catch (err) {
         failure = err;
       } finally {
-        clearTimeout(timer);
-        clearInterval(heartbeat);
+        this.clock.clearTimeout(timer);
+        this.clock.clearInterval(heartbeat);
       }
       try {
         if (entry.handedBack) return; // stop() gave the item back already
         if (succeeded) {
-          if ((await this.retry(() => this.run<number>('ack', [id, token]))) === 1) this.metrics.acked.inc(labels);
+          if (await this.retry(() => this.store.ack(this.keys, id, token))) this.metrics.acked.inc(labels);
           return;
         }
         if (failure instanceof HandlerTimeoutError) abort.abort(failure);
         const text = (failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure)).slice(0, MAX_ERROR_CHARS);
-        const delay = backoffDelay(attempt, this.settings.backoff);
-        const outcome = await this.retry(() =>
-          this.run<number>('fail', [id, token, this.settings.maxAttempts, delay, text, 'fail', this.keys.channel]),
-        );
-        if (outcome === 1) this.metrics.retried.inc(labels);
-        if (outcome === 2) this.metrics.dead.inc(labels);
+        const delay = backoffDelay(attempt, this.settings.backoff, this.clock.random);
+        const outcome = await this.retry(() => this.store.fail(this.keys, id, token, this.settings.maxAttempts, delay, text));
+        if (outcome === 'retried') this.metrics.retried.inc(labels);
+        if (outcome === 'dead') this.metrics.dead.inc(labels);
       } catch (err) {
         // Redis stayed unreachable: the item stays in flight and is delivered again after its visibility timeout.
         this.logger.warn({ id, attempt, err: (err as Error).message }, 'could not record the outcome; the item will be redelivered');
@@ -279,12 +296,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         return await fn();
       } catch (err) {
         if (i >= 3) throw err;
-        await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+        await new Promise((r) => this.clock.setTimeout(() => r(undefined), 100 * 2 ** i));
       }
     }
-  }
-
-  private run<R>(script: string, args: Array<string | number>): Promise<R> {
-    return this.scripts.run<R>(`delay-queue/${script}`, this.keys.keys, args);
   }
 }

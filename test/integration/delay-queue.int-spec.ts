@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { DelayQueueArgumentError } from '../../src/delay-queue/delay-queue.errors';
 import { queueKeys, registryKey } from '../../src/delay-queue/delay-queue.keys';
@@ -6,6 +9,7 @@ import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
 import type { Delivery, ProcessOptions, When } from '../../src/delay-queue/delay-queue.types';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { ScriptInvalidStateError, ScriptNotFoundError } from '../../src/scripts/script-errors';
+import { DEFAULT_LUA_DIR, loadScriptFile, type ScriptDefinition } from '../../src/scripts/script-loader';
 import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -528,6 +532,102 @@ describe(DelayQueueService.name, () => {
       expect(await run<number>(q, 'extend', ['a', first.token, 30_000])).toBe(0);
       expect(await run<number>(q, 'ack', ['a', first.token])).toBe(0);
       expect(await run<number>(q, 'ack', ['a', second.token])).toBe(1);
+    });
+  });
+
+  describe('includes/monotonic-counter: nextCounterAtLeastClock', () => {
+    const dirs: string[] = [];
+    afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+    /** The include, called through a test script loaded the way the loader loads every script. */
+    const counterScript = (() => {
+      let def: ScriptDefinition | undefined;
+      return () => {
+        if (def) return def;
+        const dir = mkdtempSync(join(tmpdir(), 'rp-counter-'));
+        dirs.push(dir);
+        mkdirSync(join(dir, 'includes'));
+        mkdirSync(join(dir, 't'));
+        copyFileSync(join(DEFAULT_LUA_DIR, 'includes', 'monotonic-counter.lua'), join(dir, 'includes', 'monotonic-counter.lua'));
+        const script = [
+          '--[[',
+          '  Calls nextCounterAtLeastClock for the test suite.',
+          '',
+          '  KEYS[1]  the counter: a string key, or a hash with ARGV[1]',
+          "  ARGV[1]  hash field, '' for a string key",
+          "  ARGV[2]  ttl ms, '' for none",
+          "  ARGV[3]  the clock in microseconds, '' to read TIME",
+          '',
+          '  Returns: {value, value as text}',
+          ']]',
+          '--- @include "includes/monotonic-counter"',
+          'local counterKey = KEYS[1]',
+          "local field = ARGV[1] ~= '' and ARGV[1] or nil",
+          'local ttlMs = tonumber(ARGV[2])',
+          'local clockUs = tonumber(ARGV[3])',
+          'local value, text = nextCounterAtLeastClock(counterKey, field, ttlMs, clockUs)',
+          'return {value, text}',
+        ].join('\n');
+        writeFileSync(join(dir, 't', 'counter-1.lua'), script);
+        def = loadScriptFile(dir, join(dir, 't', 'counter-1.lua'));
+        return def;
+      };
+    })();
+    const next = async (key: string, field = '', ttlMs = '', clockUs = '') => {
+      const def = counterScript();
+      const [value, text] = (await raw.eval(def.source, 1, key, field, ttlMs, clockUs)) as [number, string];
+      expect(String(value)).toBe(text);
+      return value;
+    };
+    const clockUs = async () => {
+      const [s, us] = await raw.time();
+      return Number(s) * 1_000_000 + Number(us);
+    };
+    const newKey = () => `test:counter:${randomBytes(4).toString('hex')}`;
+
+    it('starts at the Redis clock in microseconds, then counts up by one', async () => {
+      const key = newKey();
+      const before = await clockUs();
+      const first = await next(key);
+      expect(first).toBeGreaterThanOrEqual(before);
+      expect(first).toBeLessThanOrEqual(await clockUs());
+      const second = await next(key, '', '', String(first - 1000)); // a clock behind the counter
+      expect(second).toBe(first + 1);
+      expect(await raw.get(key)).toBe(String(second));
+      expect(await raw.pttl(key)).toBe(-1);
+    });
+
+    it('never goes below the clock, even when the counter was lost or lowered', async () => {
+      const key = newKey();
+      await raw.set(key, '5');
+      const before = await clockUs();
+      expect(await next(key)).toBeGreaterThanOrEqual(before);
+      await raw.del(key);
+      expect(await next(key, '', '', '123456789')).toBe(123456789);
+      expect(await next(key, '', '', '123456789')).toBe(123456790);
+    });
+
+    it('keeps a counter ahead of the clock counting from where it is', async () => {
+      const key = newKey();
+      const ahead = (await clockUs()) + 1_000_000_000;
+      await raw.set(key, String(ahead));
+      expect(await next(key)).toBe(ahead + 1);
+    });
+
+    it('keeps the counter in a hash field, touching no other field', async () => {
+      const key = newKey();
+      await raw.hset(key, 'other', 'x', 'seq', '41');
+      expect(await next(key, 'seq', '', '40')).toBe(42);
+      expect(await raw.hgetall(key)).toEqual({ other: 'x', seq: '42' });
+    });
+
+    it('gives a string counter the time to live it is asked for, again at every use', async () => {
+      const key = newKey();
+      await next(key, '', '60000');
+      expect(await raw.pttl(key)).toBeGreaterThan(59_000);
+      await raw.pexpire(key, 10);
+      await next(key, '', '60000');
+      expect(await raw.pttl(key)).toBeGreaterThan(59_000);
     });
   });
 
