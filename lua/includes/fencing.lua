@@ -17,6 +17,8 @@
 -- checkFence and fenceField need only the record's own key, so the check works on
 -- Redis Cluster with the record under any hash tag.
 
+--- @include "includes/monotonic-counter"
+
 --- The hash field a record keeps its highest written token in.
 local FENCE_FIELD = 'fence'
 
@@ -33,15 +35,10 @@ local function fenceField(token)
 end
 
 --- (Lock scripts.) A new token above every earlier one, as a decimal string: the counter at
---- `fenceKey` plus one while it lives, and never below the Redis clock in µs (`nowUs`, and
---- `nowUsText` its exact digits: serverTimeMsAndUs()), so a counter lost to expiry or a failover
---- cannot hand out an old number again. The counter is kept `keepMs` after its last use.
-local function nextFencingToken(fenceKey, keepMs, nowUs, nowUsText)
-  local previous = redis.call('SET', fenceKey, nowUsText, 'PX', keepMs, 'GET')
-  if previous and tonumber(previous) >= nowUs then
-    local token = string.format('%.0f', tonumber(previous) + 1)
-    redis.call('SET', fenceKey, token, 'PX', keepMs)
-    return token
-  end
-  return nowUsText
+--- `fenceKey` plus one while it lives, and never below the Redis clock in µs (`nowUs`, from
+--- serverTimeMsAndUs()), so a counter lost to expiry or a failover cannot hand out an old number
+--- again. The counter is kept `keepMs` after its last use.
+local function nextFencingToken(fenceKey, keepMs, nowUs)
+  local _, token = nextCounterAtLeastClock(fenceKey, nil, keepMs, nowUs)
+  return token
 end

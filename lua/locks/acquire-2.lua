@@ -34,11 +34,11 @@ local callerWaits = ARGV[6] == '1'
 local othersWait = ARGV[7] == '1'
 
 -- The clock in µs too, for fencing tokens.
-local nowMs, nowUs, nowUsText = serverTimeMsAndUs()
+local nowMs, nowUs = serverTimeMsAndUs()
 
 -- The common case first: nobody holds the lock and no writer waits (there is no hash).
 if redis.call('EXISTS', holdersKey) == 0 then
-  local token = nextFencingToken(fenceKey, fenceKeepMs, nowUs, nowUsText)
+  local token = nextFencingToken(fenceKey, fenceKeepMs, nowUs)
   local exp = nowMs + leaseMs
   redis.call('HSET', holdersKey, 'mode', mode, 'c:' .. owner, 1, 'e:' .. owner, exp, 't:' .. owner, token)
   if othersWait then redis.call('HSET', holdersKey, 'q', 1) end
@@ -71,10 +71,10 @@ if live == 0 and (mode == 'w' or not writerWaiting) then
     redis.call('HDEL', holdersKey, 'ww')
     ww = 0
   end
-  return grant(1, nextFencingToken(fenceKey, fenceKeepMs, nowUs, nowUsText))
+  return grant(1, nextFencingToken(fenceKey, fenceKeepMs, nowUs))
 end
 if live > 0 and heldMode == 'r' and mode == 'r' and not writerWaiting then
-  return grant(1, nextFencingToken(fenceKey, fenceKeepMs, nowUs, nowUsText))
+  return grant(1, nextFencingToken(fenceKey, fenceKeepMs, nowUs))
 end
 
 -- Contended: the hash exists (a live holder or a waiting writer's mark is in it), so HSET keeps its TTL.
