@@ -1,12 +1,11 @@
-import { ApiError } from '../http/api-error';
+import { InvalidArgumentError } from '../errors/domain-error';
 
 /** A delay-queue call with a bad argument: a 400 that names the argument. Nothing was stored. */
-export class DelayQueueArgumentError extends ApiError {
+export class DelayQueueArgumentError extends InvalidArgumentError {
   constructor(
     readonly field: string,
     problem: string,
   ) {
-    super(400, 'INVALID_ARGUMENT', `${field} ${problem}`, [{ field, errors: [`${field} ${problem}`] }]);
-    this.name = 'DelayQueueArgumentError';
+    super(`${field} ${problem}`, field, `${field} ${problem}`, 'INVALID_ARGUMENT');
   }
 }

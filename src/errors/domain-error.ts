@@ -40,3 +40,16 @@ export const STATUS_BY_KIND: Record<ErrorKind, number> = {
   limit: 429,
   unavailable: 503,
 };
+
+/**
+ * An argument an in-process caller passed is not acceptable (kind `invalid`):
+ * code VALIDATION_FAILED, and with `field`, the details name it in the
+ * validation pipe's shape. Nothing was stored.
+ */
+export class InvalidArgumentError extends DomainError {
+  readonly kind = 'invalid';
+
+  constructor(message: string, field?: string, fieldError = message, code = 'VALIDATION_FAILED') {
+    super(code, message, field === undefined ? undefined : [{ field, errors: [fieldError] }]);
+  }
+}

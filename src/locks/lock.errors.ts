@@ -1,25 +1,36 @@
-import { ApiError } from '../http/api-error';
+import { DomainError } from '../errors/domain-error';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 
 /** Someone else holds the lock and the wait ran out (409, with the time left on their lease). */
-export class LockContendedError extends ApiError {
+export class LockContendedError extends DomainError {
+  readonly kind = 'conflict';
+
   constructor(
     readonly lockName: string,
     readonly remainingTtlMs: number,
   ) {
-    super(409, 'LOCK_CONTENDED', `Lock ${lockName} is held by another owner (${remainingTtlMs} ms left on its lease)`, { remainingTtlMs }, {
-      'retry-after': String(Math.max(1, Math.ceil(remainingTtlMs / 1000))),
-    });
+    super('LOCK_CONTENDED', `Lock ${lockName} is held by another owner (${remainingTtlMs} ms left on its lease)`, { remainingTtlMs }, remainingTtlMs);
   }
 }
 
 /** The caller does not hold the lock (any more): its lease ran out, or it never held it (409). */
-export class LockLostError extends ApiError {
+export class LockLostError extends DomainError {
+  readonly kind = 'conflict';
+
   constructor(
     readonly lockName: string,
     readonly owner: string,
   ) {
-    super(409, 'LOCK_LOST', `Lock ${lockName} is not held by this owner (its lease may have expired)`);
+    super('LOCK_LOST', `Lock ${lockName} is not held by this owner (its lease may have expired)`);
+  }
+}
+
+/** A reader asked to become the writer while it holds a read lock (409): it must release first. */
+export class LockUpgradeRefusedError extends DomainError {
+  readonly kind = 'conflict';
+
+  constructor(readonly lockName: string) {
+    super('LOCK_UPGRADE_REFUSED', `Lock ${lockName}: a reader cannot become the writer while it holds a read lock (release it first)`);
   }
 }
 

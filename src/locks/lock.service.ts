@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
-import { ApiError } from '../http/api-error';
+import { InvalidArgumentError } from '../errors/domain-error';
 import { RedisService } from '../redis/redis.service';
 import { Hold, type HoldHost } from './hold';
 import { LeaseRenewer } from './lease-renewer';
@@ -207,7 +207,7 @@ export class LockService implements OnApplicationShutdown, HoldHost {
   }
 
   private keysOf(name: string): LockKeys {
-    if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new ApiError(400, 'VALIDATION_FAILED', 'lock name must be 1-128 characters of A-Z a-z 0-9 _ . : -');
+    if (typeof name !== 'string' || !LOCK_NAME_RE.test(name)) throw new InvalidArgumentError('lock name must be 1-128 characters of A-Z a-z 0-9 _ . : -');
     // The name is a valid tag id (LOCK_NAME_RE is narrower than the key builder's rule).
     return this.store.keys(name);
   }
@@ -272,6 +272,6 @@ export class LockService implements OnApplicationShutdown, HoldHost {
 
 /** An in-process caller's option, checked like a request field (a bad value is a programming error, still a 400). */
 function bounded(field: string, value: number, min: number, max: number): number {
-  if (!Number.isInteger(value) || value < min || value > max) throw new ApiError(400, 'VALIDATION_FAILED', `${field} must be an integer from ${min} to ${max}`);
+  if (!Number.isInteger(value) || value < min || value > max) throw new InvalidArgumentError(`${field} must be an integer from ${min} to ${max}`);
   return value;
 }

@@ -1,10 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { ApiError } from '../http/api-error';
 import { KeyBuilder } from '../redis/key-builder';
 import { isRedisUnavailable } from '../redis/redis-unavailable.error';
 import { ScriptCode, ScriptError } from '../scripts/script-errors';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { LockLostError, LockUnavailableError } from './lock.errors';
+import { LockLostError, LockUnavailableError, LockUpgradeRefusedError } from './lock.errors';
 import type { LockMode, LockState } from './lock.types';
 import { type LockKeys, lockKeys } from './lock-keys';
 
@@ -85,7 +84,7 @@ export class LockStore {
       if (isRedisUnavailable(err)) throw new LockUnavailableError(name, err);
       if (err instanceof ScriptError && err.code === ScriptCode.NOT_FOUND) throw new LockLostError(name, owner ?? '');
       if (err instanceof ScriptError && err.code === ScriptCode.CONFLICT) {
-        throw new ApiError(409, 'LOCK_UPGRADE_REFUSED', `Lock ${name}: a reader cannot become the writer while it holds a read lock (release it first)`);
+        throw new LockUpgradeRefusedError(name);
       }
       throw err;
     });

@@ -5,7 +5,7 @@ import type { Caller } from '../auth/caller';
 import { ApiError } from '../http/api-error';
 import { ApiErrors } from '../http/error-responses';
 import { AcquireLockDto, AcquireResultDto, HTTP_LOCK_PREFIX, LockNameParamDto, LockStateDto, ReleaseLockDto, ReleaseResultDto, RenewLockDto, RenewResultDto } from './dto/lock.dto';
-import { LockContendedError, LockLostError } from './lock.errors';
+import { LockContendedError, LockLostError, LockUpgradeRefusedError } from './lock.errors';
 import { LockService } from './lock.service';
 
 const nobodyHolds = (name: string) => new ApiError(404, 'NOT_FOUND', `Nobody holds lock ${name}`);
@@ -37,7 +37,7 @@ export class LocksController {
       description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long. LOCK_UPGRADE_REFUSED: this owner holds a read lock and asked for write',
       errors: [
         new LockContendedError(EXAMPLE_LOCK, 2400),
-        new ApiError(409, 'LOCK_UPGRADE_REFUSED', `Lock ${EXAMPLE_LOCK}: a reader cannot become the writer while it holds a read lock (release it first)`),
+        new LockUpgradeRefusedError(EXAMPLE_LOCK),
       ],
     },
   })

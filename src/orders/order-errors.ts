@@ -1,4 +1,4 @@
-import { ApiError } from '../http/api-error';
+import { DomainError, InvalidArgumentError } from '../errors/domain-error';
 import type { OrderAction, PlanAction, Refusal } from './order-state';
 import type { PlanStatus } from './order.types';
 import type { WriteResult } from './orders.store';
@@ -15,18 +15,21 @@ export type OrderConflictCode =
   | 'PLAN_NOT_PAYABLE';
 
 /** An order or plan that does not exist or is not the caller's: the two are not told apart (404). */
-export class OrderNotFoundError extends ApiError {
+export class OrderNotFoundError extends DomainError {
+  readonly kind = 'not-found';
+
   constructor(what: 'order' | 'payment plan') {
-    super(404, 'NOT_FOUND', `No such ${what}`);
+    super('NOT_FOUND', `No such ${what}`);
   }
 }
 
 /** An operation the order's or plan's state refuses (409), with its stable code. */
-export class OrderConflictError extends ApiError {
+export class OrderConflictError extends DomainError {
+  readonly kind = 'conflict';
   declare readonly code: OrderConflictCode;
 
   constructor(code: OrderConflictCode, message: string, details?: unknown) {
-    super(409, code, message, details);
+    super(code, message, details);
   }
 }
 
@@ -43,8 +46,8 @@ export const planNotFound = () => new OrderNotFoundError('payment plan');
 
 export const orderConflict = (code: OrderConflictCode, message: string, details?: unknown) => new OrderConflictError(code, message, details);
 
-/** 400 naming one field, in the shape of the validation pipe's errors. */
-export const invalidField = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', `${field}: ${message}`, [{ field, errors: [message] }]);
+/** A bad field from an in-process caller: 400 naming it, in the shape of the validation pipe's errors. */
+export const invalidField = (field: string, message: string) => new InvalidArgumentError(`${field}: ${message}`, field, message);
 
 /** What the state machines' refusal means to the caller, worded for the action refused. */
 export function refusalError(

@@ -696,7 +696,7 @@ describe(DelayQueueService.name, () => {
       );
       expect(err).toBeInstanceOf(DelayQueueArgumentError);
       expect((err as DelayQueueArgumentError).field).toBe(field);
-      expect((err as DelayQueueArgumentError).getStatus()).toBe(400);
+      expect((err as DelayQueueArgumentError).kind).toBe('invalid');
       expect((err as Error).message).toMatch(new RegExp(`^${field.replace('.', '\\.')} `));
     });
 
@@ -722,7 +722,7 @@ describe(DelayQueueService.name, () => {
       );
       expect(err).toBeInstanceOf(DelayQueueArgumentError);
       expect(err).toMatchObject({ field });
-      expect((err as DelayQueueArgumentError).getStatus()).toBe(400);
+      expect((err as DelayQueueArgumentError).kind).toBe('invalid');
       const p = await dq.process(pq, async () => undefined);
       await p.stop();
     });

@@ -65,7 +65,7 @@ describe(`${LockService.name} on two instances`, () => {
     const err = await locks[1].acquire(name, { leaseMs: 5_000, waitMs: 0 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LockContendedError);
     expect((err as LockContendedError).remainingTtlMs).toBeGreaterThan(4_000);
-    expect((err as LockContendedError).getStatus()).toBe(409);
+    expect((err as LockContendedError).kind).toBe('conflict');
     await a.release();
     expect(await raw.exists(hashKey(name))).toBe(0);
     const b = await locks[1].acquire(name, { leaseMs: 5_000 });

@@ -10,7 +10,7 @@ import { PaymentRunner } from '../../src/orders/payment-runner.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { rejection, resetChannels, TWO_LEGS } from '../support/orders-fixture';
+import { rejection, resetChannels, statusOf, TWO_LEGS } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -89,7 +89,7 @@ describe('orders: in-process API', () => {
         orders.create({ merchantId: MERCHANT, merchantOrderNo: command.merchantOrderNo, amount: 12800, currency: 'CNY', subject: command.subject }),
       ]) {
         const err = await rejection(p);
-        expect([err.getStatus(), err.code]).toEqual([409, 'ORDER_NO_REUSED']);
+        expect([statusOf(err), err.code]).toEqual([409, 'ORDER_NO_REUSED']);
       }
       expect(await orders.findById(order.orderId)).toEqual(order);
       // The HTTP create with the same payer is the same payload.
@@ -102,11 +102,11 @@ describe('orders: in-process API', () => {
       const other = 'buyer-5';
       for (const p of [orders.checkout(other, order.orderId), plans.create({ accountId: other, orderId: order.orderId, instructions: [...TWO_LEGS] })]) {
         const err = await rejection(p);
-        expect([err.getStatus(), err.code, err.message]).toEqual([404, 'NOT_FOUND', 'No such order']);
+        expect([statusOf(err), err.code, err.message]).toEqual([404, 'NOT_FOUND', 'No such order']);
       }
       const { plan } = await plans.create({ accountId: 'buyer-4', orderId: order.orderId, instructions: [...TWO_LEGS] });
       const err = await rejection(runner.pay({ accountId: other, planId: plan.planId }));
-      expect([err.getStatus(), err.code]).toEqual([404, 'NOT_FOUND']);
+      expect([statusOf(err), err.code]).toEqual([404, 'NOT_FOUND']);
       expect((await orders.checkout('buyer-4', order.orderId)).payerAccountId).toBe('buyer-4');
       expect((await runner.pay({ accountId: 'buyer-4', planId: plan.planId })).status).toBe('PAID');
       expect(await orders.findById(order.orderId)).toMatchObject({ status: 'PAID', paidPlanId: plan.planId, payerAccountId: 'buyer-4' });
@@ -128,7 +128,7 @@ describe('orders: in-process API', () => {
     ])('refuses a bad %s with a 400 naming it, and stores nothing (%j)', async (field, change) => {
       const command = { ...forBuyer('buyer-x'), ...change } as CreateOrderForBuyerCommand;
       const err = await rejection(orders.createForBuyer(command));
-      expect([err.getStatus(), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', field]);
+      expect([statusOf(err), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', field]);
       const orderId = orderIdFor(command.merchantId, command.merchantOrderNo);
       expect(await raw.exists(orderKeys(t.app.get(KeyBuilder), orderId)[0])).toBe(0);
       expect(await queue.get(EXPIRY_QUEUE, orderId)).toBeNull();

@@ -16,7 +16,7 @@ import { PaymentPlansService } from '../../src/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/orders/payment-runner.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, rejection, resetChannels } from '../support/orders-fixture';
+import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, rejection, resetChannels, statusOf } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -97,7 +97,7 @@ describe(OrdersService.name, () => {
       const first = await createOrder(no);
       for (const change of [{ amount: 12801 }, { currency: 'USD' }, { subject: 'Tea' }, { expireMinutes: 31 }]) {
         const err = await rejection(createOrder(no, change));
-        expect([err.getStatus(), err.code]).toEqual([409, 'ORDER_NO_REUSED']);
+        expect([statusOf(err), err.code]).toEqual([409, 'ORDER_NO_REUSED']);
       }
       expect(await orders.get(MERCHANT, no)).toEqual(first.order);
       // expireMinutes left out is the default 30: the same payload.
@@ -107,7 +107,7 @@ describe(OrdersService.name, () => {
     it("a merchant cannot read or close another merchant's order: 404", async () => {
       const no = orderNo();
       await createOrder(no);
-      for (const p of [orders.get(CREDS.otherMerchantId, no), orders.close(CREDS.otherMerchantId, no)]) expect((await rejection(p)).getStatus()).toBe(404);
+      for (const p of [orders.get(CREDS.otherMerchantId, no), orders.close(CREDS.otherMerchantId, no)]) expect(statusOf(await rejection(p))).toBe(404);
       expect((await orders.get(MERCHANT, no)).status).toBe('CREATED');
     });
 
@@ -179,7 +179,7 @@ describe(OrdersService.name, () => {
     it('amounts that do not add up to the order amount are a 400 naming instructions, and nothing is stored', async () => {
       const { order } = await createOrder(orderNo());
       const err = await rejection(plans.create({ accountId: 'acc-sum', orderId: order.orderId, instructions: [{ method: 'balance', amount: 100 }, { method: 'points', amount: 200 }] }));
-      expect([err.getStatus(), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', 'instructions']);
+      expect([statusOf(err), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', 'instructions']);
       const snap = await store.read(order.orderId);
       expect([snap.order!.planSeq, snap.order!.accountId, snap.order!.version]).toEqual([0, '', 1]);
     });
@@ -188,7 +188,7 @@ describe(OrdersService.name, () => {
       const a = await orderWithPlan('acc-owner');
       const intruder = 'acc-intruder';
       for (const p of [orders.checkout(intruder, a.orderId), plans.get(intruder, a.planId), runner.pay({ accountId: intruder, planId: a.planId }), plans.create({ accountId: intruder, orderId: a.orderId, instructions: [{ method: 'points', amount: 12800 }] })]) {
-        expect((await rejection(p)).getStatus()).toBe(404);
+        expect(statusOf(await rejection(p))).toBe(404);
       }
       expect((await plans.get('acc-owner', a.planId)).status).toBe('PENDING');
       expect((await orders.checkout('acc-owner', a.orderId)).activePlanId).toBe(a.planId);

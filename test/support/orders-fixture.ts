@@ -1,3 +1,4 @@
+import { DomainError, STATUS_BY_KIND } from '../../src/errors/domain-error';
 import { ApiError } from '../../src/http/api-error';
 import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
@@ -34,13 +35,16 @@ export const ledgerOf = (channels: ChannelGateway, planId: string, legs: Readonl
 /** Money the channels hold over these entries: charged and not given back. */
 export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
 
-/** The ApiError a call rejected with; fails when it resolved, rethrows any other error. */
-export async function rejection(p: Promise<unknown>): Promise<ApiError> {
+/** The typed error a call rejected with; fails when it resolved, rethrows any other error. */
+export async function rejection(p: Promise<unknown>): Promise<ApiError | DomainError> {
   try {
     await p;
   } catch (err) {
-    if (err instanceof ApiError) return err;
+    if (err instanceof ApiError || err instanceof DomainError) return err;
     throw err;
   }
   throw new Error('expected the call to be refused');
 }
+
+/** The HTTP status the exception filter answers a refused call with. */
+export const statusOf = (err: ApiError | DomainError): number => (err instanceof DomainError ? STATUS_BY_KIND[err.kind] : err.getStatus());
