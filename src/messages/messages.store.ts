@@ -2,6 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
+import { ScriptInvalidArgumentError } from '../scripts/script-errors';
+import { ApiError } from '../http/api-error';
+import { MAX_MESSAGE_EXPIRY_MS } from './message-commands';
 import { broadcastKeys, inboxKeys } from './message-keys';
 
 /** A stored message as the scripts keep it: the public fields plus `k`, its idempotency field. */
@@ -52,19 +55,45 @@ export class MessagesStore {
   }
 
   /**
-   * 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile.
-   * `pending.actionId` '' accepts whichever start of the action is recorded.
+   * 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile,
+   * 3 (bizType, outerBizId) was withdrawn (msgId ''). `pendingBizType` makes the write a
+   * reminder: it happens only while that action is pending (any recorded start), and ends it.
+   * An `expiresAt` not after the Redis clock, or further than MAX_MESSAGE_EXPIRY_MS ahead,
+   * is refused with a 400 naming the field (checked after the duplicate check).
    */
-  async write(accountId: string, message: StoredMessage, pending?: { field: string; actionId: string }): Promise<{ outcome: 0 | 1 | 2; msgId: string }> {
-    const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
-      message.k,
-      JSON.stringify(message),
-      this.maxCount,
-      this.retentionMs,
-      pending?.field ?? '',
-      pending?.actionId ?? '',
-    ]);
-    return { outcome, msgId };
+  async write(accountId: string, message: StoredMessage, opts: { expiresAt?: number; pendingBizType?: string } = {}): Promise<{ outcome: 0 | 1 | 2 | 3; msgId: string }> {
+    try {
+      const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2 | 3, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
+        message.k,
+        JSON.stringify(message),
+        this.maxCount,
+        this.retentionMs,
+        opts.pendingBizType === undefined ? '' : pendingField(opts.pendingBizType),
+        '',
+        opts.expiresAt ?? '',
+        MAX_MESSAGE_EXPIRY_MS,
+      ]);
+      return { outcome, msgId };
+    } catch (err) {
+      if (err instanceof ScriptInvalidArgumentError) throw expiryError();
+      throw err;
+    }
+  }
+
+  /** Withdraws (bizType, outerBizId) from the inbox for the retention time; true when a visible message was removed. */
+  async withdraw(accountId: string, idemField: string): Promise<boolean> {
+    const [removed] = await this.scripts.run<[number, number]>('messages/withdraw', inboxKeys(this.keys, accountId), [idemField, this.retentionMs, this.maxCount]);
+    return removed === 1;
+  }
+
+  /** Records a start of a pending action (the newest start wins); the reminder's write checks it. */
+  async startPendingAction(accountId: string, bizType: string, actionId: string): Promise<void> {
+    await this.scripts.run('messages/pending-start', [this.metaKey(accountId)], [pendingField(bizType), actionId, this.retentionMs]);
+  }
+
+  /** Ends a pending action; true when it was pending. */
+  async finishPendingAction(accountId: string, bizType: string): Promise<boolean> {
+    return (await this.scripts.run<number>('messages/pending-finish', [this.metaKey(accountId)], [pendingField(bizType)])) === 1;
   }
 
   async pull(accountId: string, after: string | undefined, limit: number, latestBroadcast: number): Promise<PullResult> {
@@ -114,11 +143,17 @@ export class MessagesStore {
   }
 
   /** Pending-action records live in the account's meta hash, so the reminder's write can check them atomically. */
-  pendingField(bizType: string): string {
-    return `pa:${bizType}`;
-  }
-
-  metaKey(accountId: string): string {
+  private metaKey(accountId: string): string {
     return inboxKeys(this.keys, accountId)[4];
   }
+}
+
+function pendingField(bizType: string): string {
+  return `pa:${bizType}`;
+}
+
+/** The 400 for an expiry outside (now, now + 90 days] on the Redis clock. */
+export function expiryError(): ApiError {
+  const message = `expiresAt must be after now and at most ${MAX_MESSAGE_EXPIRY_MS / 86_400_000} days ahead (epoch ms)`;
+  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field: 'expiresAt', errors: [message] }]);
 }

@@ -1,11 +1,13 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { IsAccountId } from './account-id';
 
 /** Both appear in URLs (pending actions), so neither may be `.` or `..`, which a URL cannot carry as a segment. */
 export const BIZ_TYPE_RE = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,32}$/;
 export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
+/** A static sanity bound for expiresAt (the year 9999); the write itself holds it to 90 days after the Redis clock. */
+const MAX_EXPIRES_AT = 253_402_300_799_999;
 /** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
 export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 const LOGO_URL_RE = /^https:\/\/\S+$/;
@@ -73,6 +75,29 @@ export class WriteMessageDto {
   @IsISO8601({ strict: true })
   @Matches(DATE_TIME_RE, { message: 'createdAt must be a date and time with a time zone, e.g. 2026-11-22T08:30:00Z' })
   createdAt?: string;
+
+  /**
+   * When the message stops showing (epoch ms, Redis clock): after it no pull, unread count or get returns it.
+   * Must be after now and at most 90 days ahead. Omit to keep the message until retention drops it.
+   */
+  @ApiPropertyOptional({ type: 'integer', example: 1795306200000, minimum: 1, maximum: MAX_EXPIRES_AT })
+  @IsOptionalField()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_EXPIRES_AT)
+  expiresAt?: number;
+}
+
+/** Take back one message (service token). The account is named in the body, as for a write. */
+export class WithdrawMessageDto extends PickType(WriteMessageDto, ['accountId', 'bizType', 'outerBizId'] as const) {}
+
+export class WithdrawResultDto {
+  @ApiProperty({
+    description:
+      'True when a message the app could see was removed; false when there was none (never written, expired, already withdrawn). Either way (bizType, outerBizId) stays withdrawn for the retention time: a write of it stores nothing.',
+    example: true,
+  })
+  withdrawn!: boolean;
 }
 
 export class WriteBatchDto {
@@ -88,14 +113,18 @@ export class WriteBatchDto {
 }
 
 export class WriteResultDto {
-  @ApiProperty({ description: 'The message id (the original one for a duplicate)', example: '1795302000000000' }) msgId!: string;
-  @ApiProperty({ description: 'True when (bizType, outerBizId) was already written for this account', example: false }) duplicate!: boolean;
+  @ApiProperty({ description: "The message id (the original one for a duplicate); '' when (bizType, outerBizId) was withdrawn", example: '1795302000000000' })
+  msgId!: string;
+  @ApiProperty({ description: 'True when (bizType, outerBizId) was already written (or withdrawn) for this account: nothing stored', example: false }) duplicate!: boolean;
+  @ApiPropertyOptional({ description: 'Present (true) only when (bizType, outerBizId) was withdrawn for this account: nothing stored, now or on a retry', example: true })
+  withdrawn?: boolean;
 }
 
 export class BatchItemResultDto {
   @ApiProperty({ example: 0 }) index!: number;
   @ApiProperty({ description: '201 new, 200 duplicate, 400 invalid (nothing stored)', enum: [200, 201, 400] }) status!: number;
   @ApiPropertyOptional({ example: '1795302000000000' }) msgId?: string;
+  @ApiPropertyOptional({ description: 'Set (true) when (bizType, outerBizId) was withdrawn: status 200, nothing stored', example: true }) withdrawn?: boolean;
   @ApiPropertyOptional({ example: 'title must be shorter than or equal to 100 characters' }) error?: string;
 }
 
