@@ -21,15 +21,12 @@
   ARGV[4]  retention, ms
   ARGV[5]  pending-action field in meta that must hold ARGV[6], or '' for none
   ARGV[6]  the pending action's id, or '' for whichever start is recorded
-  ARGV[7]  when the message expires (epoch ms, Redis clock), or '' for never
-  ARGV[8]  the latest expiry allowed, as ms after the Redis clock
+  ARGV[7]  the message's time to live, ms from now on the Redis clock (1..), or '' for none
 
   Returns: {outcome, msgId, unread}
     outcome  1 new message, 0 duplicate (msgId is the original), 2 the pending action
              is no longer pending (nothing written, msgId ''), 3 the field was withdrawn
              (nothing written, msgId '')
-    -6 (INVALID_ARGUMENT) when ARGV[7] is not after the Redis clock, or further ahead than
-       ARGV[8]; a duplicate or a withdrawn field is answered before this check
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"
@@ -39,8 +36,7 @@ local maxCount = tonumber(ARGV[3])
 local retentionMs = tonumber(ARGV[4])
 local pendingField = ARGV[5]
 local pendingActionId = ARGV[6]
-local expiresAt = tonumber(ARGV[7])
-local maxExpiryMs = tonumber(ARGV[8])
+local ttlMs = tonumber(ARGV[7])
 local now = serverTimeMs()
 dropExpired(now)
 trimWithdrawn(now, maxCount, retentionMs)
@@ -49,13 +45,12 @@ local existing = redis.call('HGET', idemKey, idemField)
 if existing and liveSeq(existing, retentionMs, now) and redis.call('HEXISTS', bodiesKey, existing) == 1 then
   return {0, existing, metaNumber('unread')}
 end
-if expiresAt and (expiresAt <= now or expiresAt > now + maxExpiryMs) then return -6 end
 if pendingField ~= '' then
   local held = redis.call('HGET', metaKey, pendingField)
   if not held or (pendingActionId ~= '' and held ~= pendingActionId) then return {2, '', metaNumber('unread')} end
   redis.call('HDEL', metaKey, pendingField)
 end
-local id = addMessage(body, idemField, now, expiresAt)
+local id = addMessage(body, idemField, now, ttlMs and now + ttlMs)
 trim(now, maxCount, retentionMs)
 touch(retentionMs)
 return {1, id, metaNumber('unread')}

@@ -5,8 +5,8 @@
  * them directly. Field rules are the HTTP ones (see dto/write-message.dto.ts).
  */
 
-/** The furthest ahead a message may expire: 90 days after the Redis clock. */
-export const MAX_MESSAGE_EXPIRY_MS = 90 * 24 * 60 * 60 * 1000;
+/** The longest a message may be given to live: 90 days. */
+export const MAX_MESSAGE_TTL_MS = 90 * 24 * 60 * 60 * 1000;
 
 /** One message for one account, idempotent on (bizType, outerBizId). */
 export interface WriteMessageCommand {
@@ -21,12 +21,14 @@ export interface WriteMessageCommand {
   /** When the business event happened (ISO 8601 with a zone); defaults to now. */
   createdAt?: string;
   /**
-   * When the message stops showing (epoch ms, Redis clock): from then on no
-   * pull, unread count or get returns it, and its storage is reclaimed by the
-   * next script on the inbox. Must be after the Redis clock and at most
-   * MAX_MESSAGE_EXPIRY_MS ahead of it. Omitted: kept until retention drops it.
+   * How long the message shows, in ms from its write (on the Redis clock),
+   * an integer from 1 to MAX_MESSAGE_TTL_MS: from then on no pull, unread
+   * count or get returns it, and the next script on the inbox reclaims its
+   * storage. A duplicate keeps the original's expiry. Omitted: kept until
+   * retention drops it. (Relative, not a date, so that no caller's clock
+   * decides and no example in the API document goes stale.)
    */
-  expiresAt?: number;
+  ttlMs?: number;
 }
 
 export interface WriteMessageResult {
@@ -36,6 +38,27 @@ export interface WriteMessageResult {
   duplicate: boolean;
   /** Present (true) only when (bizType, outerBizId) was withdrawn for this account: nothing was stored, and nothing will be. */
   withdrawn?: true;
+}
+
+/** A batch item the caller found invalid: it fails alone, with this error. */
+export interface InvalidBatchItem {
+  invalid: string;
+}
+
+export interface WriteBatchItemResult {
+  index: number;
+  /** 201 new, 200 duplicate or withdrawn, 400 invalid (nothing stored). */
+  status: 200 | 201 | 400;
+  msgId?: string;
+  withdrawn?: true;
+  error?: string;
+}
+
+export interface WriteBatchResult {
+  results: WriteBatchItemResult[];
+  created: number;
+  duplicates: number;
+  invalid: number;
 }
 
 /** Take back the message with (bizType, outerBizId) from one account's inbox. */

@@ -4,6 +4,7 @@ import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth.decorators';
 import { ApiErrors } from '../http/error-responses';
 import { FinishResultDto, PendingActionParamDto, PendingActionResultDto, StartPendingActionDto } from './dto/pending-action.dto';
+import { batchItemCommand, toWriteCommand } from './dto/write-command';
 import { BatchResultDto, WithdrawMessageDto, WithdrawResultDto, WriteBatchDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
 import { MessagesService } from './messages.service';
 import { PendingActionsService } from './pending-actions.service';
@@ -24,8 +25,7 @@ export class MessagesIngestController {
   @ApiCreatedResponse({ type: WriteResultDto, description: 'New message' })
   @ApiOkResponse({ type: WriteResultDto, description: 'Duplicate: the original msgId; or withdrawn: nothing stored' })
   async write(@Body() dto: WriteMessageDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<WriteResultDto> {
-    const { accountId, bizType, outerBizId, title, content, url, logoUrl, needPush, createdAt, expiresAt } = dto;
-    const r = await this.messages.write({ accountId, bizType, outerBizId, title, content, url, logoUrl, needPush, createdAt, expiresAt });
+    const r = await this.messages.write(toWriteCommand(dto));
     void reply.status(r.duplicate ? 200 : 201);
     return r;
   }
@@ -43,7 +43,7 @@ export class MessagesIngestController {
   @ApiOkResponse({ type: BatchResultDto })
   async batch(@Body() dto: WriteBatchDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<BatchResultDto> {
     void reply.status(200);
-    return this.messages.writeBatch(dto.messages);
+    return this.messages.writeBatch(await Promise.all(dto.messages.map(batchItemCommand)));
   }
 
   @Post('pending-actions')

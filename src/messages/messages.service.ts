@@ -1,16 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
-import { fastPathFor } from '../http/fast-path';
-import { flattenValidationErrors } from '../http/validation';
 import { BroadcastFeed } from './broadcast-feed';
 import { ApiError } from '../http/api-error';
-import { BatchItemResultDto, BatchResultDto, WriteMessageDto } from './dto/write-message.dto';
 import { MessageDto, PullResultDto } from './dto/pull.dto';
-import type { BroadcastCommand, BroadcastResult, WithdrawMessageCommand, WithdrawMessageResult, WriteMessageCommand, WriteMessageResult } from './message-commands';
+import type {
+  BroadcastCommand,
+  BroadcastResult,
+  InvalidBatchItem,
+  WithdrawMessageCommand,
+  WithdrawMessageResult,
+  WriteBatchItemResult,
+  WriteBatchResult,
+  WriteMessageCommand,
+  WriteMessageResult,
+} from './message-commands';
 import { MessagesMetrics } from './messages.metrics';
-import { BroadcastEntry, expiryError, MessagesStore, PageRow, PullResult, StoredMessage } from './messages.store';
+import { MAX_MESSAGE_TTL_MS } from './message-commands';
+import { BroadcastEntry, MessagesStore, PageRow, PullResult, StoredMessage } from './messages.store';
 
 /** Most broadcasts-to-all kept (each account takes in at most these on a pull). */
 export const MAX_BROADCASTS_KEPT = 1000;
@@ -35,13 +41,13 @@ export class MessagesService {
    * Writes one message; `duplicate` when (bizType, outerBizId) was already written for the account,
    * `withdrawn` (and msgId '') when it was withdrawn: a withdrawn key stays withdrawn for the
    * retention time, so a retried or late write never brings the message back. Throws a 400
-   * ApiError naming `expiresAt` when the expiry is not in (now, now + 90 days] on the Redis clock.
+   * ApiError naming `ttlMs` (and storing nothing) when it is not an integer from 1 to 90 days.
    */
   async write(cmd: WriteMessageCommand, source: Source = 'api'): Promise<WriteMessageResult> {
-    if (cmd.expiresAt !== undefined && !(Number.isSafeInteger(cmd.expiresAt) && cmd.expiresAt > 0)) throw expiryError();
-    const { outcome, msgId } = await this.store.write(cmd.accountId, toStored(cmd), { expiresAt: cmd.expiresAt });
-    this.count(outcome === 1, source);
+    if (cmd.ttlMs !== undefined && !(Number.isInteger(cmd.ttlMs) && cmd.ttlMs >= 1 && cmd.ttlMs <= MAX_MESSAGE_TTL_MS)) throw ttlError();
+    const { outcome, msgId } = await this.store.write(cmd.accountId, toStored(cmd), { ttlMs: cmd.ttlMs });
     if (outcome === 3) return { msgId: '', duplicate: true, withdrawn: true };
+    this.count(outcome === 1, source);
     return { msgId, duplicate: outcome !== 1 };
   }
 
@@ -57,21 +63,14 @@ export class MessagesService {
     return { withdrawn };
   }
 
-  /** Each item is validated and written on its own. */
-  async writeBatch(items: unknown[]): Promise<BatchResultDto> {
-    const fast = fastPathFor(WriteMessageDto);
-    const results = await mapLimit(items, FAN_OUT, async (item, index): Promise<BatchItemResultDto> => {
-      if (!fast?.(item)) {
-        // Not on the fast path: class-validator decides, and names what is wrong.
-        const errors = typeof item === 'object' && item !== null && !Array.isArray(item) ? await validate(plainToInstance(WriteMessageDto, item), { whitelist: true, forbidNonWhitelisted: true }) : null;
-        if (errors === null) return { index, status: 400, error: 'each message must be an object' };
-        if (errors.length > 0) return { index, status: 400, error: flattenValidationErrors(errors).flatMap((e) => e.errors).join('; ') };
-      }
-      const r = await this.write(item as WriteMessageCommand, 'batch').catch((err: unknown) => {
-        if (err instanceof ApiError && err.getStatus() === 400) return err;
-        throw err;
-      });
-      if (r instanceof ApiError) return { index, status: 400, error: r.message };
+  /**
+   * Writes each item on its own, at most FAN_OUT at once, keeping their order. An item the caller
+   * already found invalid (`{ invalid }`) fails alone with status 400.
+   */
+  async writeBatch(items: ReadonlyArray<WriteMessageCommand | InvalidBatchItem>): Promise<WriteBatchResult> {
+    const results = await mapLimit([...items], FAN_OUT, async (item, index): Promise<WriteBatchItemResult> => {
+      if ('invalid' in item) return { index, status: 400, error: item.invalid };
+      const r = await this.write(item, 'batch');
       if (r.withdrawn) return { index, status: 200, withdrawn: true };
       return { index, status: r.duplicate ? 200 : 201, msgId: r.msgId };
     });
@@ -158,6 +157,12 @@ export class MessagesService {
   private count(created: boolean, source: Source): void {
     (created ? this.metrics.written : this.metrics.duplicates).inc({ source });
   }
+}
+
+/** The 400 for a ttlMs out of bounds (HTTP bodies are checked by the DTO; this is for in-process callers). */
+function ttlError(): ApiError {
+  const message = `ttlMs must be an integer from 1 to ${MAX_MESSAGE_TTL_MS} (90 days)`;
+  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field: 'ttlMs', errors: [message] }]);
 }
 
 /** The idempotency field of (bizType, outerBizId): the "k" of a stored message. */

@@ -2,9 +2,6 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { ScriptInvalidArgumentError } from '../scripts/script-errors';
-import { ApiError } from '../http/api-error';
-import { MAX_MESSAGE_EXPIRY_MS } from './message-commands';
 import { broadcastKeys, inboxKeys } from './message-keys';
 
 /** A stored message as the scripts keep it: the public fields plus `k`, its idempotency field. */
@@ -58,26 +55,19 @@ export class MessagesStore {
    * 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile,
    * 3 (bizType, outerBizId) was withdrawn (msgId ''). `pendingBizType` makes the write a
    * reminder: it happens only while that action is pending (any recorded start), and ends it.
-   * An `expiresAt` not after the Redis clock, or further than MAX_MESSAGE_EXPIRY_MS ahead,
-   * is refused with a 400 naming the field (checked after the duplicate check).
+   * `ttlMs` (a checked positive integer) makes the message expire that long after the write.
    */
-  async write(accountId: string, message: StoredMessage, opts: { expiresAt?: number; pendingBizType?: string } = {}): Promise<{ outcome: 0 | 1 | 2 | 3; msgId: string }> {
-    try {
-      const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2 | 3, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
-        message.k,
-        JSON.stringify(message),
-        this.maxCount,
-        this.retentionMs,
-        opts.pendingBizType === undefined ? '' : pendingField(opts.pendingBizType),
-        '',
-        opts.expiresAt ?? '',
-        MAX_MESSAGE_EXPIRY_MS,
-      ]);
-      return { outcome, msgId };
-    } catch (err) {
-      if (err instanceof ScriptInvalidArgumentError) throw expiryError();
-      throw err;
-    }
+  async write(accountId: string, message: StoredMessage, opts: { ttlMs?: number; pendingBizType?: string } = {}): Promise<{ outcome: 0 | 1 | 2 | 3; msgId: string }> {
+    const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2 | 3, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
+      message.k,
+      JSON.stringify(message),
+      this.maxCount,
+      this.retentionMs,
+      opts.pendingBizType === undefined ? '' : pendingField(opts.pendingBizType),
+      '',
+      opts.ttlMs ?? '',
+    ]);
+    return { outcome, msgId };
   }
 
   /** Withdraws (bizType, outerBizId) from the inbox for the retention time; true when a visible message was removed. */
@@ -150,10 +140,4 @@ export class MessagesStore {
 
 function pendingField(bizType: string): string {
   return `pa:${bizType}`;
-}
-
-/** The 400 for an expiry outside (now, now + 90 days] on the Redis clock. */
-export function expiryError(): ApiError {
-  const message = `expiresAt must be after now and at most ${MAX_MESSAGE_EXPIRY_MS / 86_400_000} days ahead (epoch ms)`;
-  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field: 'expiresAt', errors: [message] }]);
 }

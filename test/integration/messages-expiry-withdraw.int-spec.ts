@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { ApiError } from '../../src/http/api-error';
-import { MAX_MESSAGE_EXPIRY_MS } from '../../src/messages/message-commands';
+import { MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
 import { inboxKeys } from '../../src/messages/message-keys';
 import { MessagesModule } from '../../src/messages/messages.module';
 import { MessagesService } from '../../src/messages/messages.service';
@@ -52,7 +52,7 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
     const [inbox, bodies, idem, read, meta, expiry, withdrawn] = inboxKeys(app.app.get(KeyBuilder), accountId);
     return { inbox, bodies, idem, read, meta, expiry, withdrawn };
   };
-  const write = (accountId: string, outerBizId: string, extra: { expiresAt?: number } = {}, s = svc) =>
+  const write = (accountId: string, outerBizId: string, extra: { ttlMs?: number } = {}, s = svc) =>
     s.write({ accountId, bizType: 'ORDER_CLOSE_REMINDER', outerBizId, title: 'Your order closes soon', content: `Pay order ${outerBizId}`, ...extra });
   const withdraw = (accountId: string, outerBizId: string, s = svc) => s.withdraw({ accountId, bizType: 'ORDER_CLOSE_REMINDER', outerBizId });
   const visible = async (accountId: string, s = svc) => (await s.pull(accountId, '1', 100)).messages.map((m) => m.outerBizId);
@@ -74,12 +74,12 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
   };
 
   describe('expiry', () => {
-    it('a message past its expiresAt is not pulled, counted, got or marked, and its storage is reclaimed', async () => {
+    it('a message past its ttlMs is not pulled, counted, got or marked, and its storage is reclaimed', async () => {
       const acc = 'exp-1';
       const kept = await write(acc, 'kept');
-      const expiresAt = (await redisNow()) + 150;
-      const unreadOne = await write(acc, 'unread-expiring', { expiresAt });
-      const readOne = await write(acc, 'read-expiring', { expiresAt });
+      const unreadOne = await write(acc, 'unread-expiring', { ttlMs: 400 });
+      const readOne = await write(acc, 'read-expiring', { ttlMs: 400 });
+      const expiresAt = (await redisNow()) + 400; // not before either message's expiry
       await svc.markRead(acc, readOne.msgId);
       expect(await visible(acc)).toEqual(['kept', 'unread-expiring', 'read-expiring']);
       expect(await svc.unreadCount(acc)).toBe(2);
@@ -105,30 +105,33 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
     it('mark-all-read after an expiry counts only what could still be seen', async () => {
       const acc = 'exp-all-read';
       await write(acc, 'a');
+      await write(acc, 'b', { ttlMs: 100 });
       const expiresAt = (await redisNow()) + 100;
-      await write(acc, 'b', { expiresAt });
       await waitUntil('the Redis clock to pass expiresAt', async () => (await redisNow()) > expiresAt, 2_000, 20);
       expect(await svc.markAllRead(acc)).toEqual({ marked: 1, unread: 0 });
     });
 
     it('a retry before the expiry is a duplicate of the original', async () => {
       const acc = 'exp-dup';
-      const expiresAt = (await redisNow()) + 60_000;
-      const first = await write(acc, 'o-1', { expiresAt });
-      expect(await write(acc, 'o-1', { expiresAt })).toEqual({ msgId: first.msgId, duplicate: true });
-      expect(await raw.zscore(keysOf(t, acc).expiry, first.msgId)).toBe(String(expiresAt));
+      const before = await redisNow();
+      const first = await write(acc, 'o-1', { ttlMs: 60_000 });
+      const after = await redisNow();
+      expect(await write(acc, 'o-1', { ttlMs: 1_000 })).toEqual({ msgId: first.msgId, duplicate: true });
+      // The original's expiry stands: its write time (on the Redis clock) plus its ttlMs.
+      const expiresAt = Number(await raw.zscore(keysOf(t, acc).expiry, first.msgId));
+      expect(expiresAt).toBeGreaterThanOrEqual(before + 60_000);
+      expect(expiresAt).toBeLessThanOrEqual(after + 60_000);
     });
 
-    it('an expiresAt not after the Redis clock, or more than 90 days ahead, is a 400 naming expiresAt and stores nothing', async () => {
+    it('a ttlMs that is not an integer from 1 to 90 days is a 400 naming ttlMs, in process too, and stores nothing', async () => {
       const acc = 'exp-bad';
-      const now = await redisNow();
-      await expectFieldError(write(acc, 'past', { expiresAt: now - 1 }), 'expiresAt');
-      await expectFieldError(write(acc, 'far', { expiresAt: now + MAX_MESSAGE_EXPIRY_MS + 60_000 }), 'expiresAt');
-      await expectFieldError(write(acc, 'fraction', { expiresAt: now + 1000.5 }), 'expiresAt');
-      await expectFieldError(write(acc, 'nan', { expiresAt: Number.NaN }), 'expiresAt');
+      for (const ttlMs of [0, -1, 1000.5, Number.NaN, Number.POSITIVE_INFINITY, MAX_MESSAGE_TTL_MS + 1]) {
+        await expectFieldError(write(acc, `bad-${ttlMs}`, { ttlMs }), 'ttlMs');
+      }
       expect(await raw.exists(...Object.values(keysOf(t, acc)))).toBe(0);
-      // The bound itself is accepted.
-      expect(await write(acc, 'edge', { expiresAt: now + MAX_MESSAGE_EXPIRY_MS - 60_000 })).toMatchObject({ duplicate: false });
+      // The bounds themselves are accepted.
+      expect(await write(acc, 'edge', { ttlMs: MAX_MESSAGE_TTL_MS })).toMatchObject({ duplicate: false });
+      expect(await write(acc, 'shortest', { ttlMs: 1 })).toMatchObject({ duplicate: false });
     });
   });
 
@@ -176,8 +179,8 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
 
     it('an expired message is not withdrawn again (withdrawn: false)', async () => {
       const acc = 'wd-expired';
+      await write(acc, 'e', { ttlMs: 100 });
       const expiresAt = (await redisNow()) + 100;
-      await write(acc, 'e', { expiresAt });
       await waitUntil('the Redis clock to pass expiresAt', async () => (await redisNow()) > expiresAt, 2_000, 20);
       expect(await withdraw(acc, 'e')).toEqual({ withdrawn: false });
       expect(await raw.exists(keysOf(t, acc).bodies, keysOf(t, acc).expiry)).toBe(0);
@@ -190,7 +193,7 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       expect(await write(acc, 'r')).toEqual({ msgId: '', duplicate: true, withdrawn: true });
       // A withdraw that overtakes its write: the write never shows.
       expect(await withdraw(acc, 'late')).toEqual({ withdrawn: false });
-      expect(await write(acc, 'late', { expiresAt: (await redisNow()) + 60_000 })).toEqual({ msgId: '', duplicate: true, withdrawn: true });
+      expect(await write(acc, 'late', { ttlMs: 60_000 })).toEqual({ msgId: '', duplicate: true, withdrawn: true });
       expect(await visible(acc)).toEqual([]);
       expect(await svc.unreadCount(acc)).toBe(0);
       const k = keysOf(t, acc);

@@ -166,7 +166,7 @@ describe(MessagesService.name, () => {
 
     it('every key of an account carries the retention TTL, the read set, expiries and withdrawals too', async () => {
       const first = await a.write('ttl-1', 'PAYMENT_SUCCESS', 't-1');
-      await a.write('ttl-1', 'PAYMENT_SUCCESS', 't-2', { expiresAt: Date.now() + 3_600_000 });
+      await a.write('ttl-1', 'PAYMENT_SUCCESS', 't-2', { ttlMs: 3_600_000 });
       await a.svc.withdraw({ accountId: 'ttl-1', bizType: 'PAYMENT_SUCCESS', outerBizId: 't-3' });
       await a.svc.markRead('ttl-1', first.msgId);
       const keys = a.keys('ttl-1');
@@ -356,7 +356,7 @@ describe(MessagesService.name, () => {
       for (const acc of ['time-pull', 'time-idem', 'time-unread', 'time-gone']) old[acc] = (await a.write(acc, 'PAYMENT_SUCCESS', `old-${acc}`)).msgId;
       await a.write('time-unread', 'PAYMENT_SUCCESS', 'old-2');
       // The account's expiry and withdrawal keys must go too.
-      await a.write('time-gone', 'PAYMENT_SUCCESS', 'old-expiring', { expiresAt: Date.now() + 3_600_000 });
+      await a.write('time-gone', 'PAYMENT_SUCCESS', 'old-expiring', { ttlMs: 3_600_000 });
       await a.svc.withdraw({ accountId: 'time-gone', bizType: 'PAYMENT_SUCCESS', outerBizId: 'old-withdrawn' });
       await sleep(t0 + 1000 - Date.now());
       for (const acc of ['time-pull', 'time-idem', 'time-unread']) fresh[acc] = (await a.write(acc, 'PAYMENT_SUCCESS', `fresh-${acc}`)).msgId;

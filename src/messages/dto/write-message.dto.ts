@@ -1,13 +1,12 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
+import { MAX_MESSAGE_TTL_MS } from '../message-commands';
 import { IsAccountId } from './account-id';
 
 /** Both appear in URLs (pending actions), so neither may be `.` or `..`, which a URL cannot carry as a segment. */
 export const BIZ_TYPE_RE = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,32}$/;
 export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
-/** A static sanity bound for expiresAt (the year 9999); the write itself holds it to 90 days after the Redis clock. */
-const MAX_EXPIRES_AT = 253_402_300_799_999;
 /** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
 export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 const LOGO_URL_RE = /^https:\/\/\S+$/;
@@ -77,15 +76,16 @@ export class WriteMessageDto {
   createdAt?: string;
 
   /**
-   * When the message stops showing (epoch ms, Redis clock): after it no pull, unread count or get returns it.
-   * Must be after now and at most 90 days ahead. Omit to keep the message until retention drops it.
+   * How long the message shows, in ms from its write (Redis clock), at most 90 days: after that no pull,
+   * unread count or get returns it. A duplicate keeps the original's expiry. Omit to keep the message until
+   * retention drops it.
    */
-  @ApiPropertyOptional({ type: 'integer', example: 1795306200000, minimum: 1, maximum: MAX_EXPIRES_AT })
+  @ApiPropertyOptional({ type: 'integer', example: 900_000, minimum: 1, maximum: MAX_MESSAGE_TTL_MS })
   @IsOptionalField()
   @IsInt()
   @Min(1)
-  @Max(MAX_EXPIRES_AT)
-  expiresAt?: number;
+  @Max(MAX_MESSAGE_TTL_MS)
+  ttlMs?: number;
 }
 
 /** Take back one message (service token). The account is named in the body, as for a write. */
