@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { BroadcastFeed } from './broadcast-feed';
-import { ApiError } from '../http/api-error';
+import { checkMessageCommand } from './command-checks';
 import { MessageDto, PullResultDto } from './dto/pull.dto';
 import type {
   BroadcastCommand,
@@ -15,7 +15,6 @@ import type {
   WriteMessageResult,
 } from './message-commands';
 import { MessagesMetrics } from './messages.metrics';
-import { MAX_MESSAGE_TTL_MS } from './message-commands';
 import { BroadcastEntry, MessagesStore, PageRow, PullResult, StoredMessage } from './messages.store';
 
 /** Most broadcasts-to-all kept (each account takes in at most these on a pull). */
@@ -41,10 +40,12 @@ export class MessagesService {
    * Writes one message; `duplicate` when (bizType, outerBizId) was already written for the account,
    * `withdrawn` (and msgId '') when it was withdrawn: a withdrawn key stays withdrawn for the
    * retention time, so a retried or late write never brings the message back. Throws a 400
-   * ApiError naming `ttlMs` (and storing nothing) when it is not an integer from 1 to 90 days.
+   * ApiError naming the field (and stores nothing) for a bad accountId, bizType, outerBizId or
+   * ttlMs (an integer from 1 to 90 days); the other fields are the caller's to keep within the
+   * HTTP rules (dto/write-message.dto.ts).
    */
   async write(cmd: WriteMessageCommand, source: Source = 'api'): Promise<WriteMessageResult> {
-    if (cmd.ttlMs !== undefined && !(Number.isInteger(cmd.ttlMs) && cmd.ttlMs >= 1 && cmd.ttlMs <= MAX_MESSAGE_TTL_MS)) throw ttlError();
+    checkMessageCommand(cmd);
     const { outcome, msgId } = await this.store.write(cmd.accountId, toStored(cmd), { ttlMs: cmd.ttlMs });
     if (outcome === 3) return { msgId: '', duplicate: true, withdrawn: true };
     this.count(outcome === 1, source);
@@ -58,6 +59,7 @@ export class MessagesService {
    * stores nothing and answers `withdrawn: true`, whichever of the two came first.
    */
   async withdraw(cmd: WithdrawMessageCommand): Promise<WithdrawMessageResult> {
+    checkMessageCommand(cmd);
     const withdrawn = await this.store.withdraw(cmd.accountId, idemField(cmd.bizType, cmd.outerBizId));
     if (withdrawn) this.metrics.withdrawn.inc();
     return { withdrawn };
@@ -157,12 +159,6 @@ export class MessagesService {
   private count(created: boolean, source: Source): void {
     (created ? this.metrics.written : this.metrics.duplicates).inc({ source });
   }
-}
-
-/** The 400 for a ttlMs out of bounds (HTTP bodies are checked by the DTO; this is for in-process callers). */
-function ttlError(): ApiError {
-  const message = `ttlMs must be an integer from 1 to ${MAX_MESSAGE_TTL_MS} (90 days)`;
-  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field: 'ttlMs', errors: [message] }]);
 }
 
 /** The idempotency field of (bizType, outerBizId): the "k" of a stored message. */

@@ -6,6 +6,7 @@ import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { ApiError } from '../http/api-error';
 import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendingActionResult } from './message-commands';
+import { checkAccountId, commandFieldError } from './command-checks';
 import { MessagesMetrics } from './messages.metrics';
 import { MessagesStore } from './messages.store';
 import { PENDING_ACTION_NAMES, PENDING_ACTION_TYPES } from './pending-action-types';
@@ -52,7 +53,8 @@ export class PendingActionsService implements OnApplicationBootstrap {
 
   /** Records the start (again: one record, the timer restarts) and schedules its reminder. */
   async start({ accountId, bizType, context }: StartPendingActionCommand): Promise<StartPendingActionResult> {
-    if (!PENDING_ACTION_TYPES[bizType]) throw new ApiError(400, 'VALIDATION_FAILED', `bizType must be one of ${PENDING_ACTION_NAMES.join(', ')}`, [{ field: 'bizType', errors: ['not an action type'] }]);
+    checkAccountId(accountId);
+    if (!PENDING_ACTION_TYPES[bizType]) throw commandFieldError('bizType', `bizType must be one of ${PENDING_ACTION_NAMES.join(', ')}`);
     if (context !== undefined && Buffer.byteLength(JSON.stringify(context)) > MAX_CONTEXT_BYTES) {
       throw new ApiError(400, 'VALIDATION_FAILED', `context must be at most ${MAX_CONTEXT_BYTES} bytes as JSON`, [{ field: 'context', errors: ['too large'] }]);
     }
@@ -65,6 +67,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
 
   /** The user finished: no reminder. True when the action was still pending. */
   async finish({ accountId, bizType }: FinishPendingActionCommand): Promise<boolean> {
+    checkAccountId(accountId);
     const wasPending = await this.store.finishPendingAction(accountId, bizType);
     await this.queue.cancel(REMINDER_QUEUE, reminderId(bizType, accountId));
     return wasPending;

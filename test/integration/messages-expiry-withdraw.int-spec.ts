@@ -258,6 +258,21 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       expect(await pending.finish({ accountId: acc, bizType: 'BANK_CARD_BINDING' })).toBe(false);
     });
 
+    it('in process, the fields that name keys are checked as over HTTP: a 400 naming the field, nothing stored', async () => {
+      const prefix = t.app.get(KeyBuilder).prefix;
+      const before = (await raw.keys(`${prefix}:msg:*`)).sort();
+      const base = { accountId: 'cmd-ok', bizType: 'ORDER_CLOSE_REMINDER', outerBizId: 'o-1', title: 't', content: 'c' };
+      await expectFieldError(svc.write({ ...base, accountId: '{other}' }), 'accountId');
+      await expectFieldError(svc.write({ ...base, accountId: '' }), 'accountId');
+      await expectFieldError(svc.write({ ...base, bizType: 'A|B' }), 'bizType');
+      await expectFieldError(svc.write({ ...base, outerBizId: 'has space' }), 'outerBizId');
+      await expectFieldError(svc.withdraw({ accountId: 'cmd-ok', bizType: 'ORDER_CLOSE_REMINDER', outerBizId: 'x'.repeat(65) }), 'outerBizId');
+      await expectFieldError(svc.withdraw({ accountId: 'a b', bizType: 'ORDER_CLOSE_REMINDER', outerBizId: 'o-1' }), 'accountId');
+      await expectFieldError(t.app.get(PendingActionsService).start({ accountId: '{x}', bizType: 'BANK_CARD_BINDING' }), 'accountId');
+      await expectFieldError(t.app.get(PendingActionsService).finish({ accountId: '{x}', bizType: 'BANK_CARD_BINDING' }), 'accountId');
+      expect((await raw.keys(`${prefix}:msg:*`)).sort()).toEqual(before);
+    });
+
     it('a pending action of an unknown type, called in process, is a 400 naming bizType and stores nothing', async () => {
       const pending = t.app.get(PendingActionsService);
       await expectFieldError(pending.start({ accountId: 'pa-bad', bizType: 'NOT_AN_ACTION' }), 'bizType');
