@@ -6,10 +6,13 @@ export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** Message ids are the account's server sequence numbers. */
 export const MSG_ID_RE = /^[1-9][0-9]{0,16}$/;
 
-/** The five keys of one account's inbox (see lua/includes/messages-inbox.lua), all under the account's tag `{a:<accountId>}`. */
+/** The parts of an account's inbox, in the scripts' KEYS order. */
+export const INBOX_PARTS = ['inbox', 'bodies', 'idem', 'read', 'meta', 'expiry', 'withdrawn'] as const;
+
+/** The seven keys of one account's inbox (see lua/includes/messages-inbox.lua), all under the account's tag `{a:<accountId>}`. */
 export function inboxKeys(builder: KeyBuilder, accountId: string): string[] {
   const t = builder.tagged(FEATURE, 'a', accountId);
-  return ['inbox', 'bodies', 'idem', 'read', 'meta'].map((p) => t.key(p));
+  return INBOX_PARTS.map((p) => t.key(p));
 }
 
 /** The broadcast-to-everyone stream: one slot for the whole service, under the fixed tag `{bc}` (no account id can spell it). */

@@ -1,10 +1,11 @@
-import { Body, Controller, Delete, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Delete, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth.decorators';
 import { ApiErrors } from '../http/error-responses';
 import { FinishResultDto, PendingActionParamDto, PendingActionResultDto, StartPendingActionDto } from './dto/pending-action.dto';
-import { BatchResultDto, WriteBatchDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
+import { batchItemCommand, toWriteCommand } from './dto/write-command';
+import { BatchResultDto, WithdrawMessageDto, WithdrawResultDto, WriteBatchDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
 import { MessagesService } from './messages.service';
 import { PendingActionsService } from './pending-actions.service';
 
@@ -20,13 +21,21 @@ export class MessagesIngestController {
   ) {}
 
   @Post('messages')
-  @ApiOperation({ summary: 'Write one message, idempotent on (bizType, outerBizId) per account' })
+  @ApiOperation({ summary: 'Write one message, idempotent on (bizType, outerBizId) per account; optionally with its own expiry' })
   @ApiCreatedResponse({ type: WriteResultDto, description: 'New message' })
-  @ApiOkResponse({ type: WriteResultDto, description: 'Duplicate: the original msgId' })
+  @ApiOkResponse({ type: WriteResultDto, description: 'Duplicate: the original msgId; or withdrawn: nothing stored' })
   async write(@Body() dto: WriteMessageDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<WriteResultDto> {
-    const r = await this.messages.write(dto);
+    const r = await this.messages.write(toWriteCommand(dto));
     void reply.status(r.duplicate ? 200 : 201);
     return r;
+  }
+
+  @Post('messages/withdraw')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Take back the message with (bizType, outerBizId) from an account; idempotent, and later writes of it store nothing' })
+  @ApiOkResponse({ type: WithdrawResultDto })
+  withdraw(@Body() dto: WithdrawMessageDto): Promise<WithdrawResultDto> {
+    return this.messages.withdraw({ accountId: dto.accountId, bizType: dto.bizType, outerBizId: dto.outerBizId });
   }
 
   @Post('messages/batch')
@@ -34,20 +43,20 @@ export class MessagesIngestController {
   @ApiOkResponse({ type: BatchResultDto })
   async batch(@Body() dto: WriteBatchDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<BatchResultDto> {
     void reply.status(200);
-    return this.messages.writeBatch(dto.messages);
+    return this.messages.writeBatch(await Promise.all(dto.messages.map(batchItemCommand)));
   }
 
   @Post('pending-actions')
   @ApiOperation({ summary: 'A user started an action; remind them after its delay unless it is finished first' })
   @ApiCreatedResponse({ type: PendingActionResultDto })
   start(@Body() dto: StartPendingActionDto): Promise<PendingActionResultDto> {
-    return this.pending.start(dto.accountId, dto.bizType, dto.context);
+    return this.pending.start({ accountId: dto.accountId, bizType: dto.bizType, context: dto.context });
   }
 
   @Delete('pending-actions/:bizType/:accountId')
   @ApiOperation({ summary: 'The user finished the action: no reminder' })
   @ApiOkResponse({ type: FinishResultDto })
   async finish(@Param() p: PendingActionParamDto): Promise<FinishResultDto> {
-    return { wasPending: await this.pending.finish(p.accountId, p.bizType) };
+    return { wasPending: await this.pending.finish({ accountId: p.accountId, bizType: p.bizType }) };
   }
 }

@@ -10,6 +10,7 @@ export class MessagesMetrics {
   readonly pulled: Counter;
   readonly remindersSent: Counter<'bizType'>;
   readonly broadcasts: Counter<'audience'>;
+  readonly withdrawn: Counter;
 
   constructor(metrics: MetricsService) {
     this.written = metrics.counter('messages_written_total', 'New messages stored, by source (api | batch | broadcast | reminder)', ['source']);
@@ -17,5 +18,6 @@ export class MessagesMetrics {
     this.pulled = metrics.counter('messages_pulled_total', 'Messages returned to apps by pulls');
     this.remindersSent = metrics.counter('messages_reminders_sent_total', 'Reminder messages for unfinished actions, by action type', ['bizType']);
     this.broadcasts = metrics.counter('messages_broadcasts_total', 'Broadcasts sent, by audience (all | accounts)', ['audience']);
+    this.withdrawn = metrics.counter('messages_withdrawn_total', 'Messages taken back by business systems while the app could still see them');
   }
 }

@@ -12,6 +12,7 @@ import { PendingActionsService } from './pending-actions.service';
 @Module({
   controllers: [MessagesController, MessagesIngestController, MessagesAdminController],
   providers: [MessagesStore, MessagesService, BroadcastFeed, MessagesMetrics, PendingActionsService],
-  exports: [MessagesService],
+  // The in-process API (plain commands, see message-commands.ts) for the modules that write messages.
+  exports: [MessagesService, PendingActionsService],
 })
 export class MessagesModule {}

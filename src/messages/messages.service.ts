@@ -1,13 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { plainToInstance } from 'class-transformer';
-import { validate } from 'class-validator';
-import { fastPathFor } from '../http/fast-path';
-import { flattenValidationErrors } from '../http/validation';
 import { BroadcastFeed } from './broadcast-feed';
-import { BatchItemResultDto, BatchResultDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
-import { BroadcastDto, BroadcastResultDto } from './dto/broadcast.dto';
+import { checkMessageCommand } from './command-checks';
 import { MessageDto, PullResultDto } from './dto/pull.dto';
+import type {
+  BroadcastCommand,
+  BroadcastResult,
+  InvalidBatchItem,
+  WithdrawMessageCommand,
+  WithdrawMessageResult,
+  WriteBatchItemResult,
+  WriteBatchResult,
+  WriteMessageCommand,
+  WriteMessageResult,
+} from './message-commands';
 import { MessagesMetrics } from './messages.metrics';
 import { BroadcastEntry, MessagesStore, PageRow, PullResult, StoredMessage } from './messages.store';
 
@@ -30,24 +36,44 @@ export class MessagesService {
     private readonly metrics: MessagesMetrics,
   ) {}
 
-  /** Writes one message; `duplicate` when (bizType, outerBizId) was already written for the account. */
-  async write(dto: WriteMessageDto, source: Source = 'api'): Promise<WriteResultDto> {
-    const { outcome, msgId } = await this.store.write(dto.accountId, toStored(dto));
+  /**
+   * Writes one message; `duplicate` when (bizType, outerBizId) was already written for the account,
+   * `withdrawn` (and msgId '') when it was withdrawn: a withdrawn key stays withdrawn for the
+   * retention time, so a retried or late write never brings the message back. Throws a 400
+   * ApiError naming the field (and stores nothing) for a bad accountId, bizType, outerBizId or
+   * ttlMs (an integer from 1 to 90 days); the other fields are the caller's to keep within the
+   * HTTP rules (dto/write-message.dto.ts).
+   */
+  async write(cmd: WriteMessageCommand, source: Source = 'api'): Promise<WriteMessageResult> {
+    checkMessageCommand(cmd);
+    const { outcome, msgId } = await this.store.write(cmd.accountId, toStored(cmd), { ttlMs: cmd.ttlMs });
+    if (outcome === 3) return { msgId: '', duplicate: true, withdrawn: true };
     this.count(outcome === 1, source);
     return { msgId, duplicate: outcome !== 1 };
   }
 
-  /** Each item is validated and written on its own. */
-  async writeBatch(items: unknown[]): Promise<BatchResultDto> {
-    const fast = fastPathFor(WriteMessageDto);
-    const results = await mapLimit(items, FAN_OUT, async (item, index): Promise<BatchItemResultDto> => {
-      if (!fast?.(item)) {
-        // Not on the fast path: class-validator decides, and names what is wrong.
-        const errors = typeof item === 'object' && item !== null && !Array.isArray(item) ? await validate(plainToInstance(WriteMessageDto, item), { whitelist: true, forbidNonWhitelisted: true }) : null;
-        if (errors === null) return { index, status: 400, error: 'each message must be an object' };
-        if (errors.length > 0) return { index, status: 400, error: flattenValidationErrors(errors).flatMap((e) => e.errors).join('; ') };
-      }
-      const r = await this.write(item as WriteMessageDto, 'batch');
+  /**
+   * Takes back the message with (bizType, outerBizId) from the account's inbox, atomically: no pull,
+   * unread count or get shows it afterwards. Idempotent (again, or for a key never written:
+   * `withdrawn: false`). The key stays withdrawn for the retention time: a write of it meanwhile
+   * stores nothing and answers `withdrawn: true`, whichever of the two came first.
+   */
+  async withdraw(cmd: WithdrawMessageCommand): Promise<WithdrawMessageResult> {
+    checkMessageCommand(cmd);
+    const withdrawn = await this.store.withdraw(cmd.accountId, idemField(cmd.bizType, cmd.outerBizId));
+    if (withdrawn) this.metrics.withdrawn.inc();
+    return { withdrawn };
+  }
+
+  /**
+   * Writes each item on its own, at most FAN_OUT at once, keeping their order. An item the caller
+   * already found invalid (`{ invalid }`) fails alone with status 400.
+   */
+  async writeBatch(items: ReadonlyArray<WriteMessageCommand | InvalidBatchItem>): Promise<WriteBatchResult> {
+    const results = await mapLimit([...items], FAN_OUT, async (item, index): Promise<WriteBatchItemResult> => {
+      if ('invalid' in item) return { index, status: 400, error: item.invalid };
+      const r = await this.write(item, 'batch');
+      if (r.withdrawn) return { index, status: 200, withdrawn: true };
       return { index, status: r.duplicate ? 200 : 201, msgId: r.msgId };
     });
     return {
@@ -88,20 +114,20 @@ export class MessagesService {
   }
 
   /** "all": one write, taken in by each account on its next pull. A list: written into each inbox. */
-  async broadcast(dto: BroadcastDto): Promise<BroadcastResultDto> {
+  async broadcast(cmd: BroadcastCommand): Promise<BroadcastResult> {
     const createdAt = new Date().toISOString();
-    if (dto.audience === 'all') {
-      const message: StoredMessage = { k: '', bizType: 'BROADCAST', outerBizId: '', title: dto.title, content: dto.content, needPush: false, createdAt, ...(dto.url ? { url: dto.url } : {}) };
+    if (cmd.audience === 'all') {
+      const message: StoredMessage = { k: '', bizType: 'BROADCAST', outerBizId: '', title: cmd.title, content: cmd.content, needPush: false, createdAt, ...(cmd.url ? { url: cmd.url } : {}) };
       const id = await this.store.broadcast(JSON.stringify({ ...message, outerBizId: 'all' }), MAX_BROADCASTS_KEPT);
       this.feed.invalidate();
       this.metrics.broadcasts.inc({ audience: 'all' });
       return { broadcastId: id, audience: 'all', written: 0, duplicates: 0 };
     }
     const broadcastId = randomUUID();
-    const accounts = [...new Set(dto.audience)];
+    const accounts = [...new Set(cmd.audience)];
     const results = await mapLimit(accounts, FAN_OUT, (accountId) =>
       this.write(
-        { accountId, bizType: 'BROADCAST', outerBizId: broadcastId, title: dto.title, content: dto.content, url: dto.url, needPush: false, createdAt },
+        { accountId, bizType: 'BROADCAST', outerBizId: broadcastId, title: cmd.title, content: cmd.content, url: cmd.url, needPush: false, createdAt },
         'broadcast',
       ),
     );
@@ -135,17 +161,22 @@ export class MessagesService {
   }
 }
 
-export function toStored(dto: WriteMessageDto): StoredMessage {
+/** The idempotency field of (bizType, outerBizId): the "k" of a stored message. */
+function idemField(bizType: string, outerBizId: string): string {
+  return `${bizType}|${outerBizId}`;
+}
+
+export function toStored(cmd: WriteMessageCommand): StoredMessage {
   return {
-    k: `${dto.bizType}|${dto.outerBizId}`,
-    bizType: dto.bizType,
-    outerBizId: dto.outerBizId,
-    title: dto.title,
-    content: dto.content,
-    ...(dto.url ? { url: dto.url } : {}),
-    ...(dto.logoUrl ? { logoUrl: dto.logoUrl } : {}),
-    needPush: dto.needPush ?? false,
-    createdAt: dto.createdAt ?? new Date().toISOString(),
+    k: idemField(cmd.bizType, cmd.outerBizId),
+    bizType: cmd.bizType,
+    outerBizId: cmd.outerBizId,
+    title: cmd.title,
+    content: cmd.content,
+    ...(cmd.url ? { url: cmd.url } : {}),
+    ...(cmd.logoUrl ? { logoUrl: cmd.logoUrl } : {}),
+    needPush: cmd.needPush ?? false,
+    createdAt: cmd.createdAt ?? new Date().toISOString(),
   };
 }
 

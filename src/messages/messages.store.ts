@@ -52,19 +52,38 @@ export class MessagesStore {
   }
 
   /**
-   * 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile.
-   * `pending.actionId` '' accepts whichever start of the action is recorded.
+   * 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile,
+   * 3 (bizType, outerBizId) was withdrawn (msgId ''). `pendingBizType` makes the write a
+   * reminder: it happens only while that action is pending (any recorded start), and ends it.
+   * `ttlMs` (a checked positive integer) makes the message expire that long after the write.
    */
-  async write(accountId: string, message: StoredMessage, pending?: { field: string; actionId: string }): Promise<{ outcome: 0 | 1 | 2; msgId: string }> {
-    const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
+  async write(accountId: string, message: StoredMessage, opts: { ttlMs?: number; pendingBizType?: string } = {}): Promise<{ outcome: 0 | 1 | 2 | 3; msgId: string }> {
+    const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2 | 3, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
       message.k,
       JSON.stringify(message),
       this.maxCount,
       this.retentionMs,
-      pending?.field ?? '',
-      pending?.actionId ?? '',
+      opts.pendingBizType === undefined ? '' : pendingField(opts.pendingBizType),
+      '',
+      opts.ttlMs ?? '',
     ]);
     return { outcome, msgId };
+  }
+
+  /** Withdraws (bizType, outerBizId) from the inbox for the retention time; true when a visible message was removed. */
+  async withdraw(accountId: string, idemField: string): Promise<boolean> {
+    const [removed] = await this.scripts.run<[number, number]>('messages/withdraw', inboxKeys(this.keys, accountId), [idemField, this.retentionMs, this.maxCount]);
+    return removed === 1;
+  }
+
+  /** Records a start of a pending action (the newest start wins); the reminder's write checks it. */
+  async startPendingAction(accountId: string, bizType: string, actionId: string): Promise<void> {
+    await this.scripts.run('messages/pending-start', [this.metaKey(accountId)], [pendingField(bizType), actionId, this.retentionMs]);
+  }
+
+  /** Ends a pending action; true when it was pending. */
+  async finishPendingAction(accountId: string, bizType: string): Promise<boolean> {
+    return (await this.scripts.run<number>('messages/pending-finish', [this.metaKey(accountId)], [pendingField(bizType)])) === 1;
   }
 
   async pull(accountId: string, after: string | undefined, limit: number, latestBroadcast: number): Promise<PullResult> {
@@ -114,11 +133,11 @@ export class MessagesStore {
   }
 
   /** Pending-action records live in the account's meta hash, so the reminder's write can check them atomically. */
-  pendingField(bizType: string): string {
-    return `pa:${bizType}`;
-  }
-
-  metaKey(accountId: string): string {
+  private metaKey(accountId: string): string {
     return inboxKeys(this.keys, accountId)[4];
   }
+}
+
+function pendingField(bizType: string): string {
+  return `pa:${bizType}`;
 }

@@ -4,11 +4,12 @@ import { AppConfig } from '../config/app-config';
 import { ConfigError } from '../config/load-config';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
-import { RedisService } from '../redis/redis.service';
 import { ApiError } from '../http/api-error';
+import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendingActionResult } from './message-commands';
+import { checkAccountId, commandFieldError } from './command-checks';
 import { MessagesMetrics } from './messages.metrics';
 import { MessagesStore } from './messages.store';
-import { PENDING_ACTION_TYPES } from './pending-action-types';
+import { PENDING_ACTION_NAMES, PENDING_ACTION_TYPES } from './pending-action-types';
 
 export const REMINDER_QUEUE = 'message-reminders';
 const MAX_CONTEXT_BYTES = 1024;
@@ -34,7 +35,6 @@ export class PendingActionsService implements OnApplicationBootstrap {
   constructor(
     private readonly queue: DelayQueueService,
     private readonly store: MessagesStore,
-    private readonly redis: RedisService,
     private readonly metrics: MessagesMetrics,
     private readonly config: AppConfig,
   ) {
@@ -52,23 +52,25 @@ export class PendingActionsService implements OnApplicationBootstrap {
   }
 
   /** Records the start (again: one record, the timer restarts) and schedules its reminder. */
-  async start(accountId: string, bizType: string, context?: Record<string, unknown>): Promise<{ actionId: string; remindAt: number }> {
+  async start({ accountId, bizType, context }: StartPendingActionCommand): Promise<StartPendingActionResult> {
+    checkAccountId(accountId);
+    if (!PENDING_ACTION_TYPES[bizType]) throw commandFieldError('bizType', `bizType must be one of ${PENDING_ACTION_NAMES.join(', ')}`);
     if (context !== undefined && Buffer.byteLength(JSON.stringify(context)) > MAX_CONTEXT_BYTES) {
       throw new ApiError(400, 'VALIDATION_FAILED', `context must be at most ${MAX_CONTEXT_BYTES} bytes as JSON`, [{ field: 'context', errors: ['too large'] }]);
     }
     const actionId = randomUUID();
-    const meta = this.store.metaKey(accountId);
-    await this.redis.command((c) => c.multi().hset(meta, this.store.pendingField(bizType), actionId).pexpire(meta, this.store.retention).exec());
+    await this.store.startPendingAction(accountId, bizType, actionId);
     const payload: ReminderPayload = { accountId, bizType, actionId, ...(context ? { context } : {}) };
     const { dueAt } = await this.queue.schedule(REMINDER_QUEUE, reminderId(bizType, accountId), { delayMs: this.delayOf(bizType) }, payload);
     return { actionId, remindAt: dueAt };
   }
 
   /** The user finished: no reminder. True when the action was still pending. */
-  async finish(accountId: string, bizType: string): Promise<boolean> {
-    const removed = await this.redis.command((c) => c.hdel(this.store.metaKey(accountId), this.store.pendingField(bizType)));
+  async finish({ accountId, bizType }: FinishPendingActionCommand): Promise<boolean> {
+    checkAccountId(accountId);
+    const wasPending = await this.store.finishPendingAction(accountId, bizType);
     await this.queue.cancel(REMINDER_QUEUE, reminderId(bizType, accountId));
-    return removed === 1;
+    return wasPending;
   }
 
   private async remind(d: Delivery<ReminderPayload>): Promise<void> {
@@ -92,7 +94,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
       },
       // Any recorded start will do: the queue holds one reminder per (bizType, account), so two starts racing
       // on two instances may leave the record and the reminder naming different starts; one message either way.
-      { field: this.store.pendingField(bizType), actionId: '' },
+      { pendingBizType: bizType },
     );
     if (outcome === 1) {
       this.metrics.remindersSent.inc({ bizType });

@@ -7,7 +7,7 @@ import { queueKeys, QUEUE_NAME_RE, registryKey } from '../delay-queue/delay-queu
 import { visitsKey } from '../diagnostics/diagnostics.service';
 import { lockKeys } from '../locks/lock-keys';
 import { LOCK_NAME_RE } from '../locks/lock.service';
-import { ACCOUNT_ID_RE, broadcastKeys, inboxKeys } from '../messages/message-keys';
+import { ACCOUNT_ID_RE, broadcastKeys, INBOX_PARTS, inboxKeys } from '../messages/message-keys';
 import { deadEventStreamKeys, eventStreamKeys, ORDER_ID_RE, orderKeys, PLAN_ID_RE, shardOf } from '../orders/order-keys';
 import { rateLimitKey } from '../rate-limit/rate-limit.scripts';
 import { KeyBuilder, TAG_KINDS } from './key-builder';
@@ -57,7 +57,7 @@ interface KeyKind {
 const shardId = (orderId: string) => String(shardOf(orderId));
 const orderOfPlan = (planId: string) => PLAN_ID_RE.exec(planId)![1];
 const CATALOGUE: KeyKind[] = [
-  ...['inbox', 'bodies', 'idem', 'read', 'meta'].map(
+  ...INBOX_PARTS.map(
     (part, i): KeyKind => ({ name: `inbox ${part}`, feature: 'msg', kind: 'a', part, rules: [ACCOUNT_ID_RE], make: (b, [acc]) => inboxKeys(b, acc)[i], carries: ([acc]) => ({ id: acc }) }),
   ),
   ...['stream', 'bodies', 'meta'].map((part, i): KeyKind => ({ name: `broadcast ${part}`, feature: 'msg', kind: 'bc', part, rules: [], make: (b) => broadcastKeys(b)[i], carries: () => ({}) })),

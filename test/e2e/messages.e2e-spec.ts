@@ -114,12 +114,14 @@ describe('Message center over HTTP', () => {
     const bodies: Record<string, object> = {
       '/messages': message(victim, 'ident-1'),
       '/messages/batch': { messages: [message(victim, 'ident-2')] },
+      '/messages/withdraw': { accountId: victim, bizType: 'PAYMENT_SUCCESS', outerBizId: 'ident-1' },
       '/pending-actions': { accountId: victim, bizType: 'PASSWORD_RECOVERY' },
       '/admin/messages/broadcast': { title: 'ident', content: 'ident', audience: [victim] },
     };
     const routes: Array<['service' | 'user' | 'admin', 'get' | 'post' | 'delete', string]> = [
       ['service', 'post', '/messages'],
       ['service', 'post', '/messages/batch'],
+      ['service', 'post', '/messages/withdraw'],
       ['service', 'post', '/pending-actions'],
       ['service', 'delete', `/pending-actions/PASSWORD_RECOVERY/${victim}`],
       ['user', 'get', '/messages'],
@@ -751,6 +753,7 @@ describe('Message center over HTTP', () => {
       const ops: Array<[string, string, string, string | null, Record<string, string>]> = [
         ['post', '/messages', 'ServiceToken', 'WriteMessageDto', { 201: 'WriteResultDto', 200: 'WriteResultDto' }],
         ['post', '/messages/batch', 'ServiceToken', 'WriteBatchDto', { 200: 'BatchResultDto' }],
+        ['post', '/messages/withdraw', 'ServiceToken', 'WithdrawMessageDto', { 200: 'WithdrawResultDto' }],
         ['get', '/messages', 'AppUserJwt', null, { 200: 'PullResultDto' }],
         ['get', '/messages/unread-count', 'AppUserJwt', null, { 200: 'UnreadCountDto' }],
         ['get', '/messages/{msgId}', 'AppUserJwt', null, { 200: 'MessageDto', 404: 'ErrorBodyDto' }],

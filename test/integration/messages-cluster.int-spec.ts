@@ -74,7 +74,7 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
     expect(new Set(accounts).size).toBe(3);
   });
 
-  it("keeps an account's five keys in one slot, on the master that owns the account's tag", async () => {
+  it("keeps an account's seven keys in one slot, on the master that owns the account's tag", async () => {
     for (const [owner, acc] of accounts.entries()) {
       const keys = inboxKeys(keyBuilder, acc);
       const slots = await Promise.all(keys.map(async (k) => Number(await raw[owner].cluster('KEYSLOT', k))));
@@ -102,8 +102,12 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
       expect(await svc.markAllRead(acc)).toEqual({ marked: 3, unread: 0 });
       expect(await svc.remove(acc, m1.msgId)).toBe(0);
       expect((await svc.pull(acc, undefined, 20)).messages.map((m) => `${m.outerBizId}:${m.read}`)).toEqual(['placed:true', 'm2:true', `${broadcastId}:true`]);
+      expect(await svc.withdraw({ accountId: acc, bizType: 'REFUND_SUCCESS', outerBizId: 'm2' })).toEqual({ withdrawn: true });
+      const pending = t.app.get(PendingActionsService);
+      await pending.start({ accountId: acc, bizType: 'BANK_CARD_BINDING' });
+      expect(await pending.finish({ accountId: acc, bizType: 'BANK_CARD_BINDING' })).toBe(true);
       // Every inbox call went to this account's master.
-      expect((await evalCalls(raw[owner])) - before).toBeGreaterThanOrEqual(10);
+      expect((await evalCalls(raw[owner])) - before).toBeGreaterThanOrEqual(13);
     }
 
     const all = scripts
@@ -111,7 +115,7 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
       .map((d) => d.id)
       .filter((id) => id.startsWith('messages/'))
       .sort();
-    expect(all).toHaveLength(9);
+    expect(all).toHaveLength(12);
     const inboxScripts = all.filter((id) => !['messages/broadcast', 'messages/recent-broadcasts'].includes(id));
     for (const acc of accounts) expect(`${acc}: ${[...(ran.get(acc) ?? [])].sort().join(' ')}`).toBe(`${acc}: ${inboxScripts.join(' ')}`);
     expect([...(ran.get('bc') ?? [])].sort()).toEqual(['messages/broadcast', 'messages/recent-broadcasts']);
@@ -131,12 +135,12 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
 
   it('delivers a reminder for an unfinished action to an account on each master', async () => {
     const pending = t.app.get(PendingActionsService);
-    const started = await Promise.all(accounts.map((acc) => pending.start(acc, 'PASSWORD_RECOVERY')));
+    const started = await Promise.all(accounts.map((acc) => pending.start({ accountId: acc, bizType: 'PASSWORD_RECOVERY' })));
     const reminders = async (acc: string) => (await svc.pull(acc, undefined, 50)).messages.filter((m) => m.bizType === 'REMINDER_PASSWORD_RECOVERY');
     await waitUntil('a reminder in every account', async () => (await Promise.all(accounts.map(reminders))).every((r) => r.length > 0), 10_000);
     await new Promise((r) => setTimeout(r, 300));
     const got = await Promise.all(accounts.map(reminders));
     expect(got.map((r) => r.map((m) => m.outerBizId))).toEqual(started.map((s) => [s.actionId]));
-    expect(await Promise.all(accounts.map((acc) => pending.finish(acc, 'PASSWORD_RECOVERY')))).toEqual([false, false, false]);
+    expect(await Promise.all(accounts.map((acc) => pending.finish({ accountId: acc, bizType: 'PASSWORD_RECOVERY' })))).toEqual([false, false, false]);
   });
 });

@@ -2,9 +2,10 @@ import type Redis from 'ioredis';
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
 import type { MessageDto } from '../../src/messages/dto/pull.dto';
 import { MessagesService } from '../../src/messages/messages.service';
-import { MessagesStore } from '../../src/messages/messages.store';
+import { inboxKeys } from '../../src/messages/message-keys';
 import { PENDING_ACTION_TYPES } from '../../src/messages/pending-action-types';
 import { PendingActionsService, REMINDER_QUEUE } from '../../src/messages/pending-actions.service';
+import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -27,7 +28,7 @@ describe(`${PendingActionsService.name} on two instances`, () => {
   let apps: TestApp[];
   let pending: PendingActionsService[];
   let messages: MessagesService;
-  let store: MessagesStore;
+  let keyBuilder: KeyBuilder;
   let dq: DelayQueueService;
 
   beforeAll(async () => {
@@ -37,7 +38,7 @@ describe(`${PendingActionsService.name} on two instances`, () => {
     apps = await Promise.all([startTestApp(redis.url, env), startTestApp(redis.url, env)]);
     pending = apps.map((t) => t.app.get(PendingActionsService));
     messages = apps[0].app.get(MessagesService);
-    store = apps[0].app.get(MessagesStore);
+    keyBuilder = apps[0].app.get(KeyBuilder);
     dq = apps[1].app.get(DelayQueueService);
   });
 
@@ -49,7 +50,7 @@ describe(`${PendingActionsService.name} on two instances`, () => {
 
   const remindersOf = async (accountId: string): Promise<MessageDto[]> =>
     (await messages.pull(accountId, undefined, 100)).messages.filter((m) => m.bizType === REMINDER);
-  const pendingRecord = (accountId: string) => raw.hget(store.metaKey(accountId), store.pendingField(ACTION));
+  const pendingRecord = (accountId: string) => raw.hget(inboxKeys(keyBuilder, accountId)[4], `pa:${ACTION}`);
   /** Until every reminder scheduled so far has been delivered or cancelled. */
   const queueSettled = () =>
     waitUntil(
@@ -67,7 +68,7 @@ describe(`${PendingActionsService.name} on two instances`, () => {
 
   it('an action left unfinished becomes exactly one reminder message, after its delay', async () => {
     const acc = 'rem-once';
-    const { actionId, remindAt } = await pending[0].start(acc, ACTION, { channel: 'sms' });
+    const { actionId, remindAt } = await pending[0].start({ accountId: acc, bizType: ACTION, context: { channel: 'sms' } });
     expect(await pendingRecord(acc)).toBe(actionId);
     await waitUntil('the reminder', async () => (await remindersOf(acc)).length > 0, 5_000);
     await sleep(DELAY_MS); // time for a second delivery, if there were one
@@ -79,14 +80,14 @@ describe(`${PendingActionsService.name} on two instances`, () => {
     expect(Date.parse(got[0].storedAt)).toBeGreaterThanOrEqual(remindAt);
     // The reminder ended the action.
     expect(await pendingRecord(acc)).toBeNull();
-    expect(await pending[1].finish(acc, ACTION)).toBe(false);
+    expect(await pending[1].finish({ accountId: acc, bizType: ACTION })).toBe(false);
   });
 
   it('starting the same action twice keeps one record and sends one reminder, for the second start', async () => {
     const acc = 'rem-twice';
-    const first = await pending[0].start(acc, ACTION);
+    const first = await pending[0].start({ accountId: acc, bizType: ACTION });
     await sleep(100);
-    const second = await pending[1].start(acc, ACTION);
+    const second = await pending[1].start({ accountId: acc, bizType: ACTION });
     expect(await pendingRecord(acc)).toBe(second.actionId);
     expect((await dq.stats(REMINDER_QUEUE)).pending).toBe(1);
     await waitUntil('the reminder', async () => (await remindersOf(acc)).length > 0, 5_000);
@@ -101,24 +102,24 @@ describe(`${PendingActionsService.name} on two instances`, () => {
 
   it('finishing before the delay sends nothing, even well past the delay', async () => {
     const acc = 'rem-finished';
-    const { remindAt } = await pending[0].start(acc, ACTION);
+    const { remindAt } = await pending[0].start({ accountId: acc, bizType: ACTION });
     await sleep(100);
-    expect(await pending[1].finish(acc, ACTION)).toBe(true);
+    expect(await pending[1].finish({ accountId: acc, bizType: ACTION })).toBe(true);
     expect(await pendingRecord(acc)).toBeNull();
     await sleep(remindAt + 3 * DELAY_MS - Date.now());
     await queueSettled();
     expect(await remindersOf(acc)).toEqual([]);
-    expect(await pending[0].finish(acc, ACTION)).toBe(false);
+    expect(await pending[0].finish({ accountId: acc, bizType: ACTION })).toBe(false);
   });
 
   it('finish racing the reminder (200 accounts, finishes from 120 ms before to 150 ms after the due time): a message or wasPending, never both, never two', async () => {
     const accounts = Array.from({ length: 200 }, (_, i) => `race-${i}`);
-    const started = await Promise.all(accounts.map((acc, i) => pending[i % 2].start(acc, ACTION)));
+    const started = await Promise.all(accounts.map((acc, i) => pending[i % 2].start({ accountId: acc, bizType: ACTION })));
     const finished = await Promise.all(
       accounts.map(async (acc, i) => {
         // Spread around the due time; the instance that did not start it finishes it.
         await sleep(started[i].remindAt - 120 + (i % 40) * 7 - Date.now());
-        return pending[(i + 1) % 2].finish(acc, ACTION);
+        return pending[(i + 1) % 2].finish({ accountId: acc, bizType: ACTION });
       }),
     );
     await queueSettled();

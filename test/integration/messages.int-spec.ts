@@ -164,13 +164,14 @@ describe(MessagesService.name, () => {
       expect(await a.svc.pull('newest-empty', undefined, 10)).toEqual({ messages: [], hasMore: false, latestId: null, unread: 0 });
     });
 
-    it('every key of an account carries the retention TTL, the read set too', async () => {
+    it('every key of an account carries the retention TTL, the read set, expiries and withdrawals too', async () => {
       const first = await a.write('ttl-1', 'PAYMENT_SUCCESS', 't-1');
-      await a.write('ttl-1', 'PAYMENT_SUCCESS', 't-2');
+      await a.write('ttl-1', 'PAYMENT_SUCCESS', 't-2', { ttlMs: 3_600_000 });
+      await a.svc.withdraw({ accountId: 'ttl-1', bizType: 'PAYMENT_SUCCESS', outerBizId: 't-3' });
       await a.svc.markRead('ttl-1', first.msgId);
       const keys = a.keys('ttl-1');
       const ttls = await Promise.all(keys.map(async (k) => `${k.split(':').pop()} ${(await raw.pttl(k)) > 0 ? 'has a TTL' : 'has none'}`));
-      expect(ttls).toEqual(['inbox has a TTL', 'bodies has a TTL', 'idem has a TTL', 'read has a TTL', 'meta has a TTL']);
+      expect(ttls).toEqual(['inbox has a TTL', 'bodies has a TTL', 'idem has a TTL', 'read has a TTL', 'meta has a TTL', 'expiry has a TTL', 'withdrawn has a TTL']);
       for (const k of keys) expect(await raw.pttl(k)).toBeLessThanOrEqual(a.store.retention);
     });
 
@@ -354,6 +355,9 @@ describe(MessagesService.name, () => {
       t0 = Date.now();
       for (const acc of ['time-pull', 'time-idem', 'time-unread', 'time-gone']) old[acc] = (await a.write(acc, 'PAYMENT_SUCCESS', `old-${acc}`)).msgId;
       await a.write('time-unread', 'PAYMENT_SUCCESS', 'old-2');
+      // The account's expiry and withdrawal keys must go too.
+      await a.write('time-gone', 'PAYMENT_SUCCESS', 'old-expiring', { ttlMs: 3_600_000 });
+      await a.svc.withdraw({ accountId: 'time-gone', bizType: 'PAYMENT_SUCCESS', outerBizId: 'old-withdrawn' });
       await sleep(t0 + 1000 - Date.now());
       for (const acc of ['time-pull', 'time-idem', 'time-unread']) fresh[acc] = (await a.write(acc, 'PAYMENT_SUCCESS', `fresh-${acc}`)).msgId;
       // The old ones are past the retention time, the fresh ones have at least 0.7 s left.
@@ -400,7 +404,7 @@ describe(MessagesService.name, () => {
 
     it('an account with nothing written for the retention time has no keys left', async () => {
       const found = await Promise.all(a.keys('time-gone').map((k) => raw.exists(k)));
-      expect(found).toEqual([0, 0, 0, 0, 0]);
+      expect(found).toEqual([0, 0, 0, 0, 0, 0, 0]);
       expect(await a.svc.pull('time-gone', old['time-gone'], 10)).toMatchObject({ messages: [], hasMore: false, unread: 0 });
     });
   });

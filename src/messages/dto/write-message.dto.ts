@@ -1,6 +1,7 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
+import { MAX_MESSAGE_TTL_MS } from '../message-commands';
 import { IsAccountId } from './account-id';
 
 /** Both appear in URLs (pending actions), so neither may be `.` or `..`, which a URL cannot carry as a segment. */
@@ -73,6 +74,30 @@ export class WriteMessageDto {
   @IsISO8601({ strict: true })
   @Matches(DATE_TIME_RE, { message: 'createdAt must be a date and time with a time zone, e.g. 2026-11-22T08:30:00Z' })
   createdAt?: string;
+
+  /**
+   * How long the message shows, in ms from its write (Redis clock), at most 90 days: after that no pull,
+   * unread count or get returns it. A duplicate keeps the original's expiry. Omit to keep the message until
+   * retention drops it.
+   */
+  @ApiPropertyOptional({ type: 'integer', example: 900_000, minimum: 1, maximum: MAX_MESSAGE_TTL_MS })
+  @IsOptionalField()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_MESSAGE_TTL_MS)
+  ttlMs?: number;
+}
+
+/** Take back one message (service token). The account is named in the body, as for a write. */
+export class WithdrawMessageDto extends PickType(WriteMessageDto, ['accountId', 'bizType', 'outerBizId'] as const) {}
+
+export class WithdrawResultDto {
+  @ApiProperty({
+    description:
+      'True when a message the app could see was removed; false when there was none (never written, expired, already withdrawn). Either way (bizType, outerBizId) stays withdrawn for the retention time: a write of it stores nothing.',
+    example: true,
+  })
+  withdrawn!: boolean;
 }
 
 export class WriteBatchDto {
@@ -88,14 +113,18 @@ export class WriteBatchDto {
 }
 
 export class WriteResultDto {
-  @ApiProperty({ description: 'The message id (the original one for a duplicate)', example: '1795302000000000' }) msgId!: string;
-  @ApiProperty({ description: 'True when (bizType, outerBizId) was already written for this account', example: false }) duplicate!: boolean;
+  @ApiProperty({ description: "The message id (the original one for a duplicate); '' when (bizType, outerBizId) was withdrawn", example: '1795302000000000' })
+  msgId!: string;
+  @ApiProperty({ description: 'True when (bizType, outerBizId) was already written (or withdrawn) for this account: nothing stored', example: false }) duplicate!: boolean;
+  @ApiPropertyOptional({ description: 'Present (true) only when (bizType, outerBizId) was withdrawn for this account: nothing stored, now or on a retry', example: true })
+  withdrawn?: boolean;
 }
 
 export class BatchItemResultDto {
   @ApiProperty({ example: 0 }) index!: number;
   @ApiProperty({ description: '201 new, 200 duplicate, 400 invalid (nothing stored)', enum: [200, 201, 400] }) status!: number;
   @ApiPropertyOptional({ example: '1795302000000000' }) msgId?: string;
+  @ApiPropertyOptional({ description: 'Set (true) when (bizType, outerBizId) was withdrawn: status 200, nothing stored', example: true }) withdrawn?: boolean;
   @ApiPropertyOptional({ example: 'title must be shorter than or equal to 100 characters' }) error?: string;
 }
 

@@ -4,7 +4,8 @@
   first; the cursor need not exist any more (expired or trimmed messages do
   not break it). Without one it returns the newest page. Messages past the
   retention time are never returned, and the first 100 of them are dropped
-  here, so the unread count only counts what a pull can still show. First
+  here; messages past their own expiry are all dropped here; so the unread
+  count only counts what a pull can still show. First
   checks that the account has taken in every broadcast up to ARGV[3] (and
   has a broadcast mark at all); if not, it answers 'sync' and the caller runs
   sync-broadcasts first.
@@ -14,6 +15,8 @@
   KEYS[3]  idempotency hash
   KEYS[4]  read set
   KEYS[5]  meta hash
+  KEYS[6]  expiry zset
+  KEYS[7]  withdrawn zset
   ARGV[1]  cursor: the last msgId the app has, or '' for the newest page
   ARGV[2]  page size, 0..100 (0: only the unread count)
   ARGV[3]  the latest broadcast sequence the caller knows of (0: none)
@@ -25,20 +28,23 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"
-local latestBroadcast = tonumber(ARGV[3])
-if latestBroadcast > metaNumber('bcast') or (latestBroadcast == 0 and redis.call('HEXISTS', KEYS[5], 'bcast') == 0) then return {'sync', string.format('%d', metaNumber('bcast'))} end
-local now = serverTimeMs()
-trimExpired(now, tonumber(ARGV[4]))
+local cursor = ARGV[1]
 local limit = tonumber(ARGV[2])
-local floor = string.format('%d', retentionFloor(now, tonumber(ARGV[4])))
+local latestBroadcast = tonumber(ARGV[3])
+local retentionMs = tonumber(ARGV[4])
+if latestBroadcast > metaNumber('bcast') or (latestBroadcast == 0 and redis.call('HEXISTS', metaKey, 'bcast') == 0) then return {'sync', string.format('%d', metaNumber('bcast'))} end
+local now = serverTimeMs()
+trimExpired(now, retentionMs)
+dropExpired(now)
+local floor = string.format('%d', retentionFloor(now, retentionMs))
 local out = {'ok', metaNumber('unread'), 0}
 if limit == 0 then return out end
 local page
-if ARGV[1] ~= '' then
-  local from = math.max(tonumber(ARGV[1]), tonumber(floor) - 1)
-  page = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', from), '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
+if cursor ~= '' then
+  local from = math.max(tonumber(cursor), tonumber(floor) - 1)
+  page = redis.call('ZRANGEBYSCORE', inboxKey, '(' .. string.format('%d', from), '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1)
 else
-  local newest = redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', floor, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+  local newest = redis.call('ZREVRANGEBYSCORE', inboxKey, '+inf', floor, 'WITHSCORES', 'LIMIT', 0, limit + 1)
   page = {}
   for i = #newest - 1, 1, -2 do
     page[#page + 1] = newest[i]
@@ -51,7 +57,7 @@ else
     out[3] = 1
   end
 end
-if ARGV[1] ~= '' and #page > limit * 2 then
+if cursor ~= '' and #page > limit * 2 then
   page[#page] = nil
   page[#page] = nil
   out[3] = 1
@@ -60,7 +66,7 @@ local readUpTo, anyRead = readState()
 for i = 1, #page, 2 do
   local id = page[i]
   out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', KEYS[2], id) or 'null'
+  out[#out + 1] = redis.call('HGET', bodiesKey, id) or 'null'
   out[#out + 1] = readFlag(id, tonumber(page[i + 1]), readUpTo, anyRead)
 end
 return out

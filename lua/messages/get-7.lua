@@ -1,12 +1,14 @@
 --[[
   One message of an account, with its read flag. A message past the
-  retention time counts as gone.
+  retention time or its own expiry counts as gone. Writes nothing.
 
   KEYS[1]  inbox zset
   KEYS[2]  bodies hash
   KEYS[3]  idempotency hash
   KEYS[4]  read set
   KEYS[5]  meta hash
+  KEYS[6]  expiry zset
+  KEYS[7]  withdrawn zset
   ARGV[1]  the msgId
   ARGV[2]  retention, ms
 
@@ -14,6 +16,8 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"
-local seq = liveSeq(ARGV[1], tonumber(ARGV[2]), serverTimeMs())
+local msgId = ARGV[1]
+local retentionMs = tonumber(ARGV[2])
+local seq = liveSeq(msgId, retentionMs, serverTimeMs())
 if not seq then return -1 end
-return {redis.call('HGET', KEYS[2], ARGV[1]) or 'null', readFlag(ARGV[1], seq, readState())}
+return {redis.call('HGET', bodiesKey, msgId) or 'null', readFlag(msgId, seq, readState())}

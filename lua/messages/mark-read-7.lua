@@ -6,6 +6,8 @@
   KEYS[3]  idempotency hash
   KEYS[4]  read set
   KEYS[5]  meta hash
+  KEYS[6]  expiry zset
+  KEYS[7]  withdrawn zset
   ARGV[1]  the msgId
   ARGV[2]  retention, ms (an expired message counts as gone)
 
@@ -13,9 +15,13 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"
-local seq = liveSeq(ARGV[1], tonumber(ARGV[2]), serverTimeMs())
+local msgId = ARGV[1]
+local retentionMs = tonumber(ARGV[2])
+local now = serverTimeMs()
+dropExpired(now)
+local seq = liveSeq(msgId, retentionMs, now)
 if not seq then return -1 end
-if not isUnread(ARGV[1], seq) then return {0, metaNumber('unread')} end
-redis.call('SADD', KEYS[4], ARGV[1])
-redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
-return {1, redis.call('HINCRBY', KEYS[5], 'unread', -1)}
+if not isUnread(msgId, seq) then return {0, metaNumber('unread')} end
+redis.call('SADD', readKey, msgId)
+redis.call('PEXPIRE', readKey, retentionMs)
+return {1, redis.call('HINCRBY', metaKey, 'unread', -1)}

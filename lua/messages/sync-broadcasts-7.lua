@@ -15,6 +15,8 @@
   KEYS[3]  idempotency hash
   KEYS[4]  read set
   KEYS[5]  meta hash
+  KEYS[6]  expiry zset
+  KEYS[7]  withdrawn zset
   ARGV[1]  most messages the account keeps
   ARGV[2]  retention, ms
   ARGV[3]  the list below holds every broadcast with a sequence above this one
@@ -26,26 +28,29 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"
+local maxCount = tonumber(ARGV[1])
+local retentionMs = tonumber(ARGV[2])
 local from = tonumber(ARGV[3])
+local firstTriple = 4
 local mark = metaNumber('bcast')
-if redis.call('HEXISTS', KEYS[5], 'bcast') == 0 then mark = from end
+if redis.call('HEXISTS', metaKey, 'bcast') == 0 then mark = from end
 if mark < from then return {0, string.format('%d', mark)} end
 local now = serverTimeMs()
+dropExpired(now)
 local taken = 0
-for i = 4, #ARGV - 2, 3 do
+for i = firstTriple, #ARGV - 2, 3 do
   local bseq = tonumber(ARGV[i])
   if bseq > mark then
-    if bseq >= retentionFloor(now, tonumber(ARGV[2])) then
-      addMessage(ARGV[i + 2], '', now)
+    if bseq >= retentionFloor(now, retentionMs) then
+      addMessage(ARGV[i + 2], '', now, nil)
       taken = taken + 1
     end
     mark = bseq
   end
 end
-redis.call('HSET', KEYS[5], 'bcast', string.format('%d', mark))
-local retentionMs = tonumber(ARGV[2])
+redis.call('HSET', metaKey, 'bcast', string.format('%d', mark))
 if taken > 0 then
-  repeat trim(now, tonumber(ARGV[1]), retentionMs) until redis.call('ZCARD', KEYS[1]) <= tonumber(ARGV[1])
+  repeat trim(now, maxCount, retentionMs) until redis.call('ZCARD', inboxKey) <= maxCount
 end
 touch(retentionMs)
 return {1, string.format('%d', mark)}

@@ -1,0 +1,29 @@
+import { ApiError } from '../http/api-error';
+import { BIZ_TYPE_RE, OUTER_BIZ_ID_RE } from './dto/write-message.dto';
+import { MAX_MESSAGE_TTL_MS } from './message-commands';
+import { ACCOUNT_ID_RE } from './message-keys';
+
+/** The 400 an in-process caller gets for a bad command field: the same shape as an HTTP body's. */
+export function commandFieldError(field: string, message: string): ApiError {
+  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
+}
+
+/**
+ * In-process callers skip the HTTP validation, so the fields that name keys and idempotency records
+ * are checked again here, by the HTTP rules (an account id cannot reach another account's keys, a
+ * bizType holds no '|', so (bizType, outerBizId) has one idempotency field), and so is ttlMs.
+ */
+export function checkMessageCommand(cmd: { accountId: string; bizType: string; outerBizId: string; ttlMs?: number }): void {
+  checkAccountId(cmd.accountId);
+  if (typeof cmd.bizType !== 'string' || !BIZ_TYPE_RE.test(cmd.bizType)) throw commandFieldError('bizType', 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -');
+  if (typeof cmd.outerBizId !== 'string' || !OUTER_BIZ_ID_RE.test(cmd.outerBizId)) {
+    throw commandFieldError('outerBizId', 'outerBizId must be 1-64 printable ASCII characters without spaces');
+  }
+  if (cmd.ttlMs !== undefined && !(Number.isInteger(cmd.ttlMs) && cmd.ttlMs >= 1 && cmd.ttlMs <= MAX_MESSAGE_TTL_MS)) {
+    throw commandFieldError('ttlMs', `ttlMs must be an integer from 1 to ${MAX_MESSAGE_TTL_MS} (90 days)`);
+  }
+}
+
+export function checkAccountId(accountId: string): void {
+  if (typeof accountId !== 'string' || !ACCOUNT_ID_RE.test(accountId)) throw commandFieldError('accountId', 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -');
+}

@@ -1,0 +1,25 @@
+import { plainToInstance } from 'class-transformer';
+import { validate } from 'class-validator';
+import { fastPathFor } from '../../http/fast-path';
+import { flattenValidationErrors } from '../../http/validation';
+import type { InvalidBatchItem, WriteMessageCommand } from '../message-commands';
+import { WriteMessageDto } from './write-message.dto';
+
+/** The service's command for a validated write body (only the fields the command knows). */
+export function toWriteCommand(dto: WriteMessageDto): WriteMessageCommand {
+  const { accountId, bizType, outerBizId, title, content, url, logoUrl, needPush, createdAt, ttlMs } = dto;
+  return { accountId, bizType, outerBizId, title, content, url, logoUrl, needPush, createdAt, ttlMs };
+}
+
+/**
+ * One item of POST /messages/batch, checked by the rules of a POST /messages body: its command, or
+ * why it is refused (each item fails alone). The fast path takes what it can prove valid;
+ * class-validator decides the rest and names what is wrong.
+ */
+export async function batchItemCommand(item: unknown): Promise<WriteMessageCommand | InvalidBatchItem> {
+  if (fastPathFor(WriteMessageDto)?.(item)) return toWriteCommand(item as WriteMessageDto);
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return { invalid: 'each message must be an object' };
+  const errors = await validate(plainToInstance(WriteMessageDto, item), { whitelist: true, forbidNonWhitelisted: true });
+  if (errors.length > 0) return { invalid: flattenValidationErrors(errors).flatMap((e) => e.errors).join('; ') };
+  return toWriteCommand(item as WriteMessageDto);
+}
