@@ -12,6 +12,8 @@
 -- Invariants: unread = the messages with sequence > readUpTo that are not in `read`;
 -- no message in `inbox` has an expiresAt at or before the clock of the last script that ran
 -- dropExpired; no idempotency field is both in `idem` and in `withdrawn`.
+
+--- @include "includes/monotonic-counter"
 local inboxKey = KEYS[1]
 local bodiesKey = KEYS[2]
 local idemKey = KEYS[3]
@@ -26,9 +28,7 @@ end
 
 -- The next sequence: never below the Redis clock in microseconds, always above the last one.
 local function nextSeq(now)
-  local s = math.max(metaNumber('seq') + 1, now * 1000)
-  redis.call('HSET', metaKey, 'seq', string.format('%d', s))
-  return s
+  return (nextCounterAtLeastClock(metaKey, 'seq', nil, now * 1000))
 end
 
 local function isUnread(id, seq)

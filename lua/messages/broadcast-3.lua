@@ -14,11 +14,9 @@
   Returns: the broadcast's sequence (also its id)
 ]]
 --- @include "includes/server-time-ms"
+--- @include "includes/monotonic-counter"
 local now = serverTimeMs()
-local last = tonumber(redis.call('HGET', KEYS[3], 'seq') or '0')
-local seq = math.max(last + 1, now * 1000)
-local id = string.format('%d', seq)
-redis.call('HSET', KEYS[3], 'seq', id)
+local seq, id = nextCounterAtLeastClock(KEYS[3], 'seq', nil, now * 1000)
 redis.call('ZADD', KEYS[1], seq, id)
 redis.call('HSET', KEYS[2], id, ARGV[1])
 local function drop(ids)

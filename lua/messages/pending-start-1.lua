@@ -8,7 +8,7 @@
   ARGV[2]  this start's action id
   ARGV[3]  retention, ms (how long an inactive account's keys live)
 
-  Returns: 1
+  Returns: 1 (always: the record is written)
 ]]
 local metaKey = KEYS[1]
 local pendingField = ARGV[1]

@@ -1,11 +1,11 @@
-import { ApiError } from '../http/api-error';
+import { InvalidArgumentError } from '../errors/domain-error';
 import { BIZ_TYPE_RE, OUTER_BIZ_ID_RE } from './dto/write-message.dto';
 import { MAX_MESSAGE_TTL_MS } from './message-commands';
 import { ACCOUNT_ID_RE } from './message-keys';
 
 /** The 400 an in-process caller gets for a bad command field: the same shape as an HTTP body's. */
-export function commandFieldError(field: string, message: string): ApiError {
-  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
+export function commandFieldError(field: string, message: string): InvalidArgumentError {
+  return new InvalidArgumentError(message, field);
 }
 
 /**

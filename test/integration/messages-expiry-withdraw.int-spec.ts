@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { ApiError } from '../../src/http/api-error';
+import { InvalidArgumentError } from '../../src/errors/domain-error';
 import { MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
 import { inboxKeys } from '../../src/messages/message-keys';
 import { MessagesModule } from '../../src/messages/messages.module';
@@ -68,9 +68,8 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(err).toBeInstanceOf(ApiError);
-    expect(err).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ field }] });
-    expect((err as ApiError).getStatus()).toBe(400);
+    expect(err).toBeInstanceOf(InvalidArgumentError); // a 400 (the filter's one mapping)
+    expect(err).toMatchObject({ kind: 'invalid', code: 'VALIDATION_FAILED', details: [{ field }] });
   };
 
   describe('expiry', () => {
