@@ -61,6 +61,8 @@ export interface StreamRunnerDeps {
 
 type Entry = [id: string, fields: string[] | null];
 type ReadReply = Array<[stream: string, entries: Entry[]]> | null;
+/** ioredis's XREADGROUP with its arguments as one list (its typed overloads take them one by one); unlike call(), it replies with [stream, entries] pairs. */
+type XReadGroup = (...args: Array<string | number>) => Promise<unknown>;
 
 const FAIL_SCRIPT = 'streams/fail';
 /** Waits after Redis failed: doubling from the first up to the last, ms. */
@@ -199,14 +201,14 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
         const ids = history ?? keys.map(() => '>');
         // Blocks no longer than until the next takeover is due; the history is read without blocking.
         const block = history ? [] : ['BLOCK', Math.max(1, Math.min(this.blockMs, nextClaim - Date.now()))];
-        const reply = (await conn.call('XREADGROUP', ['GROUP', group, consumer, 'COUNT', this.batchSize, ...block, 'STREAMS', ...keys, ...ids])) as ReadReply;
-        this.recovered();
-        failures = 0;
+        const reply = (await (conn.xreadgroup as XReadGroup).apply(conn, ['GROUP', group, consumer, 'COUNT', this.batchSize, ...block, 'STREAMS', ...keys, ...ids])) as ReadReply;
         if (history) {
           const last = new Map((reply ?? []).filter(([, e]) => e.length > 0).map(([s, e]) => [s, e[e.length - 1][0]]));
           history = last.size === 0 ? undefined : keys.map((k, i) => last.get(k) ?? history![i]);
         }
         if (reply) await this.handleAll(reply);
+        this.recovered();
+        failures = 0;
       } catch (err) {
         if (this.stopped) break;
         failures++;
