@@ -212,6 +212,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
       } catch (err) {
         if (this.stopped) break;
         failures++;
+        // A read whose reply was lost with the connection may have delivered entries to us: read our own pending ones first.
+        history = keys.map(() => '0');
         if (isNoGroup(err)) {
           groupsMissing = true;
           if (failures === 1) this.logger.warn({ runner: this.options.name, group, err: (err as Error).message }, 'consumer group missing; creating it again');

@@ -253,7 +253,7 @@ describe(`${StreamGroupRunner.name} across a Redis restart`, () => {
     const seen: string[] = [];
     const runner = await start(r, 'g-restart', 'c1', async (e) => void seen.push(e.id), { blockMs: 500 });
     const before = await add(r.streams[6], 'n', 'before');
-    await waitUntil('the first entry', async () => seen.includes(before), 5000);
+    await waitUntil('the first entry acked', async () => seen.includes(before) && (await raw.xpending(r.streams[6], 'g-restart'))[0] === 0, 5000);
     const warn = jest.spyOn(Logger.prototype, 'warn');
     const reads = jest.spyOn(r.redis, 'blocking');
     await server.stop();
