@@ -25,6 +25,7 @@ interface Rig {
   runners: StreamRunners;
   workers: BackgroundWorkers;
   metrics: StreamsMetrics;
+  registry: MetricsService;
   /** Order shard streams under this rig's random prefix: real keys from the key builders, 16 of them. */
   streams: string[];
   dead: string[];
@@ -37,7 +38,8 @@ const rigs: Rig[] = [];
 
 async function makeRig(): Promise<Rig> {
   const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: server.url, REDIS_KEY_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '1000' });
-  const metrics = new StreamsMetrics(new MetricsService());
+  const registry = new MetricsService();
+  const metrics = new StreamsMetrics(registry);
   const workers = new BackgroundWorkers();
   const redis = new RedisService(config, new MetricsService(), workers);
   const scripts = new ScriptRegistry(redis);
@@ -49,6 +51,7 @@ async function makeRig(): Promise<Rig> {
     runners: new StreamRunners(redis, scripts, metrics, workers),
     workers,
     metrics,
+    registry,
     streams: eventStreamKeys(keys),
     dead: deadEventStreamKeys(keys),
     async close() {
@@ -102,6 +105,17 @@ describe(StreamGroupRunner.name, () => {
     expect(r.workers.names).toEqual(['streams:test:g1:c1']);
   });
 
+  it('runs one runner per name, group and consumer at a time; a stopped one can be started again', async () => {
+    const r = await makeRig();
+    const first = await start(r, 'g-dup', 'c1', async () => undefined);
+    await expect(start(r, 'g-dup', 'c1', async () => undefined)).rejects.toThrow(/already running/);
+    await first.stop();
+    const again = await start(r, 'g-dup', 'c1', async () => undefined);
+    expect(again.isRunning).toBe(true);
+    await again.stop();
+    expect(r.workers.names).toEqual(['streams:test:g-dup:c1', 'streams:test:g-dup:c1#2']);
+  });
+
   it('blocks on its own connection, never on the shared command connection', async () => {
     const r = await makeRig();
     const runner = await start(r, 'g-conn', 'c1', async () => undefined, { blockMs: 5000 });
@@ -134,6 +148,7 @@ describe(StreamGroupRunner.name, () => {
     const id = await add(r.streams[3], 'n', '1');
     await waitUntil('the first failure', async () => calls >= 1, 5000);
     expect((await raw.xpending(r.streams[3], 'g2'))[0]).toBe(1);
+    expect((await r.registry.render()).body).toMatch(/^stream_pending_entries\{runner="test",group="g2"\} 1$/m);
     await waitUntil('the retry', async () => done.includes(id), 5000);
     await runner.stop();
     expect(calls).toBe(2);
