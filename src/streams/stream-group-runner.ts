@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { RedisService } from '../redis/redis.service';
 import type { ScriptRegistry } from '../scripts/script-registry.service';
 import type { BackgroundWorker } from '../workers/background-workers.service';
+import { recordFailure } from './stream-scripts';
 import { keySlot, readGroups, retryDelayMs } from './stream-slots';
 import type { PendingSource, StreamsMetrics } from './streams.metrics';
 
@@ -64,7 +65,6 @@ type ReadReply = Array<[stream: string, entries: Entry[]]> | null;
 /** ioredis's XREADGROUP with its arguments as one list (its typed overloads take them one by one); unlike call(), it replies with [stream, entries] pairs. */
 type XReadGroup = (...args: Array<string | number>) => Promise<unknown>;
 
-const FAIL_SCRIPT = 'streams/fail';
 /** Waits after Redis failed: doubling from the first up to the last, ms. */
 const RETRY_BASE_MS = 100;
 const RETRY_MAX_MS = 5000;
@@ -85,7 +85,8 @@ const isNoGroup = (err: unknown) => err instanceof Error && err.message.includes
  * (lua/streams/fail-2.lua). The entries of one read are handled one at a time per stream, streams in
  * parallel, and the next read waits for all of them.
  *
- * A missing group (deleted, or Redis restarted empty) is created again. While Redis is unreachable the
+ * A missing group (deleted, or Redis restarted empty) is created again, at the configured start (with
+ * `now`, entries added while it was missing are not delivered). While Redis is unreachable the
  * runner waits, backing off, and logs once per outage. stop() closes the blocking connections, so a
  * blocked read does not hold shutdown, and resolves once the handlers in hand have finished.
  */
@@ -278,18 +279,24 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   private async handlerFailed(entry: StreamEntry, err: Error): Promise<void> {
     const { name, group, consumer } = this.options;
     this.outcome('failed', entry);
-    const [dead, deliveries] = await this.deps.scripts.run<[number, number]>(
-      FAIL_SCRIPT,
-      [entry.stream, this.deadLetterOf.get(entry.stream)!],
-      [group, entry.id, this.maxDeliveries, this.deadLetterMaxLen, consumer, err.message.slice(0, ERROR_TEXT_MAX)],
-    );
+    const deadLetterStream = this.deadLetterOf.get(entry.stream)!;
+    const { deadLettered, deliveries } = await recordFailure(this.deps.scripts, {
+      stream: entry.stream,
+      deadLetterStream,
+      group,
+      consumer,
+      id: entry.id,
+      maxDeliveries: this.maxDeliveries,
+      deadLetterMaxLen: this.deadLetterMaxLen,
+      error: err.message.slice(0, ERROR_TEXT_MAX),
+    });
     const log = { runner: name, group, stream: entry.stream, id: entry.id, deliveries, err: err.message };
-    if (dead !== 1) {
+    if (!deadLettered) {
       this.logger.warn(log, 'stream entry handler failed; the entry stays pending');
       return;
     }
     this.outcome('dead', entry);
-    this.logger.error(log, `stream entry given up after ${deliveries} deliveries; recorded on ${this.deadLetterOf.get(entry.stream)}`);
+    this.logger.error(log, `stream entry given up after ${deliveries} deliveries; recorded on ${deadLetterStream}`);
   }
 
   private outcome(outcome: EntryOutcome, entry: StreamEntry): void {

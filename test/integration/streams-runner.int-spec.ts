@@ -250,10 +250,25 @@ describe(StreamGroupRunner.name, () => {
     const runner = await start(r, 'g8', 'c1', async (e) => void seen.push(e.id), { startFrom: 'now' });
     await sleep(100);
     await raw.xgroup('DESTROY', r.streams[4], 'g8');
-    await sleep(100);
+    // The blocked read fails with NOGROUP at the latest when its block time ends; the runner then creates the group again (at `now`).
+    await waitUntil('the group back', async () => ((await raw.xinfo('GROUPS', r.streams[4])) as unknown[]).length === 1, 5000);
     const id = await add(r.streams[4], 'n', '1');
     await waitUntil('the entry after the group came back', async () => seen.includes(id) || String(seen.length), 5000);
     await runner.stop();
+  });
+
+  it('RedisService.closeBlocking fails the command blocked on it at once; the next blocking(name) is a new connection', async () => {
+    const r = await makeRig();
+    const conn = r.redis.blocking('close-test');
+    const blocked = conn.blpop(r.streams[0], 30).catch((e: Error) => e);
+    await sleep(100);
+    const t0 = Date.now();
+    r.redis.closeBlocking('close-test');
+    expect(await blocked).toBeInstanceOf(Error);
+    expect(Date.now() - t0).toBeLessThan(200);
+    const fresh = r.redis.blocking('close-test');
+    expect(fresh).not.toBe(conn);
+    expect(await fresh.ping()).toBe('PONG');
   });
 
   it('refuses a dead-letter stream outside its stream’s slot', async () => {
