@@ -30,7 +30,7 @@ export interface ConsumeOptions {
   consumer?: string;
   /** Entries read per shard per round. Default 50. */
   batchSize?: number;
-  /** Pause when every shard is empty, ms. Default 200. */
+  /** No longer used: reads block until an event arrives (see StreamGroupRunner). Kept so existing callers compile. */
   pollMs?: number;
   /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
   claimIdleMs?: number;

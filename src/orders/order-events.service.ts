@@ -3,28 +3,29 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../http/api-error';
 import { KeyBuilder } from '../redis/key-builder';
-import { RedisService } from '../redis/redis.service';
-import { BackgroundWorkers } from '../workers/background-workers.service';
-import { ConsumeOptions, EventConsumer, OrderEventHandler } from './order-event';
-import { OrderEventConsumer } from './order-event-consumer';
+import { StreamRunners } from '../streams/stream-runners.service';
+import { ConsumeOptions, EventConsumer, OrderEventHandler, toOrderEvent } from './order-event';
 import { deadEventStreamKeys, eventStreamKeys } from './order-keys';
 import { OrdersMetrics } from './orders.metrics';
 
 const NAME_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 
+/** Dead events kept per shard (approximately): the newest ones. */
+export const DEAD_EVENTS_MAXLEN = 10_000;
+
 /**
  * Order events (order.created, order.paid, order.closed) for other modules.
  * Each is appended by the script that makes the state change, to the stream
  * of the order's shard (same hash tag, so the same slot on Redis Cluster);
- * consumers read every shard through a Redis consumer group, so events
- * survive restarts and each group gets every event at least once.
+ * consumers read every shard through a Redis consumer group (a StreamGroupRunner:
+ * blocking reads, takeover of what a dead consumer left, a dead-events stream per
+ * shard), so events survive restarts and each group gets every event at least once.
  */
 @Injectable()
 export class OrderEventsService {
   constructor(
-    private readonly redis: RedisService,
     private readonly keys: KeyBuilder,
-    private readonly workers: BackgroundWorkers,
+    private readonly runners: StreamRunners,
     private readonly metrics: OrdersMetrics,
   ) {}
 
@@ -48,27 +49,21 @@ export class OrderEventsService {
     for (const [name, value] of [['group', group], ['consumer', consumer]]) {
       if (!NAME_RE.test(value)) throw new ApiError(400, 'VALIDATION_FAILED', `${name} must be 1-64 characters of A-Z a-z 0-9 _ . : -`);
     }
-    const streams = this.streams();
-    const start = options.startFrom === 'now' ? '$' : '0';
-    await Promise.all(
-      streams.map((s) =>
-        this.redis.command((c) => c.xgroup('CREATE', s, group, start, 'MKSTREAM')).catch((err: Error) => {
-          if (!/BUSYGROUP/.test(err.message)) throw err;
-        }),
-      ),
-    );
-    const worker = new OrderEventConsumer(
+    const dead = this.deadStreams();
+    return this.runners.start({
+      name: 'order-events',
+      streams: this.streams().map((key, shard) => ({ key, deadLetterKey: dead[shard] })),
       group,
       consumer,
-      streams,
-      this.deadStreams(),
-      handler,
-      { batchSize: options.batchSize ?? 50, pollMs: options.pollMs ?? 200, claimIdleMs: options.claimIdleMs ?? 30_000, maxDeliveries: options.maxDeliveries ?? 20 },
-      this.redis,
-      this.metrics,
-    );
-    this.workers.register(`order-events:${group}:${consumer}`, worker);
-    worker.start();
-    return worker;
+      handler: (entry) => handler(toOrderEvent(entry.stream, entry.id, entry.fields)),
+      batchSize: options.batchSize ?? 50,
+      claimIdleMs: options.claimIdleMs ?? 30_000,
+      maxDeliveries: options.maxDeliveries ?? 20,
+      deadLetterMaxLen: DEAD_EVENTS_MAXLEN,
+      startFrom: options.startFrom,
+      onOutcome: (outcome) => {
+        if (outcome !== 'skipped') this.metrics.eventsHandled.inc({ group, outcome });
+      },
+    });
   }
 }

@@ -11,10 +11,11 @@ import { OrdersStore } from './orders.store';
 import { PaymentPlansService } from './payment-plans.service';
 import { PaymentRunner } from './payment-runner.service';
 import { PaymentsController } from './payments.controller';
+import { StreamsModule } from '../streams/streams.module';
 
 /** Master orders, payment plans and their execution over the payment channels, and the order events. */
 @Module({
-  imports: [LocksModule.forFeature('orders', ORDER_LOCK_POLICIES)],
+  imports: [LocksModule.forFeature('orders', ORDER_LOCK_POLICIES), StreamsModule],
   controllers: [MerchantOrdersController, PaymentsController, ChannelsAdminController],
   providers: [OrdersStore, OrdersService, PaymentPlansService, PaymentRunner, ChannelGateway, OrdersMetrics, OrderEventsService],
   exports: [OrdersService, OrderEventsService],

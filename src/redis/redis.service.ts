@@ -89,6 +89,17 @@ export class RedisService implements OnApplicationShutdown {
     return conn;
   }
 
+  /**
+   * Closes the blocking connection `name` at once, failing a command blocked on it, and forgets it:
+   * the next `blocking(name)` opens a new one. For a worker that must not wait out its block time to stop.
+   */
+  closeBlocking(name: string): void {
+    const conn = this.blockingConns.get(name);
+    if (!conn) return;
+    this.blockingConns.delete(name);
+    conn.disconnect();
+  }
+
   /** The master nodes: every node of a cluster, or the one node otherwise. */
   masters(): Redis[] {
     return this.client instanceof Cluster ? this.client.nodes('master') : [this.client];

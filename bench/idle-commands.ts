@@ -1,0 +1,183 @@
+/**
+ * idle-commands: the Redis commands per second the service sends while nobody uses it, with every
+ * background worker running, for the build under test and, given `--baseline`, an earlier build.
+ *
+ * Each build runs alone against a fresh redis-server on loopback (no RDB, no AOF): the service as
+ * main.ts starts it (bench/idle-commands-server.ts: config, createApp, listen; every background worker
+ * its modules start) plus `--groups` order-event consumer groups, each one consumer with a handler that
+ * does nothing (the service starts none itself). After `--warmup` seconds (boot-time commands: script
+ * loading, group creation, first takeover rounds) it samples `INFO commandstats` twice, `--seconds`
+ * apart, on a connection of its own, and reports the calls per second of every command but INFO (the
+ * bench's own). No traffic: the server gets no HTTP request after its readiness check.
+ *
+ * Options: --dist DIR       the build under test (default: dist/ of this tree)
+ *          --baseline DIR   an earlier build to measure the same way (e.g. HEAD~ built in a scratch work tree)
+ *          --groups N       order-event consumer groups (default 2)
+ *          --seconds S      sampling window (default 20)
+ *          --warmup S       wait before sampling (default 5)
+ *          --quick          --seconds 5 --warmup 2, report written to $TMPDIR/redis-pay-bench/
+ * Runs with --baseline and the default window write bench/results/idle-commands.md and .json; others
+ * write both to $TMPDIR/redis-pay-bench/.
+ */
+import Redis from 'ioredis';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { benchWorkDir } from './lib/cleanup';
+import { assertBuilt, fullEnv, ROOT, snapshotBuild, spawnBareServer } from './lib/full-stack';
+import { freePort } from './lib/net';
+import { waitUntilServing } from './lib/proc';
+import { startBenchRedis } from './lib/redis-server';
+import { Align, environmentInfo, fmtNum, GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
+import { benchJson, BuildInfo, buildInfo, jsonNum, writeJsonResult } from './lib/results-json';
+
+const NAME = 'idle-commands';
+
+interface Options {
+  dist: string;
+  baseline?: string;
+  groups: number;
+  seconds: number;
+  warmup: number;
+  quick: boolean;
+}
+
+/** One build's idle figures. */
+interface Measured {
+  label: string;
+  build: BuildInfo;
+  perSecond: number;
+  /** Calls per second by command (INFO left out), highest first. */
+  byCommand: Array<[command: string, perSecond: number]>;
+  /** Connections the service held (CLIENT LIST, the bench's own left out). */
+  connections: number;
+  blockedClients: number;
+  redisVersion: string;
+}
+
+function parseArgs(args: string[]): Options {
+  const o: Options = { dist: join(ROOT, 'dist'), groups: 2, seconds: 20, warmup: 5, quick: false };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const value = () => {
+      const v = args[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--dist') o.dist = resolve(value());
+    else if (a === '--baseline') o.baseline = resolve(value());
+    else if (a === '--groups') o.groups = Number(value());
+    else if (a === '--seconds') o.seconds = Number(value());
+    else if (a === '--warmup') o.warmup = Number(value());
+    else if (a === '--quick') Object.assign(o, { quick: true, seconds: 5, warmup: 2 });
+    else throw new Error(`unknown option ${a}`);
+  }
+  for (const [k, v] of [['--groups', o.groups], ['--seconds', o.seconds], ['--warmup', o.warmup]] as const) {
+    if (!Number.isFinite(v) || v < 0) throw new Error(`${k} must be a number >= 0`);
+  }
+  return o;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `INFO commandstats` as calls by command name. */
+function commandCalls(info: string): Map<string, number> {
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1], Number(m[2]));
+  return calls;
+}
+
+async function measure(label: string, distDir: string, o: Options): Promise<Measured> {
+  const work = benchWorkDir(`rp-idle-${label}-`);
+  const dist = snapshotBuild(distDir, join(work, 'build'));
+  const redis = await startBenchRedis();
+  const port = await freePort();
+  const server = spawnBareServer({
+    id: `idle ${label}`,
+    port,
+    script: join(ROOT, 'bench', 'idle-commands-server.ts'),
+    env: { ...fullEnv(port, redis.url, 'idle', { LOG_LEVEL: 'warn' }), DIST: dist, GROUPS: String(o.groups) },
+  });
+  const probe = new Redis(redis.url, { connectionName: 'idle-bench-probe', maxRetriesPerRequest: 1 });
+  try {
+    await waitUntilServing(server, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
+    await sleep(o.warmup * 1000);
+    const before = commandCalls(String(await probe.info('commandstats')));
+    const t0 = performance.now();
+    await sleep(o.seconds * 1000);
+    const after = commandCalls(String(await probe.info('commandstats')));
+    const elapsedS = (performance.now() - t0) / 1000;
+    server.assertAlive();
+    const byCommand = [...after]
+      .filter(([cmd]) => cmd !== 'info')
+      .map(([cmd, n]): [string, number] => [cmd, (n - (before.get(cmd) ?? 0)) / elapsedS])
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => b[1] - a[1]);
+    const clients = String(await probe.client('LIST')).split('\n').filter((l) => l.trim() && !l.includes('name=idle-bench-probe'));
+    const blocked = /^blocked_clients:(\d+)/m.exec(String(await probe.info('clients')))?.[1];
+    return {
+      label,
+      build: buildInfo(distDir),
+      perSecond: byCommand.reduce((s, [, n]) => s + n, 0),
+      byCommand,
+      connections: clients.length,
+      blockedClients: Number(blocked ?? 0),
+      redisVersion: redis.version,
+    };
+  } finally {
+    probe.disconnect();
+    await server.stop(15_000);
+    await redis.stop();
+  }
+}
+
+export async function main(args: string[]): Promise<void> {
+  const o = parseArgs(args);
+  assertBuilt([o.dist, ...(o.baseline ? [o.baseline] : [])]);
+  const rows: Measured[] = [];
+  if (o.baseline) rows.push(await measure('baseline', o.baseline, o));
+  rows.push(await measure('candidate', o.dist, o));
+  const [base, cand] = o.baseline ? [rows[0], rows[1]] : [undefined, rows[0]];
+
+  const goals: GoalLine[] = [
+    {
+      goal: `idle Redis commands/s, all workers running, ${o.groups} order-event consumer groups`,
+      target: 'lower than before',
+      measured: base ? `${fmtNum(cand.perSecond, 1)} vs ${fmtNum(base.perSecond, 1)} before` : `${fmtNum(cand.perSecond, 1)} (no baseline measured)`,
+      met: base ? cand.perSecond < base.perSecond : undefined,
+    },
+  ];
+  const env = environmentInfo(cand.redisVersion, { groups: o.groups, windowS: o.seconds, warmupS: o.warmup });
+  const commands = [...new Set(rows.flatMap((r) => r.byCommand.map(([c]) => c)))];
+  const rate = (r: Measured, c: string) => r.byCommand.find(([x]) => x === c)?.[1] ?? 0;
+  commands.sort((a, b) => Math.max(...rows.map((r) => rate(r, b))) - Math.max(...rows.map((r) => rate(r, a))));
+  const right: Align[] = ['left', ...rows.map((): Align => 'right')];
+  const buildName = (r: Measured) => `${r.label}${r.build.commit ? ` (${r.build.commit.slice(0, 7)}${r.build.dirty ? ', dirty' : ''})` : ''}`;
+  const md = [
+    ...reportHead(NAME, args, env, goals),
+    '## Idle commands per second',
+    '',
+    markdownTable(['Build', 'commands/s', 'connections', 'blocked clients'], rows.map((r) => [buildName(r), fmtNum(r.perSecond, 1), r.connections, r.blockedClients]), ['left', 'right', 'right', 'right']),
+    '',
+    '## By command (calls/s)',
+    '',
+    markdownTable(['Command', ...rows.map(buildName)], commands.map((c) => [c, ...rows.map((r) => fmtNum(rate(r, c), 2))]), right),
+    '',
+    '## How it was measured',
+    '',
+    `Each build ran alone against a fresh redis-server: the service as main.ts starts it, every background worker running, plus ${o.groups} order-event consumer group(s) ` +
+      `with a handler that does nothing; no HTTP traffic after the readiness check. After ${o.warmup} s the bench read \`INFO commandstats\` twice, ${o.seconds} s apart, ` +
+      'on a connection of its own; the rates are the differences per second, INFO (the bench itself) left out. Connections and blocked clients are from the end of the window.',
+    '',
+  ].join('\n');
+  const standard = o.baseline !== undefined && !o.quick && o.seconds === 20;
+  const dir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
+  writeResult(NAME, md, dir);
+  writeJsonResult(
+    NAME,
+    benchJson(
+      { bench: NAME, args, environment: env, goals, ratios: { baselineOverCandidateCommands: base && cand.perSecond > 0 ? jsonNum(base.perSecond / cand.perSecond) : null }, dist: o.dist },
+      { rows: rows.map((r) => ({ label: r.label, build: r.build, commandsPerSecond: jsonNum(r.perSecond), connections: r.connections, blockedClients: r.blockedClients, byCommand: Object.fromEntries(r.byCommand.map(([c, n]) => [c, jsonNum(n)])) })) },
+    ),
+    dir,
+  );
+}

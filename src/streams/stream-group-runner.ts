@@ -1,0 +1,344 @@
+import { Logger } from '@nestjs/common';
+import type { RedisService } from '../redis/redis.service';
+import type { ScriptRegistry } from '../scripts/script-registry.service';
+import type { BackgroundWorker } from '../workers/background-workers.service';
+import { recordFailure } from './stream-scripts';
+import { keySlot, readGroups, retryDelayMs } from './stream-slots';
+import type { PendingSource, StreamsMetrics } from './streams.metrics';
+
+/** One stream a runner reads, and where it records the entries it gives up on (same hash tag: one slot). */
+export interface StreamSpec {
+  key: string;
+  deadLetterKey: string;
+}
+
+/** One entry as handed to a handler. */
+export interface StreamEntry {
+  /** The stream's key. */
+  stream: string;
+  /** The entry id (unique within its stream). */
+  id: string;
+  /** The entry's fields as a flat name/value list. */
+  fields: string[];
+}
+
+export type StreamEntryHandler = (entry: StreamEntry) => Promise<void>;
+
+/** What became of one delivery: see StreamsMetrics.entries. */
+export type EntryOutcome = 'acked' | 'failed' | 'dead' | 'skipped';
+
+export interface StreamGroupOptions {
+  /** Names the runner in metrics, logs and the worker registry, e.g. `order-events`. */
+  name: string;
+  /** The streams, each with its dead-letter stream; keys from the key builders. */
+  streams: readonly StreamSpec[];
+  group: string;
+  /** This consumer's name within the group (the instance id). Keep it across restarts to resume its own pending entries at once. */
+  consumer: string;
+  /** Called once per delivery; the entry is acked once it resolves. Should be idempotent: a failed or unacked entry comes again. */
+  handler: StreamEntryHandler;
+  /** Entries read per stream per read. Default 50. */
+  batchSize?: number;
+  /** How long one blocking read waits for new entries, ms. Default 5000. */
+  blockMs?: number;
+  /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
+  claimIdleMs?: number;
+  /** Deliveries of one entry before it is given up: moved to its dead-letter stream and acked. Default 20. */
+  maxDeliveries?: number;
+  /** Approximate cap on each dead-letter stream (the newest kept). Default 10000. */
+  deadLetterMaxLen?: number;
+  /** Where a new group starts: `beginning` (every retained entry, default) or `now`. An existing group keeps its position. */
+  startFrom?: 'beginning' | 'now';
+  /** Told of every delivery's outcome, after the runner's own metrics (for a feature's own counters). */
+  onOutcome?: (outcome: EntryOutcome, entry: StreamEntry) => void;
+}
+
+/** What a runner needs of the rest of the service. */
+export interface StreamRunnerDeps {
+  redis: RedisService;
+  scripts: ScriptRegistry;
+  metrics: StreamsMetrics;
+}
+
+type Entry = [id: string, fields: string[] | null];
+type ReadReply = Array<[stream: string, entries: Entry[]]> | null;
+/** ioredis's XREADGROUP with its arguments as one list (its typed overloads take them one by one); unlike call(), it replies with [stream, entries] pairs. */
+type XReadGroup = (...args: Array<string | number>) => Promise<unknown>;
+
+/** Waits after Redis failed: doubling from the first up to the last, ms. */
+const RETRY_BASE_MS = 100;
+const RETRY_MAX_MS = 5000;
+const ERROR_TEXT_MAX = 500;
+
+const isNoGroup = (err: unknown) => err instanceof Error && err.message.includes('NOGROUP');
+
+/**
+ * One consumer of one Redis consumer group over one or more streams, at least once.
+ *
+ * New entries come from a blocking XREADGROUP on a connection of its own (one per slot on Redis
+ * Cluster, where one command cannot read streams of different slots), so an idle group costs one
+ * command per block time, not a poll per stream. Each entry is acked once its handler resolves; a
+ * failed one stays pending. Every claimIdleMs/2 the runner takes over (XAUTOCLAIM, following the
+ * scan's cursor so failing entries cannot hide the ones behind them) whatever has been pending longer
+ * than claimIdleMs: a dead consumer's entries and failed ones. A failure on an entry's
+ * maxDeliveries-th delivery moves it to its dead-letter stream and acks it, atomically
+ * (lua/streams/fail-2.lua). The entries of one read are handled one at a time per stream, streams in
+ * parallel, and the next read waits for all of them.
+ *
+ * A missing group (deleted, or Redis restarted empty) is created again, at the configured start (with
+ * `now`, entries added while it was missing are not delivered). While Redis is unreachable the
+ * runner waits, backing off, and logs once per outage. stop() closes the blocking connections, so a
+ * blocked read does not hold shutdown, and resolves once the handlers in hand have finished.
+ */
+export class StreamGroupRunner implements BackgroundWorker, PendingSource {
+  private readonly logger = new Logger(StreamGroupRunner.name);
+  private readonly batchSize: number;
+  private readonly blockMs: number;
+  private readonly claimIdleMs: number;
+  private readonly claimEveryMs: number;
+  private readonly maxDeliveries: number;
+  private readonly deadLetterMaxLen: number;
+  private readonly deadLetterOf = new Map<string, string>();
+  private readonly labels: { runner: string; group: string };
+  private readonly connectionNames: string[] = [];
+  private readonly wakers = new Set<() => void>();
+  private readers: Promise<void>[] = [];
+  private stopped = false;
+  private down = false;
+
+  constructor(
+    private readonly options: StreamGroupOptions,
+    private readonly deps: StreamRunnerDeps,
+  ) {
+    this.batchSize = options.batchSize ?? 50;
+    this.blockMs = options.blockMs ?? 5000;
+    this.claimIdleMs = options.claimIdleMs ?? 30_000;
+    this.claimEveryMs = Math.max(10, Math.floor(this.claimIdleMs / 2));
+    this.maxDeliveries = options.maxDeliveries ?? 20;
+    this.deadLetterMaxLen = options.deadLetterMaxLen ?? 10_000;
+    this.labels = { runner: options.name, group: options.group };
+    for (const s of options.streams) {
+      // The dead-letter step is one script over both keys: on Redis Cluster they must share a slot.
+      if (keySlot(s.key) !== keySlot(s.deadLetterKey)) throw new TypeError(`dead-letter stream ${s.deadLetterKey} is not in the slot of ${s.key}`);
+      this.deadLetterOf.set(s.key, s.deadLetterKey);
+    }
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get group(): string {
+    return this.options.group;
+  }
+
+  get consumer(): string {
+    return this.options.consumer;
+  }
+
+  /** True from start() until stop(). */
+  get isRunning(): boolean {
+    return this.readers.length > 0 && !this.stopped;
+  }
+
+  /** Creates the group on every stream (and the streams) where missing, then starts reading. Rejects if Redis cannot be reached. */
+  async start(): Promise<void> {
+    await this.createGroups(this.options.streams.map((s) => s.key));
+    const groups = readGroups(this.options.streams, this.deps.redis.isCluster);
+    this.readers = groups.map((streams, i) => {
+      const connection = `streams:${this.options.name}:${this.options.group}:${this.options.consumer}:${i}`;
+      this.connectionNames.push(connection);
+      return this.read(
+        streams.map((s) => s.key),
+        connection,
+      );
+    });
+    this.deps.metrics.track(this);
+  }
+
+  async stop(): Promise<void> {
+    if (!this.stopped) {
+      this.stopped = true;
+      this.deps.metrics.untrack(this);
+      for (const wake of this.wakers) wake();
+      for (const name of this.connectionNames) this.deps.redis.closeBlocking(name);
+    }
+    await Promise.all(this.readers);
+  }
+
+  async pending(): Promise<number | undefined> {
+    try {
+      const counts = await Promise.all(
+        this.options.streams.map((s) => this.deps.redis.command((c) => c.xpending(s.key, this.options.group)) as Promise<[number, ...unknown[]]>),
+      );
+      return counts.reduce((sum, r) => sum + Number(r[0]), 0);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** One reader: the streams of one slot (all of them off a cluster), on one blocking connection. */
+  private async read(keys: string[], connection: string): Promise<void> {
+    const { group, consumer } = this.options;
+    const cursors = new Map<string, string>();
+    // Our own pending entries first (a restart under the same consumer name), by id, until none is left.
+    let history: string[] | undefined = keys.map(() => '0');
+    let nextClaim = 0;
+    let failures = 0;
+    let groupsMissing = false;
+    while (!this.stopped) {
+      try {
+        if (groupsMissing) {
+          await this.createGroups(keys);
+          groupsMissing = false;
+        }
+        if (Date.now() >= nextClaim) {
+          nextClaim = Date.now() + this.claimEveryMs;
+          await this.claim(keys, cursors);
+        }
+        if (this.stopped) break;
+        // Checked and sent in one turn: stop() cannot close the connection in between and leave this read blocked.
+        const conn = this.deps.redis.blocking(connection);
+        const ids = history ?? keys.map(() => '>');
+        // Blocks no longer than until the next takeover is due; the history is read without blocking.
+        const block = history ? [] : ['BLOCK', Math.max(1, Math.min(this.blockMs, nextClaim - Date.now()))];
+        const reply = (await (conn.xreadgroup as XReadGroup).apply(conn, ['GROUP', group, consumer, 'COUNT', this.batchSize, ...block, 'STREAMS', ...keys, ...ids])) as ReadReply;
+        if (history) {
+          const last = new Map((reply ?? []).filter(([, e]) => e.length > 0).map(([s, e]) => [s, e[e.length - 1][0]]));
+          history = last.size === 0 ? undefined : keys.map((k, i) => last.get(k) ?? history![i]);
+        }
+        if (reply) await this.handleAll(reply);
+        this.recovered();
+        failures = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        failures++;
+        // A read whose reply was lost with the connection may have delivered entries to us: read our own pending ones first.
+        history = keys.map(() => '0');
+        if (isNoGroup(err)) {
+          groupsMissing = true;
+          if (failures === 1) this.logger.warn({ runner: this.options.name, group, err: (err as Error).message }, 'consumer group missing; creating it again');
+        } else {
+          this.failed(err as Error);
+        }
+        await this.sleep(retryDelayMs(failures, RETRY_BASE_MS, RETRY_MAX_MS));
+      }
+    }
+  }
+
+  /** Takes over (and handles) what has been pending longer than claimIdleMs, following each stream's scan cursor. */
+  private async claim(keys: string[], cursors: Map<string, string>): Promise<void> {
+    const { group, consumer } = this.options;
+    const claimed = await Promise.all(
+      keys.map(async (key): Promise<[string, Entry[]]> => {
+        const r = (await this.deps.redis.command((c) => c.xautoclaim(key, group, consumer, this.claimIdleMs, cursors.get(key) ?? '0-0', 'COUNT', this.batchSize))) as [string, Array<Entry | null>];
+        cursors.set(key, r[0]);
+        return [key, r[1].filter((e): e is Entry => e !== null)];
+      }),
+    );
+    const taken = claimed.reduce((n, [, e]) => n + e.length, 0);
+    if (taken === 0) return;
+    this.deps.metrics.claimed.inc(this.labels, taken);
+    await this.handleAll(claimed);
+  }
+
+  /** Handles a read's entries: one at a time per stream, streams in parallel; resolves once all are done. */
+  private async handleAll(reply: Array<[string, Entry[]]>): Promise<void> {
+    // allSettled: every stream's handlers finish before the next read, whatever another stream did.
+    const results = await Promise.allSettled(
+      reply.map(async ([stream, entries]) => {
+        for (const [id, fields] of entries) {
+          if (this.stopped) return;
+          await this.handleOne({ stream, id, fields: fields ?? [] }, fields === null);
+        }
+      }),
+    );
+    for (const r of results) if (r.status === 'rejected') this.logger.warn({ runner: this.options.name, group: this.options.group, err: (r.reason as Error).message }, 'handling stream entries failed');
+  }
+
+  private async handleOne(entry: StreamEntry, gone: boolean): Promise<void> {
+    // An entry trimmed away while pending comes back without fields: nothing to hand over, only to ack.
+    if (!gone) {
+      const done = this.deps.metrics.handlerSeconds.startTimer(this.labels);
+      try {
+        await this.options.handler(entry);
+      } catch (err) {
+        done();
+        await this.handlerFailed(entry, err as Error).catch((e: Error) =>
+          this.logger.warn({ runner: this.options.name, group: this.options.group, stream: entry.stream, id: entry.id, err: e.message }, 'could not record a failed stream entry; it stays pending'),
+        );
+        return;
+      }
+      done();
+    }
+    await this.deps.redis.command((c) => c.xack(entry.stream, this.options.group, entry.id));
+    this.outcome(gone ? 'skipped' : 'acked', entry);
+  }
+
+  /** The handler threw: the entry stays pending (taken over again after claimIdleMs) unless that was its last delivery. */
+  private async handlerFailed(entry: StreamEntry, err: Error): Promise<void> {
+    const { name, group, consumer } = this.options;
+    this.outcome('failed', entry);
+    const deadLetterStream = this.deadLetterOf.get(entry.stream)!;
+    const { deadLettered, deliveries } = await recordFailure(this.deps.scripts, {
+      stream: entry.stream,
+      deadLetterStream,
+      group,
+      consumer,
+      id: entry.id,
+      maxDeliveries: this.maxDeliveries,
+      deadLetterMaxLen: this.deadLetterMaxLen,
+      error: err.message.slice(0, ERROR_TEXT_MAX),
+    });
+    const log = { runner: name, group, stream: entry.stream, id: entry.id, deliveries, err: err.message };
+    if (!deadLettered) {
+      this.logger.warn(log, 'stream entry handler failed; the entry stays pending');
+      return;
+    }
+    this.outcome('dead', entry);
+    this.logger.error(log, `stream entry given up after ${deliveries} deliveries; recorded on ${deadLetterStream}`);
+  }
+
+  private outcome(outcome: EntryOutcome, entry: StreamEntry): void {
+    this.deps.metrics.entries.inc({ ...this.labels, outcome });
+    this.options.onOutcome?.(outcome, entry);
+  }
+
+  /** Creates the group where missing (MKSTREAM: and the stream), at the configured start; an existing group is left as it is. */
+  private async createGroups(keys: string[]): Promise<void> {
+    const start = this.options.startFrom === 'now' ? '$' : '0';
+    await Promise.all(
+      keys.map((key) =>
+        this.deps.redis.command((c) => c.xgroup('CREATE', key, this.options.group, start, 'MKSTREAM')).catch((err: Error) => {
+          if (!err.message.includes('BUSYGROUP')) throw err;
+        }),
+      ),
+    );
+  }
+
+  /** A read or takeover failed: logged once per outage (recovered() logs its end). */
+  private failed(err: Error): void {
+    if (this.down) return;
+    this.down = true;
+    this.logger.warn({ runner: this.options.name, group: this.options.group, err: err.message }, 'reading the streams failed; retrying with backoff');
+  }
+
+  private recovered(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.logger.log({ runner: this.options.name, group: this.options.group }, 'reading the streams again');
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakers.add(wake);
+    });
+  }
+}

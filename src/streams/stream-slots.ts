@@ -1,0 +1,45 @@
+/** CRC16/XMODEM, the checksum Redis Cluster maps keys to slots with. */
+function crc16(bytes: Buffer): number {
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+/** The Redis Cluster slot of a key: of its hash tag (the first non-empty `{...}`) when it has one. */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) key = key.slice(open + 1, close);
+  }
+  return crc16(Buffer.from(key, 'utf8')) % 16384;
+}
+
+/**
+ * The streams one XREADGROUP may read together. A standalone or Sentinel Redis reads them all at
+ * once; Redis Cluster refuses a command whose keys span slots (CROSSSLOT), so there it is one read
+ * per slot, streams kept in the order given.
+ */
+export function readGroups<T extends { key: string }>(streams: readonly T[], cluster: boolean): T[][] {
+  if (!cluster) return streams.length ? [[...streams]] : [];
+  const bySlot = new Map<number, T[]>();
+  for (const s of streams) {
+    const slot = keySlot(s.key);
+    const group = bySlot.get(slot);
+    if (group) group.push(s);
+    else bySlot.set(slot, [s]);
+  }
+  return [...bySlot.values()];
+}
+
+/**
+ * How long to wait before the `attempt`th retry (1, 2, ...) after Redis failed: doubling from
+ * `baseMs` up to `maxMs`, each wait drawn from its upper half so instances spread out.
+ */
+export function retryDelayMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 20));
+  return Math.round(ceiling * (0.5 + random() / 2));
+}

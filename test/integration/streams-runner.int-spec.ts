@@ -1,0 +1,305 @@
+import { Logger } from '@nestjs/common';
+import Redis from 'ioredis';
+import { loadConfig } from '../../src/config/load-config';
+import { MetricsService } from '../../src/metrics/metrics.service';
+import { deadEventStreamKeys, eventStreamKeys } from '../../src/orders/order-keys';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { RedisService } from '../../src/redis/redis.service';
+import { ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { StreamEntry, StreamGroupOptions, StreamGroupRunner } from '../../src/streams/stream-group-runner';
+import { StreamRunners } from '../../src/streams/stream-runners.service';
+import { StreamsMetrics } from '../../src/streams/streams.metrics';
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
+import { waitUntil } from '../harness/redis-process';
+import { RedisServerHandle, randomPrefix, startRedisServer } from '../harness/redis-server';
+
+Logger.overrideLogger(['error']);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** XADD with an auto id, returning the id. */
+const add = async (stream: string, ...fields: string[]): Promise<string> => (await raw.xadd(stream, '*', ...fields))!;
+
+/** One service instance's stream pieces, as Nest would wire them. */
+interface Rig {
+  redis: RedisService;
+  runners: StreamRunners;
+  workers: BackgroundWorkers;
+  metrics: StreamsMetrics;
+  registry: MetricsService;
+  /** Order shard streams under this rig's random prefix: real keys from the key builders, 16 of them. */
+  streams: string[];
+  dead: string[];
+  close(): Promise<void>;
+}
+
+let server: RedisServerHandle;
+let raw: Redis;
+const rigs: Rig[] = [];
+
+async function makeRig(): Promise<Rig> {
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: server.url, REDIS_KEY_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '1000' });
+  const registry = new MetricsService();
+  const metrics = new StreamsMetrics(registry);
+  const workers = new BackgroundWorkers();
+  const redis = new RedisService(config, new MetricsService(), workers);
+  const scripts = new ScriptRegistry(redis);
+  await redis.warmUp();
+  await scripts.loadAll();
+  const keys = new KeyBuilder(config);
+  const rig: Rig = {
+    redis,
+    runners: new StreamRunners(redis, scripts, metrics, workers),
+    workers,
+    metrics,
+    registry,
+    streams: eventStreamKeys(keys),
+    dead: deadEventStreamKeys(keys),
+    async close() {
+      scripts.onApplicationShutdown();
+      await redis.onApplicationShutdown();
+    },
+  };
+  rigs.push(rig);
+  return rig;
+}
+
+const specs = (r: Rig) => r.streams.map((key, i) => ({ key, deadLetterKey: r.dead[i] }));
+
+function start(r: Rig, group: string, consumer: string, handler: (e: StreamEntry) => Promise<void>, o: Partial<StreamGroupOptions> = {}): Promise<StreamGroupRunner> {
+  return r.runners.start({ name: 'test', streams: specs(r), group, consumer, handler, blockMs: 2000, ...o });
+}
+
+const count = async (r: Rig, outcome: string) => (await r.metrics.entries.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+
+beforeAll(async () => {
+  server = await startRedisServer();
+  raw = new Redis(server.url);
+});
+
+afterEach(async () => {
+  await Promise.all(rigs.splice(0).map((r) => r.close()));
+});
+
+afterAll(async () => {
+  raw.disconnect();
+  await server.destroy();
+});
+
+describe(StreamGroupRunner.name, () => {
+  it('delivers new entries of every stream through one blocking read and acks each after its handler', async () => {
+    const r = await makeRig();
+    const seen: StreamEntry[] = [];
+    const runner = await start(r, 'g1', 'c1', async (e) => void seen.push(e));
+    // Blocked now: an entry written after start arrives without a poll.
+    await sleep(100);
+    const ids = [await add(r.streams[0], 'n', '1'), await add(r.streams[7], 'n', '2'), await add(r.streams[7], 'n', '3')];
+    await waitUntil('3 entries', async () => seen.length >= 3 || `${seen.length}`, 5000);
+    await runner.stop();
+    expect(seen.map((e) => [e.stream, e.id, e.fields])).toEqual([
+      [r.streams[0], ids[0], ['n', '1']],
+      [r.streams[7], ids[1], ['n', '2']],
+      [r.streams[7], ids[2], ['n', '3']],
+    ]);
+    for (const s of r.streams) expect((await raw.xpending(s, 'g1'))[0]).toBe(0);
+    expect(await count(r, 'acked')).toBe(3);
+    expect(r.workers.names).toEqual(['streams:test:g1:c1']);
+  });
+
+  it('runs one runner per name, group and consumer at a time; a stopped one can be started again', async () => {
+    const r = await makeRig();
+    const first = await start(r, 'g-dup', 'c1', async () => undefined);
+    await expect(start(r, 'g-dup', 'c1', async () => undefined)).rejects.toThrow(/already running/);
+    await first.stop();
+    const again = await start(r, 'g-dup', 'c1', async () => undefined);
+    expect(again.isRunning).toBe(true);
+    await again.stop();
+    expect(r.workers.names).toEqual(['streams:test:g-dup:c1', 'streams:test:g-dup:c1#2']);
+  });
+
+  it('blocks on its own connection, never on the shared command connection', async () => {
+    const r = await makeRig();
+    const runner = await start(r, 'g-conn', 'c1', async () => undefined, { blockMs: 5000 });
+    await sleep(200);
+    const clients = String(await raw.client('LIST'));
+    const blocked = clients.split('\n').filter((l) => / cmd=xreadgroup /.test(l));
+    expect(blocked).toHaveLength(1);
+    expect(blocked[0]).toMatch(/name=redis-pay:blocking:streams:test:g-conn:c1:0 /);
+    // The command connection still answers at once.
+    const t0 = Date.now();
+    await r.redis.command((c) => c.ping());
+    expect(Date.now() - t0).toBeLessThan(500);
+    await runner.stop();
+  });
+
+  it('leaves a failed entry pending and hands it over again after claimIdleMs', async () => {
+    const r = await makeRig();
+    let calls = 0;
+    const done: string[] = [];
+    const runner = await start(
+      r,
+      'g2',
+      'c1',
+      async (e) => {
+        if (calls++ === 0) throw new Error('first try fails');
+        done.push(e.id);
+      },
+      { claimIdleMs: 200 },
+    );
+    const id = await add(r.streams[3], 'n', '1');
+    await waitUntil('the first failure', async () => calls >= 1, 5000);
+    expect((await raw.xpending(r.streams[3], 'g2'))[0]).toBe(1);
+    expect((await r.registry.render()).body).toMatch(/^stream_pending_entries\{runner="test",group="g2"\} 1$/m);
+    await waitUntil('the retry', async () => done.includes(id), 5000);
+    await runner.stop();
+    expect(calls).toBe(2);
+    expect((await raw.xpending(r.streams[3], 'g2'))[0]).toBe(0);
+    expect(await count(r, 'failed')).toBe(1);
+  });
+
+  it('takes over what a stopped consumer left unacked (XAUTOCLAIM)', async () => {
+    const r = await makeRig();
+    let holding!: () => void;
+    let release!: () => void;
+    const held = new Promise<void>((res) => (holding = res));
+    const gate = new Promise<void>((res) => (release = res));
+    const first = await start(r, 'g3', 'dies', async () => {
+      holding();
+      await gate;
+    });
+    const id = await add(r.streams[5], 'n', '1');
+    await held;
+    // The first consumer is wedged in its handler with the entry unacked; stop it without waiting.
+    void first.stop();
+    const heirSeen: string[] = [];
+    const heir = await start(r, 'g3', 'heir', async (e) => void heirSeen.push(e.id), { claimIdleMs: 300 });
+    await waitUntil('the takeover', async () => heirSeen.includes(id), 5000);
+    await heir.stop();
+    release();
+    expect((await raw.xpending(r.streams[5], 'g3'))[0]).toBe(0);
+    expect((await r.metrics.claimed.get()).values.reduce((n, v) => n + v.value, 0)).toBe(1);
+  }, 15_000);
+
+  it('moves an entry that failed maxDeliveries times to its dead-letter stream and acks it', async () => {
+    const r = await makeRig();
+    let calls = 0;
+    const runner = await start(
+      r,
+      'g4',
+      'c1',
+      async () => {
+        calls++;
+        throw new Error('poison');
+      },
+      { claimIdleMs: 100, maxDeliveries: 3 },
+    );
+    const id = await add(r.streams[9], 'kind', 'credit', 'amount', '100');
+    await waitUntil('given up', async () => calls > 0 && (await raw.xpending(r.streams[9], 'g4'))[0] === 0, 5000);
+    await sleep(300);
+    await runner.stop();
+    expect(calls).toBe(3);
+    const dead = await raw.xrange(r.dead[9], '-', '+');
+    expect(dead).toHaveLength(1);
+    expect(dead[0][1]).toEqual(['group', 'g4', 'consumer', 'c1', 'eventId', id, 'deliveries', '3', 'error', 'poison', 'kind', 'credit', 'amount', '100']);
+    expect(await count(r, 'dead')).toBe(1);
+    expect(await count(r, 'failed')).toBe(3);
+  });
+
+  it('resumes its own pending entries at once when restarted under the same consumer name', async () => {
+    const r = await makeRig();
+    await raw.xgroup('CREATE', r.streams[2], 'g5', '$', 'MKSTREAM');
+    const id = await add(r.streams[2], 'n', '1');
+    // Delivered to c1 earlier (say, before a crash), never acked.
+    await raw.xreadgroup('GROUP', 'g5', 'c1', 'STREAMS', r.streams[2], '>');
+    const seen: string[] = [];
+    const runner = await start(r, 'g5', 'c1', async (e) => void seen.push(e.id));
+    await waitUntil('the pending entry', async () => seen.includes(id), 1000);
+    await runner.stop();
+    expect((await raw.xpending(r.streams[2], 'g5'))[0]).toBe(0);
+  });
+
+  it('stop() returns promptly while the read is blocked, and closes the blocking connection', async () => {
+    const r = await makeRig();
+    const runner = await start(r, 'g6', 'c1', async () => undefined, { blockMs: 30_000 });
+    await sleep(200);
+    const t0 = Date.now();
+    await runner.stop();
+    expect(Date.now() - t0).toBeLessThan(200);
+    await sleep(50);
+    expect(String(await raw.client('LIST'))).not.toMatch(/cmd=xreadgroup/);
+    expect(runner.isRunning).toBe(false);
+  });
+
+  it('stop() waits for the handler in hand; what it did not ack stays pending', async () => {
+    const r = await makeRig();
+    let finished = 0;
+    const runner = await start(r, 'g7', 'c1', async () => {
+      await sleep(300);
+      finished++;
+    });
+    await add(r.streams[1], 'n', '1');
+    await add(r.streams[1], 'n', '2');
+    await sleep(100);
+    await runner.stop();
+    expect(finished).toBe(1);
+    expect((await raw.xpending(r.streams[1], 'g7'))[0]).toBe(1);
+  });
+
+  it('recreates a group deleted under it', async () => {
+    const r = await makeRig();
+    const seen: string[] = [];
+    const runner = await start(r, 'g8', 'c1', async (e) => void seen.push(e.id), { startFrom: 'now' });
+    await sleep(100);
+    await raw.xgroup('DESTROY', r.streams[4], 'g8');
+    // The blocked read fails with NOGROUP at the latest when its block time ends; the runner then creates the group again (at `now`).
+    await waitUntil('the group back', async () => ((await raw.xinfo('GROUPS', r.streams[4])) as unknown[]).length === 1, 5000);
+    const id = await add(r.streams[4], 'n', '1');
+    await waitUntil('the entry after the group came back', async () => seen.includes(id) || String(seen.length), 5000);
+    await runner.stop();
+  });
+
+  it('RedisService.closeBlocking fails the command blocked on it at once; the next blocking(name) is a new connection', async () => {
+    const r = await makeRig();
+    const conn = r.redis.blocking('close-test');
+    const blocked = conn.blpop(r.streams[0], 30).catch((e: Error) => e);
+    await sleep(100);
+    const t0 = Date.now();
+    r.redis.closeBlocking('close-test');
+    expect(await blocked).toBeInstanceOf(Error);
+    expect(Date.now() - t0).toBeLessThan(200);
+    const fresh = r.redis.blocking('close-test');
+    expect(fresh).not.toBe(conn);
+    expect(await fresh.ping()).toBe('PONG');
+  });
+
+  it('refuses a dead-letter stream outside its stream’s slot', async () => {
+    const r = await makeRig();
+    await expect(r.runners.start({ name: 'test', streams: [{ key: r.streams[0], deadLetterKey: r.dead[1] }], group: 'g9', consumer: 'c1', handler: async () => undefined })).rejects.toThrow(/not in the slot/);
+  });
+});
+
+describe(`${StreamGroupRunner.name} across a Redis restart`, () => {
+  it('backs off while Redis is down, with no tight loop, and resumes when it is back', async () => {
+    const r = await makeRig();
+    const seen: string[] = [];
+    const runner = await start(r, 'g-restart', 'c1', async (e) => void seen.push(e.id), { blockMs: 500 });
+    const before = await add(r.streams[6], 'n', 'before');
+    await waitUntil('the first entry acked', async () => seen.includes(before) && (await raw.xpending(r.streams[6], 'g-restart'))[0] === 0, 5000);
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const reads = jest.spyOn(r.redis, 'blocking');
+    await server.stop();
+    await sleep(2000);
+    // Each read takes the blocking connection once: a handful of attempts, backing off, not a tight loop.
+    expect(reads.mock.calls.length).toBeGreaterThanOrEqual(1);
+    expect(reads.mock.calls.length).toBeLessThan(12);
+    await server.start();
+    await waitUntil('raw client back', async () => (await raw.ping()) === 'PONG', 10_000);
+    const after = await add(r.streams[6], 'n', 'after');
+    await waitUntil('the entry written after the restart', async () => seen.includes(after) || String(seen.length), 15_000);
+    await runner.stop();
+    expect((await raw.xpending(r.streams[6], 'g-restart'))[0]).toBe(0);
+    // Logged once for the outage, not once per attempt.
+    expect(warn.mock.calls.filter((c) => c[1] === 'reading the streams failed; retrying with backoff')).toHaveLength(1);
+    warn.mockRestore();
+    reads.mockRestore();
+  }, 40_000);
+});
