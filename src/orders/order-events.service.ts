@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../http/api-error';
+import { InvalidArgumentError } from '../errors/domain-error';
 import { KeyBuilder } from '../redis/key-builder';
 import { StreamRunners } from '../streams/stream-runners.service';
 import { ConsumeOptions, EventConsumer, OrderEventHandler, toOrderEvent } from './order-event';
@@ -47,7 +47,7 @@ export class OrderEventsService {
   async consume(group: string, handler: OrderEventHandler, options: ConsumeOptions = {}): Promise<EventConsumer> {
     const consumer = options.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 64);
     for (const [name, value] of [['group', group], ['consumer', consumer]]) {
-      if (!NAME_RE.test(value)) throw new ApiError(400, 'VALIDATION_FAILED', `${name} must be 1-64 characters of A-Z a-z 0-9 _ . : -`);
+      if (!NAME_RE.test(value)) throw new InvalidArgumentError(`${name} must be 1-64 characters of A-Z a-z 0-9 _ . : -`, name);
     }
     const dead = this.deadStreams();
     return this.runners.start({
