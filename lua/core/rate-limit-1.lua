@@ -15,22 +15,23 @@
     remaining requests left in this window after this grant
     resetMs   milliseconds until the window ends
 ]]
+local counterKey = KEYS[1]
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local want = tonumber(ARGV[3])
-local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-local ttl = redis.call('PTTL', KEYS[1])
+local used = tonumber(redis.call('GET', counterKey) or '0')
+local ttl = redis.call('PTTL', counterKey)
 if ttl < 0 then
   -- New window, or a counter that lost its expiry (which would block the caller for good).
   ttl = window
   if used > 0 then
-    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', counterKey, ttl)
   end
 end
 local granted = math.min(want, limit - used)
 if granted <= 0 then
   return {0, 0, ttl}
 end
-redis.call('INCRBY', KEYS[1], granted)
-redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('INCRBY', counterKey, granted)
+redis.call('PEXPIRE', counterKey, ttl)
 return {granted, limit - used - granted, ttl}

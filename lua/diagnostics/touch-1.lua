@@ -11,8 +11,10 @@
     serverTimeMs  the Redis server clock when this visit was recorded
 ]]
 --- @include "includes/server-time-ms"
+local visitsKey = KEYS[1]
+local ttlMs = ARGV[1]
 local now = serverTimeMs()
-local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-redis.call('HSET', KEYS[1], 'at', now)
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
+local n = redis.call('HINCRBY', visitsKey, 'n', 1)
+redis.call('HSET', visitsKey, 'at', now)
+redis.call('PEXPIRE', visitsKey, ttlMs)
 return {n, now}

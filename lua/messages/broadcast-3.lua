@@ -15,17 +15,23 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/monotonic-counter"
+local streamKey = KEYS[1]
+local bodiesKey = KEYS[2]
+local metaKey = KEYS[3]
+local body = ARGV[1]
+local retentionMs = tonumber(ARGV[2])
+local maxKept = tonumber(ARGV[3])
 local now = serverTimeMs()
-local seq, id = nextCounterAtLeastClock(KEYS[3], 'seq', nil, now * 1000)
-redis.call('ZADD', KEYS[1], seq, id)
-redis.call('HSET', KEYS[2], id, ARGV[1])
+local seq, id = nextCounterAtLeastClock(metaKey, 'seq', nil, now * 1000)
+redis.call('ZADD', streamKey, seq, id)
+redis.call('HSET', bodiesKey, id, body)
 local function drop(ids)
   for _, old in ipairs(ids) do
-    redis.call('ZREM', KEYS[1], old)
-    redis.call('HDEL', KEYS[2], old)
+    redis.call('ZREM', streamKey, old)
+    redis.call('HDEL', bodiesKey, old)
   end
 end
-drop(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', (now - tonumber(ARGV[2])) * 1000), 'LIMIT', 0, 100))
-local excess = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[3])
-if excess > 0 then drop(redis.call('ZRANGE', KEYS[1], 0, math.min(excess, 100) - 1)) end
+drop(redis.call('ZRANGEBYSCORE', streamKey, '-inf', '(' .. string.format('%d', (now - retentionMs) * 1000), 'LIMIT', 0, 100))
+local excess = redis.call('ZCARD', streamKey) - maxKept
+if excess > 0 then drop(redis.call('ZRANGE', streamKey, 0, math.min(excess, 100) - 1)) end
 return id

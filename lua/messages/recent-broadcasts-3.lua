@@ -11,21 +11,26 @@
 
   Returns: {latest, seq1, id1, body1, ...}; latest is the newest broadcast's sequence (0: none)
 ]]
-local out = { redis.call('HGET', KEYS[3], 'seq') or '0' }
+local streamKey = KEYS[1]
+local bodiesKey = KEYS[2]
+local metaKey = KEYS[3]
+local after = ARGV[1]
+local limit = tonumber(ARGV[2])
+local out = { redis.call('HGET', metaKey, 'seq') or '0' }
 local page
-if ARGV[1] == '' then
-  local newest = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1, 'WITHSCORES')
+if after == '' then
+  local newest = redis.call('ZREVRANGE', streamKey, 0, limit - 1, 'WITHSCORES')
   page = {}
   for i = #newest - 1, 1, -2 do
     page[#page + 1] = newest[i]
     page[#page + 1] = newest[i + 1]
   end
 else
-  page = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+  page = redis.call('ZRANGEBYSCORE', streamKey, '(' .. after, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
 end
 for i = 1, #page, 2 do
   out[#out + 1] = page[i + 1]
   out[#out + 1] = page[i]
-  out[#out + 1] = redis.call('HGET', KEYS[2], page[i]) or 'null'
+  out[#out + 1] = redis.call('HGET', bodiesKey, page[i]) or 'null'
 end
 return out

@@ -13,4 +13,6 @@
     planFields   the plan hash likewise
 ]]
 --- @include "includes/server-time-ms"
-return {serverTimeMs(), redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2])}
+local orderKey = KEYS[1]
+local planKey = KEYS[2]
+return {serverTimeMs(), redis.call('HGETALL', orderKey), redis.call('HGETALL', planKey)}

@@ -39,17 +39,33 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/fencing"
+local orderKey = KEYS[1]
+local planKey = KEYS[2]
+local eventsKey = KEYS[3]
+local lockHeld = ARGV[1]
+local token = tonumber(ARGV[2])
+local expectedOrderVersion = ARGV[3]
+local orderUpdates = ARGV[4]
+local expectedPlanVersion = ARGV[5]
+local planUpdates = ARGV[6]
+local eventType = ARGV[7]
+local eventsMaxLen = ARGV[8]
+local deadline = ARGV[9]
+local retentionMs = tonumber(ARGV[10])
+local orderClockCount = tonumber(string.match(ARGV[11] or '', '^%d+$'))
+local planClockCount = tonumber(string.match(ARGV[12] or '', '^%d+$'))
+local CLOCK_PAIRS_FROM = 13
+
 local now = serverTimeMs()
 
 -- The clock fields of the order (1) and the plan (2) as HSET arguments, checked before anything is written.
-local clockCounts = {tonumber(string.match(ARGV[11] or '', '^%d+$')), tonumber(string.match(ARGV[12] or '', '^%d+$'))}
-if not clockCounts[1] or not clockCounts[2] or #ARGV ~= 12 + 2 * (clockCounts[1] + clockCounts[2]) then
+if not orderClockCount or not planClockCount or #ARGV ~= CLOCK_PAIRS_FROM - 1 + 2 * (orderClockCount + planClockCount) then
   return redis.error_reply('ERR clock fields: ARGV[11] and ARGV[12] must count the pairs that follow')
 end
 local clockSets = {{}, {}}
-local at = 13
-for i = 1, 2 do
-  for _ = 1, clockCounts[i] do
+local at = CLOCK_PAIRS_FROM
+for i, count in ipairs({orderClockCount, planClockCount}) do
+  for _ = 1, count do
     local field, ms = ARGV[at], ARGV[at + 1]
     if not string.match(ms, '^%d+$') then return redis.error_reply('ERR clock field offsets must be decimal integers >= 0') end
     clockSets[i][#clockSets[i] + 1] = field
@@ -58,54 +74,57 @@ for i = 1, 2 do
   end
 end
 local function version(key) return tonumber(redis.call('HGET', key, 'version') or '0') end
-local orderVersion, planVersion = version(KEYS[1]), version(KEYS[2])
+local orderVersion, planVersion = version(orderKey), version(planKey)
 local function reply(status) return {status, orderVersion, planVersion, now} end
 
-if ARGV[9] ~= '' and now >= tonumber(ARGV[9]) then return reply('EXPIRED') end
-if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= orderVersion then return reply('VERSION') end
-if ARGV[5] ~= '' and tonumber(ARGV[5]) ~= planVersion then return reply('VERSION') end
+if deadline ~= '' and now >= tonumber(deadline) then return reply('EXPIRED') end
+if expectedOrderVersion ~= '' and tonumber(expectedOrderVersion) ~= orderVersion then return reply('VERSION') end
+if expectedPlanVersion ~= '' and tonumber(expectedPlanVersion) ~= planVersion then return reply('VERSION') end
 
+-- The record the caller's lock guards: its fence decides, and it must be among the records written.
+local records = {
+  {key = orderKey, expected = expectedOrderVersion, updates = orderUpdates},
+  {key = planKey, expected = expectedPlanVersion, updates = planUpdates},
+}
 local guarded = nil
-if ARGV[1] == 'order' then guarded = 1 elseif ARGV[1] == 'plan' then guarded = 2 end
-local token = tonumber(ARGV[2])
+if lockHeld == 'order' then guarded = 1 elseif lockHeld == 'plan' then guarded = 2 end
 if guarded then
-  if ARGV[2 * guarded + 1] == '' then return redis.error_reply('ERR the record the lock guards must be written') end
-  local stale = checkFence(KEYS[guarded], token)
+  if records[guarded].expected == '' then return redis.error_reply('ERR the record the lock guards must be written') end
+  local stale = checkFence(records[guarded].key, token)
   if stale then return reply(stale) end
 end
 
-local retentionMs = tonumber(ARGV[10])
-local function apply(i, expected, updates)
-  if expected == '' then return nil end
-  local key = KEYS[i]
-  local set = {'version', tostring(tonumber(expected) + 1), 'updatedAt', string.format('%d', now)}
+local function apply(i)
+  local r = records[i]
+  if r.expected == '' then return nil end
+  local set = {'version', tostring(tonumber(r.expected) + 1), 'updatedAt', string.format('%d', now)}
   if guarded == i then
     local field, value = fenceField(token)
     set[#set + 1] = field
     set[#set + 1] = value
   end
-  for field, value in pairs(cjson.decode(updates)) do
+  for field, value in pairs(cjson.decode(r.updates)) do
     set[#set + 1] = field
     set[#set + 1] = value
   end
   for _, v in ipairs(clockSets[i]) do set[#set + 1] = v end
-  redis.call('HSET', key, unpack(set))
-  redis.call('PEXPIRE', key, retentionMs)
-  return tonumber(expected) + 1
+  redis.call('HSET', r.key, unpack(set))
+  redis.call('PEXPIRE', r.key, retentionMs)
+  return tonumber(r.expected) + 1
 end
-orderVersion = apply(1, ARGV[3], ARGV[4]) or orderVersion
-planVersion = apply(2, ARGV[5], ARGV[6]) or planVersion
+orderVersion = apply(1) or orderVersion
+planVersion = apply(2) or planVersion
 
-if ARGV[7] ~= '' then
+if eventType ~= '' then
   local names = {'orderId', 'merchantId', 'merchantOrderNo', 'amount', 'currency', 'status', 'version', 'expiresAt', 'accountId', 'paidPlan', 'closeReason'}
-  local values = redis.call('HMGET', KEYS[1], unpack(names))
-  local entry = {'type', ARGV[7], 'at', string.format('%d', now)}
+  local values = redis.call('HMGET', orderKey, unpack(names))
+  local entry = {'type', eventType, 'at', string.format('%d', now)}
   for i, name in ipairs(names) do
     if values[i] and values[i] ~= '' then
       entry[#entry + 1] = name
       entry[#entry + 1] = values[i]
     end
   end
-  redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[8], '*', unpack(entry))
+  redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsMaxLen, '*', unpack(entry))
 end
 return reply('OK')
