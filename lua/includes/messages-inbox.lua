@@ -14,6 +14,7 @@
 -- dropExpired; no idempotency field is both in `idem` and in `withdrawn`.
 
 --- @include "includes/monotonic-counter"
+--- @include "includes/retention"
 local inboxKey = KEYS[1]
 local bodiesKey = KEYS[2]
 local idemKey = KEYS[3]
@@ -85,18 +86,13 @@ end
 
 -- Drops up to 100 messages past the retention time.
 local function trimExpired(now, retentionMs)
-  local expired = redis.call('ZRANGEBYSCORE', inboxKey, '-inf', '(' .. string.format('%d', retentionFloor(now, retentionMs)), 'WITHSCORES', 'LIMIT', 0, 100)
-  for i = 1, #expired, 2 do removeMessage(expired[i], tonumber(expired[i + 1])) end
+  dropOld(inboxKey, retentionFloor(now, retentionMs), 100, removeMessage)
 end
 
 -- Retention: drops expired messages, then the oldest beyond maxCount; at most 100 of each per call.
 local function trim(now, maxCount, retentionMs)
   trimExpired(now, retentionMs)
-  local excess = redis.call('ZCARD', inboxKey) - maxCount
-  if excess > 0 then
-    local oldest = redis.call('ZRANGE', inboxKey, 0, math.min(excess, 100) - 1, 'WITHSCORES')
-    for i = 1, #oldest, 2 do removeMessage(oldest[i], tonumber(oldest[i + 1])) end
-  end
+  dropExcess(inboxKey, maxCount, 100, removeMessage)
 end
 
 -- Withdrawal records last as long as a message would (the retention time, the newest maxCount).

@@ -15,6 +15,7 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/monotonic-counter"
+--- @include "includes/retention"
 local streamKey = KEYS[1]
 local bodiesKey = KEYS[2]
 local metaKey = KEYS[3]
@@ -25,13 +26,10 @@ local now = serverTimeMs()
 local seq, id = nextCounterAtLeastClock(metaKey, 'seq', nil, now * 1000)
 redis.call('ZADD', streamKey, seq, id)
 redis.call('HSET', bodiesKey, id, body)
-local function drop(ids)
-  for _, old in ipairs(ids) do
-    redis.call('ZREM', streamKey, old)
-    redis.call('HDEL', bodiesKey, old)
-  end
+local function drop(old)
+  redis.call('ZREM', streamKey, old)
+  redis.call('HDEL', bodiesKey, old)
 end
-drop(redis.call('ZRANGEBYSCORE', streamKey, '-inf', '(' .. string.format('%d', (now - retentionMs) * 1000), 'LIMIT', 0, 100))
-local excess = redis.call('ZCARD', streamKey) - maxKept
-if excess > 0 then drop(redis.call('ZRANGE', streamKey, 0, math.min(excess, 100) - 1)) end
+dropOld(streamKey, (now - retentionMs) * 1000, 100, drop)
+dropExcess(streamKey, maxKept, 100, drop)
 return id
