@@ -29,6 +29,7 @@ import { waitUntilServing } from './lib/proc';
 import { startBenchRedis } from './lib/redis-server';
 import { Align, environmentInfo, fmtNum, GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
 import { benchJson, BuildInfo, buildInfo, jsonNum, writeJsonResult } from './lib/results-json';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const NAME = 'idle-commands';
 
@@ -77,7 +78,6 @@ function parseArgs(args: string[]): Options {
   return o;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `INFO commandstats` as calls by command name. */
 function commandCalls(info: string): Map<string, number> {

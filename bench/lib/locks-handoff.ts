@@ -18,7 +18,8 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { onCleanup } from './cleanup';
 import { ROOT } from './full-stack';
 import { allLibraries, LockClient } from './locks-clients';
-import { CpuWindow, cpuBetween, monotonicMs, RedisCpu, sleep, Snapshot, snapshot } from './locks-measure';
+import { CpuWindow, cpuBetween, monotonicMs, RedisCpu, Snapshot, snapshot } from './locks-measure';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface HandoffSettings {
   holdMs: number;

@@ -23,7 +23,6 @@ export function dist(values: number[]): Dist {
 /** Milliseconds: three decimals below 1, two below 10, one below 100. */
 export const ms = (v: number) => (!Number.isFinite(v) ? 'n/a' : v < 1 ? v.toFixed(3) : v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : fmtInt(v));
 
-export const sleep = (t: number) => new Promise<void>((r) => setTimeout(r, t));
 
 /** CLOCK_MONOTONIC in ms: one clock for every process on the machine, so times taken in two processes compare. */
 export const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;

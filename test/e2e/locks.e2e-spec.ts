@@ -7,6 +7,7 @@ import { KeyBuilder } from '../../src/redis/key-builder';
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The lock engine's HTTP API (internal services, service token) on the whole
@@ -32,7 +33,6 @@ const BILLING = { 'x-service-token': CREDS.serviceToken };
 const LEDGER_AUTH = { 'x-service-token': LEDGER.token };
 const ERROR_KEYS = ['statusCode', 'error', 'message', 'details', 'requestId'];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The standard error body with its status and code, and for a 400 the field it names (in details and in the message). */
 function expectError(res: request.Response, status: number, code: string, field?: string): void {

@@ -6,6 +6,7 @@ import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Account ids that spell another kind of key. `broadcast` is a valid account
@@ -20,7 +21,6 @@ import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
 const SERVICE = { 'x-service-token': CREDS.serviceToken };
 const ADMIN = { 'x-admin-key': CREDS.adminKey };
 const asUser = (accountId: string) => ({ authorization: `Bearer ${userToken(accountId)}` });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('an account called "broadcast" over HTTP', () => {
   let redis: RedisServerHandle;

@@ -4,6 +4,7 @@ import type { MessageDto as Msg, PullResultDto as Page } from '../../src/message
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, randomPrefix, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The message center over HTTP on the whole app against a real redis-server:
@@ -26,7 +27,6 @@ const asUser = (accountId: string) => ({ authorization: `Bearer ${userToken(acco
 const MSG_ID = /^[1-9][0-9]{15}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A valid message for `accountId`; `n` makes its outerBizId (and so its idempotency key) unique. */
 function message(accountId: string, n: number | string, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -12,6 +12,7 @@ import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.ser
 import { rawConnection, waitUntil, withConnection } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The delay-queue worker against a real redis-server: cancel racing the fire,
@@ -61,7 +62,6 @@ function ackedCounts(calls: ScriptCall[]): Map<string, number> {
 }
 
 const newQueue = (name: string) => `${name}-${randomBytes(3).toString('hex')}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 async function redisNowOf(raw: Redis): Promise<number> {
   const [s, us] = await raw.time();

@@ -14,6 +14,7 @@ import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.ser
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The delay-queue API against a real redis-server: idempotent scheduling,
@@ -744,7 +745,6 @@ const CLAIMED_FIELDS = 5;
 /** Index of the fencing-token counter among a queue's keys. */
 const SEQ = 8;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A MONITOR connection that is watching once this resolves. (ioredis's `monitor()` marks its connection as

@@ -11,13 +11,13 @@ import type { LockHandle } from '../../src/locks/lock.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The lock engine on two app instances sharing one Redis and key prefix (two
  * deployed replicas, each with its own connections and pub/sub subscription).
  */
 const WAKE_CHECK_MS = 200;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 describe(`${LockService.name} on two instances`, () => {
   let redis: RedisServerHandle;

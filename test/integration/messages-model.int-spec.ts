@@ -6,6 +6,7 @@ import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Pull paging checked against a simple in-test model of one inbox, over
@@ -28,7 +29,6 @@ const RETENTION_MS = 1000;
 /** How long one model step may take: predictions hold for any Redis clock in [now, now + STEP_MS]. */
 const STEP_MS = 250;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 /** mulberry32: a small seeded PRNG, so a failing sequence can be replayed. */
 function prng(seed: number) {

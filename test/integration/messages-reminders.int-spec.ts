@@ -9,6 +9,7 @@ import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Reminders for unfinished actions on two app instances sharing one key
@@ -20,7 +21,6 @@ import { startTestApp, TestApp } from '../support/test-app';
 const DELAY_MS = 300;
 const ACTION = 'PASSWORD_RECOVERY';
 const REMINDER = `REMINDER_${ACTION}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 describe(`${PendingActionsService.name} on two instances`, () => {
   let redis: RedisServerHandle;

@@ -12,6 +12,7 @@ import { ScriptNotFoundError } from '../../src/scripts/script-errors';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp, userToken } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * The message center's service against a real redis-server: idempotent
@@ -29,7 +30,6 @@ const SMALL_INBOX = 10;
 /** Bound on Redis bytes per stored small message beyond its title and content (measured: see the report). */
 const MAX_BYTES_BEYOND_CONTENT = 600;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 /** One app instance with the service, its keys and a few shorthands. */
 function inboxApp(t: TestApp, raw: Redis) {

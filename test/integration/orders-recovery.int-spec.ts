@@ -17,6 +17,7 @@ import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, resetChannels } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 import type Redis from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Recovery of payment plans whose run stopped part-way (a process killed, or a
@@ -30,7 +31,6 @@ import type Redis from 'ioredis';
 const MERCHANT = CREDS.merchantId;
 const PLAN_LEASE_MS = 1000;
 const QUERY_DELAY_MS = 50;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('payment plans: recovery', () => {
   let redis: RedisServerHandle;
   let raw: Redis;

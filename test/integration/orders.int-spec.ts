@@ -18,6 +18,7 @@ import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, rejection, resetChannels, statusOf } from '../support/orders-fixture';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Master orders and payment plans against a real redis-server and the real
@@ -31,7 +32,6 @@ import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 const MERCHANT = CREDS.merchantId;
 const QUERY_DELAY_MS = 50;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
 describe(OrdersService.name, () => {

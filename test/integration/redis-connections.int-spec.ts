@@ -12,11 +12,11 @@ import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster'
 import { HostPort, waitUntil, withConnection } from '../harness/redis-process';
 import { RedisSentinelHandle, startRedisSentinel } from '../harness/redis-sentinel';
 import { RedisServerHandle, randomPrefix, startRedisServer } from '../harness/redis-server';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 Logger.overrideLogger(['error']);
 
 const COMMAND_TIMEOUT_MS = 500;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One service instance as Nest would build it, without Nest. */
 interface Rig {

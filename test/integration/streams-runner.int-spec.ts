@@ -12,10 +12,10 @@ import { StreamsMetrics } from '../../src/streams/streams.metrics';
 import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, randomPrefix, startRedisServer } from '../harness/redis-server';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 Logger.overrideLogger(['error']);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** XADD with an auto id, returning the id. */
 const add = async (stream: string, ...fields: string[]): Promise<string> => (await raw.xadd(stream, '*', ...fields))!;
 
