@@ -40,6 +40,7 @@ import type { Histogram, Registry } from 'prom-client';
 import type { DelayQueueService } from '../src/delay-queue/delay-queue.service';
 import type { Delivery } from '../src/delay-queue/delay-queue.types';
 import { parseSectionArgs } from './lib/args';
+import { dist as distribution, type Dist, medianBy, ms as fmtMs } from './lib/measure';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
 import { snapshotBuild } from './lib/full-stack';
 import { ListScanQueue } from './lib/list-scan-queue';
@@ -119,30 +120,6 @@ const PAYLOAD_BASE_BYTES = JSON.stringify(PAYLOAD_BASE).length;
 function payload(i: number): typeof PAYLOAD_BASE {
   const orderId = itemId(i);
   return { ...PAYLOAD_BASE, orderId, note: 'x'.repeat(PAYLOAD_BYTES - PAYLOAD_BASE_BYTES - orderId.length) };
-}
-
-interface Stats {
-  n: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-}
-
-/** Nearest-rank percentiles. */
-function stats(values: number[]): Stats {
-  const s = [...values].sort((a, b) => a - b);
-  const q = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))] : NaN);
-  return { n: s.length, p50: q(0.5), p90: q(0.9), p99: q(0.99), max: s.length ? s[s.length - 1] : NaN };
-}
-
-/** Milliseconds with about three significant digits. */
-function fmtMs(ms: number): string {
-  if (!Number.isFinite(ms)) return 'n/a';
-  if (ms < 1) return ms.toFixed(3);
-  if (ms < 10) return ms.toFixed(2);
-  if (ms < 100) return ms.toFixed(1);
-  return fmtInt(ms);
 }
 
 const sizeLabel = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : fmtInt(n));
@@ -361,9 +338,9 @@ interface CancelPoint {
   /** Pending items when the samples were taken (the target size, or what the fill reached). */
   size: number;
   target: number;
-  cancel: Stats;
+  cancel: Dist;
   /** PING round trips, one after each cancel, on a plain connection: the machine's floor in the same window. */
-  ping: Stats;
+  ping: Dist;
   failed: number;
   fillRate: number;
   bytesPerItem: number;
@@ -448,8 +425,8 @@ async function sweep(design: Design, o: Options, admin: Redis, pinger: Redis, re
       design: design.id,
       size,
       target,
-      cancel: stats(lat),
-      ping: stats(pings),
+      cancel: distribution(lat),
+      ping: distribution(pings),
       failed,
       fillRate,
       bytesPerItem: bytes / size,
@@ -509,7 +486,7 @@ interface ThroughputRun {
   design: ThroughputDesign;
   items: number;
   perSecond: number;
-  call: Stats;
+  call: Dist;
   cpu: CpuUse;
   /** Runs made to get one that other jobs did not disturb (1 = first try). */
   attempts: number;
@@ -551,7 +528,7 @@ async function measureThroughput(o: Options, redis: BenchRedis, engine: Engine, 
       await timedCalls(warm, o.concurrency, (i) => calls[design](o.throughputItems + i));
       const end = cpuWindow(redis.process.pid);
       const { wallS, lat } = await timedCalls(o.throughputItems, o.concurrency, calls[design]);
-      return { design, items: o.throughputItems, perSecond: o.throughputItems / wallS, call: stats(lat), cpu: end(), attempts: 1 };
+      return { design, items: o.throughputItems, perSecond: o.throughputItems / wallS, call: distribution(lat), cpu: end(), attempts: 1 };
     };
     // Rounds in A-B, B-A order, so a drift hits both alike; a run that other jobs disturbed is run
     // again (up to THROUGHPUT_RETRIES times) and the least disturbed attempt kept.
@@ -594,7 +571,7 @@ interface WorkerReport {
 interface LatenessResult {
   items: number;
   perInstance: { instance: string; handled: number; offsetMs: number; rttMs: number }[];
-  lateness: Stats;
+  lateness: Dist;
   duplicates: number;
   missing: number;
   redelivered: number;
@@ -672,7 +649,7 @@ async function measureLateness(o: Options, redis: BenchRedis, engine: Engine, ad
   return {
     items: L.items,
     perInstance: reports.map((r) => ({ instance: r.instance, handled: r.records.length, offsetMs: r.offsetMs, rttMs: r.rttMs })),
-    lateness: stats(late),
+    lateness: distribution(late),
     duplicates: [...seen.values()].filter((n) => n > 1).length,
     missing: [...dueAt.keys()].filter((id) => !seen.has(id)).length,
     redelivered,
@@ -798,7 +775,7 @@ function overlapping(runs: ThroughputRun[], a: ThroughputDesign, b: ThroughputDe
 /** Median over a design's runs of its CPU µs per item: this process, redis-server, and both. */
 function cpuPerItem(runs: ThroughputRun[], design: ThroughputDesign): { client: number; redis: number; total: number } {
   const mine = fairRuns(runs, design).filter((r) => r.cpu.redisS !== undefined);
-  const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
+  const median = (xs: number[]) => (xs.length ? medianBy(xs, (x) => x) : NaN);
   const per = (s: number, r: ThroughputRun) => (s * 1e6) / r.items;
   return {
     client: median(mine.map((r) => per(r.cpu.selfS, r))),

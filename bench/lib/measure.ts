@@ -151,3 +151,23 @@ export async function runSchedule<S, R extends ScheduledRun>(
   }
   return { kept, everyAttempt, retriesSkipped, wallS: (performance.now() - start) / 1000 };
 }
+
+/** Nearest-rank quantile of sorted values. */
+const quantile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] : NaN);
+
+/** Nearest-rank percentiles of a sample. */
+export interface Dist {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export function dist(values: number[]): Dist {
+  const s = [...values].sort((a, b) => a - b);
+  return { n: s.length, p50: quantile(s, 0.5), p90: quantile(s, 0.9), p99: quantile(s, 0.99), max: s.length ? s[s.length - 1] : NaN };
+}
+
+/** Milliseconds: three decimals below 1, two below 10, one below 100. */
+export const ms = (v: number) => (!Number.isFinite(v) ? 'n/a' : v < 1 ? v.toFixed(3) : v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : fmtInt(v));
