@@ -1,6 +1,6 @@
 /**
  * locks: the lock engine (src/locks, LockService) against redlock and redis-semaphore (devDependencies),
- * all in one run against one redis-server on loopback (no RDB, no AOF). Issue 5, section 5.
+ * all in one run against one redis-server on loopback (no RDB, no AOF).
  *
  * Rows (bench/lib/locks-clients.ts): the engine from a snapshot of the build, one Nest application
  * context (config, metrics, Redis, scripts, the lock module; no HTTP) per client; redlock 5 with one
