@@ -200,7 +200,7 @@ function connectionContract(t: Topology) {
       await Promise.all(redis.masters().map(async (m) => withConnection({ host: '127.0.0.1', port: await servingPort(m) }, (c) => c.keys(`${prefix}:*`))))
     ).flat();
     expect(found.sort()).toEqual(
-      tags.flatMap((tag) => [`${prefix}:diagnostics:{a:${tag}}:visits:web`, `${prefix}:rate:{user:${tag}}:window`]).sort(),
+      tags.flatMap((tag) => [`${prefix}:diagnostics:{a:${tag}}:visits:web`, `${prefix}:rate-limit:{user:${tag}}:window`]).sort(),
     );
   });
 
