@@ -237,7 +237,7 @@ interface Design {
   close(): Promise<void>;
 }
 
-/** `prefix:dq:{queue}:pending` -> `pending`. */
+/** `prefix:delay-queue:{queue}:pending` -> `pending`. */
 const lastPart = (key: string) => key.slice(key.lastIndexOf(':') + 1);
 
 function engineDesign(engine: Engine, queue: string): Design {

@@ -172,8 +172,8 @@ async function peerConnection(redisUrl: string, options: RedisOptions, onCommand
   return conn;
 }
 
-/** Same key shape as the engine's lock hash (`<prefix>:lock:{name}:h`), one suffix per library. */
-const peerKey = (name: string, suffix: string) => `${KEY_PREFIX}:lock:{${name}}:${suffix}`;
+/** Same key shape as the engine's lock hash (`<prefix>:locks:{name}:h`), one suffix per library. */
+const peerKey = (name: string, suffix: string) => `${KEY_PREFIX}:locks:{${name}}:${suffix}`;
 
 /**
  * redlock 5 with one client. An acquire retries every retryDelay ± retryJitter ms; retryCount is set

@@ -58,7 +58,7 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
       label,
       commands: ['evalsha'],
       pair: async (c, i) => {
-        const k = `${prefix}:lock:{s${i}}:`;
+        const k = `${prefix}:locks:{s${i}}:`;
         const owner = token(i);
         await c.evalsha(a, 2, `${k}h`, `${k}fence`, owner, 'w', LEASE, 0, FENCE_KEEP_MS, '0');
         await c.evalsha(r, 1, `${k}h`, owner, `${k}released`);
@@ -87,7 +87,7 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
         label: 'a string key with the same fencing counter (no reentrancy, no read/write, no watchdog bookkeeping)',
         commands: ['evalsha'],
         pair: async (c, i) => {
-          const k = `${prefix}:lock:{s${i}}:`;
+          const k = `${prefix}:locks:{s${i}}:`;
           await c.evalsha(a, 2, `${k}fs`, `${k}fence`, token(i), LEASE, FENCE_KEEP_MS);
           await c.evalsha(peerRelease, 1, `${k}fs`, token(i));
         },
@@ -98,7 +98,7 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
       label: 'redlock: SET NX PX in a script; GET + DEL in a script',
       commands: ['evalsha'],
       pair: async (c, i) => {
-        const k = `${prefix}:lock:{s${i}}:rl`;
+        const k = `${prefix}:locks:{s${i}}:rl`;
         await c.evalsha(peerAcquire, 1, k, token(i), LEASE);
         await c.evalsha(peerRelease, 1, k, token(i));
       },
@@ -108,7 +108,7 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
       label: 'redis-semaphore: SET NX PX; GET + DEL in a script',
       commands: ['set', 'evalsha'],
       pair: async (c, i) => {
-        const k = `${prefix}:lock:{s${i}}:rs`;
+        const k = `${prefix}:locks:{s${i}}:rs`;
         await c.set(k, token(i), 'PX', LEASE, 'NX');
         await c.evalsha(peerRelease, 1, k, token(i));
       },

@@ -1,4 +1,7 @@
 import type Redis from 'ioredis';
+import type { AppConfig } from '../../src/config/app-config';
+import { visitsKey } from '../../src/diagnostics/diagnostics-keys';
+import { KeyBuilder } from '../../src/redis/key-builder';
 import { connectScriptRedis } from './bare-server';
 
 /** Runs lua/diagnostics/touch-1.lua for one key: `[count, serverTimeMs]`. */
@@ -24,9 +27,17 @@ export interface TouchBody {
   ttlSeconds?: number;
 }
 
+/** The service's key builder, one per prefix (the baselines use one prefix). */
+const builders = new Map<string, KeyBuilder>();
+const builderOf = (prefix: string) => {
+  let b = builders.get(prefix);
+  if (!b) builders.set(prefix, (b = new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig)));
+  return b;
+};
+
 /** The baselines' handler: the same key and JSON as the service's POST /diagnostics/touch. */
 export async function answerTouch(touch: TouchCommand, prefix: string, body: TouchBody) {
   const { account, label, ttlSeconds } = body;
-  const [count, serverTimeMs] = await touch(`${prefix}:diagnostics:{${account}}:visits:${label}`, (ttlSeconds ?? 3600) * 1000);
+  const [count, serverTimeMs] = await touch(visitsKey(builderOf(prefix), account, label), (ttlSeconds ?? 3600) * 1000);
   return { accountId: account, label, count, serverTimeMs };
 }

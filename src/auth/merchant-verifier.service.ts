@@ -4,6 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
+import { nonceKey } from './auth-keys';
 import { signatureMatches } from './merchant-signature';
 import { HEADERS } from './security-schemes';
 
@@ -11,11 +12,6 @@ export const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
 export const MERCHANT_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Extra nonce lifetime covering clock skew between instances. */
 const NONCE_MARGIN_MS = 60_000;
-
-/** A merchant's used nonce, under the merchant's tag `{m:<merchantId>}`. */
-export function nonceKey(builder: KeyBuilder, merchantId: string, nonce: string): string {
-  return builder.tagged('auth', 'm', merchantId).key('nonce', nonce);
-}
 
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];

@@ -1,4 +1,4 @@
-import { KeyBuilder } from '../redis/key-builder';
+import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 import { DelayQueueArgumentError } from './delay-queue.errors';
 
 /** Queue names: what the key tag allows, short and readable in keys and metric labels. */
@@ -18,7 +18,8 @@ export interface QueueKeys {
   channel: string;
 }
 
-export const FEATURE = 'dq' as const;
+/** The delay queues' keys: one queue (`{q:<queue>}`); the registry of queue names (`{reg}`). */
+export const DELAY_QUEUE_KEYS = defineKeySpace('delay-queue', { q: 'id', reg: 'fixed' });
 const PARTS = ['pending', 'ready', 'inflight', 'dead', 'payload', 'attempts', 'errors', 'lease', 'seq'] as const;
 
 export function checkQueueName(queue: unknown): string {
@@ -37,12 +38,12 @@ export function checkItemId(id: unknown): string {
 
 /** Every key of one queue shares the queue's hash tag `{q:<queue>}`, so each script touches one cluster slot. */
 export function queueKeys(builder: KeyBuilder, queue: string): QueueKeys {
-  const tagged = builder.tagged(FEATURE, 'q', checkQueueName(queue));
+  const tagged = builder.tagged(DELAY_QUEUE_KEYS, 'q', checkQueueName(queue));
   const keys = PARTS.map((p) => tagged.key(p));
   return { keys, stateKeys: keys.slice(0, 4), channel: tagged.key('events') };
 }
 
 /** The set of known queue names (for the admin list). Its own key under the fixed tag `{reg}`, outside any queue's slot. */
 export function registryKey(builder: KeyBuilder): string {
-  return builder.tagged(FEATURE, 'reg').key('queues');
+  return builder.tagged(DELAY_QUEUE_KEYS, 'reg').key('queues');
 }

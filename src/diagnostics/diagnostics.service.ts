@@ -1,11 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-
-/** An account's visit counter for one label, under the account's tag `{a:<accountId>}`. */
-export function visitsKey(builder: KeyBuilder, accountId: string, label: string): string {
-  return builder.tagged('diagnostics', 'a', accountId).key('visits', label);
-}
+import { visitsKey } from './diagnostics-keys';
 
 /** Typed wrapper of `lua/diagnostics/touch-1.lua`. */
 @Injectable()

@@ -1,4 +1,7 @@
-import { KeyBuilder } from '../redis/key-builder';
+import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
+
+/** The locks' keys, by lock name (`{n:<name>}`). */
+export const LOCK_KEYS = defineKeySpace('locks', { n: 'id' });
 
 /** The keys of one lock, all under the lock's tag `{n:<name>}` (one cluster slot). */
 export interface LockKeys {
@@ -12,6 +15,6 @@ export interface LockKeys {
 
 /** `name` must be a valid lock name (LOCK_NAME_RE); the key builder refuses anything that is not a valid tag id. */
 export function lockKeys(builder: KeyBuilder, name: string): LockKeys {
-  const t = builder.tagged('lock', 'n', name);
+  const t = builder.tagged(LOCK_KEYS, 'n', name);
   return { hash: t.key('h'), fence: t.key('fence'), channel: t.key('released') };
 }

@@ -1,6 +1,7 @@
-import { KeyBuilder } from '../redis/key-builder';
+import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
-export const FEATURE = 'msg' as const;
+/** The message center's keys: one account's inbox (`{a:<accountId>}`); the broadcast feed (`{bc}`). */
+export const MESSAGE_KEYS = defineKeySpace('messages', { a: 'id', bc: 'fixed' });
 /** Account ids as they appear in tokens and requests; never `.` or `..` (a URL cannot carry those as a segment). */
 export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** Message ids are the account's server sequence numbers. */
@@ -11,12 +12,12 @@ export const INBOX_PARTS = ['inbox', 'bodies', 'idem', 'read', 'meta', 'expiry',
 
 /** The seven keys of one account's inbox (see lua/includes/messages-inbox.lua), all under the account's tag `{a:<accountId>}`. */
 export function inboxKeys(builder: KeyBuilder, accountId: string): string[] {
-  const t = builder.tagged(FEATURE, 'a', accountId);
+  const t = builder.tagged(MESSAGE_KEYS, 'a', accountId);
   return INBOX_PARTS.map((p) => t.key(p));
 }
 
 /** The broadcast-to-everyone stream: one slot for the whole service, under the fixed tag `{bc}` (no account id can spell it). */
 export function broadcastKeys(builder: KeyBuilder): string[] {
-  const t = builder.tagged(FEATURE, 'bc');
+  const t = builder.tagged(MESSAGE_KEYS, 'bc');
   return ['stream', 'bodies', 'meta'].map((p) => t.key(p));
 }

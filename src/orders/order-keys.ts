@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { KeyBuilder } from '../redis/key-builder';
+import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
-export const FEATURE = 'ord' as const;
+/** The orders' keys: one shard's orders, plans and event streams (`{s:<shard>}`). */
+export const ORDER_KEYS = defineKeySpace('orders', { s: 'id' });
 /**
  * Orders are spread over this many hash-tag shards (`{s:0}` … `{s:15}`). An order, its plans and the
  * shard's events stream share one slot, so a state change and its event are one script on Redis
@@ -36,7 +37,7 @@ export function shardOf(orderId: string): number {
   return parseInt(orderId.slice(4, 12), 16) % ORDER_SHARDS;
 }
 
-const shardKeys = (builder: KeyBuilder, shard: number) => builder.tagged(FEATURE, 's', String(shard));
+const shardKeys = (builder: KeyBuilder, shard: number) => builder.tagged(ORDER_KEYS, 's', String(shard));
 
 /** The three keys of the order scripts: order hash, plan hash (a key never written when none), the shard's events stream. */
 export function orderKeys(builder: KeyBuilder, orderId: string, planId?: string): [string, string, string] {

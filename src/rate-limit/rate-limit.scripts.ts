@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Caller } from '../auth/caller';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
+import { rateLimitKey } from './rate-limit-keys';
 
 export interface RateLimitLease {
   /** Requests granted (0 when the caller is over the limit). */
@@ -30,9 +31,4 @@ export class RateLimitScripts {
     const [granted, remaining, resetMs] = await this.scripts.run<[number, number, number]>('core/rate-limit', [key], [limit, windowMs, want]);
     return { granted, remaining, resetMs };
   }
-}
-
-/** One caller's window, under the tag `{<caller kind>:<caller id>}` (anonymous callers by IP). */
-export function rateLimitKey(builder: KeyBuilder, caller: Caller): string {
-  return builder.tagged('rate', caller.kind, caller.id).key('window');
 }

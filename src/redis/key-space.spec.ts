@@ -1,37 +1,48 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { matching } from '../../test/support/arbitraries';
 import type { AppConfig } from '../config/app-config';
-import { MERCHANT_RE, NONCE_RE, nonceKey } from '../auth/merchant-verifier.service';
-import { SUB_RE } from '../auth/jwt-verifier.service';
-import { queueKeys, QUEUE_NAME_RE, registryKey } from '../delay-queue/delay-queue.keys';
-import { visitsKey } from '../diagnostics/diagnostics.service';
-import { lockKeys } from '../locks/lock-keys';
-import { LOCK_NAME_RE } from '../locks/lock.service';
-import { ACCOUNT_ID_RE, broadcastKeys, INBOX_PARTS, inboxKeys } from '../messages/message-keys';
-import { deadEventStreamKeys, eventStreamKeys, ORDER_ID_RE, orderKeys, PLAN_ID_RE, shardOf } from '../orders/order-keys';
-import { rateLimitKey } from '../rate-limit/rate-limit.scripts';
-import { KeyBuilder, TAG_KINDS } from './key-builder';
+import { ACCOUNT_ID_RE, broadcastKeys, inboxKeys } from '../messages/message-keys';
+import { deadEventStreamKeys, eventStreamKeys, ORDER_ID_RE, orderKeys, shardOf } from '../orders/order-keys';
+import { KeyBuilder, keySpaces } from './key-builder';
+import type { KeyShape } from './key-shape';
 
 /**
  * Every kind of key the service makes, walked through the functions that make
  * them, with ids drawn from each id rule: no two kinds of key can ever be the
  * same key (an account called `broadcast` once shared the broadcast feed's
  * keys), and each key parses back to its kind, its tag id and its part.
+ *
+ * No list here names the modules: every keys file under src/ (`*-keys.ts`,
+ * `*.keys.ts`) is imported, which declares its key space, and every module's
+ * `<keys file>.shapes.ts` says which keys it makes. A new module is covered
+ * the day its keys file is added (and the proof fails until it lists its keys).
  */
+
+const SRC = join(__dirname, '..');
+const srcFiles = (readdirSync(SRC, { recursive: true }) as string[]).map((f) => f.split('\\').join('/')).sort();
+const KEYS_FILES = srcFiles.filter((f) => /(?:-keys|\.keys)\.ts$/.test(f));
+const SHAPE_FILES = srcFiles.filter((f) => /(?:-keys|\.keys)\.shapes\.ts$/.test(f));
+for (const f of KEYS_FILES) require(join(SRC, f));
+const SHAPES_BY_FILE = SHAPE_FILES.map((f) => {
+  const shapes = (require(join(SRC, f)) as { KEY_SHAPES?: KeyShape[] }).KEY_SHAPES;
+  if (!Array.isArray(shapes)) throw new Error(`${f} exports no KEY_SHAPES`);
+  return [f, shapes] as const;
+});
+const SPACES = keySpaces();
 
 const builder = new KeyBuilder({ redis: { keyPrefix: 'rp' } } as AppConfig);
 
-/** Labels of the diagnostics visit counters (TouchDto). */
-const LABEL_RE = /^[A-Za-z0-9_-]{1,32}$/;
-/** Service and admin key names (load-config's credential names). */
-const CREDENTIAL_NAME_RE = /^[A-Za-z0-9_.-]{1,64}$/;
-/** Anonymous callers go by their IP address; any id the key builder takes stands in for it. */
-const ANY_TAG_ID_RE = /^[^{}\s]{1,128}$/;
+interface KeyKind extends KeyShape {
+  feature: string;
+}
+const CATALOGUE: KeyKind[] = SHAPES_BY_FILE.flatMap(([, shapes]) => shapes.map((k) => ({ ...k, feature: k.space.feature })));
 
-/** Ids chosen to forge another kind's tag or part: every feature, kind and part name, alone and as `<name>:x`, and the old fixed tags. */
-const words = ['msg', 'ord', 'lock', 'dq', 'rate', 'auth', 'diagnostics', 'broadcast', 'registry', 'o0', 'o15', 'plan:-', '-', '0', '3', '15'];
-for (const [feature, kinds] of Object.entries(TAG_KINDS)) words.push(feature, ...Object.keys(kinds));
-const PARTS = ['inbox', 'bodies', 'idem', 'read', 'meta', 'stream', 'order', 'plan', 'no-plan', 'events', 'dead-events', 'pending', 'ready', 'inflight', 'dead', 'payload', 'attempts', 'errors', 'lease', 'seq', 'queues', 'h', 'fence', 'released', 'window', 'nonce', 'visits'];
+/** Ids chosen to forge another kind's tag or part: every feature, kind and part name, alone and as `<name>:x`, the old abbreviated features and the old fixed tags. */
+const words = ['msg', 'ord', 'lock', 'dq', 'rate', 'broadcast', 'registry', 'o0', 'o15', 'plan:-', '-', '0', '3', '15'];
+for (const space of SPACES) words.push(space.feature, ...Object.keys(space.kinds));
+const PARTS = [...new Set(CATALOGUE.map((k) => k.part))];
 words.push(...PARTS);
 const TRICKY = [...new Set(words.flatMap((w) => [w, `${w}:x`, `x:${w}`, `${w}:${w}`]))];
 
@@ -41,71 +52,48 @@ const ids = (re: RegExp) => {
   return tricky.length ? fc.oneof(matching(re), fc.constantFrom(...tricky)) : matching(re);
 };
 
-interface KeyKind {
-  /** What the key is, for messages. */
-  name: string;
-  feature: string;
-  kind: string;
-  part: string;
-  /** The rule of each argument of `make`. */
-  rules: RegExp[];
-  make: (b: KeyBuilder, args: string[]) => string;
-  /** The tag id and part id the key carries. */
-  carries: (args: string[]) => { id?: string; partId?: string };
-}
-
-const shardId = (orderId: string) => String(shardOf(orderId));
-const orderOfPlan = (planId: string) => PLAN_ID_RE.exec(planId)![1];
-const CATALOGUE: KeyKind[] = [
-  ...INBOX_PARTS.map(
-    (part, i): KeyKind => ({ name: `inbox ${part}`, feature: 'msg', kind: 'a', part, rules: [ACCOUNT_ID_RE], make: (b, [acc]) => inboxKeys(b, acc)[i], carries: ([acc]) => ({ id: acc }) }),
-  ),
-  ...['stream', 'bodies', 'meta'].map((part, i): KeyKind => ({ name: `broadcast ${part}`, feature: 'msg', kind: 'bc', part, rules: [], make: (b) => broadcastKeys(b)[i], carries: () => ({}) })),
-  { name: 'order', feature: 'ord', kind: 's', part: 'order', rules: [ORDER_ID_RE], make: (b, [o]) => orderKeys(b, o)[0], carries: ([o]) => ({ id: shardId(o), partId: o }) },
-  { name: 'plan', feature: 'ord', kind: 's', part: 'plan', rules: [PLAN_ID_RE], make: (b, [p]) => orderKeys(b, orderOfPlan(p), p)[1], carries: ([p]) => ({ id: shardId(orderOfPlan(p)), partId: p }) },
-  { name: 'no plan', feature: 'ord', kind: 's', part: 'no-plan', rules: [ORDER_ID_RE], make: (b, [o]) => orderKeys(b, o)[1], carries: ([o]) => ({ id: shardId(o) }) },
-  { name: 'order events', feature: 'ord', kind: 's', part: 'events', rules: [ORDER_ID_RE], make: (b, [o]) => orderKeys(b, o)[2], carries: ([o]) => ({ id: shardId(o) }) },
-  { name: 'dead order events', feature: 'ord', kind: 's', part: 'dead-events', rules: [ORDER_ID_RE], make: (b, [o]) => deadEventStreamKeys(b)[shardOf(o)], carries: ([o]) => ({ id: shardId(o) }) },
-  ...['pending', 'ready', 'inflight', 'dead', 'payload', 'attempts', 'errors', 'lease', 'seq'].map(
-    (part, i): KeyKind => ({ name: `queue ${part}`, feature: 'dq', kind: 'q', part, rules: [QUEUE_NAME_RE], make: (b, [q]) => queueKeys(b, q).keys[i], carries: ([q]) => ({ id: q }) }),
-  ),
-  { name: 'queue channel', feature: 'dq', kind: 'q', part: 'events', rules: [QUEUE_NAME_RE], make: (b, [q]) => queueKeys(b, q).channel, carries: ([q]) => ({ id: q }) },
-  { name: 'queue registry', feature: 'dq', kind: 'reg', part: 'queues', rules: [], make: (b) => registryKey(b), carries: () => ({}) },
-  ...(['hash', 'fence', 'channel'] as const).map(
-    (which, i): KeyKind => ({
-      name: `lock ${which}`,
-      feature: 'lock',
-      kind: 'n',
-      part: ['h', 'fence', 'released'][i],
-      rules: [LOCK_NAME_RE],
-      make: (b, [name]) => lockKeys(b, name)[which],
-      carries: ([name]) => ({ id: name }),
-    }),
-  ),
-  ...(
-    [
-      ['user', SUB_RE],
-      ['merchant', MERCHANT_RE],
-      ['service', CREDENTIAL_NAME_RE],
-      ['admin', CREDENTIAL_NAME_RE],
-      ['anonymous', ANY_TAG_ID_RE],
-    ] as const
-  ).map(
-    ([kind, rule]): KeyKind => ({ name: `rate window of ${kind}`, feature: 'rate', kind, part: 'window', rules: [rule], make: (b, [id]) => rateLimitKey(b, { kind, id }), carries: ([id]) => ({ id }) }),
-  ),
-  { name: 'merchant nonce', feature: 'auth', kind: 'm', part: 'nonce', rules: [MERCHANT_RE, NONCE_RE], make: (b, [m, n]) => nonceKey(b, m, n), carries: ([m, n]) => ({ id: m, partId: n }) },
-  { name: 'diagnostics visits', feature: 'diagnostics', kind: 'a', part: 'visits', rules: [SUB_RE, LABEL_RE], make: (b, [acc, label]) => visitsKey(b, acc, label), carries: ([acc, label]) => ({ id: acc, partId: label }) },
-];
 /** Valid arguments of each kind of key, by catalogue index. */
 const ARGS = CATALOGUE.map((k) => fc.tuple(...k.rules.map(ids)));
 const argsOf = (k: KeyKind) => ARGS[CATALOGUE.indexOf(k)];
 
+/** Any tag id and part id the key builder takes (no braces, no whitespace), and the tricky ones. */
+const ANY_TAG_ID_RE = /^[^{}\s]{1,128}$/;
+const ANY_PART_ID_RE = /^[^{}\s]{1,256}$/;
+const PART_NAME_RE = /^[a-z][a-z0-9-]{0,31}$/;
+
 describe('the key space', () => {
-  it('the catalogue covers every kind of tag in TAG_KINDS, and every kind of key appears once', () => {
+  it('finds every keys file, and each declares one key space, named after its module folder', () => {
+    expect(KEYS_FILES).toEqual(expect.arrayContaining(['orders/order-keys.ts', 'messages/message-keys.ts', 'delay-queue/delay-queue.keys.ts', 'locks/lock-keys.ts']));
+    expect(SPACES.map((s) => s.feature)).toEqual(expect.arrayContaining(['auth', 'delay-queue', 'diagnostics', 'locks', 'messages', 'orders', 'rate-limit']));
+    for (const f of KEYS_FILES) {
+      const exported: unknown[] = Object.values(require(join(SRC, f)) as object);
+      const declared = SPACES.filter((s) => exported.includes(s));
+      // One space per keys file, named after the module's folder (`src/delay-queue/…` declares `delay-queue`).
+      expect([f, declared.map((s) => s.feature)]).toEqual([f, [f.split('/')[0]]]);
+    }
+  });
+
+  it('the catalogue covers every kind of tag of every declared key space, and every kind of key appears once', () => {
     const covered = new Set(CATALOGUE.map((k) => `${k.feature}/${k.kind}`));
-    expect([...covered].sort()).toEqual(Object.entries(TAG_KINDS).flatMap(([f, kinds]) => Object.keys(kinds).map((k) => `${f}/${k}`)).sort());
+    expect([...covered].sort()).toEqual(SPACES.flatMap((s) => Object.keys(s.kinds).map((k) => `${s.feature}/${k}`)).sort());
     const kinds = CATALOGUE.map((k) => `${k.feature}/${k.kind}/${k.part}`);
     expect(new Set(kinds).size).toBe(kinds.length);
+    // Each module lists its own keys only.
+    for (const [f, shapes] of SHAPES_BY_FILE) expect([f, ...new Set(shapes.map((k) => k.space.feature))]).toEqual([f, expect.any(String)]);
+  });
+
+  it('over every declared kind of tag and any ids and parts, a key parses back to what made it, so no two differ only in spelling (property check)', () => {
+    const kinds = SPACES.flatMap((space) => Object.entries(space.kinds).map(([kind, arity]) => ({ space, kind, arity })));
+    const anyIds = (re: RegExp) => fc.oneof(matching(re), fc.constantFrom(...TRICKY.filter((t) => re.test(t))));
+    const parts = fc.oneof(fc.constantFrom(...PARTS), matching(PART_NAME_RE));
+    fc.assert(
+      fc.property(fc.constantFrom(...kinds), anyIds(ANY_TAG_ID_RE), parts, fc.option(anyIds(ANY_PART_ID_RE), { nil: undefined }), ({ space, kind, arity }, id, part, partId) => {
+        const tagged = (builder.tagged as (...a: unknown[]) => ReturnType<KeyBuilder['tagged']>)(space, kind, ...(arity === 'id' ? [id] : []));
+        const expected = { feature: space.feature, kind, ...(arity === 'id' ? { id } : {}), part, ...(partId === undefined ? {} : { partId }) };
+        expect(builder.parse(tagged.key(part, partId))).toEqual(expected);
+      }),
+      { numRuns: 5000 },
+    );
   });
 
   it.each(CATALOGUE.map((k) => [k.name, k] as const))('a %s key parses back to its kind, its tag id and its part, for any valid ids (property check)', (_name, k) => {
@@ -161,7 +149,7 @@ describe('the key space', () => {
     fc.assert(
       fc.property(fc.stringMatching(ORDER_ID_RE), (o) => {
         expect(eventStreamKeys(builder)[shardOf(o)]).toBe(orderKeys(builder, o)[2]);
-        expect(builder.parse(deadEventStreamKeys(builder)[shardOf(o)])).toEqual({ feature: 'ord', kind: 's', id: String(shardOf(o)), part: 'dead-events' });
+        expect(builder.parse(deadEventStreamKeys(builder)[shardOf(o)])).toEqual({ feature: 'orders', kind: 's', id: String(shardOf(o)), part: 'dead-events' });
       }),
     );
   });

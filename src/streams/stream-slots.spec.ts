@@ -8,8 +8,8 @@ describe('keySlot', () => {
   });
 
   it('hashes only the first non-empty hash tag', () => {
-    expect(keySlot('rp:ord:{s:3}:events')).toBe(keySlot('{s:3}'));
-    expect(keySlot('rp:ord:{s:3}:events')).toBe(keySlot('other:{s:3}:dead-events'));
+    expect(keySlot('rp:orders:{s:3}:events')).toBe(keySlot('{s:3}'));
+    expect(keySlot('rp:orders:{s:3}:events')).toBe(keySlot('other:{s:3}:dead-events'));
     expect(keySlot('a{}b')).toBe(keySlot('a{}b'));
     expect(keySlot('a{}{b}')).not.toBe(keySlot('b'));
   });

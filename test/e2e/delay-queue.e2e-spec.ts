@@ -89,7 +89,7 @@ describe('Delay queue across worker processes', () => {
   });
 
   const prefix = () => producer.config.redis.keyPrefix;
-  /** Where a test's workers record their deliveries: outside the engine's `<prefix>:dq:` keys. */
+  /** Where a test's workers record their deliveries: outside the engine's `<prefix>:delay-queue:` keys. */
   const recordFor = (queue: string) => `${prefix()}:dq-e2e:${queue}`;
 
   function startWorker(name: string, s: WorkerSettings): WorkerProc {

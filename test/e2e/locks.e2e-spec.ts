@@ -54,7 +54,7 @@ describe(`${LocksController.name} over HTTP`, () => {
   const fresh = (what: string) => `e2e:${what}:${++n}`;
   const hashKey = (name: string) => lockKeys(keys, `ext:${name}`).hash;
   /** Every key stored under the lock's hash tag (hash and fencing counter). */
-  const storedKeys = (name: string) => raw.keys(`${keys.prefix}:lock:{n:ext:${name}}:*`);
+  const storedKeys = (name: string) => raw.keys(`${keys.prefix}:locks:{n:ext:${name}}:*`);
 
   const http = () => request(t.server);
   const acquire = (name: string, body: object, auth: Record<string, string> = BILLING) => http().post(`/locks/${name}/acquire`).set(auth).send(body);

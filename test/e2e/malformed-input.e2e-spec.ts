@@ -83,16 +83,16 @@ describe('Malformed input, generated from the OpenAPI document', () => {
     baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
     const p = escapeRe(t.config.redis.keyPrefix);
     IGNORED = [
-      // <prefix>:rate:{<caller>}:window (src/rate-limit/rate-limit.scripts.ts): the rate-limit guard spends from
+      // <prefix>:rate-limit:{<caller>}:window (src/rate-limit/rate-limit-keys.ts): the rate-limit guard spends from
       // the caller's window on every request, before the body or parameters are looked at.
-      { re: new RegExp(`^${p}:rate:\\{[^}]*\\}:window$`), why: 'rate-limit counters' },
-      // <prefix>:auth:{m:<merchant>}:nonce:<nonce> (src/auth/merchant-verifier.service.ts): a correctly signed
+      { re: new RegExp(`^${p}:rate-limit:\\{[^}]*\\}:window$`), why: 'rate-limit counters' },
+      // <prefix>:auth:{m:<merchant>}:nonce:<nonce> (src/auth/auth-keys.ts): a correctly signed
       // request claims its nonce in the guard (replay protection), before validation.
       { re: new RegExp(`^${p}:auth:\\{m:[^}]*\\}:nonce:`), why: 'merchant replay-protection nonces' },
-      // <prefix>:dq:{<queue>}:lease|seq (src/delay-queue/delay-queue.keys.ts): the app's own queue processors (order
+      // <prefix>:delay-queue:{<queue>}:lease|seq (src/delay-queue/delay-queue.keys.ts): the app's own queue processors (order
       // expiry, payment follow-ups, reminders) write these when they claim and heartbeat items, whatever requests do.
       // Every other part of a queue (pending, ready, in-flight, dead, payloads, attempts, errors) is compared.
-      { re: new RegExp(`^${p}:dq:\\{[^}]*\\}:(lease|seq)$`), why: 'delay-queue worker bookkeeping (leases, fencing sequence)' },
+      { re: new RegExp(`^${p}:delay-queue:\\{[^}]*\\}:(lease|seq)$`), why: 'delay-queue worker bookkeeping (leases, fencing sequence)' },
     ];
 
     doc = await fetchDocument();

@@ -29,7 +29,7 @@ describe('Message center over HTTP: expiry and withdraw', () => {
   let t: TestApp;
   let raw: Redis;
   /** The names of every message-center key: what "stores nothing" compares. */
-  const snapshot = async () => (await raw.keys(`${t.config.redis.keyPrefix}:msg:*`)).sort();
+  const snapshot = async () => (await raw.keys(`${t.config.redis.keyPrefix}:messages:*`)).sort();
   const redisNow = async () => {
     const [s, us] = await raw.time();
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);

@@ -46,7 +46,7 @@ describe('Message center: bad input', () => {
   let t: TestApp;
   let raw: Redis;
   /** The names of every message-center key: what "stores nothing" compares. */
-  const snapshot = async () => (await raw.keys(`${t.config.redis.keyPrefix}:msg:*`)).sort();
+  const snapshot = async () => (await raw.keys(`${t.config.redis.keyPrefix}:messages:*`)).sort();
   const inbox = async (accountId: string) => {
     const res = await request(t.server).get('/messages?limit=100').set(auth(accountId));
     expect(res.status).toBe(200);

@@ -566,14 +566,14 @@ describe('Message center over HTTP', () => {
     it('to "all" is one write (written 0, no inbox touched); several accounts, one that never pulled too, see it on their next pull, unread, once', async () => {
       expect((await one.pull('acc_all1')).messages).toEqual([]);
       expect((await one.pull('acc_all2')).messages).toEqual([]);
-      const keysBefore = new Set(await raw.keys(`${prefix}:msg:*`));
+      const keysBefore = new Set(await raw.keys(`${prefix}:messages:*`));
 
       const res = await one.broadcast(bodyOf('Double 11', 'all'));
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ broadcastId: expect.stringMatching(MSG_ID), audience: 'all', written: 0, duplicates: 0 });
-      const added = (await raw.keys(`${prefix}:msg:*`)).filter((k) => !keysBefore.has(k));
+      const added = (await raw.keys(`${prefix}:messages:*`)).filter((k) => !keysBefore.has(k));
       expect(added.length).toBeGreaterThan(0);
-      expect(added.filter((k) => !k.startsWith(`${prefix}:msg:{bc}:`))).toEqual([]);
+      expect(added.filter((k) => !k.startsWith(`${prefix}:messages:{bc}:`))).toEqual([]);
 
       for (const acc of ['acc_all1', 'acc_all2', 'acc_all3']) {
         expect(await one.unread(acc)).toBe(1);
@@ -647,7 +647,7 @@ describe('Message center over HTTP', () => {
       ['a title of 101 characters', bodyOf('x'.repeat(101), 'all'), 'title'],
       ['an unknown field', { ...bodyOf('Extra', 'all'), pinned: true }, 'pinned'],
     ])('refuses %s with 400 naming the field, sending nothing', async (_what, body, field) => {
-      const streamKey = `${prefix}:msg:{bc}:stream`;
+      const streamKey = `${prefix}:messages:{bc}:stream`;
       const sent = await raw.zcard(streamKey);
       const res = await one.broadcast(body);
       expectError(res, 400, 'VALIDATION_FAILED', field);

@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import { loadConfig } from '../../src/config/load-config';
+import { DIAGNOSTICS_KEYS } from '../../src/diagnostics/diagnostics-keys';
 import { MetricsService } from '../../src/metrics/metrics.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { isRedisUnavailable } from '../../src/redis/redis-unavailable.error';
@@ -31,7 +32,7 @@ describe('Redis Cluster: a command cut off by a dropped connection', () => {
     const redis = new RedisService(config, new MetricsService(), new BackgroundWorkers());
     try {
       await redis.warmUp();
-      const key = new KeyBuilder(config).tagged('diagnostics', 'a', 'resend').key('n');
+      const key = new KeyBuilder(config).tagged(DIAGNOSTICS_KEYS, 'a', 'resend').key('n');
       await redis.client.set(key, '0');
       const slot = Number(await redis.client.cluster('KEYSLOT', key));
       const slots = (await redis.client.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>;

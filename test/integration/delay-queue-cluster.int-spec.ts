@@ -38,7 +38,7 @@ describe(`${DelayQueueService.name} on a 3-master cluster`, () => {
     // Which script ran for which queue (the real call still runs).
     const original = scripts.run.bind(scripts);
     jest.spyOn(scripts, 'run').mockImplementation(((script: string, keys: readonly string[], args: readonly ScriptArg[] = []) => {
-      const queue = /:dq:\{q:([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
+      const queue = /:delay-queue:\{q:([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
       ran.set(queue, (ran.get(queue) ?? new Set()).add(script));
       return original(script, keys, args);
     }) as ScriptRegistry['run']);

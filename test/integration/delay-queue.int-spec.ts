@@ -76,7 +76,7 @@ describe(DelayQueueService.name, () => {
   };
   /** Every key stored for `queue`, with its type. */
   const storedKeys = async (queue: string) => {
-    const found = await raw.keys(`${keyBuilder.prefix}:dq:{q:${queue}}:*`);
+    const found = await raw.keys(`${keyBuilder.prefix}:delay-queue:{q:${queue}}:*`);
     return Promise.all(found.map(async (key) => ({ key, type: await raw.type(key) })));
   };
   /** The keys that hold items: all but the fencing-token counter, which outlives them on purpose. */

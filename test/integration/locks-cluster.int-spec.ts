@@ -57,7 +57,7 @@ describe(`${LockService.name} on a 3-master cluster`, () => {
       const scripts = t.app.get(ScriptRegistry);
       const original = scripts.run.bind(scripts);
       jest.spyOn(scripts, 'run').mockImplementation(((script: string, k: readonly string[], args: readonly ScriptArg[] = []) => {
-        const name = /:lock:\{n:([^}]+)\}:/.exec(k[0] ?? '')?.[1];
+        const name = /:locks:\{n:([^}]+)\}:/.exec(k[0] ?? '')?.[1];
         if (name) ran.set(name, (ran.get(name) ?? new Set()).add(script));
         return original(script, k, args);
       }) as ScriptRegistry['run']);

@@ -39,7 +39,7 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
     const original = scripts.run.bind(scripts);
     jest.spyOn(scripts, 'run').mockImplementation(((script: string, keys: readonly string[], args: readonly ScriptArg[] = []) => {
       // The account of an inbox (`{a:<account>}`), or `bc` for the broadcast feed (`{bc}`).
-      const tag = /:msg:\{(?:a:)?([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
+      const tag = /:messages:\{(?:a:)?([^}]+)\}:/.exec(keys[0] ?? '')?.[1] ?? '';
       ran.set(tag, (ran.get(tag) ?? new Set()).add(script));
       return original(script, keys, args);
     }) as ScriptRegistry['run']);

@@ -259,7 +259,7 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
 
     it('in process, the fields that name keys are checked as over HTTP: a 400 naming the field, nothing stored', async () => {
       const prefix = t.app.get(KeyBuilder).prefix;
-      const before = (await raw.keys(`${prefix}:msg:*`)).sort();
+      const before = (await raw.keys(`${prefix}:messages:*`)).sort();
       const base = { accountId: 'cmd-ok', bizType: 'ORDER_CLOSE_REMINDER', outerBizId: 'o-1', title: 't', content: 'c' };
       await expectFieldError(svc.write({ ...base, accountId: '{other}' }), 'accountId');
       await expectFieldError(svc.write({ ...base, accountId: '' }), 'accountId');
@@ -269,7 +269,7 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       await expectFieldError(svc.withdraw({ accountId: 'a b', bizType: 'ORDER_CLOSE_REMINDER', outerBizId: 'o-1' }), 'accountId');
       await expectFieldError(t.app.get(PendingActionsService).start({ accountId: '{x}', bizType: 'BANK_CARD_BINDING' }), 'accountId');
       await expectFieldError(t.app.get(PendingActionsService).finish({ accountId: '{x}', bizType: 'BANK_CARD_BINDING' }), 'accountId');
-      expect((await raw.keys(`${prefix}:msg:*`)).sort()).toEqual(before);
+      expect((await raw.keys(`${prefix}:messages:*`)).sort()).toEqual(before);
     });
 
     it('a pending action of an unknown type, called in process, is a 400 naming bizType and stores nothing', async () => {

@@ -562,7 +562,7 @@ describe(MessagesService.name, () => {
         expect(await a.all(acc)).toEqual([expect.objectContaining({ bizType: 'BROADCAST', outerBizId: r.broadcastId, broadcastId: r.broadcastId, title: 'For you', url: 'redispay://promotions/x', read: false })]);
         expect(await a.svc.unreadCount(acc)).toBe(1);
       }
-      expect(await raw.keys(`${a.prefix}:msg:{a:list-unlisted}:*`)).toEqual([]);
+      expect(await raw.keys(`${a.prefix}:messages:{a:list-unlisted}:*`)).toEqual([]);
       expect(await a.all('list-unlisted')).toEqual([]);
     });
 

@@ -75,7 +75,7 @@ describe(RateLimiter.name, () => {
     const x = await instance(server.url, prefix);
     const raw = new Redis(server.url);
     try {
-      const key = `${prefix}:rate:{user:acc_stuck}:window`;
+      const key = `${prefix}:rate-limit:{user:acc_stuck}:window`;
       await raw.set(key, '999'); // no TTL, over the limit
       expect((await x.limiter.take({ kind: 'user', id: 'acc_stuck' }, 5)).allowed).toBe(false);
       const ttl = await raw.pttl(key);

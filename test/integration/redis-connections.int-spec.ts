@@ -2,10 +2,12 @@ import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { AppConfig } from '../../src/config/app-config';
 import { loadConfig } from '../../src/config/load-config';
+import { DIAGNOSTICS_KEYS } from '../../src/diagnostics/diagnostics-keys';
 import { MetricsService } from '../../src/metrics/metrics.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { RedisClient, RedisService } from '../../src/redis/redis.service';
+import { RATE_LIMIT_KEYS } from '../../src/rate-limit/rate-limit-keys';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
@@ -171,12 +173,12 @@ function connectionContract(t: Topology) {
   it('runs bounded BLPOPs through blocking(), which has no command timeout', async () => {
     const { redis, keys } = makeRig(t.env());
     await redis.warmUp();
-    const q = keys.tagged('diagnostics', 'a', 'queue').key('jobs');
+    const q = keys.tagged(DIAGNOSTICS_KEYS, 'a', 'queue').key('jobs');
     const conn = redis.blocking('worker');
 
     // Longer than the command timeout: the blocking connection must wait it out and answer "nothing".
     const t0 = Date.now();
-    expect(await conn.blpop(keys.tagged('diagnostics', 'a', 'queue').key('empty'), 0.8)).toBeNull();
+    expect(await conn.blpop(keys.tagged(DIAGNOSTICS_KEYS, 'a', 'queue').key('empty'), 0.8)).toBeNull();
     expect(Date.now() - t0).toBeGreaterThanOrEqual(700);
 
     const popped = conn.blpop(q, 3);
@@ -191,14 +193,14 @@ function connectionContract(t: Topology) {
     const prefix = config.redis.keyPrefix;
     const tags = ['alice', 'bob', 'carol', 'dave', 'erin'];
     for (const tag of tags) {
-      await scripts.run('diagnostics/touch', [keys.tagged('diagnostics', 'a', tag).key('visits', 'web')], [60_000]);
-      await scripts.run('core/rate-limit', [keys.tagged('rate', 'user', tag).key('window')], [10, 60_000, 1]);
+      await scripts.run('diagnostics/touch', [keys.tagged(DIAGNOSTICS_KEYS, 'a', tag).key('visits', 'web')], [60_000]);
+      await scripts.run('core/rate-limit', [keys.tagged(RATE_LIMIT_KEYS, 'user', tag).key('window')], [10, 60_000, 1]);
     }
     const found = (
       await Promise.all(redis.masters().map(async (m) => withConnection({ host: '127.0.0.1', port: await servingPort(m) }, (c) => c.keys(`${prefix}:*`))))
     ).flat();
     expect(found.sort()).toEqual(
-      tags.flatMap((tag) => [`${prefix}:diagnostics:{a:${tag}}:visits:web`, `${prefix}:rate:{user:${tag}}:window`]).sort(),
+      tags.flatMap((tag) => [`${prefix}:diagnostics:{a:${tag}}:visits:web`, `${prefix}:rate-limit:{user:${tag}}:window`]).sort(),
     );
   });
 
@@ -211,7 +213,7 @@ function connectionContract(t: Topology) {
     await sub.subscribe(`${rig.config.redis.keyPrefix}:bye`);
     const blocked = redis.blocking('long');
     await waitUntil('blocking connection ready', async () => blocked.status === 'ready', 5_000);
-    const pending = blocked.blpop(keys.tagged('diagnostics', 'a', 'never').key('q'), 10).catch((e: Error) => e);
+    const pending = blocked.blpop(keys.tagged(DIAGNOSTICS_KEYS, 'a', 'never').key('q'), 10).catch((e: Error) => e);
     await sleep(50);
 
     const t0 = Date.now();
@@ -223,7 +225,7 @@ function connectionContract(t: Topology) {
 
     // A late caller gets a prompt error, not a command that waits forever on a closed client.
     const late = await Promise.race([
-      redis.client.get(keys.tagged('diagnostics', 'a', 'late').key('x')).then(
+      redis.client.get(keys.tagged(DIAGNOSTICS_KEYS, 'a', 'late').key('x')).then(
         () => 'resolved',
         (e: Error) => e.message,
       ),
@@ -278,13 +280,13 @@ describe('standalone', () => {
       down = await startRedisServer();
       const { redis, scripts, keys } = makeRig({ REDIS_URL: down.url });
       await scripts.onApplicationBootstrap();
-      const key = keys.tagged('diagnostics', 'a', 'durable').key('visits', 'x');
+      const key = keys.tagged(DIAGNOSTICS_KEYS, 'a', 'durable').key('visits', 'x');
       for (let i = 1; i <= 3; i++) expect((await scripts.run<[number, number]>('diagnostics/touch', [key], [600_000]))[0]).toBe(i);
       const sha = scripts.get('diagnostics/touch').sha;
       const runIdBefore = await withConnection(down, async (c) => /^run_id:(\w+)/m.exec(await c.info('server'))![1]);
 
       await down.stop();
-      const other = keys.tagged('diagnostics', 'a', 'while-down').key('visits', 'x');
+      const other = keys.tagged(DIAGNOSTICS_KEYS, 'a', 'while-down').key('visits', 'x');
       const bound = COMMAND_TIMEOUT_MS + 500;
       for (let i = 0; i < 3; i++) {
         const t0 = Date.now();
@@ -338,7 +340,7 @@ describe('sentinel', () => {
   it('follows a failover: writes through the same RedisService reach the new master within seconds', async () => {
     const { redis, scripts, keys } = makeRig(env());
     await scripts.onApplicationBootstrap();
-    const key = keys.tagged('diagnostics', 'a', 'failover').key('visits', 'x');
+    const key = keys.tagged(DIAGNOSTICS_KEYS, 'a', 'failover').key('visits', 'x');
     expect((await scripts.run<[number, number]>('diagnostics/touch', [key], [600_000]))[0]).toBe(1);
     expect(await (redis.client as Redis).wait(1, 2_000)).toBe(1);
 
@@ -354,7 +356,7 @@ describe('sentinel', () => {
     await waitUntil(
       'a write through the service to land on the new master',
       async () => {
-        const probe = keys.tagged('diagnostics', 'a', 'failover').key('probe', String(i++));
+        const probe = keys.tagged(DIAGNOSTICS_KEYS, 'a', 'failover').key('probe', String(i++));
         try {
           await redis.client.set(probe, 'x');
         } catch (err) {

@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { loadConfig } from '../../src/config/load-config';
+import { DIAGNOSTICS_KEYS } from '../../src/diagnostics/diagnostics-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisService } from '../../src/redis/redis.service';
 import { MetricsService } from '../../src/metrics/metrics.service';
@@ -41,7 +42,7 @@ describe('Redis over TLS with a password', () => {
       expect(config.redis.tls).toBe(true);
       await redis.warmUp();
       await scripts.loadAll();
-      const key = new KeyBuilder(config).tagged('diagnostics', 'a', 'tls').key('visits', 'x');
+      const key = new KeyBuilder(config).tagged(DIAGNOSTICS_KEYS, 'a', 'tls').key('visits', 'x');
       const [count] = await scripts.run<[number, number]>('diagnostics/touch', [key], [60_000]);
       expect(count).toBe(1);
     } finally {
