@@ -135,8 +135,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       anonymous: s.RATE_LIMIT_ANONYMOUS ?? 20,
     },
   };
-  // Every module's own slice, validated now so that a bad module setting stops the boot like any other.
+  // Kept for a slice defined after this ran (see ConfigSlice.of); not enumerable, so never logged or compared.
   Object.defineProperty(cfg, 'source', { value: Object.freeze({ ...env }), enumerable: false });
+  // Every module's own slice, validated now so that a bad module setting stops the boot like any other.
   for (const slice of configSlices()) cfg.slices.set(slice.name, slice.load(env));
   return cfg;
 }
