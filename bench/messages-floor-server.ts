@@ -43,13 +43,14 @@ async function main(): Promise<void> {
   const { standaloneOrSentinelOptions } = requireFromBuild<typeof import('../src/redis/redis-options')>(dist, 'redis/redis-options');
   const { KeyBuilder } = requireFromBuild<typeof import('../src/redis/key-builder')>(dist, 'redis/key-builder');
   const { MessagesStore } = requireFromBuild<typeof import('../src/messages/messages.store')>(dist, 'messages/messages.store');
+  const { messagesConfig } = requireFromBuild<typeof import('../src/messages/messages.config')>(dist, 'messages/messages.config');
   const { BroadcastFeed } = requireFromBuild<typeof import('../src/messages/broadcast-feed')>(dist, 'messages/broadcast-feed');
   const { MessagesService } = requireFromBuild<typeof import('../src/messages/messages.service')>(dist, 'messages/messages.service');
 
   const config = loadConfig(process.env);
   if (config.redis.topology.mode !== 'standalone') throw new Error('the floor needs REDIS_URL');
   const scripts = await connectScriptRedis(config.redis.topology.url, standaloneOrSentinelOptions(config.redis), join(dist, '..', 'lua'));
-  const store = new MessagesStore(scripts as unknown as ScriptRegistry, new KeyBuilder(config), config);
+  const store = new MessagesStore(scripts as unknown as ScriptRegistry, new KeyBuilder(config), messagesConfig.of(config));
   const messages = new MessagesService(store, new BroadcastFeed(store), NO_METRICS);
 
   const app = Fastify({ logger: false });

@@ -199,6 +199,7 @@ async function benchStore(dist: string, redis: BenchRedis): Promise<BenchStore> 
   const { KeyBuilder } = requireFromBuild<typeof import('../src/redis/key-builder')>(dist, 'redis/key-builder');
   const { inboxKeys } = requireFromBuild<typeof import('../src/messages/message-keys')>(dist, 'messages/message-keys');
   const { MessagesStore } = requireFromBuild<typeof import('../src/messages/messages.store')>(dist, 'messages/messages.store');
+  const { messagesConfig } = requireFromBuild<typeof import('../src/messages/messages.config')>(dist, 'messages/messages.config');
   const { toStored } = requireFromBuild<typeof import('../src/messages/messages.service')>(dist, 'messages/messages.service');
   const config = loadConfig(fullEnv(0, redis.url, PREFIX, BASE_ENV));
   // Auto-pipelining on: this connection only fills and inspects, many calls in flight.
@@ -207,7 +208,7 @@ async function benchStore(dist: string, redis: BenchRedis): Promise<BenchStore> 
   const keys = new KeyBuilder(config);
   return {
     scripts,
-    store: new MessagesStore(scripts as unknown as ScriptRegistry, keys, config),
+    store: new MessagesStore(scripts as unknown as ScriptRegistry, keys, messagesConfig.of(config)),
     toStored,
     keysOf: (accountId) => inboxKeys(keys, accountId),
   };

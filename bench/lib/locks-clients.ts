@@ -70,6 +70,8 @@ function countCommands(conn: Redis, onCommand: () => void): void {
 /** Loaded once per build: what every engine client needs. */
 interface EngineBuild {
   config: ReturnType<typeof import('../../src/config/load-config').loadConfig>;
+  /** The lock engine's settings (its config slice). */
+  locks: import('../../src/locks/locks.config').LocksConfig;
   redisOptions: RedisOptions;
   modules: {
     ConfigModule: typeof import('../../src/config/config.module').ConfigModule;
@@ -98,6 +100,7 @@ function loadEngineBuild(dist: string, redisUrl: string): EngineBuild {
     : undefined;
   return {
     config,
+    locks: requireFromBuild<typeof import('../../src/locks/locks.config')>(dist, 'locks/locks.config').locksConfig.of(config),
     redisOptions: standaloneOrSentinelOptions(config.redis),
     modules: {
       ConfigModule: requireFromBuild<typeof import('../../src/config/config.module')>(dist, 'config/config.module').ConfigModule,
@@ -120,9 +123,9 @@ export function engineLibrary(dist: string, redisUrl: string): LockLibrary & { w
     label: 'engine: LockService (pub/sub wake-up)',
     settings:
       `acquire(name, {leaseMs: ${LEASE_MS}, waitMs: ${WAIT_MS}}), default owner (a fresh token per acquire), mode write, watchdog on (the default); ` +
-      `waiters sleep on the release message and re-check every LOCK_WAKE_CHECK_MS × 0.8–1.2 = ${b.config.locks.wakeCheckMs} ms (the default) at the latest`,
+      `waiters sleep on the release message and re-check every LOCK_WAKE_CHECK_MS × 0.8–1.2 = ${b.locks.wakeCheckMs} ms (the default) at the latest`,
     commands: ['evalsha', 'eval'],
-    wakeCheckMs: b.config.locks.wakeCheckMs,
+    wakeCheckMs: b.locks.wakeCheckMs,
     redisOptions: b.redisOptions,
     viaLockModule: b.lockModule !== undefined,
     async connect() {

@@ -44,36 +44,10 @@ export interface RateLimitConfig {
   limits: Record<'user' | 'merchant' | 'service' | 'admin' | 'anonymous', number>;
 }
 
-export interface MessagesConfig {
-  /** Most messages an account keeps (the newest). */
-  maxPerAccount: number;
-  /** How long a message is kept, ms. */
-  retentionMs: number;
-  /** Reminder delay per pending-action type, ms (overrides of the built-in defaults). */
-  pendingActionDelays: ReadonlyMap<string, number>;
-}
-
-export interface LocksConfig {
-  /** LOCK_POLICIES: lease and wait per business, overriding what the modules declare. */
-  policies: ReadonlyMap<string, { leaseMs: number; waitMs: number }>;
-  /** A waiter checks the lock again at least this often, even if no release message arrives, ms. */
-  wakeCheckMs: number;
-}
-
-export interface OrdersConfig {
-  /** How long an order and its plans are kept after their last write, ms (the idempotency window of merchantOrderNo). */
-  retentionMs: number;
-  /** Approximate most events kept per shard stream. */
-  eventsMaxLen: number;
-  /** Delay before the first channel query after an unknown outcome, and the query backoff's first step, ms. */
-  queryDelayMs: number;
-  /** Latency of every simulated payment channel, ms. */
-  channelLatencyMs: number;
-  /** `method.op` → outcome of the simulated channels (pay, query, reverse); success when absent. */
-  channelOutcomes: ReadonlyMap<string, 'success' | 'failure' | 'unknown'>;
-}
-
-/** The typed, validated configuration. Built once at boot by `loadConfig`; inject it, never read `process.env`. */
+/**
+ * The typed, validated configuration of the platform (server, Redis, identities, rate limits).
+ * Built once at boot by `loadConfig`; inject it, never read `process.env`.
+ */
 export class AppConfig {
   env!: 'development' | 'test' | 'production';
   port!: number;
@@ -93,7 +67,11 @@ export class AppConfig {
   /** admin key name → key */
   adminKeys!: ReadonlyMap<string, string>;
   rateLimit!: RateLimitConfig;
-  messages!: MessagesConfig;
-  locks!: LocksConfig;
-  orders!: OrdersConfig;
+  /**
+   * Each feature module's own settings, by slice name, built by `loadConfig` from every
+   * slice defined with `defineConfigSlice`. Modules inject their slice's token, never this map.
+   */
+  readonly slices = new Map<string, unknown>();
+  /** The environment this was loaded from, for a slice defined after `loadConfig` ran. Not enumerable: never logged or compared. */
+  declare readonly source: Readonly<NodeJS.ProcessEnv>;
 }

@@ -11,22 +11,13 @@ import {
   Min,
   MinLength,
 } from 'class-validator';
-
-const toInt = ({ value }: { value: unknown }) =>
-  value === undefined || value === '' ? undefined : /^-?\d+$/.test(String(value)) ? Number(value) : value;
-const toBool = ({ value }: { value: unknown }) => {
-  if (value === undefined || value === '') return undefined;
-  const v = String(value).toLowerCase();
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-  if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  return value;
-};
-const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
+import { emptyToUndefined, toBool, toInt } from './env-validation';
 
 /**
- * Every environment variable the service reads, named exactly as in the
- * environment so a validation error names the variable. Defaults live in
- * `load-config.ts` and in `.env.example`; keep the three in step.
+ * The platform's environment variables (server, Redis, identities, rate limits),
+ * named exactly as in the environment so a validation error names the variable.
+ * Defaults live in `load-config.ts` and in `.env.example`; keep the three in step.
+ * A feature module's own variables are in its `<module>.config.ts` slice.
  */
 export class EnvSchema {
   @IsOptional() @Transform(emptyToUndefined) @IsIn(['development', 'test', 'production'])
@@ -157,43 +148,4 @@ export class EnvSchema {
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
   RATE_LIMIT_ANONYMOUS?: number;
-
-  // --- Message center -----------------------------------------------------------
-  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(100_000)
-  MESSAGES_MAX_PER_ACCOUNT?: number;
-
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3650 * 86_400)
-  MESSAGES_RETENTION_SECONDS?: number;
-
-  @IsOptional() @Transform(emptyToUndefined) @Matches(/^[A-Z][A-Z0-9_]{0,31}:\d{1,9}(,[A-Z][A-Z0-9_]{0,31}:\d{1,9})*$/, {
-    message: 'must be TYPE:delayMs[,TYPE:delayMs...] with upper-case types',
-  })
-  PENDING_ACTION_DELAYS?: string;
-
-  // --- Locks ---------------------------------------------------------------------
-  @IsOptional() @Transform(emptyToUndefined) @Matches(/^[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8}(,[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8})*$/, {
-    message: 'must be business:leaseMs:waitMs[,business:leaseMs:waitMs...] with lower-case business names',
-  })
-  LOCK_POLICIES?: string;
-
-  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(60_000)
-  LOCK_WAKE_CHECK_MS?: number;
-
-  // --- Orders and payment plans ---------------------------------------------------
-  @IsOptional() @Transform(toInt) @IsInt() @Min(2 * 86_400) @Max(3650 * 86_400)
-  ORDERS_RETENTION_SECONDS?: number;
-
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1000) @Max(10_000_000)
-  ORDERS_EVENTS_MAXLEN?: number;
-
-  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
-  ORDERS_QUERY_DELAY_MS?: number;
-
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(60_000)
-  CHANNEL_LATENCY_MS?: number;
-
-  @IsOptional() @Transform(emptyToUndefined) @Matches(/^(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown)(,(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown))*$/, {
-    message: 'must be method.op=outcome[,...]: method balance|quickpay|points|ebanking, op pay|query|reverse, outcome success|failure|unknown',
-  })
-  CHANNEL_OUTCOMES?: string;
 }

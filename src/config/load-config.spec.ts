@@ -3,26 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AppConfig } from './app-config';
-import { ConfigError, DEV_DEFAULTS, loadConfig, parseNamedSecrets } from './load-config';
-
-/** Runs `fn`, expects a ConfigError for `variable`, and returns it. */
-function configError(fn: () => unknown, variable: string): ConfigError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(ConfigError);
-  const err = caught as ConfigError;
-  expect(err.name).toBe('ConfigError');
-  expect(err.variable).toBe(variable);
-  expect(err.message.startsWith(`${variable} `)).toBe(true);
-  // The variable's name appears once at the start, not twice (class-validator's own prefix is stripped).
-  expect(err.message.startsWith(`${variable} ${variable}`)).toBe(false);
-  expect(err.message.length).toBeGreaterThan(variable.length + 1);
-  return err;
-}
+import { expectConfigError as configError } from '../../test/support/config-errors';
+import { DEV_DEFAULTS, loadConfig, parseNamedSecrets } from './load-config';
 
 const loadError = (env: NodeJS.ProcessEnv, variable: string) => configError(() => loadConfig(env), variable);
 
@@ -45,33 +27,6 @@ const without = (env: NodeJS.ProcessEnv, ...names: string[]): NodeJS.ProcessEnv 
 };
 
 describe(loadConfig.name, () => {
-  describe('message center', () => {
-    it('defaults to 1,000 messages for 90 days and the built-in reminder delays', () => {
-      const cfg = loadConfig({});
-      expect(cfg.messages).toEqual({ maxPerAccount: 1000, retentionMs: 90 * 86_400_000, pendingActionDelays: new Map() });
-    });
-
-    it('reads the limits and the reminder delay overrides', () => {
-      const cfg = loadConfig({ MESSAGES_MAX_PER_ACCOUNT: '50', MESSAGES_RETENTION_SECONDS: '2', PENDING_ACTION_DELAYS: 'PASSWORD_RECOVERY:300,BANK_CARD_BINDING:60000' });
-      expect(cfg.messages.maxPerAccount).toBe(50);
-      expect(cfg.messages.retentionMs).toBe(2000);
-      expect([...cfg.messages.pendingActionDelays]).toEqual([
-        ['PASSWORD_RECOVERY', 300],
-        ['BANK_CARD_BINDING', 60000],
-      ]);
-    });
-
-    it.each([
-      ['MESSAGES_MAX_PER_ACCOUNT', '9'],
-      ['MESSAGES_RETENTION_SECONDS', '0'],
-      ['PENDING_ACTION_DELAYS', 'password_recovery:300'],
-      ['PENDING_ACTION_DELAYS', 'PASSWORD_RECOVERY'],
-      ['PENDING_ACTION_DELAYS', 'PASSWORD_RECOVERY:-1'],
-    ])('rejects %s=%p', (variable, value) => {
-      configError(() => loadConfig({ [variable]: value }), variable);
-    });
-  });
-
   describe('defaults (no variables set)', () => {
     let cfg: AppConfig;
     beforeAll(() => {

@@ -1,10 +1,10 @@
 import { Global, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { AppConfig } from '../config/app-config';
 import { DEFAULT_POLICY, LockPolicies } from './lock-policies';
 import { LockPoliciesModule } from './lock-policies.module';
+import { LocksConfig } from './locks.config';
 
-const configWith = (env: Array<[string, { leaseMs: number; waitMs: number }]>) => ({ locks: { policies: new Map(env), wakeCheckMs: 250 } }) as unknown as AppConfig;
+const configWith = (env: Array<[string, { leaseMs: number; waitMs: number }]>): LocksConfig => ({ policies: new Map(env), wakeCheckMs: 250 });
 
 describe(LockPolicies.name, () => {
   it('gives a declared business its policy, and any other the default', () => {
@@ -48,7 +48,7 @@ describe(LockPoliciesModule.name, () => {
   /** LockPolicies as LocksModule provides it: global. */
   function engine(env: Array<[string, { leaseMs: number; waitMs: number }]> = []) {
     @Global()
-    @Module({ providers: [LockPolicies, { provide: AppConfig, useValue: configWith(env) }], exports: [LockPolicies] })
+    @Module({ providers: [LockPolicies, { provide: LocksConfig, useValue: configWith(env) }], exports: [LockPolicies] })
     class Engine {}
     return Engine;
   }

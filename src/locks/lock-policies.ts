@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
 import type { LockPolicy } from './lock.types';
+import { LocksConfig } from './locks.config';
 
 /** Used when a business has no policy of its own (LOCK_POLICIES can override it as `default`). */
 export const DEFAULT_POLICY: LockPolicy = { leaseMs: 30_000, waitMs: 0 };
@@ -17,7 +17,7 @@ export type LockPolicyDeclarations = Readonly<Record<string, LockPolicy>>;
 export class LockPolicies {
   private readonly declared = new Map<string, { policy: LockPolicy; by: string }>();
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(private readonly config: LocksConfig) {}
 
   /**
    * Declares the policies of `module`'s businesses. The same business declared
@@ -39,7 +39,7 @@ export class LockPolicies {
 
   /** Lease and wait of a business: LOCK_POLICIES, else the declared one, else `default` (LOCK_POLICIES, else DEFAULT_POLICY). */
   get(business = 'default'): LockPolicy {
-    const own = this.config.locks.policies;
+    const own = this.config.policies;
     return own.get(business) ?? this.declared.get(business)?.policy ?? own.get('default') ?? DEFAULT_POLICY;
   }
 }

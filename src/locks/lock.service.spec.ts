@@ -1,5 +1,4 @@
 import { EventEmitter } from 'node:events';
-import type { AppConfig } from '../config/app-config';
 import type { RedisService } from '../redis/redis.service';
 import { systemLockClock } from './lock-clock';
 import { LockContendedError } from './lock.errors';
@@ -7,6 +6,7 @@ import type { LockMetrics } from './lock.metrics';
 import { LockPolicies } from './lock-policies';
 import { LockService } from './lock.service';
 import type { AcquireCommand, AcquireResult, LockStore } from './lock.store';
+import type { LocksConfig } from './locks.config';
 
 const WAKE_CHECK_MS = 200;
 const counter = () => ({ inc: () => undefined, observe: () => undefined });
@@ -39,7 +39,7 @@ describe(`${LockService.name} waiting`, () => {
       },
     } as unknown as LockStore;
     sub = Object.assign(new EventEmitter(), { subscribe: () => Promise.resolve(1), unsubscribe: () => Promise.resolve(0) });
-    const config = { locks: { policies: new Map(), wakeCheckMs: WAKE_CHECK_MS } } as unknown as AppConfig;
+    const config: LocksConfig = { policies: new Map(), wakeCheckMs: WAKE_CHECK_MS };
     const metrics = { forAcquire: () => ({ acquired: counter(), contended: counter(), unavailable: counter(), wait: counter() }) } as unknown as LockMetrics;
     const redis = { subscriber: () => sub } as unknown as RedisService;
     locks = new LockService(store, new LockPolicies(config), config, metrics, redis, systemLockClock);

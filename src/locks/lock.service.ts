@@ -1,13 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
 import { InvalidArgumentError } from '../errors/domain-error';
 import { RedisService } from '../redis/redis.service';
 import { Hold, type HoldHost } from './hold';
 import { LeaseRenewer } from './lease-renewer';
 import { type LockClock, systemLockClock } from './lock-clock';
 import { LockContendedError, LockLostError, LockUnavailableError } from './lock.errors';
+import { LocksConfig } from './locks.config';
 import type { LockKeys } from './lock-keys';
 import { LockMetrics } from './lock.metrics';
 import { LockPolicies } from './lock-policies';
@@ -63,7 +63,7 @@ export class LockService implements OnApplicationShutdown, HoldHost {
   constructor(
     private readonly store: LockStore,
     private readonly policies: LockPolicies,
-    private readonly config: AppConfig,
+    private readonly config: LocksConfig,
     private readonly metrics: LockMetrics,
     redis: RedisService,
     @Optional() @Inject(LOCK_CLOCK) clock?: LockClock,
@@ -107,7 +107,7 @@ export class LockService implements OnApplicationShutdown, HoldHost {
         const left = deadline - clock.now();
         // A waiting writer keeps new readers out; it renews that mark on every try (at least every
         // wakeCheckMs), so a writer that gives up stops blocking readers soon after.
-        const intentMs = mode === 'write' ? Math.ceil(Math.min(left, 3 * this.config.locks.wakeCheckMs)) : 0;
+        const intentMs = mode === 'write' ? Math.ceil(Math.min(left, 3 * this.config.wakeCheckMs)) : 0;
         const sentAt = clock.now();
         // Others in this process wait for this lock and sleep until a release message wakes one of
         // them: if this caller gets it, the lock keeps the waiter mark so that its release publishes.
@@ -131,7 +131,7 @@ export class LockService implements OnApplicationShutdown, HoldHost {
           continue;
         }
         const jitter = 0.8 + Math.random() * 0.4;
-        const nap = Math.min(remaining, result.freeInMs + 1, this.config.locks.wakeCheckMs * jitter);
+        const nap = Math.min(remaining, result.freeInMs + 1, this.config.wakeCheckMs * jitter);
         await this.waiters.sleep(keys.channel, nap, since, mode === 'write', options.signal);
       }
     } catch (err) {

@@ -4,13 +4,14 @@ import { LockPolicies, type LockPolicyDeclarations } from './lock-policies';
 import { LockPoliciesModule } from './lock-policies.module';
 import { LockService } from './lock.service';
 import { LockStore } from './lock.store';
+import { locksConfig } from './locks.config';
 import { LocksController } from './locks.controller';
 
 /** The shared lock engine. Global: feature modules inject LockService. */
 @Global()
 @Module({
   controllers: [LocksController],
-  providers: [LockService, LockStore, LockPolicies, LockMetrics],
+  providers: [locksConfig.provider, LockService, LockStore, LockPolicies, LockMetrics],
   exports: [LockService, LockPolicies],
 })
 export class LocksModule {

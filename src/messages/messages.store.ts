@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 import { broadcastKeys, inboxKeys } from './message-keys';
+import { MessagesConfig } from './messages.config';
 
 /** A stored message as the scripts keep it: the public fields plus `k`, its idempotency field. */
 export interface StoredMessage {
@@ -41,10 +41,10 @@ export class MessagesStore {
   constructor(
     private readonly scripts: ScriptRegistry,
     private readonly keys: KeyBuilder,
-    config: AppConfig,
+    config: MessagesConfig,
   ) {
-    this.maxCount = config.messages.maxPerAccount;
-    this.retentionMs = config.messages.retentionMs;
+    this.maxCount = config.maxPerAccount;
+    this.retentionMs = config.retentionMs;
   }
 
   get retention(): number {

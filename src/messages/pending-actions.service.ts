@@ -1,12 +1,11 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { AppConfig } from '../config/app-config';
-import { ConfigError } from '../config/load-config';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { ApiError } from '../http/api-error';
 import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendingActionResult } from './message-commands';
 import { checkAccountId, commandFieldError } from './command-checks';
+import { MessagesConfig } from './messages.config';
 import { MessagesMetrics } from './messages.metrics';
 import { MessagesStore } from './messages.store';
 import { PENDING_ACTION_NAMES, PENDING_ACTION_TYPES } from './pending-action-types';
@@ -36,19 +35,15 @@ export class PendingActionsService implements OnApplicationBootstrap {
     private readonly queue: DelayQueueService,
     private readonly store: MessagesStore,
     private readonly metrics: MessagesMetrics,
-    private readonly config: AppConfig,
-  ) {
-    for (const name of config.messages.pendingActionDelays.keys()) {
-      if (!PENDING_ACTION_TYPES[name]) throw new ConfigError('PENDING_ACTION_DELAYS', `names ${name}, which is not an action type (${Object.keys(PENDING_ACTION_TYPES).join(', ')})`);
-    }
-  }
+    private readonly config: MessagesConfig,
+  ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     await this.queue.process<ReminderPayload>(REMINDER_QUEUE, (d) => this.remind(d), { concurrency: 20, maxAttempts: 10 });
   }
 
   delayOf(bizType: string): number {
-    return this.config.messages.pendingActionDelays.get(bizType) ?? PENDING_ACTION_TYPES[bizType].delayMs;
+    return this.config.pendingActionDelays.get(bizType) ?? PENDING_ACTION_TYPES[bizType].delayMs;
   }
 
   /** Records the start (again: one record, the timer restarts) and schedules its reminder. */

@@ -5,6 +5,7 @@ import { ChannelsAdminController } from './channels-admin.controller';
 import { MerchantOrdersController } from './merchant-orders.controller';
 import { ORDER_LOCK_POLICIES } from './order-lock-policies';
 import { OrderEventsService } from './order-events.service';
+import { ordersConfig } from './orders.config';
 import { OrdersMetrics } from './orders.metrics';
 import { OrdersService } from './orders.service';
 import { OrdersStore } from './orders.store';
@@ -17,7 +18,7 @@ import { StreamsModule } from '../streams/streams.module';
 @Module({
   imports: [LocksModule.forFeature('orders', ORDER_LOCK_POLICIES), StreamsModule],
   controllers: [MerchantOrdersController, PaymentsController, ChannelsAdminController],
-  providers: [OrdersStore, OrdersService, PaymentPlansService, PaymentRunner, ChannelGateway, OrdersMetrics, OrderEventsService],
+  providers: [ordersConfig.provider, OrdersStore, OrdersService, PaymentPlansService, PaymentRunner, ChannelGateway, OrdersMetrics, OrderEventsService],
   exports: [OrdersService, OrderEventsService],
 })
 export class OrdersModule {}

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 import { orderIdOfPlan, orderKeys } from './order-keys';
 import type { Instruction, OrderEventType, OrderRecord, OrderStatus, PlanRecord, PlanStatus } from './order.types';
+import { OrdersConfig } from './orders.config';
 
 /** A field value the Redis clock gives at the write: its time, epoch ms, plus `offsetMs`. */
 export class ServerClock {
@@ -58,7 +58,7 @@ export class OrdersStore {
   constructor(
     private readonly scripts: ScriptRegistry,
     private readonly keys: KeyBuilder,
-    private readonly config: AppConfig,
+    private readonly config: OrdersConfig,
   ) {}
 
   /** One consistent snapshot of an order and (optionally) one of its plans. */
@@ -83,7 +83,7 @@ export class OrdersStore {
 
   /** Compare-and-set of the order and/or a plan, checked against the fencing token, with the event in the same step. */
   async write(w: WriteRequest): Promise<WriteResult> {
-    const cfg = this.config.orders;
+    const cfg = this.config;
     const order = encode(w.order?.set);
     const plan = encode(w.plan?.set);
     const [status, orderVersion, planVersion, now] = await this.scripts.run<[WriteStatus, number, number, number]>('orders/write', orderKeys(this.keys, w.orderId, w.planId), [

@@ -1,5 +1,4 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { AppConfig } from '../config/app-config';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { When } from '../delay-queue/delay-queue.types';
 import { LockLostError } from '../locks/lock.errors';
@@ -13,6 +12,7 @@ import { LegRef, legId, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } fro
 import { followUpOf, orderTransition, orderTransitionAt, planTransition, type OrderAction, type PlanAction, type Transition } from './order-state';
 import type { Instruction, OrderEventType, OrderRecord, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
+import { OrdersConfig } from './orders.config';
 import { OrdersService } from './orders.service';
 import { FieldUpdates, OrdersStore, ServerClock, serverNow } from './orders.store';
 
@@ -60,11 +60,11 @@ export class PaymentRunner implements OnApplicationBootstrap {
     private readonly queue: DelayQueueService,
     private readonly channels: ChannelGateway,
     private readonly metrics: OrdersMetrics,
-    private readonly config: AppConfig,
+    private readonly config: OrdersConfig,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const options = { concurrency: 20, maxAttempts: FOLLOW_UP_ATTEMPTS, backoff: { initialMs: this.config.orders.queryDelayMs, maxMs: FOLLOW_UP_MAX_BACKOFF_MS } };
+    const options = { concurrency: 20, maxAttempts: FOLLOW_UP_ATTEMPTS, backoff: { initialMs: this.config.queryDelayMs, maxMs: FOLLOW_UP_MAX_BACKOFF_MS } };
     await this.queue.process<LegRef>(QUERY_QUEUE, (d) => this.resolveQuery(d.payload), options);
     await this.queue.process<LegRef>(REVERSAL_QUEUE, (d) => this.retryReversal(d.payload), options);
     await this.queue.process<PlanRef>(RESUME_QUEUE, (d) => this.resume(d.payload), options);
@@ -182,7 +182,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
       return;
     }
     this.metrics.reversals.inc({ outcome: 'retry' });
-    await this.queue.reschedule(REVERSAL_QUEUE, id, { delayMs: this.config.orders.queryDelayMs }).catch(() => undefined);
+    await this.queue.reschedule(REVERSAL_QUEUE, id, { delayMs: this.config.queryDelayMs }).catch(() => undefined);
   }
 
   /** Queues (if not queued) every reversal a FAILED plan still owes: a lost or cancelled entry is recreated by the next look at the plan. */
@@ -190,7 +190,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
     const { planId } = run.plan;
     for (const [index, ins] of run.plan.instructions.entries()) {
       if (ins.reversal !== 'PENDING') continue;
-      await this.queue.schedule(REVERSAL_QUEUE, legId(planId, index), { delayMs: this.config.orders.queryDelayMs }, { planId, index }, { ifExists: 'keep' });
+      await this.queue.schedule(REVERSAL_QUEUE, legId(planId, index), { delayMs: this.config.queryDelayMs }, { planId, index }, { ifExists: 'keep' });
     }
   }
 
@@ -208,7 +208,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
   /** Parks instruction `index` on the query queue: `replace` brings a recovery entry forward, `keep` leaves a queued query as it is. */
   private async awaitQuery(run: Run, index: number, ifExists: 'keep' | 'replace'): Promise<PlanRecord> {
     const { planId } = run.plan;
-    await this.queue.schedule(QUERY_QUEUE, legId(planId, index), { delayMs: this.config.orders.queryDelayMs }, { planId, index }, { ifExists });
+    await this.queue.schedule(QUERY_QUEUE, legId(planId, index), { delayMs: this.config.queryDelayMs }, { planId, index }, { ifExists });
     this.metrics.pays.inc({ outcome: 'pending' });
     return run.plan;
   }
@@ -270,7 +270,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
    * the delay queue's due times are.
    */
   private recoveryDue(run: Run): When {
-    return { dueAt: run.lock.expiresAt + this.config.orders.queryDelayMs };
+    return { dueAt: run.lock.expiresAt + this.config.queryDelayMs };
   }
 
   private async underPlanLock(planId: string, fn: (run: Run) => Promise<void>): Promise<void> {

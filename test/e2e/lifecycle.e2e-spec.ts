@@ -282,6 +282,13 @@ describe('Lifecycle', () => {
       expect(p.output()).toMatch(/Configuration error: PORT /);
     });
 
+    it("stops with a message naming a bad module setting (a module's own config slice), before starting Redis", async () => {
+      const p = runMain({ NODE_ENV: 'development', ORDERS_QUERY_DELAY_MS: '-5' });
+      expect(await p.exit).toBe(78);
+      expect(p.output()).toMatch(/Configuration error: ORDERS_QUERY_DELAY_MS must not be less than 10/);
+      expect(p.output()).not.toContain('[managed-redis]');
+    });
+
     it('never spawns redis-server in production', async () => {
       // Look for a redis-server on this run's own managed port, not a machine-wide count that other suites change.
       const port = await freePort();

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { AppConfig } from '../../config/app-config';
+import { OrdersConfig } from '../orders.config';
 import { OrdersMetrics } from '../orders.metrics';
 import { PAYMENT_METHODS, PaymentMethod } from '../order.types';
 import type { ChannelOp, ChannelOutcome, ChannelSettings } from './payment-channel';
@@ -16,10 +16,10 @@ export class ChannelGateway {
   private readonly channels: ReadonlyMap<PaymentMethod, SimulatedChannel>;
 
   constructor(
-    config: AppConfig,
+    config: OrdersConfig,
     private readonly metrics: OrdersMetrics,
   ) {
-    const { channelLatencyMs, channelOutcomes } = config.orders;
+    const { channelLatencyMs, channelOutcomes } = config;
     const outcome = (method: string, op: ChannelOp) => channelOutcomes.get(`${method}.${op}`) ?? 'success';
     this.channels = new Map(
       PAYMENT_METHODS.map((m) => [m, new SimulatedChannel(m, { latencyMs: channelLatencyMs, pay: outcome(m, 'pay'), query: outcome(m, 'query'), reverse: outcome(m, 'reverse') })]),
