@@ -7,12 +7,17 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable' } },
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', __dirname: 'readonly', require: 'readonly', module: 'writable' },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-require-imports': 'off',
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings from the injected AppConfig, never process.env (src/config is the only reader).' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read settings from the injected AppConfig, never process.env (src/config is the only reader).' },
+      ],
     },
   },
   {
@@ -22,6 +27,11 @@ export default tseslint.config(
   },
   {
     files: ['test/**', '**/*.spec.ts'],
-    rules: { 'no-restricted-syntax': ['error', { selector: "MemberExpression[object.name=/^(it|describe|test)$/][property.name=/^(only|skip)$/]", message: 'No .only or .skip in committed tests.' }] },
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'MemberExpression[object.name=/^(it|describe|test)$/][property.name=/^(only|skip)$/]', message: 'No .only or .skip in committed tests.' },
+      ],
+    },
   },
 );

@@ -165,7 +165,14 @@ const otherShare = (c: CpuUse) => (c.otherS === undefined ? 0 : c.otherS / c.wal
  * and stops taking new batches after `deadline` (performance.now() ms). Returns how many items
  * were done: always a prefix of the range.
  */
-async function runBatches(from: number, to: number, batch: number, concurrency: number, deadline: number, work: (a: number, b: number) => Promise<void>): Promise<number> {
+async function runBatches(
+  from: number,
+  to: number,
+  batch: number,
+  concurrency: number,
+  deadline: number,
+  work: (a: number, b: number) => Promise<void>,
+): Promise<number> {
   let next = from;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -386,7 +393,9 @@ async function sweep(design: Design, o: Options, admin: Redis, pinger: Redis, re
     const fillRate = added / ((performance.now() - t0) / 1000);
     pending.next += added;
     const cut = added < want;
-    console.error(`[bench] ${design.id}: ${fmtInt(pending.size)} pending (${fmtInt(fillRate)} items/s fill)${cut ? ` — fill budget of ${FILL_BUDGET_S} s used up` : ''}`);
+    console.error(
+      `[bench] ${design.id}: ${fmtInt(pending.size)} pending (${fmtInt(fillRate)} items/s fill)${cut ? ` — fill budget of ${FILL_BUDGET_S} s used up` : ''}`,
+    );
 
     const size = pending.size;
     const counted = await design.count();
@@ -537,13 +546,17 @@ async function measureThroughput(o: Options, redis: BenchRedis, engine: Engine, 
       for (const design of order) {
         let run = await once(design);
         for (let retry = 1; retry <= THROUGHPUT_RETRIES && otherShare(run.cpu) > BUSY_MACHINE; retry++) {
-          console.error(`[bench] throughput ${design}: other jobs used ${fmtNum(100 * otherShare(run.cpu), 0)}% of a core; running it again (${retry}/${THROUGHPUT_RETRIES})`);
+          console.error(
+            `[bench] throughput ${design}: other jobs used ${fmtNum(100 * otherShare(run.cpu), 0)}% of a core; running it again (${retry}/${THROUGHPUT_RETRIES})`,
+          );
           const again = await once(design);
           again.attempts = run.attempts + 1;
           run = otherShare(again.cpu) < otherShare(run.cpu) ? again : { ...run, attempts: again.attempts };
         }
         runs.push(run);
-        console.error(`[bench] throughput round ${round + 1} ${design}: ${fmtInt(run.perSecond)} items/s (other jobs ${fmtNum(100 * otherShare(run.cpu), 0)}% of a core)`);
+        console.error(
+          `[bench] throughput round ${round + 1} ${design}: ${fmtInt(run.perSecond)} items/s (other jobs ${fmtNum(100 * otherShare(run.cpu), 0)}% of a core)`,
+        );
       }
     }
   } finally {
@@ -653,7 +666,10 @@ async function measureLateness(o: Options, redis: BenchRedis, engine: Engine, ad
     duplicates: [...seen.values()].filter((n) => n > 1).length,
     missing: [...dueAt.keys()].filter((id) => !seen.has(id)).length,
     redelivered,
-    histogram: reports.reduce((h, r) => ({ within50ms: h.within50ms + r.histogram.within50ms, count: h.count + r.histogram.count }), { within50ms: 0, count: 0 }),
+    histogram: reports.reduce((h, r) => ({ within50ms: h.within50ms + r.histogram.within50ms, count: h.count + r.histogram.count }), {
+      within50ms: 0,
+      count: 0,
+    }),
     cpu,
   };
 }
@@ -719,7 +735,10 @@ function cancelTable(points: CancelPoint[]): string {
   return markdownTable(
     ['Design', 'Pending', 'Samples', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'PING p50 / p99 ms (floor)', 'Fill items/s', 'Other jobs CPU %'],
     points.map((p) => [
-      DESIGN_LABEL[p.design] + (p.failed ? ` ⚠ ${p.failed} cancels found nothing` : '') + (p.countMismatch ? ' ⚠ count mismatch' : '') + (otherShare(p.cpu) > BUSY_MACHINE ? ' ⚠ busy machine' : ''),
+      DESIGN_LABEL[p.design] +
+        (p.failed ? ` ⚠ ${p.failed} cancels found nothing` : '') +
+        (p.countMismatch ? ' ⚠ count mismatch' : '') +
+        (otherShare(p.cpu) > BUSY_MACHINE ? ' ⚠ busy machine' : ''),
       sizeLabel(p.size),
       fmtInt(p.cancel.n),
       fmtMs(p.cancel.p50),
@@ -786,7 +805,16 @@ function cpuPerItem(runs: ThroughputRun[], design: ThroughputDesign): { client: 
 
 function throughputTable(runs: ThroughputRun[], o: Options): string {
   return markdownTable(
-    ['Design', 'Items', 'In flight', 'Items/s (median run)', 'Each run (⚠ disturbed, left out of the median)', 'Call p50 / p99 ms', 'CPU µs/item: bench process / redis-server / both', 'Other jobs CPU %'],
+    [
+      'Design',
+      'Items',
+      'In flight',
+      'Items/s (median run)',
+      'Each run (⚠ disturbed, left out of the median)',
+      'Call p50 / p99 ms',
+      'CPU µs/item: bench process / redis-server / both',
+      'Other jobs CPU %',
+    ],
     THROUGHPUT_DESIGNS.flatMap((d) => {
       const r = medianRun(runs, d);
       if (!r) return [];
@@ -812,25 +840,40 @@ function throughputTable(runs: ThroughputRun[], o: Options): string {
 }
 
 function latenessTable(l: LatenessResult, o: Options): string {
-  return markdownTable(
-    ['Items', 'Handled per instance', 'Handled twice', 'Never handled', 'Redeliveries', 'Lateness p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'Engine histogram: claims ≤ 50 ms', 'Other jobs CPU %'],
-    [
+  return (
+    markdownTable(
       [
-        fmtInt(l.items) + (otherShare(l.cpu) > BUSY_MACHINE ? ' ⚠ busy machine' : ''),
-        l.perInstance.map((p) => `${p.instance}: ${fmtInt(p.handled)}`).join(', '),
-        fmtInt(l.duplicates),
-        fmtInt(l.missing),
-        fmtInt(l.redelivered),
-        fmtMs(l.lateness.p50),
-        fmtMs(l.lateness.p90),
-        fmtMs(l.lateness.p99),
-        fmtMs(l.lateness.max),
-        `${fmtInt(l.histogram.within50ms)} of ${fmtInt(l.histogram.count)} (${fmtNum((100 * l.histogram.within50ms) / Math.max(1, l.histogram.count), 1)}%)`,
-        fmtNum(100 * otherShare(l.cpu), 0),
+        'Items',
+        'Handled per instance',
+        'Handled twice',
+        'Never handled',
+        'Redeliveries',
+        'Lateness p50 ms',
+        'p90 ms',
+        'p99 ms',
+        'max ms',
+        'Engine histogram: claims ≤ 50 ms',
+        'Other jobs CPU %',
       ],
-    ],
-    ['right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
-  ) + `\n\n${l.perInstance.length} instances (child processes, ${o.lateness.concurrency} handlers each), ${fmtInt(l.items)} items due at random over ${o.lateness.spreadMs / 1000} s starting ${o.lateness.leadMs / 1000} s after scheduling.`;
+      [
+        [
+          fmtInt(l.items) + (otherShare(l.cpu) > BUSY_MACHINE ? ' ⚠ busy machine' : ''),
+          l.perInstance.map((p) => `${p.instance}: ${fmtInt(p.handled)}`).join(', '),
+          fmtInt(l.duplicates),
+          fmtInt(l.missing),
+          fmtInt(l.redelivered),
+          fmtMs(l.lateness.p50),
+          fmtMs(l.lateness.p90),
+          fmtMs(l.lateness.p99),
+          fmtMs(l.lateness.max),
+          `${fmtInt(l.histogram.within50ms)} of ${fmtInt(l.histogram.count)} (${fmtNum((100 * l.histogram.within50ms) / Math.max(1, l.histogram.count), 1)}%)`,
+          fmtNum(100 * otherShare(l.cpu), 0),
+        ],
+      ],
+      ['right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+    ) +
+    `\n\n${l.perInstance.length} instances (child processes, ${o.lateness.concurrency} handlers each), ${fmtInt(l.items)} items due at random over ${o.lateness.spreadMs / 1000} s starting ${o.lateness.leadMs / 1000} s after scheduling.`
+  );
 }
 
 interface Goal {
@@ -877,14 +920,18 @@ function goals(points: CancelPoint[], runs: ThroughputRun[], late: LatenessResul
   out.push({
     goal: 'Firing lateness p99, two instances',
     target: `≤ ${GOALS.latenessP99Ms} ms`,
-    measured: late ? `${fmtMs(late.lateness.p99)} ms (p50 ${fmtMs(late.lateness.p50)} ms)${late.duplicates || late.missing ? `; ⚠ ${late.duplicates} handled twice, ${late.missing} never` : '; each item handled exactly once'}` : 'not measured',
+    measured: late
+      ? `${fmtMs(late.lateness.p99)} ms (p50 ${fmtMs(late.lateness.p50)} ms)${late.duplicates || late.missing ? `; ⚠ ${late.duplicates} handled twice, ${late.missing} never` : '; each item handled exactly once'}`
+      : 'not measured',
     met: late ? late.lateness.p99 <= GOALS.latenessP99Ms && late.duplicates === 0 && late.missing === 0 : undefined,
   });
   const m = at('engine', 100_000);
   out.push({
     goal: 'Redis memory per pending item (100-byte payload, 100k items)',
     target: `≤ ${GOALS.bytesPerItem} B`,
-    measured: m ? `${fmtInt(m.bytesPerItem)} B (${m.bytesPerItem > GOALS.bytesPerItem ? `${fmtInt(m.bytesPerItem - GOALS.bytesPerItem)} B or ${fmtNum((100 * (m.bytesPerItem - GOALS.bytesPerItem)) / GOALS.bytesPerItem, 0)}% over` : 'within'})` : 'not measured',
+    measured: m
+      ? `${fmtInt(m.bytesPerItem)} B (${m.bytesPerItem > GOALS.bytesPerItem ? `${fmtInt(m.bytesPerItem - GOALS.bytesPerItem)} B or ${fmtNum((100 * (m.bytesPerItem - GOALS.bytesPerItem)) / GOALS.bytesPerItem, 0)}% over` : 'within'})`
+      : 'not measured',
     met: m ? m.bytesPerItem <= GOALS.bytesPerItem : undefined,
   });
   return out;
@@ -909,7 +956,9 @@ function cancelSvg(points: CancelPoint[]): string {
   const f = (v: number) => v.toFixed(1);
   const msLabel = (e: number) => (e >= 3 ? `${10 ** (e - 3)} s` : `${e < 0 ? (10 ** e).toFixed(-e) : 10 ** e} ms`);
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
   out.push(`<text x="${m.l}" y="24" font-size="15" font-weight="bold">Cancel latency vs pending items (log–log)</text>`);
   for (let e = y0; e <= y1; e++) {
@@ -929,26 +978,45 @@ function cancelSvg(points: CancelPoint[]): string {
   const designs = (Object.keys(colour) as DesignId[]).filter((d) => points.some((p) => p.design === d));
   for (const d of designs) {
     const mine = points.filter((p) => p.design === d).sort((a, b) => a.size - b.size);
-    for (const [key, dash] of [['p50', ''], ['p99', ' stroke-dasharray="6 4"']] as const) {
+    for (const [key, dash] of [
+      ['p50', ''],
+      ['p99', ' stroke-dasharray="6 4"'],
+    ] as const) {
       const pts = mine.map((p) => `${f(X(p.size))},${f(Y(p.cancel[key]))}`).join(' ');
       out.push(`<polyline points="${pts}" fill="none" stroke="${colour[d]}" stroke-width="2"${dash}/>`);
-      for (const p of mine) out.push(`<circle cx="${f(X(p.size))}" cy="${f(Y(p.cancel[key]))}" r="3" fill="${key === 'p50' ? colour[d] : '#fff'}" stroke="${colour[d]}" stroke-width="1.5"/>`);
+      for (const p of mine)
+        out.push(
+          `<circle cx="${f(X(p.size))}" cy="${f(Y(p.cancel[key]))}" r="3" fill="${key === 'p50' ? colour[d] : '#fff'}" stroke="${colour[d]}" stroke-width="1.5"/>`,
+        );
     }
   }
   const lx = m.l + pw + 16;
   designs.forEach((d, i) => {
     const y = m.t + 14 + i * 22;
     out.push(`<line x1="${lx}" x2="${lx + 26}" y1="${y}" y2="${y}" stroke="${colour[d]}" stroke-width="2"/>`);
-    out.push(`<text x="${lx + 32}" y="${y + 4}">${d === 'engine' ? 'engine (this service)' : d === 'list-scan' ? 'list-scan (Redisson-style)' : 'BullMQ'}</text>`);
+    out.push(
+      `<text x="${lx + 32}" y="${y + 4}">${d === 'engine' ? 'engine (this service)' : d === 'list-scan' ? 'list-scan (Redisson-style)' : 'BullMQ'}</text>`,
+    );
   });
   const ky = m.t + 14 + designs.length * 22 + 10;
   out.push(`<line x1="${lx}" x2="${lx + 26}" y1="${ky}" y2="${ky}" stroke="#333" stroke-width="2"/><text x="${lx + 32}" y="${ky + 4}">p50</text>`);
-  out.push(`<line x1="${lx}" x2="${lx + 26}" y1="${ky + 20}" y2="${ky + 20}" stroke="#333" stroke-width="2" stroke-dasharray="6 4"/><text x="${lx + 32}" y="${ky + 24}">p99</text>`);
+  out.push(
+    `<line x1="${lx}" x2="${lx + 26}" y1="${ky + 20}" y2="${ky + 20}" stroke="#333" stroke-width="2" stroke-dasharray="6 4"/><text x="${lx + 32}" y="${ky + 24}">p99</text>`,
+  );
   out.push('</svg>');
   return out.join('\n') + '\n';
 }
 
-function report(args: string[], o: Options, env: ReturnType<typeof environmentInfo>, points: CancelPoint[], runs: ThroughputRun[], late: LatenessResult | undefined, totalS: number, svgRef: string): string {
+function report(
+  args: string[],
+  o: Options,
+  env: ReturnType<typeof environmentInfo>,
+  points: CancelPoint[],
+  runs: ThroughputRun[],
+  late: LatenessResult | undefined,
+  totalS: number,
+  svgRef: string,
+): string {
   const md: string[] = [];
   md.push(...reportHead(NAME, args, env, goals(points, runs, late), '**missed**'));
   if (points.length) {
@@ -978,13 +1046,14 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
       .filter(Boolean);
     if (ratios.length) md.push('Ratios (how many times slower than the engine):', '', ...ratios, '');
     md.push(`Plot: [${svgRef}](${svgRef}).`, '');
-    for (const p of points.filter((x) => x.note || x.countMismatch)) md.push(`> ⚠ ${p.design} at ${sizeLabel(p.size)}: ${[p.note, p.countMismatch].filter(Boolean).join('; ')}`, '');
+    for (const p of points.filter((x) => x.note || x.countMismatch))
+      md.push(`> ⚠ ${p.design} at ${sizeLabel(p.size)}: ${[p.note, p.countMismatch].filter(Boolean).join('; ')}`, '');
     md.push('## Redis memory per pending item', '');
     md.push(
       'Payload: 100 bytes of JSON per item (an order reminder), id `o-<n>`. "MEMORY USAGE" is the sum of `MEMORY USAGE <key> SAMPLES 0` (exact) over every key of the queue ' +
         '(engine: the keys `queueKeys()` names; list-scan: its list and zset; BullMQ: every key under its queue prefix, one hash per job) divided by the pending items; ' +
         '"used_memory delta" is INFO used_memory minus its value before the fill, divided the same way (it includes the main dictionary and allocator rounding). ' +
-        'Measured right after each fill, before that size\'s cancels.',
+        "Measured right after each fill, before that size's cancels.",
       '',
     );
     md.push(memoryTable(points), '');
@@ -995,8 +1064,8 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
       `${fmtInt(o.throughputItems)} items per run, each due in a day, ${o.concurrency} calls in flight from this process, the same ids and 100-byte payloads for every row; ` +
         `a ${fmtInt(Math.min(2000, o.throughputItems))}-item warm-up before each run; ${o.throughputRounds} rounds, rows in forward then reverse order, FLUSHALL before each run; ` +
         `a run during which other jobs used more than ${BUSY_MACHINE * 100}% of a core is run again (at most ${THROUGHPUT_RETRIES} times) and the least disturbed attempt kept; ` +
-        'a run still disturbed is left out of its row\'s median when the row has undisturbed ones. ' +
-        'The engine is `DelayQueueService.schedule(queue, id, {delayMs}, payload)` (idempotent by id) with the service\'s own Redis options; BullMQ is ' +
+        "a run still disturbed is left out of its row's median when the row has undisturbed ones. " +
+        "The engine is `DelayQueueService.schedule(queue, id, {delayMs}, payload)` (idempotent by id) with the service's own Redis options; BullMQ is " +
         '`Queue.add(name, data, {delay, jobId})` (jobId makes it idempotent too) on its default connection, which does not auto-pipeline. ' +
         'CPU per item: this process (the client side: Nest service + ioredis, or BullMQ + ioredis) and redis-server.',
       '',
@@ -1012,7 +1081,7 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
           `${fmtNum(cp.client, 1)} instead of ${fmtNum(ce.client, 1)} µs of client CPU per item. With ${o.concurrency} calls in flight, auto-pipelining gathers all of them into ` +
           'one write per tick, so the client and Redis take turns on whole batches instead of overlapping, and each command also pays for the pipeline bookkeeping. ' +
           'That is why the service leaves it off (src/redis/redis-options.ts) and coalesces the writes of one event-loop turn into one syscall instead ' +
-          '(src/redis/coalesce-writes.ts), which does not wait for a batch\'s replies.',
+          "(src/redis/coalesce-writes.ts), which does not wait for a batch's replies.",
         '',
       );
     }
@@ -1022,19 +1091,24 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
     md.push(
       'Each instance is a child process with its own Nest application context (this file run again with DQ_BENCH_WORKER set) and `DelayQueueService.process()` ' +
         'on the same queue. Lateness = when the handler started, on the Redis clock (the local high-resolution clock plus an offset measured against Redis TIME ' +
-        'over the fastest of 30 round trips), minus the delivery\'s `dueAt`. The engine\'s own `delay_queue_lateness_seconds` histogram (claim time − due time) is ' +
+        "over the fastest of 30 round trips), minus the delivery's `dueAt`. The engine's own `delay_queue_lateness_seconds` histogram (claim time − due time) is " +
         'summed over both instances as a cross-check.',
       '',
     );
     md.push(latenessTable(late, o), '');
-    md.push(`Clock offsets (Redis − local): ${late.perInstance.map((p) => `${p.instance} ${fmtNum(p.offsetMs, 3)} ms (round trip ${fmtNum(p.rttMs, 3)} ms)`).join(', ')}.`, '');
+    md.push(
+      `Clock offsets (Redis − local): ${late.perInstance.map((p) => `${p.instance} ${fmtNum(p.offsetMs, 3)} ms (round trip ${fmtNum(p.rttMs, 3)} ms)`).join(', ')}.`,
+      '',
+    );
   }
   md.push('## Notes', '');
   md.push(
     '- One redis-server (no RDB, no AOF) serves every measure; FLUSHALL between designs. The engine, BullMQ and the list-scan baseline run in this process; ' +
       'the lateness workers in their own. Nothing is pinned to a CPU: on 2 vCPUs the client, Redis and any other job share both.',
   );
-  md.push('- "Other jobs" CPU is the machine\'s busy time minus this process, redis-server and the workers; above 20% of a core a row is flagged ⚠ busy machine.');
+  md.push(
+    '- "Other jobs" CPU is the machine\'s busy time minus this process, redis-server and the workers; above 20% of a core a row is flagged ⚠ busy machine.',
+  );
   md.push(
     '- The list-scan baseline reads the list in LRANGE chunks of 1,000 inside one script, then LREM + ZREM: cheaper per element than fetching each index separately. ' +
       'It exists only to show the cost of a scan-based cancel; it does not fire items.',
@@ -1076,7 +1150,11 @@ export async function main(args: string[]): Promise<void> {
   console.error(`[bench] redis ${redis.version} at ${redis.url}; sections: ${[...o.sections].join(', ')}${o.quick ? ' (quick)' : ''}`);
 
   const engine = await startEngine(dist, redis.url);
-  const unregisterEngine = onCleanup('delay-queue engine context', () => engine.close(), () => undefined);
+  const unregisterEngine = onCleanup(
+    'delay-queue engine context',
+    () => engine.close(),
+    () => undefined,
+  );
   let points: CancelPoint[] = [];
   let runs: ThroughputRun[] = [];
   let late: LatenessResult | undefined;

@@ -56,7 +56,18 @@ import { redisWritesFromEnv } from './lib/bare-server';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { attemptsNote, candidateRow, parseRowOptions, placementInfo, prepareRows, roundSchedule, selectTargets } from './lib/rows';
 import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, writeResult } from './lib/report';
-import { BenchCheckFailed, benchJson, compareWithBaseline, comparisonGoalLines, Comparison, comparisonLines, enforceComparison, jsonNum, readBaseline, writeJsonResult } from './lib/results-json';
+import {
+  BenchCheckFailed,
+  benchJson,
+  compareWithBaseline,
+  comparisonGoalLines,
+  Comparison,
+  comparisonLines,
+  enforceComparison,
+  jsonNum,
+  readBaseline,
+  writeJsonResult,
+} from './lib/results-json';
 
 const NAME = 'http-floor';
 const GOAL = 0.7;
@@ -132,7 +143,13 @@ const TARGETS: Target[] = [
     label: 'layer: full, LOG_LEVEL=silent + RATE_LIMIT_ENABLED=false',
   },
   { id: 'full-profiled', kind: 'full', group: 'profile', profile: true, label: 'profiled: full under node --cpu-prof (not comparable)' },
-  { id: 'nest-minimal-profiled', kind: 'nest-minimal', group: 'on-demand', profile: true, label: 'profiled: nest-minimal under node --cpu-prof (not comparable)' },
+  {
+    id: 'nest-minimal-profiled',
+    kind: 'nest-minimal',
+    group: 'on-demand',
+    profile: true,
+    label: 'profiled: nest-minimal under node --cpu-prof (not comparable)',
+  },
   { id: 'floor-profiled', kind: 'floor', group: 'on-demand', profile: true, label: 'profiled: floor under node --cpu-prof (not comparable)' },
 ];
 
@@ -143,14 +160,7 @@ function tokens(n: number): { account: string; token: string }[] {
   });
 }
 
-async function runTarget(
-  t: Target,
-  redis: BenchRedis,
-  o: ReturnType<typeof parseArgs>,
-  workDir: string,
-  dist: string,
-  luaDir: string,
-): Promise<RowResult> {
+async function runTarget(t: Target, redis: BenchRedis, o: ReturnType<typeof parseArgs>, workDir: string, dist: string, luaDir: string): Promise<RowResult> {
   const port = await freePort();
   const prefix = `b-${t.id}`;
   const accounts = tokens(ACCOUNTS);
@@ -245,7 +255,7 @@ function warnings(rows: RowResult[]): string[] {
  */
 const STEPS: { id: string; adds: string }[] = [
   { id: 'floor', adds: 'Fastify + ioredis + Node HTTP: the least any server can do' },
-  { id: 'nest-minimal', adds: "NestJS itself: router, execution context, param resolution, Fastify adapter" },
+  { id: 'nest-minimal', adds: 'NestJS itself: router, execution context, param resolution, Fastify adapter' },
   { id: 'full-silent-norl', adds: 'our always-on layers: JWT auth guard, ValidationPipe, metrics, request id, raw body, exception filter, hooks' },
   { id: 'full-silent', adds: 'the leased rate limit (RateLimitGuard, headers, ~1% lease calls)' },
   { id: 'full', adds: 'the access log (pino, one JSON line per request to /dev/null)' },
@@ -261,7 +271,8 @@ function whereTheTimeGoes(rows: RowResult[], cpuPerReq: (r: RowResult) => number
   const us = (r: RowResult | undefined) => (r ? cpuPerReq(r) : undefined);
   const [fl, ne, fu] = [us(floor), us(nest), us(full)];
   const out: string[] = ['## Where the time goes', ''];
-  const cpuCell = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? `${fmtNum(b / a, 2)} (${fmtNum(b, 0)} ÷ ${fmtNum(a, 0)} µs)` : 'n/a');
+  const cpuCell = (a: number | undefined, b: number | undefined) =>
+    a !== undefined && b !== undefined ? `${fmtNum(b / a, 2)} (${fmtNum(b, 0)} ÷ ${fmtNum(a, 0)} µs)` : 'n/a';
   out.push(
     markdownTable(
       ['Ratio', 'by req/s', 'by server CPU per request (inverse)'],
@@ -301,7 +312,9 @@ function whereTheTimeGoes(rows: RowResult[], cpuPerReq: (r: RowResult) => number
     const norl = us(row('full-norl'));
     const silentNorl = us(row('full-silent-norl'));
     if (norl !== undefined && silentNorl !== undefined) {
-      out.push(`Cross-check the other way round: the access log alone adds ${fmtNum(norl - silentNorl, 0)} µs (full-norl − full-silent-norl), the rate limit ${fmtNum(fu - norl, 0)} µs (full − full-norl).`);
+      out.push(
+        `Cross-check the other way round: the access log alone adds ${fmtNum(norl - silentNorl, 0)} µs (full-norl − full-silent-norl), the rate limit ${fmtNum(fu - norl, 0)} µs (full − full-norl).`,
+      );
     }
     out.push('');
   }
@@ -326,7 +339,12 @@ export async function main(args: string[]): Promise<void> {
   const { schedule, announce } = roundSchedule(targets, o.repeat);
   console.error(`[bench] redis ${redis.version} at ${redis.url}; ${schedule.length} runs (${o.repeat} rounds) of ~${o.warmup + o.duration} s each`);
 
-  const { kept, everyAttempt, retriesSkipped, wallS: rowsWallS } = await runSchedule(
+  const {
+    kept,
+    everyAttempt,
+    retriesSkipped,
+    wallS: rowsWallS,
+  } = await runSchedule(
     schedule,
     (t, n, attempt) => {
       announce(n, attempt);
@@ -345,7 +363,8 @@ export async function main(args: string[]): Promise<void> {
   /** Server CPU µs per request of a row: the median over its rounds (taken on its own, not from the median req/s round). */
   const cpuPerReq = (r: RowResult) => median(runs.get(r.target.id)!.map(serverUsPerRequest));
   /** redis-server CPU µs per request of a row, the median over its rounds: the touch script's own time plus Redis's I/O for it. */
-  const redisPerReq = (r: RowResult) => median(runs.get(r.target.id)!.map((x) => (x.redisCpuS !== undefined && x.load.total > 0 ? (x.redisCpuS * 1e6) / x.load.total : undefined)));
+  const redisPerReq = (r: RowResult) =>
+    median(runs.get(r.target.id)!.map((x) => (x.redisCpuS !== undefined && x.load.total > 0 ? (x.redisCpuS * 1e6) / x.load.total : undefined)));
   const ratio = floor && full ? full.load.rps / floor.load.rps : undefined;
   const fl = floor && cpuPerReq(floor);
   const fu = full && cpuPerReq(full);
@@ -391,7 +410,9 @@ export async function main(args: string[]): Promise<void> {
     .map((t) => ({ id: t.id, all: runs.get(t.id)!.length, bad: runs.get(t.id)!.filter((r) => otherShare(r) > BUSY_MACHINE).length }))
     .filter((d) => d.bad > 0);
   const disturbedRuns = { disturbed: kept.filter((r) => otherShare(r) > BUSY_MACHINE).length, of: kept.length };
-  const comparison = baseline ? compareWithBaseline(baseline, [{ key: 'fullOverFloorRps', label: 'full / floor req/s', measured: ratio }], COMPARE_TOLERANCE) : undefined;
+  const comparison = baseline
+    ? compareWithBaseline(baseline, [{ key: 'fullOverFloorRps', label: 'full / floor req/s', measured: ratio }], COMPARE_TOLERANCE)
+    : undefined;
   const goals = goalLines(ratio, floor, full, fl, fu, comparison);
 
   const md: string[] = [];
@@ -446,8 +467,8 @@ export async function main(args: string[]): Promise<void> {
   md.push('## Notes');
   md.push('');
   md.push(
-    '- Rows: `floor` and `full` answer the question; `nest-minimal` (bench/nest-minimal-server.ts) does the floor\'s work inside a minimal NestJS app ' +
-      '(one controller, `@Body()`, no guards, pipes, filters, interceptors or logger), so it splits the gap into Nest\'s share and ours; ' +
+    "- Rows: `floor` and `full` answer the question; `nest-minimal` (bench/nest-minimal-server.ts) does the floor's work inside a minimal NestJS app " +
+      "(one controller, `@Body()`, no guards, pipes, filters, interceptors or logger), so it splits the gap into Nest's share and ours; " +
       '`layer:` rows turn one layer of the real service off through its own settings; ' +
       '`candidate` rows (with `--candidate DIR`) run another build; `profiled:` rows run under `node --cpu-prof`, so their req/s is not comparable.',
   );
@@ -477,7 +498,15 @@ export async function main(args: string[]): Promise<void> {
   const outDir = args.length > 0 ? join(tmpdir(), 'redis-pay-bench') : undefined;
   writeResult(NAME, md.join('\n'), outDir);
   const json = benchJson(
-    { bench: NAME, args, dist: o.dist, environment: env, goals, disturbedRuns, ratios: { fullOverFloorRps: jsonNum(ratio), fullOverFloorCpu: jsonNum(cpuRatio) } },
+    {
+      bench: NAME,
+      args,
+      dist: o.dist,
+      environment: env,
+      goals,
+      disturbedRuns,
+      ratios: { fullOverFloorRps: jsonNum(ratio), fullOverFloorCpu: jsonNum(cpuRatio) },
+    },
     {
       rows: rows.map((r) => {
         const mine = runs.get(r.target.id)!;
@@ -500,9 +529,17 @@ export async function main(args: string[]): Promise<void> {
           },
           non2xx: mine.reduce((n, x) => n + x.load.non2xx, 0),
           errors: mine.reduce((n, x) => n + x.load.errors, 0),
-          rounds: mine.map((x) => ({ rps: jsonNum(x.load.rps, 0), serverUsPerRequest: jsonNum(serverUsPerRequest(x), 1), otherShare: jsonNum(otherShare(x)), attempts: x.attempts })),
+          rounds: mine.map((x) => ({
+            rps: jsonNum(x.load.rps, 0),
+            serverUsPerRequest: jsonNum(serverUsPerRequest(x), 1),
+            otherShare: jsonNum(otherShare(x)),
+            attempts: x.attempts,
+          })),
           ...(r.profile
-            ? { profileLayersUsPerRequest: Object.fromEntries(r.profile.layers.map((l) => [l.name, jsonNum(l.us / r.load.total, 1)])), profileBusyUsPerRequest: jsonNum(r.profile.busyUs / r.load.total, 1) }
+            ? {
+                profileLayersUsPerRequest: Object.fromEntries(r.profile.layers.map((l) => [l.name, jsonNum(l.us / r.load.total, 1)])),
+                profileBusyUsPerRequest: jsonNum(r.profile.busyUs / r.load.total, 1),
+              }
             : {}),
         };
       }),
@@ -514,7 +551,9 @@ export async function main(args: string[]): Promise<void> {
   if (ratio !== undefined) console.log(`[bench] full/floor req/s ratio: ${fmtNum(ratio, 2)} (goal >= ${GOAL})${ratio < GOAL ? ' — BELOW GOAL' : ''}`);
   if (warns.length) {
     const bar = '!'.repeat(78);
-    console.error(`\n${bar}\n!! WARNING: non-2xx responses or errors during the benchmark; results are NOT valid\n${warns.map((w) => `!!   ${w}`).join('\n')}\n${bar}\n`);
+    console.error(
+      `\n${bar}\n!! WARNING: non-2xx responses or errors during the benchmark; results are NOT valid\n${warns.map((w) => `!!   ${w}`).join('\n')}\n${bar}\n`,
+    );
   }
   if (comparison) {
     if (warns.length) throw new BenchCheckFailed(`${NAME}: requests failed during the comparison run, so it proves nothing:\n  ${warns.join('\n  ')}`);
@@ -541,7 +580,8 @@ function goalLines(
     {
       goal: 'The same by server CPU per request (floor µs ÷ full µs)',
       target: `≥ ${GOAL}`,
-      measured: floorUs !== undefined && fullUs !== undefined ? `${fmtNum(floorUs / fullUs, 2)} (${fmtNum(floorUs, 0)} ÷ ${fmtNum(fullUs, 0)} µs)` : 'not measured',
+      measured:
+        floorUs !== undefined && fullUs !== undefined ? `${fmtNum(floorUs / fullUs, 2)} (${fmtNum(floorUs, 0)} ÷ ${fmtNum(fullUs, 0)} µs)` : 'not measured',
       info: true,
     },
   ];

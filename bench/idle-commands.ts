@@ -72,12 +72,15 @@ function parseArgs(args: string[]): Options {
     else if (a === '--quick') Object.assign(o, { quick: true, seconds: 5, warmup: 2 });
     else throw new Error(`unknown option ${a}`);
   }
-  for (const [k, v] of [['--groups', o.groups], ['--seconds', o.seconds], ['--warmup', o.warmup]] as const) {
+  for (const [k, v] of [
+    ['--groups', o.groups],
+    ['--seconds', o.seconds],
+    ['--warmup', o.warmup],
+  ] as const) {
     if (!Number.isFinite(v) || v < 0) throw new Error(`${k} must be a number >= 0`);
   }
   return o;
 }
-
 
 /** `INFO commandstats` as calls by command name. */
 function commandCalls(info: string): Map<string, number> {
@@ -112,7 +115,9 @@ async function measure(label: string, distDir: string, o: Options): Promise<Meas
       .map(([cmd, n]): [string, number] => [cmd, (n - (before.get(cmd) ?? 0)) / elapsedS])
       .filter(([, n]) => n > 0)
       .sort((a, b) => b[1] - a[1]);
-    const clients = String(await probe.client('LIST')).split('\n').filter((l) => l.trim() && !l.includes('name=idle-bench-probe'));
+    const clients = String(await probe.client('LIST'))
+      .split('\n')
+      .filter((l) => l.trim() && !l.includes('name=idle-bench-probe'));
     const blocked = /^blocked_clients:(\d+)/m.exec(String(await probe.info('clients')))?.[1];
     return {
       label,
@@ -156,11 +161,19 @@ export async function main(args: string[]): Promise<void> {
     ...reportHead(NAME, args, env, goals),
     '## Idle commands per second',
     '',
-    markdownTable(['Build', 'commands/s', 'connections', 'blocked clients'], rows.map((r) => [buildName(r), fmtNum(r.perSecond, 1), r.connections, r.blockedClients]), ['left', 'right', 'right', 'right']),
+    markdownTable(
+      ['Build', 'commands/s', 'connections', 'blocked clients'],
+      rows.map((r) => [buildName(r), fmtNum(r.perSecond, 1), r.connections, r.blockedClients]),
+      ['left', 'right', 'right', 'right'],
+    ),
     '',
     '## By command (calls/s)',
     '',
-    markdownTable(['Command', ...rows.map(buildName)], commands.map((c) => [c, ...rows.map((r) => fmtNum(rate(r, c), 2))]), right),
+    markdownTable(
+      ['Command', ...rows.map(buildName)],
+      commands.map((c) => [c, ...rows.map((r) => fmtNum(rate(r, c), 2))]),
+      right,
+    ),
     '',
     '## How it was measured',
     '',
@@ -175,8 +188,24 @@ export async function main(args: string[]): Promise<void> {
   writeJsonResult(
     NAME,
     benchJson(
-      { bench: NAME, args, environment: env, goals, ratios: { baselineOverCandidateCommands: base && cand.perSecond > 0 ? jsonNum(base.perSecond / cand.perSecond) : null }, dist: o.dist },
-      { rows: rows.map((r) => ({ label: r.label, build: r.build, commandsPerSecond: jsonNum(r.perSecond), connections: r.connections, blockedClients: r.blockedClients, byCommand: Object.fromEntries(r.byCommand.map(([c, n]) => [c, jsonNum(n)])) })) },
+      {
+        bench: NAME,
+        args,
+        environment: env,
+        goals,
+        ratios: { baselineOverCandidateCommands: base && cand.perSecond > 0 ? jsonNum(base.perSecond / cand.perSecond) : null },
+        dist: o.dist,
+      },
+      {
+        rows: rows.map((r) => ({
+          label: r.label,
+          build: r.build,
+          commandsPerSecond: jsonNum(r.perSecond),
+          connections: r.connections,
+          blockedClients: r.blockedClients,
+          byCommand: Object.fromEntries(r.byCommand.map(([c, n]) => [c, jsonNum(n)])),
+        })),
+      },
     ),
     dir,
   );

@@ -114,7 +114,15 @@ interface UncontendedRun {
 }
 
 /** `concurrency` loops on one client, each acquire on a name never used before; counts what completes in the measured window. */
-async function uncontendedRun(client: LockClient, commands: readonly string[], concurrency: number, o: Options['uncontended'], namePrefix: string, admin: Redis, redisCpu: RedisCpu): Promise<Omit<UncontendedRun, 'lib' | 'mode' | 'round' | 'attempts'>> {
+async function uncontendedRun(
+  client: LockClient,
+  commands: readonly string[],
+  concurrency: number,
+  o: Options['uncontended'],
+  namePrefix: string,
+  admin: Redis,
+  redisCpu: RedisCpu,
+): Promise<Omit<UncontendedRun, 'lib' | 'mode' | 'round' | 'attempts'>> {
   let stop = false;
   let ops = 0;
   const loops = Promise.all(
@@ -157,7 +165,15 @@ async function measureUncontended(o: Options, libs: LockLibrary[], admin: Redis,
       async (slot, n, attempt) => {
         if (attempt === 1 && n % (2 * libs.length) === 0) console.error(`[bench] uncontended: round ${slot.round + 1}/${u.rounds}`);
         await admin.flushall();
-        const r = await uncontendedRun(clients.get(slot.lib.id)!, slot.lib.commands, slot.mode === 'serial' ? 1 : u.concurrency, u, `u${slot.round}${slot.mode[0]}`, admin, redisCpu);
+        const r = await uncontendedRun(
+          clients.get(slot.lib.id)!,
+          slot.lib.commands,
+          slot.mode === 'serial' ? 1 : u.concurrency,
+          u,
+          `u${slot.round}${slot.mode[0]}`,
+          admin,
+          redisCpu,
+        );
         const busy = otherShare(r.cpu) > BUSY_MACHINE ? ` ⚠ other jobs used ${fmtNum(100 * otherShare(r.cpu), 0)}% of a core` : '';
         console.error(`[bench]   ${slotLabel(slot)}: ${fmtInt(r.opsPerS)} ops/s${busy}`);
         return { lib: slot.lib.id, mode: slot.mode, round: slot.round, attempts: 1, ...r };
@@ -188,7 +204,11 @@ async function measureHandoff(o: Options, libs: LockLibrary[], build: string, re
   const h = o.handoff;
   const t0 = performance.now();
   const workers = await HandoffWorkers.start(h.waiters + 1, build, redisUrl);
-  const unregister = onCleanup('locks hand-off workers', () => workers.close(), () => undefined);
+  const unregister = onCleanup(
+    'locks hand-off workers',
+    () => workers.close(),
+    () => undefined,
+  );
   console.error(`[bench] hand-off: ${h.waiters + 1} client processes ready in ${fmtNum((performance.now() - t0) / 1000, 1)} s`);
   const rows: HandoffRow[] = [];
   try {
@@ -377,7 +397,16 @@ function uncontendedTable(u: UncontendedSummary[], o: Options): string {
     };
     const ratio = (mode: Mode) => (lib === 'engine' ? '1.00' : s(mode) && e(mode) ? fmtNum(e(mode)!.median / s(mode)!.median, 2) : 'n/a');
     const cpu = (f: (x: UncontendedSummary) => number) => (['serial', 'concurrent'] as const).map((m) => (s(m) ? fmtNum(f(s(m)!), 1) : 'n/a')).join(' / ');
-    return [label(lib), cell('serial'), ratio('serial'), cell('concurrent'), ratio('concurrent'), cpu((x) => x.clientUs), cpu((x) => x.redisUs), cpu((x) => x.commandUs)];
+    return [
+      label(lib),
+      cell('serial'),
+      ratio('serial'),
+      cell('concurrent'),
+      ratio('concurrent'),
+      cpu((x) => x.clientUs),
+      cpu((x) => x.redisUs),
+      cpu((x) => x.commandUs),
+    ];
   });
   const c = o.uncontended.concurrency;
   return markdownTable(
@@ -464,7 +493,7 @@ function report(
         'INFO commandstats says Redis spent executing the commands the client sent (a script with everything it calls; no network I/O), per acquire + release. ' +
         'The last row is a reference, not a lock the service could use (no reentrancy, no read/write, no watchdog, no metrics, no waiting): a string key and the ' +
         "engine's fencing counter in one script, the peers' release in another, so it prices only \"acquire returns a fencing token\", and any fenced lock's " +
-        'uncontended throughput is at most about this row\'s.',
+        "uncontended throughput is at most about this row's.",
       '',
     );
     md.push(uncontendedTable(u, o), '');
@@ -488,13 +517,20 @@ function report(
         `releasing process saw its release call resolve (the next holder can get there first: release reply and wake-up race). ${h.rounds} rounds per row, ` +
         `the library order rotated; a run stops taking samples after ${h.capS} s (the slow polling rows). Per hand-off, over the counted window: "Redis ` +
         'commands" = what all participating clients sent (EVALSHA, SET, SUBSCRIBE, ...; a script is one command), polling included; Redis CPU; the client ' +
-        'processes\' CPU (both CPU figures include the processes\' idle background work over the hand-off\'s duration, which shows only in the slow ' +
+        "processes' CPU (both CPU figures include the processes' idle background work over the hand-off's duration, which shows only in the slow " +
         'rows). "overlaps" = holds that began before the previous one was released (must be 0). ⚠: other jobs used more than ' +
         `${BUSY_MACHINE * 100}% of a core during a run.`,
       '',
     );
     md.push(`### ${h.waiters} waiters`, '', handoffTable(hs, h.waiters), '');
-    md.push('### 1 waiter', '', 'The same with 2 clients: one holder, one waiter; a polling waiter is alone to notice the release, so it pays its retry interval.', '', handoffTable(hs, 1), '');
+    md.push(
+      '### 1 waiter',
+      '',
+      'The same with 2 clients: one holder, one waiter; a polling waiter is alone to notice the release, so it pays its retry interval.',
+      '',
+      handoffTable(hs, 1),
+      '',
+    );
   }
   if (sc.length) {
     const engineUs = sc.find((r) => r.id === 'engine')?.usPerPair ?? NaN;
@@ -520,8 +556,8 @@ function report(
   md.push(`- Every row: lease ${LEASE_MS} ms, an acquire waits up to ${WAIT_MS} ms, exclusive lock.`);
   for (const lib of libs) md.push(`- **${lib.label}**: ${lib.settings}.`);
   md.push(
-    '- Connections: every client has its own ioredis connection with the service\'s options from the same build (src/redis/redis-options.ts: no auto-pipelining, ' +
-      'the engine\'s command connection with its writes coalesced per event-loop turn as in RedisService, ' +
+    "- Connections: every client has its own ioredis connection with the service's options from the same build (src/redis/redis-options.ts: no auto-pipelining, " +
+      "the engine's command connection with its writes coalesced per event-loop turn as in RedisService, " +
       `no offline queue, ${fmtInt(commandTimeoutMs)} ms command timeout); the engine's also has its pub/sub connection. redlock and redis-semaphore both work ` +
       "with the repo's ioredis 6 " +
       '(redis-semaphore declares ioredis ^4 || ^5 || ^6 as a peer; redlock 5 beta declares none and only calls evalsha/eval), so every row uses the same ioredis.',
@@ -530,7 +566,7 @@ function report(
   md.push('## Notes', '');
   md.push(
     '- Uncontended: every client is in this process (one client per library). Hand-off: every client in its own process, because the waiters of a ' +
-      'distributed lock are in different processes, and because in one process the polling peers\' waiters fall into lockstep (failed polls answered in ' +
+      "distributed lock are in different processes, and because in one process the polling peers' waiters fall into lockstep (failed polls answered in " +
       'the same event-loop turn set timers that expire together, so ten waiters poll like one). Nothing is pinned; on 2 vCPUs the clients and ' +
       'redis-server share both.',
   );
@@ -555,13 +591,17 @@ export async function main(args: string[]): Promise<void> {
   const redis = await startBenchRedis();
   const admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   const redisCpu = redisCpuFromInfo(admin);
-  const unregisterAdmin = onCleanup('locks bench admin connection', () => admin.disconnect(), () => admin.disconnect());
+  const unregisterAdmin = onCleanup(
+    'locks bench admin connection',
+    () => admin.disconnect(),
+    () => admin.disconnect(),
+  );
   const { engine, redlock, semaphore, redlockFast, fencedFloor } = allLibraries(dist, redis.url);
   const libs = [engine, redlock, semaphore, redlockFast];
   labels = new Map([...libs, fencedFloor].map((l) => [l.id, l.label]));
   const env = environmentInfo(redis.version, {
     ...packageVersions(),
-    'Engine under test': `LockService from a snapshot of dist/ and lua/, one Nest application context per client (${engine.viaLockModule ? 'the build\'s lock module' : 'LockService + LockMetrics'} with config, metrics and Redis; no HTTP)`,
+    'Engine under test': `LockService from a snapshot of dist/ and lua/, one Nest application context per client (${engine.viaLockModule ? "the build's lock module" : 'LockService + LockMetrics'} with config, metrics and Redis; no HTTP)`,
     Placement: 'uncontended: the client in this process; hand-off: one process per client; redis-server on loopback; nothing pinned',
     Mode: o.quick ? 'quick (short smoke run)' : 'full',
   });
@@ -585,7 +625,11 @@ export async function main(args: string[]): Promise<void> {
   const standard = args.length === 0;
   const outDir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
   const [uSum, hsSum] = [summariseUncontended(u), summariseHandoff(hs)];
-  writeResult(NAME, report(args, o, env, [...libs, fencedFloor], Number(engine.redisOptions.commandTimeout), uSum, hsSum, sc, (performance.now() - started) / 1000), outDir);
+  writeResult(
+    NAME,
+    report(args, o, env, [...libs, fencedFloor], Number(engine.redisOptions.commandTimeout), uSum, hsSum, sc, (performance.now() - started) / 1000),
+    outDir,
+  );
   // The machine-readable side: the goals table and the environment (the figures stay in the report).
   writeJsonResult(NAME, benchJson({ bench: NAME, args, dist: o.dist, environment: env, goals: goals(uSum, hsSum, o), ratios: {} }, {}), outDir);
 }

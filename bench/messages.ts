@@ -57,7 +57,18 @@ import { ManagedProcess, waitUntilServing } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { attemptsNote, candidateRow, parseRowOptions, placementInfo, prepareRows, roundSchedule, selectTargets } from './lib/rows';
 import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, writeResult } from './lib/report';
-import { BenchCheckFailed, benchJson, compareWithBaseline, comparisonGoalLines, Comparison, comparisonLines, enforceComparison, jsonNum, readBaseline, writeJsonResult } from './lib/results-json';
+import {
+  BenchCheckFailed,
+  benchJson,
+  compareWithBaseline,
+  comparisonGoalLines,
+  Comparison,
+  comparisonLines,
+  enforceComparison,
+  jsonNum,
+  readBaseline,
+  writeJsonResult,
+} from './lib/results-json';
 
 const NAME = 'messages';
 const GOAL = 0.7;
@@ -144,7 +155,12 @@ function parseArgs(args: string[]) {
   };
   // A comparison runs the two rows that give the ratios, fewer rounds, shorter retries.
   const compare = args.includes('--compare');
-  const o = parseRowOptions(args, { duration: 4, warmup: 3, budgetS: compare ? 150 : 300, repeat: compare ? 3 : 5 }, own, '--write-accounts N --pull-accounts N --compare --baseline file');
+  const o = parseRowOptions(
+    args,
+    { duration: 4, warmup: 3, budgetS: compare ? 150 : 300, repeat: compare ? 3 : 5 },
+    own,
+    '--write-accounts N --pull-accounts N --compare --baseline file',
+  );
   if (own_.baseline !== undefined && !own_.compare) throw new Error('--baseline needs --compare');
   if (own_.compare) o.profile = false;
   return Object.assign(o, own_);
@@ -204,7 +220,11 @@ async function benchStore(dist: string, redis: BenchRedis): Promise<BenchStore> 
   const config = loadConfig(fullEnv(0, redis.url, PREFIX, BASE_ENV));
   // Auto-pipelining on: this connection only fills and inspects, many calls in flight.
   const scripts = await connectScriptRedis(redis.url, { maxRetriesPerRequest: 1 }, join(dist, '..', 'lua'), 'autopipeline');
-  onCleanup('bench redis connection', () => void scripts.redis.disconnect(), () => scripts.redis.disconnect());
+  onCleanup(
+    'bench redis connection',
+    () => void scripts.redis.disconnect(),
+    () => scripts.redis.disconnect(),
+  );
   const keys = new KeyBuilder(config);
   return {
     scripts,
@@ -325,12 +345,15 @@ async function smoke(t: Target, ctx: RunContext, base: string): Promise<void> {
   if (stored !== expected) throw new Error(`${t.id}: stored body differs from the service's toStored:\n  stored   ${stored}\n  expected ${expected}`);
 
   const c = ctx.cursor0;
-  const p = await httpRequest(`${base}/messages?after=${c.cursor}&limit=${PAGE}`, { headers: { authorization: `Bearer ${c.token}`, 'x-account-id': c.account } });
+  const p = await httpRequest(`${base}/messages?after=${c.cursor}&limit=${PAGE}`, {
+    headers: { authorization: `Bearer ${c.token}`, 'x-account-id': c.account },
+  });
   const page = JSON.parse(p.body) as { messages?: { msgId: string }[]; hasMore?: boolean; unread?: number };
   if (p.status !== 200 || page.messages?.length !== PAGE || page.hasMore !== true || page.unread !== INBOX) fail('pull', p.status, p.body);
   if (page.messages![0].msgId <= c.cursor) fail('pull (order)', p.status, p.body);
   ctx.smokePull ??= p.body;
-  if (p.body !== ctx.smokePull) throw new Error(`${t.id}: the pull answered other bytes than the first row did:\n  ${p.body.slice(0, 300)}\n  ${ctx.smokePull.slice(0, 300)}`);
+  if (p.body !== ctx.smokePull)
+    throw new Error(`${t.id}: the pull answered other bytes than the first row did:\n  ${p.body.slice(0, 300)}\n  ${ctx.smokePull.slice(0, 300)}`);
 }
 
 function writeRequests(o: Options): () => LoadRequest {
@@ -401,7 +424,9 @@ function warnings(all: RowResult[]): string[] {
       const want = p === 'write' ? '201' : '200';
       const other = Object.entries(l.statusCodes).filter(([code]) => code !== want);
       if (l.errors > 0 || l.timeouts > 0 || l.ok === 0 || other.length > 0) {
-        out.push(`${r.target.id} ${p}: ${l.errors} errors, ${l.timeouts} timeouts out of ${l.total}; status codes ${JSON.stringify(l.statusCodes)} (want only ${want})`);
+        out.push(
+          `${r.target.id} ${p}: ${l.errors} errors, ${l.timeouts} timeouts out of ${l.total}; status codes ${JSON.stringify(l.statusCodes)} (want only ${want})`,
+        );
       }
     }
   }
@@ -629,13 +654,20 @@ export async function main(args: string[]): Promise<void> {
   }
   const disturbed = kept.filter(isDisturbed).map((r) => r.target.id);
   if (disturbed.length) {
-    md.push(`> ⚠ Other jobs used more than ${BUSY_MACHINE * 100}% of a core, even after retries, during runs of: ${[...new Set(disturbed)].join(', ')}. Compare with care.`, '');
+    md.push(
+      `> ⚠ Other jobs used more than ${BUSY_MACHINE * 100}% of a core, even after retries, during runs of: ${[...new Set(disturbed)].join(', ')}. Compare with care.`,
+      '',
+    );
   }
   // The same scripts on the same data cost Redis the same everywhere, so a run whose Redis time per call is well above the
   // phase's median ran on a slower machine (the host's other tenants do not show up as "other jobs").
   const slow = PHASES.flatMap((p) => {
     const typical = median(kept.filter((r) => r.target.group !== 'profile').map((r) => r[p].redisUsPerCall));
-    return typical === undefined ? [] : kept.filter((r) => (r[p].redisUsPerCall ?? 0) > SLOW_MACHINE * typical).map((r) => `${r.target.id} ${p} (${fmtNum(r[p].redisUsPerCall, 0)} vs ${fmtNum(typical, 0)} µs)`);
+    return typical === undefined
+      ? []
+      : kept
+          .filter((r) => (r[p].redisUsPerCall ?? 0) > SLOW_MACHINE * typical)
+          .map((r) => `${r.target.id} ${p} (${fmtNum(r[p].redisUsPerCall, 0)} vs ${fmtNum(typical, 0)} µs)`);
   });
   if (slow.length) {
     md.push(
@@ -672,7 +704,7 @@ export async function main(args: string[]): Promise<void> {
   }
   md.push(
     "- The floor runs the service's own compiled code for the work itself (MessagesService.write/pull, MessagesStore, toStored, toDto, the broadcast feed) " +
-      'on a connection with the service\'s ioredis options, so the gap is what Nest, the ValidationPipe (class-validator, class-transformer), the auth guard, ' +
+      "on a connection with the service's ioredis options, so the gap is what Nest, the ValidationPipe (class-validator, class-transformer), the auth guard, " +
       "metrics, the request id, the raw body and the access log add; each row's smoke check proves the same stored JSON and the same pull bytes.",
     '- The pull also reads the latest broadcast sequence once a second (the broadcast feed), in both servers; no broadcasts exist in this run.',
     '- Writes go into inboxes emptied before every row (a few messages each by the end of a phase); see the memory table for what an inbox costs as it grows.',
@@ -697,16 +729,37 @@ export async function main(args: string[]): Promise<void> {
       p99Ms: m.load.p99,
       overFloorRps: floor ? jsonNum(m.load.rps / floor.load.rps) : null,
       serverUsPerRequest: jsonNum(tables[p].cpu(t.id), 1),
-      redisUsPerRequest: jsonNum(median(mine.map((x) => (x[p].redisCpuS !== undefined && x[p].load.total > 0 ? (x[p].redisCpuS * 1e6) / x[p].load.total : undefined))), 1),
+      redisUsPerRequest: jsonNum(
+        median(mine.map((x) => (x[p].redisCpuS !== undefined && x[p].load.total > 0 ? (x[p].redisCpuS * 1e6) / x[p].load.total : undefined))),
+        1,
+      ),
       redisUsPerScriptCall: jsonNum(median(mine.map((x) => x[p].redisUsPerCall)), 1),
       scriptCallsPerRequest: jsonNum(m.callsPerRequest),
       badAnswers: mine.reduce((s, x) => s + x[p].load.errors + x[p].load.total - (x[p].load.statusCodes[want] ?? 0), 0),
-      rounds: mine.map((x) => ({ rps: jsonNum(x[p].load.rps, 0), serverUsPerRequest: jsonNum(serverUsPerRequest(x[p]), 1), otherShare: jsonNum(otherShare(x[p])), attempts: x.attempts })),
+      rounds: mine.map((x) => ({
+        rps: jsonNum(x[p].load.rps, 0),
+        serverUsPerRequest: jsonNum(serverUsPerRequest(x[p]), 1),
+        otherShare: jsonNum(otherShare(x[p])),
+        attempts: x.attempts,
+      })),
       ...(m.profile ? { profileBusyUsPerRequest: jsonNum(m.profile.busyUs / m.load.total, 1) } : {}),
     };
   };
   const json = benchJson(
-    { bench: NAME, args, dist: o.dist, environment: env, goals, disturbedRuns, ratios: Object.fromEntries(PHASES.flatMap((p) => [[`${p}FullOverFloorRps`, jsonNum(ratio(p))], [`${p}FullOverFloorCpu`, jsonNum(cpuRatio(p))]])) },
+    {
+      bench: NAME,
+      args,
+      dist: o.dist,
+      environment: env,
+      goals,
+      disturbedRuns,
+      ratios: Object.fromEntries(
+        PHASES.flatMap((p) => [
+          [`${p}FullOverFloorRps`, jsonNum(ratio(p))],
+          [`${p}FullOverFloorCpu`, jsonNum(cpuRatio(p))],
+        ]),
+      ),
+    },
     {
       rows: targets.map((t) => ({
         id: t.id,
@@ -716,7 +769,13 @@ export async function main(args: string[]): Promise<void> {
         write: phaseJson('write', t),
         pull: phaseJson('pull', t),
       })),
-      memory: memory.map((m) => ({ inboxMessages: m.size, accounts: m.accounts, bytesPerMessage: jsonNum(m.total, 1), bodyBytesPerMessage: jsonNum(m.body, 1), perKey: m.perKey.map((k) => ({ ...k, bytes: jsonNum(k.bytes, 1) })) })),
+      memory: memory.map((m) => ({
+        inboxMessages: m.size,
+        accounts: m.accounts,
+        bytesPerMessage: jsonNum(m.total, 1),
+        bodyBytesPerMessage: jsonNum(m.body, 1),
+        perKey: m.perKey.map((k) => ({ ...k, bytes: jsonNum(k.bytes, 1) })),
+      })),
       ...(comparison ? { comparison: { baseline: comparison.baselinePath, tolerance: COMPARE_TOLERANCE, ok: comparison.ok } } : {}),
     },
   );
@@ -728,7 +787,9 @@ export async function main(args: string[]): Promise<void> {
   }
   if (warns.length) {
     const bar = '!'.repeat(78);
-    console.error(`\n${bar}\n!! WARNING: failed or unexpected answers during the benchmark; results are NOT valid\n${warns.map((w) => `!!   ${w}`).join('\n')}\n${bar}\n`);
+    console.error(
+      `\n${bar}\n!! WARNING: failed or unexpected answers during the benchmark; results are NOT valid\n${warns.map((w) => `!!   ${w}`).join('\n')}\n${bar}\n`,
+    );
   }
   if (comparison) {
     if (warns.length) throw new BenchCheckFailed(`${NAME}: requests failed during the comparison run, so it proves nothing:\n  ${warns.join('\n  ')}`);

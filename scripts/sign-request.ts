@@ -34,7 +34,8 @@ const method = rawMethod.toUpperCase();
 if (!/^[A-Z]+$/.test(method) || !path.startsWith('/') || /\s/.test(path)) usage();
 
 const merchantId = process.env.MERCHANT_ID || 'm_demo';
-const secret = process.env.MERCHANT_SECRET || parseNamedSecrets('MERCHANT_SECRETS', process.env.MERCHANT_SECRETS || DEV_DEFAULTS.MERCHANT_SECRETS).get(merchantId);
+const secret =
+  process.env.MERCHANT_SECRET || parseNamedSecrets('MERCHANT_SECRETS', process.env.MERCHANT_SECRETS || DEV_DEFAULTS.MERCHANT_SECRETS).get(merchantId);
 if (!secret) {
   console.error(`no secret for merchant ${merchantId}: set MERCHANT_SECRET, or add ${merchantId} to MERCHANT_SECRETS`);
   process.exit(2);

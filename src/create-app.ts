@@ -31,7 +31,10 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // any hook or Nest filter: answer it in the service's one error shape too.
     frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
       const { status, body, headers } = toErrorResponse(err, String(req.id), config.redis.retryAfterS, frameworkLogger);
-      void reply.status(status).headers({ ...headers, [config.requestIdHeader]: String(req.id) }).send(body);
+      void reply
+        .status(status)
+        .headers({ ...headers, [config.requestIdHeader]: String(req.id) })
+        .send(body);
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {

@@ -193,8 +193,16 @@ export function profileMarkdown(s: ProfileSummary, requests?: number, topPackage
       ['left', 'right', 'right'],
     ),
   );
-  out.push('\n**Layers** (synchronous inclusive time: samples whose stack contains the layer; work resumed after an `await` is counted where it resumes, so layers overlap and do not add up):\n');
-  out.push(markdownTable(['Layer', 'Inclusive', 'µs / request'], s.layers.filter((l) => l.us > 0).map((l) => [l.name, pct(l.us), perReq(l.us)]), ['left', 'right', 'right']));
+  out.push(
+    '\n**Layers** (synchronous inclusive time: samples whose stack contains the layer; work resumed after an `await` is counted where it resumes, so layers overlap and do not add up):\n',
+  );
+  out.push(
+    markdownTable(
+      ['Layer', 'Inclusive', 'µs / request'],
+      s.layers.filter((l) => l.us > 0).map((l) => [l.name, pct(l.us), perReq(l.us)]),
+      ['left', 'right', 'right'],
+    ),
+  );
   out.push('\n**Top functions by self time:**\n');
   out.push(
     markdownTable(

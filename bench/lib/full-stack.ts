@@ -20,7 +20,8 @@ export function userToken(account: string): string {
 /** Env for the real service: production, bench credentials, limits it never reaches. */
 export function fullEnv(port: number, redisUrl: string, prefix: string, overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  const ours = /^(NODE_ENV|PORT|HOST|LOG_LEVEL|BODY_LIMIT_BYTES|REQUEST_ID_HEADER|SHUTDOWN_GRACE_MS|SWAGGER_ENABLED|REDIS_|JWT_|MERCHANT_|SERVICE_TOKENS|ADMIN_API_KEYS|RATE_LIMIT_|MESSAGES_|PENDING_ACTION_)/;
+  const ours =
+    /^(NODE_ENV|PORT|HOST|LOG_LEVEL|BODY_LIMIT_BYTES|REQUEST_ID_HEADER|SHUTDOWN_GRACE_MS|SWAGGER_ENABLED|REDIS_|JWT_|MERCHANT_|SERVICE_TOKENS|ADMIN_API_KEYS|RATE_LIMIT_|MESSAGES_|PENDING_ACTION_)/;
   for (const [k, v] of Object.entries(process.env)) if (!ours.test(k)) env[k] = v;
   return {
     ...env,
@@ -119,7 +120,8 @@ export const SERVICE_LAYERS: Layer[] = [
   { name: 'RateLimitGuard.canActivate (dist/rate-limit)', match: (f, w) => w.startsWith('dist/rate-limit/') && f.functionName === 'canActivate' },
   {
     name: 'ValidationPipe (class-validator, class-transformer)',
-    match: (_f, w) => /^node_modules\/(class-validator|class-transformer|validator)\//.test(w) || w.startsWith('node_modules/@nestjs/common/pipes/validation.pipe'),
+    match: (_f, w) =>
+      /^node_modules\/(class-validator|class-transformer|validator)\//.test(w) || w.startsWith('node_modules/@nestjs/common/pipes/validation.pipe'),
   },
   {
     name: 'Logging + request id (pino, sonic-boom, dist/http/logging.js)',
@@ -128,10 +130,14 @@ export const SERVICE_LAYERS: Layer[] = [
       w.startsWith('dist/http/logging'),
   },
   { name: 'Metrics (prom-client)', match: (_f, w) => w.startsWith('node_modules/prom-client/') },
-  { name: 'ioredis (commands, parser)', match: (_f, w) => /^node_modules\/(ioredis|redis-parser|denque|standard-as-callback|cluster-key-slot|@ioredis\/[^/]+)\//.test(w) },
+  {
+    name: 'ioredis (commands, parser)',
+    match: (_f, w) => /^node_modules\/(ioredis|redis-parser|denque|standard-as-callback|cluster-key-slot|@ioredis\/[^/]+)\//.test(w),
+  },
   {
     name: 'Fastify (routing, hooks, reply, JSON)',
-    match: (_f, w) => /^node_modules\/(fastify|find-my-way|fast-json-stringify|avvio|secure-json-parse|@fastify\/[^/]+|light-my-request|fast-querystring|toad-cache)\//.test(w),
+    match: (_f, w) =>
+      /^node_modules\/(fastify|find-my-way|fast-json-stringify|avvio|secure-json-parse|@fastify\/[^/]+|light-my-request|fast-querystring|toad-cache)\//.test(w),
   },
   { name: 'Node HTTP + net + streams', match: (_f, w) => /^node:(_http_|http$|net$|internal\/streams|internal\/http|stream$)/.test(w) },
   { name: 'Garbage collector', match: (f) => f.functionName === '(garbage collector)' },

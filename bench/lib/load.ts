@@ -65,7 +65,8 @@ export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
           setupClient: (client: autocannon.Client) => {
             const r = requests[next++ % requests.length];
             if (r.path === undefined && r.method === undefined) client.setHeadersAndBody(r.headers, r.body ?? '');
-            else client.setRequests([{ method: r.method ?? method, ...(r.path === undefined ? {} : { path: r.path }), headers: r.headers, body: r.body ?? '' }]);
+            else
+              client.setRequests([{ method: r.method ?? method, ...(r.path === undefined ? {} : { path: r.path }), headers: r.headers, body: r.body ?? '' }]);
           },
         }
       : {

@@ -182,7 +182,14 @@ const peerKey = (name: string, suffix: string) => `${KEY_PREFIX}:locks:{${name}}
  * redlock 5 with one client. An acquire retries every retryDelay ± retryJitter ms; retryCount is set
  * so that the retries span WAIT_MS, like the other rows' wait.
  */
-export function redlockLibrary(redisUrl: string, redisOptions: RedisOptions, retryDelay: number, retryJitter: number, id = 'redlock', whatIf = false): LockLibrary {
+export function redlockLibrary(
+  redisUrl: string,
+  redisOptions: RedisOptions,
+  retryDelay: number,
+  retryJitter: number,
+  id = 'redlock',
+  whatIf = false,
+): LockLibrary {
   const retryCount = Math.ceil(WAIT_MS / retryDelay);
   return {
     id,
@@ -308,6 +315,7 @@ export function allLibraries(dist: string, redisUrl: string) {
 /** Versions of the packages in the run, for the environment section. */
 export function packageVersions(): Record<string, string> {
   // Read from node_modules: redlock's package exports do not include its package.json.
-  const v = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version.replace(/^v/, '');
+  const v = (name: string) =>
+    (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version.replace(/^v/, '');
   return { redlock: v('redlock'), 'redis-semaphore': v('redis-semaphore'), ioredis: v('ioredis'), '@nestjs/core': v('@nestjs/core') };
 }

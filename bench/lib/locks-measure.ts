@@ -3,8 +3,6 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { selfCpuSeconds } from './proc';
 
-
-
 /** CLOCK_MONOTONIC in ms: one clock for every process on the machine, so times taken in two processes compare. */
 export const monotonicMs = () => Number(process.hrtime.bigint()) / 1e6;
 
@@ -65,7 +63,12 @@ export function cpuBetween(a: Snapshot, b: Snapshot): CpuWindow {
   const redisS = a.redis !== undefined && b.redis !== undefined ? b.redis - a.redis : undefined;
   const selfS = b.self - a.self;
   const machine = a.machine !== undefined && b.machine !== undefined ? b.machine - a.machine : undefined;
-  return { wallS: (b.t - a.t) / 1000, selfS, redisS, otherS: machine !== undefined && redisS !== undefined ? Math.max(0, machine - selfS - redisS) : undefined };
+  return {
+    wallS: (b.t - a.t) / 1000,
+    selfS,
+    redisS,
+    otherS: machine !== undefined && redisS !== undefined ? Math.max(0, machine - selfS - redisS) : undefined,
+  };
 }
 
 /** Share of one core that other jobs used during a window (0 when unknown). */

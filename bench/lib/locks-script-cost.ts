@@ -68,13 +68,13 @@ async function variants(conn: Redis, dist: string, prefix: string): Promise<Vari
   // The peers' commands, as redlock 5 and redis-semaphore 5 send them for one Redis node.
   const peerAcquire = await load("return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])");
   const peerRelease = await load(OWNER_RELEASE_LUA);
-  const noFence = cut(acquire, 'local token = nextFencingToken(fenceKey, fenceKeepMs, nowUs)\n  local exp', "local token = string.format('%.0f', nowUs)\n  local exp", 'no-fence');
-  const noFenceNoClock = cut(
-    noFence,
-    'local nowMs, nowUs = serverTimeMsAndUs()',
-    'local nowMs, nowUs = 1763000000000, 1763000000000000',
-    'no-fence-no-clock',
+  const noFence = cut(
+    acquire,
+    'local token = nextFencingToken(fenceKey, fenceKeepMs, nowUs)\n  local exp',
+    "local token = string.format('%.0f', nowUs)\n  local exp",
+    'no-fence',
   );
+  const noFenceNoClock = cut(noFence, 'local nowMs, nowUs = serverTimeMsAndUs()', 'local nowMs, nowUs = 1763000000000, 1763000000000000', 'no-fence-no-clock');
   return [
     await engineLike('engine', 'engine: acquire-2 + release-1 as shipped', acquire, release),
     await engineLike('no-fence', 'engine without the fencing counter (token = Redis clock only)', noFence, release),

@@ -137,7 +137,9 @@ export async function runSchedule<S, R extends ScheduledRun>(
       const spentS = (performance.now() - start) / 1000;
       const needS = firstS * (1 + schedule.length - 1 - n);
       if (spentS + needS > o.budgetS) {
-        console.error(`[bench] ${label(slot)}: ${why}; no retry (budget: ${fmtNum(spentS, 0)} s spent + ~${fmtNum(needS, 0)} s > ${o.budgetS} s; see --budget)`);
+        console.error(
+          `[bench] ${label(slot)}: ${why}; no retry (budget: ${fmtNum(spentS, 0)} s spent + ~${fmtNum(needS, 0)} s > ${o.budgetS} s; see --budget)`,
+        );
         retriesSkipped++;
         break;
       }

@@ -19,7 +19,11 @@ export interface BenchRedis {
  */
 export async function startBenchRedis(): Promise<BenchRedis> {
   const server = await startRedisServer({ appendonly: false });
-  const unregister = onCleanup(`redis-server :${server.port}`, () => server.destroy(), () => void server.kill());
+  const unregister = onCleanup(
+    `redis-server :${server.port}`,
+    () => server.destroy(),
+    () => void server.kill(),
+  );
   const url = server.url;
 
   const command = async (name: string, ...args: (string | number)[]): Promise<unknown> => {

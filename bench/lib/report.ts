@@ -11,9 +11,7 @@ export type Align = 'left' | 'right';
 export function markdownTable(headers: string[], rows: (string | number)[][], align: Align[] = []): string {
   const esc = (v: string | number) => String(v).replace(/\|/g, '\\|');
   const sep = headers.map((_, i) => (align[i] === 'right' ? '---:' : '---'));
-  return [headers, sep, ...rows]
-    .map((r, i) => `| ${(i === 1 ? r.map(String) : r.map(esc)).join(' | ')} |`)
-    .join('\n');
+  return [headers, sep, ...rows].map((r, i) => `| ${(i === 1 ? r.map(String) : r.map(esc)).join(' | ')} |`).join('\n');
 }
 
 /** `12345.6` -> `12,346`; for req/s and counts. */
@@ -42,7 +40,9 @@ export function environmentInfo(redisVersion: string, extra: Record<string, stri
     cpuModel: c[0]?.model?.trim() ?? 'unknown',
     os: `${process.platform} ${release()}`,
     memoryGb: (totalmem() / 2 ** 30).toFixed(1),
-    loadAvg: loadavg().map((l) => l.toFixed(2)).join(' '),
+    loadAvg: loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' '),
     redisVersion,
     ...extra,
   };
@@ -103,4 +103,3 @@ export function reportHead(name: string, args: string[], env: ReturnType<typeof 
     '',
   ];
 }
-

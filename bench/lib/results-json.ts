@@ -112,7 +112,9 @@ export function readBaseline(name: string, file = join(RESULTS_DIR, `${name}.jso
     throw new BenchCheckFailed(`--compare: ${file} is not valid JSON: ${(err as Error).message}`);
   }
   if (data.bench !== name || data.schema !== RESULTS_SCHEMA || typeof data.ratios !== 'object' || data.ratios === null) {
-    throw new BenchCheckFailed(`--compare: ${file} is not a ${name} results file of schema ${RESULTS_SCHEMA} (bench ${String(data.bench)}, schema ${String(data.schema)})`);
+    throw new BenchCheckFailed(
+      `--compare: ${file} is not a ${name} results file of schema ${RESULTS_SCHEMA} (bench ${String(data.bench)}, schema ${String(data.schema)})`,
+    );
   }
   return { path: file, data };
 }
@@ -168,7 +170,8 @@ export function comparisonGoalLines(c: Comparison | undefined): GoalLine[] {
   const commit = c.baseline.build.commit ? ` (${c.baseline.build.commit.slice(0, 7)})` : '';
   return c.lines.map((l) => ({
     goal: `No regression (--compare): ${l.check.label} against the committed result${commit}`,
-    target: l.committed === null ? 'no committed figure' : `≥ ${fmtNum(l.floor ?? undefined, 3)} (${fmtNum(l.committed, 3)} − ${fmtNum(100 * c.tolerance, 0)}%)`,
+    target:
+      l.committed === null ? 'no committed figure' : `≥ ${fmtNum(l.floor ?? undefined, 3)} (${fmtNum(l.committed, 3)} − ${fmtNum(100 * c.tolerance, 0)}%)`,
     measured: fmtNum(l.check.measured, 3),
     met: l.ok,
   }));

@@ -132,7 +132,8 @@ export function roundSchedule<T extends RowTarget>(targets: T[], repeat: number)
   return {
     schedule: [...Array.from({ length: repeat }, () => perRound).flat(), ...targets.filter((t) => t.group === 'profile')],
     announce(n, attempt) {
-      if (attempt === 1 && repeat > 1 && n % perRound.length === 0 && n < perRound.length * repeat) console.error(`[bench] round ${n / perRound.length + 1}/${repeat}`);
+      if (attempt === 1 && repeat > 1 && n % perRound.length === 0 && n < perRound.length * repeat)
+        console.error(`[bench] round ${n / perRound.length + 1}/${repeat}`);
     },
   };
 }

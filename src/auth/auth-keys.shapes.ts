@@ -4,5 +4,13 @@ import { MERCHANT_RE, NONCE_RE } from './merchant-verifier.service';
 
 /** The auth keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [
-  { name: 'merchant nonce', space: AUTH_KEYS, kind: 'm', part: 'nonce', rules: [MERCHANT_RE, NONCE_RE], make: (b, [m, n]) => nonceKey(b, m, n), carries: ([m, n]) => ({ id: m, partId: n }) },
+  {
+    name: 'merchant nonce',
+    space: AUTH_KEYS,
+    kind: 'm',
+    part: 'nonce',
+    rules: [MERCHANT_RE, NONCE_RE],
+    make: (b, [m, n]) => nonceKey(b, m, n),
+    carries: ([m, n]) => ({ id: m, partId: n }),
+  },
 ];

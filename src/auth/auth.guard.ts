@@ -92,7 +92,9 @@ export class AuthGuard implements CanActivate {
     let policy = this.policies.get(handler);
     if (policy === undefined) {
       const targets = [handler, ctx.getClass()];
-      policy = this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets) ? 'public' : (this.reflector.getAllAndOverride<CallerKind[]>(AUTH_KINDS, targets) ?? []);
+      policy = this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)
+        ? 'public'
+        : (this.reflector.getAllAndOverride<CallerKind[]>(AUTH_KINDS, targets) ?? []);
       this.policies.set(handler, policy);
     }
     return policy;

@@ -26,8 +26,7 @@ function rejection(verifier: JwtVerifier, token: string): ApiError {
 describe(JwtVerifier.name, () => {
   describe('HS256', () => {
     const verifier = new JwtVerifier(loadConfig({ NODE_ENV: 'test', JWT_SECRET: SECRET }));
-    const hs = (payload: object, opts: SignOptions = { expiresIn: 60 }, secret = SECRET) =>
-      sign(payload, secret, { algorithm: 'HS256', ...opts });
+    const hs = (payload: object, opts: SignOptions = { expiresIn: 60 }, secret = SECRET) => sign(payload, secret, { algorithm: 'HS256', ...opts });
 
     it('returns sub for a valid token', () => {
       expect(verifier.verify(hs({ sub: 'acct_42' }))).toBe('acct_42');
@@ -129,9 +128,7 @@ describe(JwtVerifier.name, () => {
     });
 
     it('checks issuer and audience when configured', () => {
-      const v = new JwtVerifier(
-        loadConfig({ NODE_ENV: 'test', JWT_SECRET: SECRET, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'redis-pay' }),
-      );
+      const v = new JwtVerifier(loadConfig({ NODE_ENV: 'test', JWT_SECRET: SECRET, JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'redis-pay' }));
       expect(v.verify(hs({ sub: 'acct_42' }, { expiresIn: 60, issuer: 'https://id.example', audience: 'redis-pay' }))).toBe('acct_42');
       rejection(v, hs({ sub: 'acct_42' }));
       rejection(v, hs({ sub: 'acct_42' }, { expiresIn: 60, issuer: 'https://evil.example', audience: 'redis-pay' }));

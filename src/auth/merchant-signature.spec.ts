@@ -21,13 +21,7 @@ describe('MerchantSignature', () => {
   describe(canonicalString.name, () => {
     it('is METHOD, path?query, timestamp, nonce and hex sha256(body), one per line', () => {
       const lines = canonicalString(PARTS).split('\n');
-      expect(lines).toEqual([
-        'POST',
-        '/merchant/orders?x=1&y=two',
-        '1700000000123',
-        'nonce_abcdefghijklmnop',
-        createHash('sha256').update(BODY).digest('hex'),
-      ]);
+      expect(lines).toEqual(['POST', '/merchant/orders?x=1&y=two', '1700000000123', 'nonce_abcdefghijklmnop', createHash('sha256').update(BODY).digest('hex')]);
     });
 
     it('hashes an empty body to the well-known empty sha256 and has no trailing newline', () => {
@@ -105,7 +99,7 @@ describe('MerchantSignature', () => {
     });
 
     it('rejects a signature with one flipped nibble', () => {
-      const flipped = (good[10] === '0' ? '1' : '0');
+      const flipped = good[10] === '0' ? '1' : '0';
       expect(signatureMatches(SECRET, PARTS, good.slice(0, 10) + flipped + good.slice(11))).toBe(false);
     });
 

@@ -42,7 +42,12 @@ describe(SecretMatcher.name, () => {
   });
 
   it('returns the first configured name when two names share a secret', () => {
-    const m = new SecretMatcher(new Map([['first', 'shared-secret-00000000'], ['second', 'shared-secret-00000000']]));
+    const m = new SecretMatcher(
+      new Map([
+        ['first', 'shared-secret-00000000'],
+        ['second', 'shared-secret-00000000'],
+      ]),
+    );
     expect(m.match('shared-secret-00000000')).toBe('first');
   });
 });

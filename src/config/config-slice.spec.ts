@@ -7,7 +7,10 @@ import { toInt } from './env-validation';
 import { loadConfig } from './load-config';
 
 class WidgetsEnv {
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
   WIDGETS_PER_BOX?: number;
 }
 
@@ -18,7 +21,12 @@ class WidgetsConfig {
 describe(defineConfigSlice.name, () => {
   // Loaded before the slice below is defined: a slice defined later is built from the same environment.
   const early = loadConfig({ NODE_ENV: 'test', WIDGETS_PER_BOX: '7' });
-  const widgets = defineConfigSlice({ name: 'widgets', token: WidgetsConfig, schema: WidgetsEnv, build: (s): WidgetsConfig => ({ perBox: s.WIDGETS_PER_BOX ?? 12 }) });
+  const widgets = defineConfigSlice({
+    name: 'widgets',
+    token: WidgetsConfig,
+    schema: WidgetsEnv,
+    build: (s): WidgetsConfig => ({ perBox: s.WIDGETS_PER_BOX ?? 12 }),
+  });
 
   it('adds the slice to the ones loadConfig validates and builds', () => {
     expect(configSlices()).toContain(widgets);
@@ -57,10 +65,14 @@ describe(defineConfigSlice.name, () => {
 
   it('refuses a second slice with the same name or one of the same variables', () => {
     class OtherEnv {
-      @IsOptional() @Transform(toInt) @IsInt()
+      @IsOptional()
+      @Transform(toInt)
+      @IsInt()
       WIDGETS_PER_BOX?: number;
     }
-    expect(() => defineConfigSlice({ name: 'widgets', token: WidgetsConfig, schema: WidgetsEnv, build: () => ({ perBox: 1 }) })).toThrow('configuration slice "widgets" is defined twice');
+    expect(() => defineConfigSlice({ name: 'widgets', token: WidgetsConfig, schema: WidgetsEnv, build: () => ({ perBox: 1 }) })).toThrow(
+      'configuration slice "widgets" is defined twice',
+    );
     expect(() => defineConfigSlice({ name: 'gadgets', token: WidgetsConfig, schema: OtherEnv, build: () => ({ perBox: 1 }) })).toThrow(
       'WIDGETS_PER_BOX is declared by both the "widgets" and the "gadgets" configuration slices',
     );

@@ -25,7 +25,9 @@ describe('.env.example', () => {
   });
 
   it('finds the config slices of the modules', () => {
-    expect(sliceFiles).toEqual(expect.arrayContaining([join('orders', 'orders.config.ts'), join('messages', 'messages.config.ts'), join('locks', 'locks.config.ts')]));
+    expect(sliceFiles).toEqual(
+      expect.arrayContaining([join('orders', 'orders.config.ts'), join('messages', 'messages.config.ts'), join('locks', 'locks.config.ts')]),
+    );
     expect(new Set(configSlices())).toEqual(new Set(slices));
   });
 

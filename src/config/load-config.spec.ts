@@ -167,12 +167,9 @@ describe(loadConfig.name, () => {
       });
     });
 
-    it.each(['n1', 'n1:7000,', 'n1:7000, n2:7001', ':7000', 'n1:port', ',,,'])(
-      'rejects malformed REDIS_CLUSTER_NODES %j',
-      (value) => {
-        loadError({ REDIS_CLUSTER_NODES: value }, 'REDIS_CLUSTER_NODES');
-      },
-    );
+    it.each(['n1', 'n1:7000,', 'n1:7000, n2:7001', ':7000', 'n1:port', ',,,'])('rejects malformed REDIS_CLUSTER_NODES %j', (value) => {
+      loadError({ REDIS_CLUSTER_NODES: value }, 'REDIS_CLUSTER_NODES');
+    });
   });
 
   describe('validation errors name the variable first', () => {
@@ -212,7 +209,7 @@ describe(loadConfig.name, () => {
       expect(loadError({ REDIS_URL: 'http://x' }, 'REDIS_URL').message).toBe('REDIS_URL must be a redis:// or rediss:// URL');
     });
 
-    it('strips class-validator\'s own property prefix exactly once', () => {
+    it("strips class-validator's own property prefix exactly once", () => {
       expect(loadError({ PORT: 'abc' }, 'PORT').message).toMatch(/^PORT must /);
       expect(loadError({ PORT: '70000' }, 'PORT').message).toBe('PORT must not be greater than 65535');
     });
@@ -335,10 +332,7 @@ describe(loadConfig.name, () => {
     });
 
     it('refuses duplicate names', () => {
-      const err = configError(
-        () => parseNamedSecrets('MERCHANT_SECRETS', 'm1:aaaaaaaaaaaaaaaa,m2:bbbbbbbbbbbbbbbb,m1:cccccccccccccccc'),
-        'MERCHANT_SECRETS',
-      );
+      const err = configError(() => parseNamedSecrets('MERCHANT_SECRETS', 'm1:aaaaaaaaaaaaaaaa,m2:bbbbbbbbbbbbbbbb,m1:cccccccccccccccc'), 'MERCHANT_SECRETS');
       expect(err.message).toMatch(/"m1" twice/);
     });
 

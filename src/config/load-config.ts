@@ -22,7 +22,10 @@ const NAME_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Parses `name:secret,name2:secret2`. Secrets must be at least 16 characters. */
 export function parseNamedSecrets(variable: string, raw: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const i = entry.indexOf(':');
     const name = i > 0 ? entry.slice(0, i) : '';
     const secret = i > 0 ? entry.slice(i + 1) : '';
@@ -81,7 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     topology,
     username: s.REDIS_USERNAME,
     password: s.REDIS_PASSWORD,
-    tls: s.REDIS_TLS ?? (s.REDIS_URL?.startsWith('rediss://') ?? false),
+    tls: s.REDIS_TLS ?? s.REDIS_URL?.startsWith('rediss://') ?? false,
     tlsCaFile: s.REDIS_TLS_CA_FILE,
     tlsRejectUnauthorized: s.REDIS_TLS_REJECT_UNAUTHORIZED ?? true,
     keyPrefix: s.REDIS_KEY_PREFIX ?? 'rp',
@@ -158,11 +161,7 @@ function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefine
 }
 
 function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
-  const set = [
-    s.REDIS_URL && 'REDIS_URL',
-    s.REDIS_SENTINELS && 'REDIS_SENTINELS',
-    s.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES',
-  ].filter(Boolean) as string[];
+  const set = [s.REDIS_URL && 'REDIS_URL', s.REDIS_SENTINELS && 'REDIS_SENTINELS', s.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES'].filter(Boolean) as string[];
   if (set.length > 1) throw new ConfigError(set[1], `cannot be combined with ${set[0]}; configure exactly one Redis topology`);
   if (s.REDIS_URL) return { mode: 'standalone', url: s.REDIS_URL };
   if (s.REDIS_SENTINELS) {
@@ -175,6 +174,10 @@ function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
     };
   }
   if (s.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', s.REDIS_CLUSTER_NODES) };
-  if (prod) throw new ConfigError('REDIS_URL', 'is required in production (or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES); production never starts a local redis-server');
+  if (prod)
+    throw new ConfigError(
+      'REDIS_URL',
+      'is required in production (or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES); production never starts a local redis-server',
+    );
   return { mode: 'managed', port: s.REDIS_MANAGED_PORT ?? 6380, dir: resolve(s.REDIS_MANAGED_DIR ?? '.data/redis') };
 }

@@ -67,7 +67,10 @@ export class DelayQueueAdminController {
   @ApiOkResponse({ type: RetryResultDto })
   @ApiErrors({
     400: badInput,
-    404: { description: 'No queue with this name, or no dead letter with this id', errors: [noSuchQueue, scriptErrorFor('delay-queue/retry-dead', ScriptCode.NOT_FOUND)] },
+    404: {
+      description: 'No queue with this name, or no dead letter with this id',
+      errors: [noSuchQueue, scriptErrorFor('delay-queue/retry-dead', ScriptCode.NOT_FOUND)],
+    },
   })
   async retry(@Param() p: ItemParamDto): Promise<RetryResultDto> {
     await this.mustExist(p.queue);
@@ -79,7 +82,10 @@ export class DelayQueueAdminController {
   @ApiOkResponse({ type: CancelResultDto })
   @ApiErrors({
     400: badInput,
-    404: { description: 'No queue with this name, or no item with this id', errors: [noSuchQueue, new ApiError(404, 'NOT_FOUND', 'no item order-1001 in queue close-reminder')] },
+    404: {
+      description: 'No queue with this name, or no item with this id',
+      errors: [noSuchQueue, new ApiError(404, 'NOT_FOUND', 'no item order-1001 in queue close-reminder')],
+    },
   })
   async cancel(@Param() p: ItemParamDto): Promise<CancelResultDto> {
     await this.mustExist(p.queue);

@@ -21,7 +21,7 @@ function storeAnswering(reply: unknown) {
 }
 
 describe(DelayQueueStore.name, () => {
-  it('builds a queue\'s keys with the key builder, once, and rejects a bad queue name naming the field', () => {
+  it("builds a queue's keys with the key builder, once, and rejects a bad queue name naming the field", () => {
     const { store, k, expected } = storeAnswering(null);
     expect(k).toEqual(expected);
     expect(store.keys('q1')).toBe(k);

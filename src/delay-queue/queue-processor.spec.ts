@@ -78,7 +78,15 @@ class FakeEvents {
 
 const counter = () => ({ inc: jest.fn() });
 const fakeMetrics = () =>
-  ({ scheduled: counter(), cancelled: counter(), fired: counter(), acked: counter(), retried: counter(), dead: counter(), lateness: { observe: jest.fn() } }) as unknown as DelayQueueMetrics;
+  ({
+    scheduled: counter(),
+    cancelled: counter(),
+    fired: counter(),
+    acked: counter(),
+    retried: counter(),
+    dead: counter(),
+    lateness: { observe: jest.fn() },
+  }) as unknown as DelayQueueMetrics;
 
 const KEYS: QueueKeys = { keys: Array.from({ length: 9 }, (_, i) => `k${i}`), stateKeys: ['k0', 'k1', 'k2', 'k3'], channel: 'events' };
 const T0 = 1_700_000_000_000;
@@ -135,7 +143,16 @@ describe(QueueProcessor.name, () => {
   const elapsed = () => Date.now() - T0;
   const start = async (handler: Handler<unknown> = () => Promise.resolve(), settings: Partial<ProcessorSettings> = {}) => {
     const clock: ProcessorClock = { ...systemClock, random: () => jitter };
-    processor = new QueueProcessor('q', KEYS, handler, settingsOf(settings), store as unknown as DelayQueueStore, events as unknown as QueueEventBus, fakeMetrics(), clock);
+    processor = new QueueProcessor(
+      'q',
+      KEYS,
+      handler,
+      settingsOf(settings),
+      store as unknown as DelayQueueStore,
+      events as unknown as QueueEventBus,
+      fakeMetrics(),
+      clock,
+    );
     await processor.start();
     await jest.advanceTimersByTimeAsync(0);
     return processor;

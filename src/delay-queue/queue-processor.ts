@@ -113,9 +113,11 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     this.schedulePoll();
     // Catch-up first: whatever came due while no instance ran is claimed now, oldest first.
     void this.tick();
-    await this.events.subscribe(this.keys.channel, (m) => this.event(m)).catch((err: Error) => {
-      this.logger.warn({ err: err.message }, 'subscribe failed; the fallback poll covers until it reconnects');
-    });
+    await this.events
+      .subscribe(this.keys.channel, (m) => this.event(m))
+      .catch((err: Error) => {
+        this.logger.warn({ err: err.message }, 'subscribe failed; the fallback poll covers until it reconnects');
+      });
   }
 
   /**
@@ -212,7 +214,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         this.wakeAt = Infinity;
         if (Number.isFinite(next)) this.arm(next);
         // Go round again while a step hit its batch limit, or ready items remain and slots are free.
-        more = promoted === BATCH || requeued + died === BATCH || (this.readyLeft && claimed === want && want > 0 && this.running.size < this.settings.concurrency);
+        more =
+          promoted === BATCH || requeued + died === BATCH || (this.readyLeft && claimed === want && want > 0 && this.running.size < this.settings.concurrency);
       }
     } catch (err) {
       const now = this.clock.now();

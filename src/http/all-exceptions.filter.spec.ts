@@ -134,7 +134,7 @@ describe(toErrorResponse.name, () => {
     });
 
     it('a Redis command error that is not an outage is a 500, not a 503', () => {
-      const r = respond(new ReplyError('ERR wrong number of arguments for \'get\' command'));
+      const r = respond(new ReplyError("ERR wrong number of arguments for 'get' command"));
       expect(r.status).toBe(500);
       expect(r.headers).toEqual({});
     });
@@ -165,7 +165,7 @@ describe(toErrorResponse.name, () => {
       });
     });
 
-    it('400 invalid JSON → BAD_REQUEST without the parser\'s details', () => {
+    it("400 invalid JSON → BAD_REQUEST without the parser's details", () => {
       const err = withProps(new SyntaxError('Unexpected token } in JSON at position 12'), { statusCode: 400, code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
       const r = respond(err);
       expect(r.status).toBe(400);
@@ -177,7 +177,7 @@ describe(toErrorResponse.name, () => {
       expect(respond(err).body.message).toBe('Request body is not valid JSON');
     });
 
-    it('415 keeps Fastify\'s message', () => {
+    it("415 keeps Fastify's message", () => {
       const err = withProps(new Error('Unsupported Media Type: text/csv'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' });
       const r = respond(err);
       expect(r.status).toBe(415);

@@ -88,7 +88,13 @@ export function toErrorResponse(err: unknown, requestId: string, retryAfterS: nu
   if (typeof fst?.statusCode === 'number' && fst.statusCode >= 400 && fst.statusCode < 500) {
     const s = fst.statusCode;
     const known = FASTIFY_ERRORS[fst.code ?? ''];
-    const message = known?.message ?? (s === 413 ? 'Request body is too large' : /JSON/.test(fst.message ?? '') ? 'Request body is not valid JSON' : boundedMessage(fst.message ?? 'Bad request'));
+    const message =
+      known?.message ??
+      (s === 413
+        ? 'Request body is too large'
+        : /JSON/.test(fst.message ?? '')
+          ? 'Request body is not valid JSON'
+          : boundedMessage(fst.message ?? 'Bad request'));
     return { status: s, body: body(s, known?.error ?? CODE_BY_STATUS[s] ?? `HTTP_${s}`, message), headers: {} };
   }
   logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack, name: err.name } : err, requestId }, 'unhandled error');

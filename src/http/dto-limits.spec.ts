@@ -47,7 +47,8 @@ function unboundedFields(dto: new () => object): string[] {
   for (const [field, kinds] of byField) {
     const has = (set: Set<string>) => [...kinds].some((k) => set.has(k));
     if (kinds.has('isString') && !has(BOUNDED_STRING)) problems.push(`${field}: string without MaxLength/Length/IsIn`);
-    if ((kinds.has('isInt') || kinds.has('isNumber')) && !(has(BOUNDED_NUMBER_MAX) && has(BOUNDED_NUMBER_MIN))) problems.push(`${field}: number without Min and Max`);
+    if ((kinds.has('isInt') || kinds.has('isNumber')) && !(has(BOUNDED_NUMBER_MAX) && has(BOUNDED_NUMBER_MIN)))
+      problems.push(`${field}: number without Min and Max`);
     if (kinds.has('isArray') && !has(BOUNDED_ARRAY)) problems.push(`${field}: array without ArrayMaxSize`);
   }
   return problems;

@@ -25,7 +25,11 @@ export class ErrorBodyDto {
     oneOf: [
       {
         type: 'array',
-        items: { type: 'object', properties: { field: { type: 'string' }, errors: { type: 'array', items: { type: 'string' } } }, required: ['field', 'errors'] },
+        items: {
+          type: 'object',
+          properties: { field: { type: 'string' }, errors: { type: 'array', items: { type: 'string' } } },
+          required: ['field', 'errors'],
+        },
       },
       { type: 'object' },
     ],

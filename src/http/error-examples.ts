@@ -2,7 +2,16 @@ import type { INestApplication, Type } from '@nestjs/common';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { ModulesContainer } from '@nestjs/core';
-import type { ExampleObject, MediaTypeObject, OpenAPIObject, OperationObject, ParameterObject, ReferenceObject, ResponseObject, SchemaObject } from '@nestjs/swagger';
+import type {
+  ExampleObject,
+  MediaTypeObject,
+  OpenAPIObject,
+  OperationObject,
+  ParameterObject,
+  ReferenceObject,
+  ResponseObject,
+  SchemaObject,
+} from '@nestjs/swagger';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidatorOptions } from 'class-validator';
 import type { CallerKind } from '../auth/caller';
@@ -14,7 +23,12 @@ import { errorExample } from './error-responses';
 import { validationPipeOptions } from './validation';
 
 const KINDS: CallerKind[] = ['user', 'merchant', 'service', 'admin'];
-const KIND_OF_SCHEME: Record<string, CallerKind> = { [SECURITY.user]: 'user', [SECURITY.merchant]: 'merchant', [SECURITY.service]: 'service', [SECURITY.admin]: 'admin' };
+const KIND_OF_SCHEME: Record<string, CallerKind> = {
+  [SECURITY.user]: 'user',
+  [SECURITY.merchant]: 'merchant',
+  [SECURITY.service]: 'service',
+  [SECURITY.admin]: 'admin',
+};
 
 /**
  * A typical 401 of each kind of credential, worded as the guard and verifiers
@@ -79,9 +93,7 @@ function badRequestExample(doc: OpenAPIObject, op: OperationObject, inputs: Rout
   for (const field of ordered) {
     const dto = inputs[field.location];
     if (!dto) continue;
-    const base = Object.fromEntries(
-      fields.filter((f) => f.location === field.location && f.required && f !== field).map((f) => [f.name, sampleOf(f)]),
-    );
+    const base = Object.fromEntries(fields.filter((f) => f.location === field.location && f.required && f !== field).map((f) => [f.name, sampleOf(f)]));
     let best: { err: ApiError; count: number; sent: string } | undefined;
     for (const value of probesFor(field)) {
       const input = value === MISSING ? base : { ...base, [field.name]: value };
@@ -143,7 +155,15 @@ function resolve(doc: OpenAPIObject, s: SchemaObject | ReferenceObject | undefin
 
 /** The caller kinds an operation's security accepts, in the order `@Auth` lists them. */
 function kindsOf(op: OperationObject): CallerKind[] {
-  return [...new Set((op.security ?? []).flatMap((req) => Object.keys(req).map((scheme) => KIND_OF_SCHEME[scheme]).filter(Boolean)))];
+  return [
+    ...new Set(
+      (op.security ?? []).flatMap((req) =>
+        Object.keys(req)
+          .map((scheme) => KIND_OF_SCHEME[scheme])
+          .filter(Boolean),
+      ),
+    ),
+  ];
 }
 
 /**
@@ -167,12 +187,21 @@ export function addErrorExamples(doc: OpenAPIObject, app: INestApplication): voi
         ]);
       case '403': {
         const other = KINDS.find((k) => !kinds.includes(k));
-        return other && { [other]: errorExample(forbidden(`This endpoint is not for ${other} callers; it accepts: ${kinds.join(', ')}`), `A valid ${other} credential`) };
+        return (
+          other && {
+            [other]: errorExample(forbidden(`This endpoint is not for ${other} callers; it accepts: ${kinds.join(', ')}`), `A valid ${other} credential`),
+          }
+        );
       }
       case '429': {
         const { limits, windowMs } = config.rateLimit;
         const limit = limits[kinds[0] ?? 'anonymous'];
-        return { RATE_LIMITED: errorExample(rateLimited(`Rate limit of ${limit} requests per ${windowMs} ms exceeded`, windowMs), `Over ${limit} requests in ${windowMs} ms`) };
+        return {
+          RATE_LIMITED: errorExample(
+            rateLimited(`Rate limit of ${limit} requests per ${windowMs} ms exceeded`, windowMs),
+            `Over ${limit} requests in ${windowMs} ms`,
+          ),
+        };
       }
       case '503':
         return { REDIS_UNAVAILABLE: errorExample(new RedisUnavailableError(), 'Redis did not answer within the command timeout', config.redis.retryAfterS) };

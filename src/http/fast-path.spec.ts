@@ -3,7 +3,24 @@ import { ValidationPipe } from '@nestjs/common';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { Transform, Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf, ValidateNested, Validate, type ValidatorConstraintInterface, ValidatorConstraint } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateIf,
+  ValidateNested,
+  Validate,
+  type ValidatorConstraintInterface,
+  ValidatorConstraint,
+} from 'class-validator';
 import fc from 'fast-check';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,38 +29,54 @@ import { IsOptionalField } from './optional-field';
 import { validationPipeOptions } from './validation';
 
 class LineDto {
-  @IsString() @MinLength(1) @MaxLength(8)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(8)
   sku!: string;
 
-  @IsInt() @Min(1) @Max(100)
+  @IsInt()
+  @Min(1)
+  @Max(100)
   qty!: number;
 }
 
 class AddressDto {
-  @IsString() @Matches(/^[A-Z][a-z]+$/)
+  @IsString()
+  @Matches(/^[A-Z][a-z]+$/)
   city!: string;
 
-  @IsOptionalField() @IsString({ each: true }) @ArrayMaxSize(2)
+  @IsOptionalField()
+  @IsString({ each: true })
+  @ArrayMaxSize(2)
   lines?: string[];
 }
 
 class OrderDto {
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   amount!: number;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   note?: string;
 
-  @IsOptionalField() @IsIn(['a', 'b'])
+  @IsOptionalField()
+  @IsIn(['a', 'b'])
   mode?: string;
 
-  @ValidateIf((o: OrderDto) => o.mode === 'b') @IsString() @MinLength(2)
+  @ValidateIf((o: OrderDto) => o.mode === 'b')
+  @IsString()
+  @MinLength(2)
   onlyForB?: string;
 
-  @ValidateNested() @Type(() => AddressDto)
+  @ValidateNested()
+  @Type(() => AddressDto)
   address!: AddressDto;
 
-  @IsArray() @ArrayMaxSize(3) @ValidateNested({ each: true }) @Type(() => LineDto)
+  @IsArray()
+  @ArrayMaxSize(3)
+  @ValidateNested({ each: true })
+  @Type(() => LineDto)
   lines!: LineDto[];
 }
 
@@ -54,10 +87,39 @@ const slowAccepts = (metatype: unknown, body: unknown) =>
     () => false,
   );
 
-const anyValue = fc.constantFrom<unknown>(undefined, null, 0, 1, 101, -1, 1.5, '', 'x', 'Oslo', 'oslo', 'a', 'b', 'bb', 'x'.repeat(9), true, [], {}, ['x'], ['x', 'y', 'z'], { city: 'Oslo' }, [{}], [1]);
+const anyValue = fc.constantFrom<unknown>(
+  undefined,
+  null,
+  0,
+  1,
+  101,
+  -1,
+  1.5,
+  '',
+  'x',
+  'Oslo',
+  'oslo',
+  'a',
+  'b',
+  'bb',
+  'x'.repeat(9),
+  true,
+  [],
+  {},
+  ['x'],
+  ['x', 'y', 'z'],
+  { city: 'Oslo' },
+  [{}],
+  [1],
+);
 const ABSENT = Symbol('absent');
-const maybe = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ weight: 6, arbitrary: arb }, { weight: 2, arbitrary: anyValue }, { weight: 1, arbitrary: fc.constant(ABSENT) });
-const line = fc.record({ sku: maybe(fc.string({ minLength: 1, maxLength: 9 })), qty: maybe(fc.integer({ min: 0, max: 101 })), extra: fc.constantFrom(ABSENT, ABSENT, ABSENT, 1) });
+const maybe = <T>(arb: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 6, arbitrary: arb }, { weight: 2, arbitrary: anyValue }, { weight: 1, arbitrary: fc.constant(ABSENT) });
+const line = fc.record({
+  sku: maybe(fc.string({ minLength: 1, maxLength: 9 })),
+  qty: maybe(fc.integer({ min: 0, max: 101 })),
+  extra: fc.constantFrom(ABSENT, ABSENT, ABSENT, 1),
+});
 const strip = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).filter(([, v]) => v !== ABSENT));
 const order = fc
   .record({
@@ -65,7 +127,9 @@ const order = fc
     note: maybe(fc.string()),
     mode: maybe(fc.constantFrom('a', 'b', 'c')),
     onlyForB: maybe(fc.string({ maxLength: 3 })),
-    address: maybe(fc.record({ city: maybe(fc.constantFrom('Oslo', 'oslo', 'Rome')), lines: maybe(fc.array(fc.string({ maxLength: 2 }), { maxLength: 3 })) }).map(strip)),
+    address: maybe(
+      fc.record({ city: maybe(fc.constantFrom('Oslo', 'oslo', 'Rome')), lines: maybe(fc.array(fc.string({ maxLength: 2 }), { maxLength: 3 })) }).map(strip),
+    ),
     lines: maybe(fc.array(line.map(strip), { maxLength: 4 })),
     extra: fc.constantFrom(ABSENT, ABSENT, ABSENT, ABSENT, 'x'),
   })
@@ -107,7 +171,8 @@ describe('fastPathFor', () => {
 
   it('gives no fast path to a class using what it does not model', () => {
     class WithTransform {
-      @Transform(({ value }: { value: unknown }) => String(value)) @IsString()
+      @Transform(({ value }: { value: unknown }) => String(value))
+      @IsString()
       a!: string;
     }
     class WithGroups {
@@ -136,10 +201,12 @@ describe('fastPathFor', () => {
       a!: LineDto;
     }
     class TypeWithoutNested {
-      @Type(() => Date) @IsString()
+      @Type(() => Date)
+      @IsString()
       a!: string;
     }
-    for (const cls of [WithTransform, WithGroups, WithAsync, WithDefault, NoRules, NestedWithoutType, TypeWithoutNested]) expect(fastPathFor(cls)).toBeUndefined();
+    for (const cls of [WithTransform, WithGroups, WithAsync, WithDefault, NoRules, NestedWithoutType, TypeWithoutNested])
+      expect(fastPathFor(cls)).toBeUndefined();
     expect(fastPathFor(String)).toBeUndefined();
   });
 
@@ -169,7 +236,8 @@ function routeDtos(): [string, Class][] {
         for (const [key, { index, data }] of Object.entries(args)) {
           const kind = kinds[Number(key.split(':')[0])];
           const dto = types[index];
-          if (kind && data === undefined && dto && ![String, Number, Boolean, Object].includes(dto as never)) found.push([`${ctrl.name}.${method} ${kind} ${dto.name}`, dto]);
+          if (kind && data === undefined && dto && ![String, Number, Boolean, Object].includes(dto as never))
+            found.push([`${ctrl.name}.${method} ${kind} ${dto.name}`, dto]);
         }
       }
     }

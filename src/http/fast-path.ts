@@ -49,7 +49,13 @@ export function fastPathFor(metatype: unknown): FastPath | undefined {
   return fast ?? undefined;
 }
 
-const MODELLED = new Set<string>([ValidationTypes.CUSTOM_VALIDATION, ValidationTypes.IS_DEFINED, ValidationTypes.CONDITIONAL_VALIDATION, ValidationTypes.NESTED_VALIDATION, ValidationTypes.WHITELIST]);
+const MODELLED = new Set<string>([
+  ValidationTypes.CUSTOM_VALIDATION,
+  ValidationTypes.IS_DEFINED,
+  ValidationTypes.CONDITIONAL_VALIDATION,
+  ValidationTypes.NESTED_VALIDATION,
+  ValidationTypes.WHITELIST,
+]);
 
 function compile(cls: Class, seen: Set<Class>): FastPath | undefined {
   if (seen.has(cls)) return undefined; // a recursive DTO: leave it to class-validator
@@ -95,7 +101,8 @@ function compileProperty(cls: Class, name: string, list: ValidationMetadata[], s
       check.constraints.push({ rule: c.instance, meta: m });
     }
   }
-  for (const m of list) if (m.type === ValidationTypes.CONDITIONAL_VALIDATION) check.conditions.push(m.constraints[0] as (object: object, value: unknown) => boolean);
+  for (const m of list)
+    if (m.type === ValidationTypes.CONDITIONAL_VALIDATION) check.conditions.push(m.constraints[0] as (object: object, value: unknown) => boolean);
   const type = defaultMetadataStorage.findTypeMetadata(cls, name);
   const validatesNested = list.some((m) => m.type === ValidationTypes.NESTED_VALIDATION);
   // @Type without @ValidateNested converts the value (e.g. to a Date) before class-validator sees it.

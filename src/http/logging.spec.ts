@@ -10,16 +10,46 @@ function capturingLogger(level = 'info') {
 }
 
 function completed(log: pino.Logger, fields: { id: string; method: string; url: string; route?: string; status: number; elapsed: number; caller?: object }) {
-  const request = { id: fields.id, method: fields.method, url: fields.url, routeOptions: { url: fields.route }, caller: fields.caller } as unknown as FastifyRequest;
+  const request = {
+    id: fields.id,
+    method: fields.method,
+    url: fields.url,
+    routeOptions: { url: fields.route },
+    caller: fields.caller,
+  } as unknown as FastifyRequest;
   const reply = { statusCode: fields.status, elapsedTime: fields.elapsed, log } as unknown as FastifyReply;
   new AccessLogController({ requestIdLogLabel: 'requestId' }).requestCompleted(undefined, request, reply);
 }
 
 describe('the access line of a completed request', () => {
   const cases = [
-    { id: 'req-1', method: 'POST', url: '/diagnostics/touch', route: '/diagnostics/touch', status: 200, elapsed: 1.23456, caller: { kind: 'user', id: 'acc_1' } },
-    { id: 'b3c1d2e4-0000-4000-8000-000000000001', method: 'GET', url: '/health/live', route: '/health/live', status: 204, elapsed: 0.1, caller: { kind: 'anonymous', id: '127.0.0.1' } },
-    { id: 'x', method: 'GET', url: '/messages?after="q\\\\x"&t=\u0001\u2028é🙂', route: '/messages', status: 200, elapsed: 12, caller: { kind: 'merchant', id: 'm"1' } },
+    {
+      id: 'req-1',
+      method: 'POST',
+      url: '/diagnostics/touch',
+      route: '/diagnostics/touch',
+      status: 200,
+      elapsed: 1.23456,
+      caller: { kind: 'user', id: 'acc_1' },
+    },
+    {
+      id: 'b3c1d2e4-0000-4000-8000-000000000001',
+      method: 'GET',
+      url: '/health/live',
+      route: '/health/live',
+      status: 204,
+      elapsed: 0.1,
+      caller: { kind: 'anonymous', id: '127.0.0.1' },
+    },
+    {
+      id: 'x',
+      method: 'GET',
+      url: '/messages?after="q\\\\x"&t=\u0001\u2028é🙂',
+      route: '/messages',
+      status: 200,
+      elapsed: 12,
+      caller: { kind: 'merchant', id: 'm"1' },
+    },
     { id: 'y', method: 'GET', url: '/nowhere', route: undefined, status: 302, elapsed: 0, caller: undefined },
   ];
 
@@ -28,7 +58,15 @@ describe('the access line of a completed request', () => {
     completed(ours.log, c);
     const theirs = capturingLogger();
     const caller = c.caller && c.caller.kind !== 'anonymous' ? `${c.caller.kind}:${c.caller.id}` : undefined;
-    const fields = { requestId: c.id, method: c.method, url: c.url, route: c.route, statusCode: c.status, responseTimeMs: Math.round(c.elapsed * 100) / 100, caller };
+    const fields = {
+      requestId: c.id,
+      method: c.method,
+      url: c.url,
+      route: c.route,
+      statusCode: c.status,
+      responseTimeMs: Math.round(c.elapsed * 100) / 100,
+      caller,
+    };
     theirs.log.info(fields, 'request completed');
     expect(ours.lines).toHaveLength(1);
     expect(ours.lines[0].endsWith('}\n')).toBe(true);

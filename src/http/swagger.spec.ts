@@ -25,7 +25,9 @@ describe('Swagger UI merchant signing (signMerchantRequest)', () => {
     expect(Math.abs(Number(timestamp) - Date.now())).toBeLessThan(5000);
     expect(nonce).toMatch(/^[0-9a-f]{32}$/);
     expect(signatureMatches(secret, { method: 'POST', path: '/diagnostics/whoami?x=1', timestamp, nonce, body }, signature)).toBe(true);
-    expect(signatureMatches('another-secret-another-secret', { method: 'POST', path: '/diagnostics/whoami?x=1', timestamp, nonce, body }, signature)).toBe(false);
+    expect(signatureMatches('another-secret-another-secret', { method: 'POST', path: '/diagnostics/whoami?x=1', timestamp, nonce, body }, signature)).toBe(
+      false,
+    );
   });
 
   it('leaves requests without a merchant secret untouched', async () => {

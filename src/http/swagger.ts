@@ -48,14 +48,18 @@ export function securitySchemeDescriptions(production: boolean): Record<keyof ty
   return {
     user:
       'App users: a JWT whose `sub` is the account id, signed with JWT_SECRET (HS256) or verified with JWT_PUBLIC_KEY (RS256/ES256).' +
-      dev(`\`npm run token -- <accountId>\` prints one, signed with JWT_SECRET from the environment or \`.env\`, else with the built-in \`${DEV_DEFAULTS.JWT_SECRET}\`.`),
+      dev(
+        `\`npm run token -- <accountId>\` prints one, signed with JWT_SECRET from the environment or \`.env\`, else with the built-in \`${DEV_DEFAULTS.JWT_SECRET}\`.`,
+      ),
     merchant:
       'Merchants: your merchant id, one of MERCHANT_SECRETS (`merchantId:secret,...`). Requests are HMAC-SHA256 signed (X-Timestamp, X-Nonce, X-Signature): fill in MerchantSecret too and this page signs them; `npm run sign` prints the headers for curl.' +
       dev(`without MERCHANT_SECRETS the merchant is \`${merchantId}\`.`),
     merchantSecret:
       'Swagger UI only: the merchant secret. The page signs each request with it in your browser and never sends it.' +
       dev(`without MERCHANT_SECRETS, \`${merchantSecret}\` (merchant \`${merchantId}\`).`),
-    service: 'Internal business systems: a service token, one of SERVICE_TOKENS (`serviceName:token,...`).' + dev(`without SERVICE_TOKENS, \`${serviceToken}\` (service \`${serviceName}\`).`),
+    service:
+      'Internal business systems: a service token, one of SERVICE_TOKENS (`serviceName:token,...`).' +
+      dev(`without SERVICE_TOKENS, \`${serviceToken}\` (service \`${serviceName}\`).`),
     admin: 'Ops: an admin API key, one of ADMIN_API_KEYS (`keyName:key,...`).' + dev(`without ADMIN_API_KEYS, \`${adminKey}\` (key \`${adminName}\`).`),
   };
 }
@@ -66,7 +70,10 @@ function orderTags(document: OpenAPIObject): void {
   const used = [...new Set(Object.values(document.paths).flatMap((item) => Object.values(item).flatMap((op: { tags?: string[] }) => op?.tags ?? [])))];
   const declared = new Map((document.tags ?? []).map((t) => [t.name, t]));
   const names = [...new Set([...declared.keys(), ...used])];
-  document.tags = names.map((name, i) => ({ name, i })).sort((a, b) => rank(a.name) - rank(b.name) || a.i - b.i).map(({ name }) => declared.get(name) ?? { name });
+  document.tags = names
+    .map((name, i) => ({ name, i }))
+    .sort((a, b) => rank(a.name) - rank(b.name) || a.i - b.i)
+    .map(({ name }) => declared.get(name) ?? { name });
 }
 
 /** The OpenAPI document: every route, its security, and an example of each error it documents. */

@@ -5,10 +5,13 @@ import { IsOptionalField } from './optional-field';
 import { createValidationPipe, type FieldError, flattenValidationErrors } from './validation';
 
 class LineDto {
-  @IsString() @MinLength(1)
+  @IsString()
+  @MinLength(1)
   sku!: string;
 
-  @IsInt() @Min(1) @Max(100)
+  @IsInt()
+  @Min(1)
+  @Max(100)
   qty!: number;
 }
 
@@ -18,19 +21,24 @@ class AddressDto {
 }
 
 class OrderDto {
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   amount!: number;
 
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   note?: string;
 
-  @IsOptionalField() @IsInt()
+  @IsOptionalField()
+  @IsInt()
   tip?: number;
 
-  @ValidateNested() @Type(() => AddressDto)
+  @ValidateNested()
+  @Type(() => AddressDto)
   address!: AddressDto;
 
-  @ValidateNested({ each: true }) @Type(() => LineDto)
+  @ValidateNested({ each: true })
+  @Type(() => LineDto)
   lines!: LineDto[];
 }
 
@@ -47,9 +55,7 @@ const ve = (property: string, constraints?: Record<string, string>, children: Va
 describe('Validation', () => {
   describe(flattenValidationErrors.name, () => {
     it('gives dotted paths with [i] for array indexes', () => {
-      const errors = [
-        ve('a', undefined, [ve('b', undefined, [ve('0', undefined, [ve('c', { isInt: 'c must be an integer number' })])])]),
-      ];
+      const errors = [ve('a', undefined, [ve('b', undefined, [ve('0', undefined, [ve('c', { isInt: 'c must be an integer number' })])])])];
       expect(flattenValidationErrors(errors)).toEqual([{ field: 'a.b[0].c', errors: ['c must be an integer number'] }]);
     });
 
@@ -111,12 +117,24 @@ describe('Validation', () => {
 
     it('rejects an unknown nested field with its path', async () => {
       const body = valid();
-      const err = await failure({ ...body, lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 2, price: 1 }] });
+      const err = await failure({
+        ...body,
+        lines: [
+          { sku: 'a', qty: 1 },
+          { sku: 'b', qty: 2, price: 1 },
+        ],
+      });
       expect(fields(err)).toEqual(['lines[1].price']);
     });
 
     it('names the failing field inside an array element', async () => {
-      const err = await failure({ ...valid(), lines: [{ sku: 'a', qty: 1 }, { sku: 'b', qty: 1000 }] });
+      const err = await failure({
+        ...valid(),
+        lines: [
+          { sku: 'a', qty: 1 },
+          { sku: 'b', qty: 1000 },
+        ],
+      });
       expect(fields(err)).toEqual(['lines[1].qty']);
       expect(err.message).toBe('qty must not be greater than 100');
     });

@@ -113,5 +113,4 @@ export function validationPipeOptions(): ValidationPipeOptions {
  * For integer query parameters: only plain decimal digits become a number;
  * anything else ("0x10", "1e1", " 5") stays a string and fails @IsInt().
  */
-export const QueryInt = () =>
-  Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value));
+export const QueryInt = () => Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value));

@@ -53,9 +53,13 @@ describe(LockPoliciesModule.name, () => {
     return Engine;
   }
 
-  it('registers each importing module\'s policies at boot', async () => {
+  it("registers each importing module's policies at boot", async () => {
     const app = await Test.createTestingModule({
-      imports: [engine(), LockPoliciesModule.forFeature('orders', { order: { leaseMs: 10_000, waitMs: 0 } }), LockPoliciesModule.forFeature('billing', { invoice: { leaseMs: 5_000, waitMs: 1_000 } })],
+      imports: [
+        engine(),
+        LockPoliciesModule.forFeature('orders', { order: { leaseMs: 10_000, waitMs: 0 } }),
+        LockPoliciesModule.forFeature('billing', { invoice: { leaseMs: 5_000, waitMs: 1_000 } }),
+      ],
     }).compile();
     const p = app.get(LockPolicies);
     expect(p.get('order')).toEqual({ leaseMs: 10_000, waitMs: 0 });
@@ -65,7 +69,11 @@ describe(LockPoliciesModule.name, () => {
 
   it('stops the boot when two modules declare one business with different values', async () => {
     const boot = Test.createTestingModule({
-      imports: [engine(), LockPoliciesModule.forFeature('orders', { order: { leaseMs: 10_000, waitMs: 0 } }), LockPoliciesModule.forFeature('billing', { order: { leaseMs: 5_000, waitMs: 0 } })],
+      imports: [
+        engine(),
+        LockPoliciesModule.forFeature('orders', { order: { leaseMs: 10_000, waitMs: 0 } }),
+        LockPoliciesModule.forFeature('billing', { order: { leaseMs: 5_000, waitMs: 0 } }),
+      ],
     }).compile();
     await expect(boot).rejects.toThrow(/lock policy "order" is declared twice with different values/);
   });

@@ -82,7 +82,7 @@ describe(`${LockService.name} waiting`, () => {
     expect(tries.map((t) => t.at)).toEqual([0, 0, WAKE_CHECK_MS]);
   });
 
-  it('tries again when the holder\'s lease ends, before the next re-check', async () => {
+  it("tries again when the holder's lease ends, before the next re-check", async () => {
     freeInMs = 30;
     const got = track(locks.acquire('a', { waitMs: 10_000, watchdog: false }));
     await jest.advanceTimersByTimeAsync(30);
@@ -91,7 +91,7 @@ describe(`${LockService.name} waiting`, () => {
     expect(got.at).toBe(31);
   });
 
-  it('gives up at its deadline with the holder\'s remaining time', async () => {
+  it("gives up at its deadline with the holder's remaining time", async () => {
     freeInMs = 10_000;
     const got = track(locks.acquire('a', { waitMs: 300, watchdog: false }));
     await jest.advanceTimersByTimeAsync(299);

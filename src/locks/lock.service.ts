@@ -219,7 +219,16 @@ export class LockService implements OnApplicationShutdown, HoldHost {
     this.clock.clearTimeout(timer);
   }
 
-  private hold(name: string, keys: LockKeys, owner: string, mode: LockMode, leaseMs: number, held: AcquireResult & { held: true }, sentAt: number, watchdog: boolean): LockHandle {
+  private hold(
+    name: string,
+    keys: LockKeys,
+    owner: string,
+    mode: LockMode,
+    leaseMs: number,
+    held: AcquireResult & { held: true },
+    sentAt: number,
+    watchdog: boolean,
+  ): LockHandle {
     const h = new Hold({
       host: this,
       name,

@@ -24,9 +24,7 @@ export interface AcquireCommand {
 }
 
 /** What one acquire try found: the hold, or how long until the lock may be free. */
-export type AcquireResult =
-  | { held: true; fencingToken: number; expiresAt: number; holdCount: number }
-  | { held: false; freeInMs: number };
+export type AcquireResult = { held: true; fencingToken: number; expiresAt: number; holdCount: number } | { held: false; freeInMs: number };
 
 /** Held: [1, fencing token (decimal string: past 2^31, exact), lease end, hold count]; contended: [0, ms until it may be free]. */
 type AcquireReply = [1, string, number, number] | [0, number];
@@ -51,7 +49,15 @@ export class LockStore {
 
   /** One try at a hold; a reader asking to become the writer is refused with a 409. */
   acquire(name: string, keys: LockKeys, cmd: AcquireCommand): Promise<AcquireResult> {
-    const args = [cmd.owner, cmd.mode === 'write' ? 'w' : 'r', cmd.leaseMs, Math.max(0, cmd.intentMs), FENCE_KEEP_MS, cmd.waits ? '1' : '0', cmd.othersWait ? '1' : '0'];
+    const args = [
+      cmd.owner,
+      cmd.mode === 'write' ? 'w' : 'r',
+      cmd.leaseMs,
+      Math.max(0, cmd.intentMs),
+      FENCE_KEEP_MS,
+      cmd.waits ? '1' : '0',
+      cmd.othersWait ? '1' : '0',
+    ];
     return this.run<AcquireReply, AcquireResult>(name, 'locks/acquire', [keys.hash, keys.fence], args, cmd.owner, (r) =>
       r[0] === 1 ? { held: true, fencingToken: Number(r[1]), expiresAt: r[2], holdCount: r[3] } : { held: false, freeInMs: r[1] },
     );
@@ -78,7 +84,14 @@ export class LockStore {
   }
 
   /** Runs a lock script and decodes its reply; maps Redis outages to LockUnavailableError and result codes to lock errors. */
-  private run<R, T>(name: string, script: string, keys: string[], args: Array<string | number>, owner: string | undefined, decode: (reply: R) => T): Promise<T> {
+  private run<R, T>(
+    name: string,
+    script: string,
+    keys: string[],
+    args: Array<string | number>,
+    owner: string | undefined,
+    decode: (reply: R) => T,
+  ): Promise<T> {
     // One chained step for decoding and errors, not an async layer (this runs on every acquire and release).
     return this.scripts.run<R>(script, keys, args).then(decode, (err: unknown) => {
       if (isRedisUnavailable(err)) throw new LockUnavailableError(name, err);

@@ -6,12 +6,18 @@ import type { LockPolicy } from './lock.types';
 
 /** The lock engine's environment variables (see `.env.example`). */
 export class LocksEnv {
-  @IsOptional() @Transform(emptyToUndefined) @Matches(/^[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8}(,[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8})*$/, {
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8}(,[a-z][a-z0-9-]{0,31}:\d{1,8}:\d{1,8})*$/, {
     message: 'must be business:leaseMs:waitMs[,business:leaseMs:waitMs...] with lower-case business names',
   })
   LOCK_POLICIES?: string;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(60_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(60_000)
   LOCK_WAKE_CHECK_MS?: number;
 }
 

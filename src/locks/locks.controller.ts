@@ -4,7 +4,17 @@ import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
 import { ApiError } from '../http/api-error';
 import { ApiErrors } from '../http/error-responses';
-import { AcquireLockDto, AcquireResultDto, HTTP_LOCK_PREFIX, LockNameParamDto, LockStateDto, ReleaseLockDto, ReleaseResultDto, RenewLockDto, RenewResultDto } from './dto/lock.dto';
+import {
+  AcquireLockDto,
+  AcquireResultDto,
+  HTTP_LOCK_PREFIX,
+  LockNameParamDto,
+  LockStateDto,
+  ReleaseLockDto,
+  ReleaseResultDto,
+  RenewLockDto,
+  RenewResultDto,
+} from './dto/lock.dto';
 import { LockContendedError, LockLostError, LockUpgradeRefusedError } from './lock.errors';
 import { LockService } from './lock.service';
 
@@ -34,15 +44,19 @@ export class LocksController {
   @ApiOkResponse({ type: AcquireResultDto })
   @ApiErrors({
     409: {
-      description: 'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long. LOCK_UPGRADE_REFUSED: this owner holds a read lock and asked for write',
-      errors: [
-        new LockContendedError(EXAMPLE_LOCK, 2400),
-        new LockUpgradeRefusedError(EXAMPLE_LOCK),
-      ],
+      description:
+        'LOCK_CONTENDED: held by another owner; details.remainingTtlMs and Retry-After say for how long. LOCK_UPGRADE_REFUSED: this owner holds a read lock and asked for write',
+      errors: [new LockContendedError(EXAMPLE_LOCK, 2400), new LockUpgradeRefusedError(EXAMPLE_LOCK)],
     },
   })
   async acquire(@Param() p: LockNameParamDto, @Body() dto: AcquireLockDto, @CurrentCaller() caller: Caller): Promise<AcquireResultDto> {
-    const lock = await this.locks.acquire(lockName(p), { owner: ownerOf(caller, dto.owner), leaseMs: dto.leaseMs, waitMs: dto.waitMs ?? 0, mode: dto.mode, watchdog: false });
+    const lock = await this.locks.acquire(lockName(p), {
+      owner: ownerOf(caller, dto.owner),
+      leaseMs: dto.leaseMs,
+      waitMs: dto.waitMs ?? 0,
+      mode: dto.mode,
+      watchdog: false,
+    });
     return { fencingToken: lock.fencingToken, expiresAt: lock.expiresAt, holdCount: lock.holdCount };
   }
 

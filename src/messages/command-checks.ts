@@ -15,7 +15,8 @@ export function commandFieldError(field: string, message: string): InvalidArgume
  */
 export function checkMessageCommand(cmd: { accountId: string; bizType: string; outerBizId: string; ttlMs?: number }): void {
   checkAccountId(cmd.accountId);
-  if (typeof cmd.bizType !== 'string' || !BIZ_TYPE_RE.test(cmd.bizType)) throw commandFieldError('bizType', 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -');
+  if (typeof cmd.bizType !== 'string' || !BIZ_TYPE_RE.test(cmd.bizType))
+    throw commandFieldError('bizType', 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -');
   if (typeof cmd.outerBizId !== 'string' || !OUTER_BIZ_ID_RE.test(cmd.outerBizId)) {
     throw commandFieldError('outerBizId', 'outerBizId must be 1-64 printable ASCII characters without spaces');
   }
@@ -25,5 +26,6 @@ export function checkMessageCommand(cmd: { accountId: string; bizType: string; o
 }
 
 export function checkAccountId(accountId: string): void {
-  if (typeof accountId !== 'string' || !ACCOUNT_ID_RE.test(accountId)) throw commandFieldError('accountId', 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -');
+  if (typeof accountId !== 'string' || !ACCOUNT_ID_RE.test(accountId))
+    throw commandFieldError('accountId', 'accountId must be 1-64 characters of A-Z a-z 0-9 _ . : -');
 }

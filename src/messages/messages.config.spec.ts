@@ -8,7 +8,11 @@ describe('messages config slice', () => {
   });
 
   it('reads the limits and the reminder delay overrides', () => {
-    const cfg = messagesConfig.load({ MESSAGES_MAX_PER_ACCOUNT: '50', MESSAGES_RETENTION_SECONDS: '2', PENDING_ACTION_DELAYS: 'PASSWORD_RECOVERY:300,BANK_CARD_BINDING:60000' });
+    const cfg = messagesConfig.load({
+      MESSAGES_MAX_PER_ACCOUNT: '50',
+      MESSAGES_RETENTION_SECONDS: '2',
+      PENDING_ACTION_DELAYS: 'PASSWORD_RECOVERY:300,BANK_CARD_BINDING:60000',
+    });
     expect(cfg.maxPerAccount).toBe(50);
     expect(cfg.retentionMs).toBe(2000);
     expect([...cfg.pendingActionDelays]).toEqual([

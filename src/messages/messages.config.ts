@@ -7,13 +7,23 @@ import { PENDING_ACTION_TYPES } from './pending-action-types';
 
 /** The message center's environment variables (see `.env.example`). */
 export class MessagesEnv {
-  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(100_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(100_000)
   MESSAGES_MAX_PER_ACCOUNT?: number;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3650 * 86_400)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3650 * 86_400)
   MESSAGES_RETENTION_SECONDS?: number;
 
-  @IsOptional() @Transform(emptyToUndefined) @Matches(/^[A-Z][A-Z0-9_]{0,31}:\d{1,9}(,[A-Z][A-Z0-9_]{0,31}:\d{1,9})*$/, {
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^[A-Z][A-Z0-9_]{0,31}:\d{1,9}(,[A-Z][A-Z0-9_]{0,31}:\d{1,9})*$/, {
     message: 'must be TYPE:delayMs[,TYPE:delayMs...] with upper-case types',
   })
   PENDING_ACTION_DELAYS?: string;
@@ -42,7 +52,8 @@ export const messagesConfig = defineConfigSlice({
         .map((e) => [e.split(':')[0], Number(e.split(':')[1])] as const),
     );
     for (const name of pendingActionDelays.keys()) {
-      if (!PENDING_ACTION_TYPES[name]) throw new ConfigError('PENDING_ACTION_DELAYS', `names ${name}, which is not an action type (${Object.keys(PENDING_ACTION_TYPES).join(', ')})`);
+      if (!PENDING_ACTION_TYPES[name])
+        throw new ConfigError('PENDING_ACTION_DELAYS', `names ${name}, which is not an action type (${Object.keys(PENDING_ACTION_TYPES).join(', ')})`);
     }
     return {
       maxPerAccount: s.MESSAGES_MAX_PER_ACCOUNT ?? 1000,

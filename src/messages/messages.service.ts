@@ -117,7 +117,16 @@ export class MessagesService {
   async broadcast(cmd: BroadcastCommand): Promise<BroadcastResult> {
     const createdAt = new Date().toISOString();
     if (cmd.audience === 'all') {
-      const message: StoredMessage = { k: '', bizType: 'BROADCAST', outerBizId: '', title: cmd.title, content: cmd.content, needPush: false, createdAt, ...(cmd.url ? { url: cmd.url } : {}) };
+      const message: StoredMessage = {
+        k: '',
+        bizType: 'BROADCAST',
+        outerBizId: '',
+        title: cmd.title,
+        content: cmd.content,
+        needPush: false,
+        createdAt,
+        ...(cmd.url ? { url: cmd.url } : {}),
+      };
       const id = await this.store.broadcast(JSON.stringify({ ...message, outerBizId: 'all' }), MAX_BROADCASTS_KEPT);
       this.feed.invalidate();
       this.metrics.broadcasts.inc({ audience: 'all' });
@@ -142,11 +151,7 @@ export class MessagesService {
     for (let round = 0; round < 3; round++) {
       const r = await this.store.pull(accountId, after, limit, feed.latest);
       if (!r.sync) return r;
-      let synced = await this.store.syncBroadcasts(
-        accountId,
-        feed.from,
-        feed.entries.filter((e) => e.seq > r.mark).map(asInboxEntry),
-      );
+      let synced = await this.store.syncBroadcasts(accountId, feed.from, feed.entries.filter((e) => e.seq > r.mark).map(asInboxEntry));
       // An account that has not pulled for longer than the feed covers: read what it missed from Redis.
       while (!synced.done) {
         const { entries } = await this.store.recentBroadcasts(synced.mark, MAX_BROADCASTS_KEPT);

@@ -57,7 +57,11 @@ export class MessagesStore {
    * reminder: it happens only while that action is pending (any recorded start), and ends it.
    * `ttlMs` (a checked positive integer) makes the message expire that long after the write.
    */
-  async write(accountId: string, message: StoredMessage, opts: { ttlMs?: number; pendingBizType?: string } = {}): Promise<{ outcome: 0 | 1 | 2 | 3; msgId: string }> {
+  async write(
+    accountId: string,
+    message: StoredMessage,
+    opts: { ttlMs?: number; pendingBizType?: string } = {},
+  ): Promise<{ outcome: 0 | 1 | 2 | 3; msgId: string }> {
     const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2 | 3, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
       message.k,
       JSON.stringify(message),
@@ -72,7 +76,11 @@ export class MessagesStore {
 
   /** Withdraws (bizType, outerBizId) from the inbox for the retention time; true when a visible message was removed. */
   async withdraw(accountId: string, idemField: string): Promise<boolean> {
-    const [removed] = await this.scripts.run<[number, number]>('messages/withdraw', inboxKeys(this.keys, accountId), [idemField, this.retentionMs, this.maxCount]);
+    const [removed] = await this.scripts.run<[number, number]>('messages/withdraw', inboxKeys(this.keys, accountId), [
+      idemField,
+      this.retentionMs,
+      this.maxCount,
+    ]);
     return removed === 1;
   }
 
@@ -87,7 +95,12 @@ export class MessagesStore {
   }
 
   async pull(accountId: string, after: string | undefined, limit: number, latestBroadcast: number): Promise<PullResult> {
-    const r = await this.scripts.run<Array<string | number>>('messages/pull', inboxKeys(this.keys, accountId), [after ?? '', limit, latestBroadcast, this.retentionMs]);
+    const r = await this.scripts.run<Array<string | number>>('messages/pull', inboxKeys(this.keys, accountId), [
+      after ?? '',
+      limit,
+      latestBroadcast,
+      this.retentionMs,
+    ]);
     if (r[0] === 'sync') return { sync: true, mark: Number(r[1]) };
     const rows: PageRow[] = [];
     for (let i = 3; i < r.length; i += 3) rows.push({ msgId: String(r[i]), body: JSON.parse(String(r[i + 1])) as StoredMessage, read: r[i + 2] === 1 });

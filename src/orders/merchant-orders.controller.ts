@@ -30,7 +30,8 @@ export class MerchantOrdersController {
   @ApiOkResponse({ type: OrderDto, description: 'The same request again: the existing order, as it is now' })
   @ApiErrors({
     409: {
-      description: 'ORDER_NO_REUSED: the merchantOrderNo is used by an order with another payload (payerAccountId included); ORDER_CHANGED: the order changed while this request ran (retry)',
+      description:
+        'ORDER_NO_REUSED: the merchantOrderNo is used by an order with another payload (payerAccountId included); ORDER_CHANGED: the order changed while this request ran (retry)',
       errors: [
         orderConflict('ORDER_NO_REUSED', 'merchantOrderNo M20261122-0001 is already used by an order with another amount, currency, subject, expiry or payer'),
         orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry'),

@@ -1,7 +1,15 @@
 import { type CreateOrderCommand, MAX_AMOUNT, MAX_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
 
 describe('orderCommandProblem', () => {
-  const sound: CreateOrderCommand = { merchantId: 'm_1', merchantOrderNo: 'M-1', amount: 12800, currency: 'CNY', subject: 'Coffee', expireMinutes: 30, payerAccountId: 'u_1' };
+  const sound: CreateOrderCommand = {
+    merchantId: 'm_1',
+    merchantOrderNo: 'M-1',
+    amount: 12800,
+    currency: 'CNY',
+    subject: 'Coffee',
+    expireMinutes: 30,
+    payerAccountId: 'u_1',
+  };
 
   it('accepts a sound command, with or without its optional fields', () => {
     expect(orderCommandProblem(sound)).toBeUndefined();

@@ -69,10 +69,26 @@ export function orderCommandProblem(c: CreateOrderCommand): { field: string; mes
     ['merchantId', typeof c.merchantId === 'string' && MERCHANT_ID_RE.test(c.merchantId), 'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -'],
     ['merchantOrderNo', typeof c.merchantOrderNo === 'string' && MERCHANT_ORDER_NO_RE.test(c.merchantOrderNo), idRule('merchantOrderNo')],
     ['amount', isIntIn(c.amount, 1, MAX_AMOUNT), `amount must be an integer from 1 to ${MAX_AMOUNT} (minor units)`],
-    ['currency', typeof c.currency === 'string' && /^[A-Z]{3}$/.test(c.currency) && CURRENCIES.includes(c.currency), 'currency must be an ISO 4217 currency code'],
-    ['subject', typeof c.subject === 'string' && c.subject.length >= 1 && c.subject.length <= MAX_SUBJECT_LENGTH, `subject must be 1-${MAX_SUBJECT_LENGTH} characters`],
-    ['expireMinutes', c.expireMinutes === undefined || isIntIn(c.expireMinutes, 1, MAX_EXPIRE_MINUTES), `expireMinutes must be an integer from 1 to ${MAX_EXPIRE_MINUTES}`],
-    ['payerAccountId', c.payerAccountId === undefined || (typeof c.payerAccountId === 'string' && ACCOUNT_ID_RE.test(c.payerAccountId)), idRule('payerAccountId')],
+    [
+      'currency',
+      typeof c.currency === 'string' && /^[A-Z]{3}$/.test(c.currency) && CURRENCIES.includes(c.currency),
+      'currency must be an ISO 4217 currency code',
+    ],
+    [
+      'subject',
+      typeof c.subject === 'string' && c.subject.length >= 1 && c.subject.length <= MAX_SUBJECT_LENGTH,
+      `subject must be 1-${MAX_SUBJECT_LENGTH} characters`,
+    ],
+    [
+      'expireMinutes',
+      c.expireMinutes === undefined || isIntIn(c.expireMinutes, 1, MAX_EXPIRE_MINUTES),
+      `expireMinutes must be an integer from 1 to ${MAX_EXPIRE_MINUTES}`,
+    ],
+    [
+      'payerAccountId',
+      c.payerAccountId === undefined || (typeof c.payerAccountId === 'string' && ACCOUNT_ID_RE.test(c.payerAccountId)),
+      idRule('payerAccountId'),
+    ],
   ];
   const bad = checks.find(([, ok]) => !ok);
   return bad ? { field: bad[0], message: bad[2] } : undefined;

@@ -46,7 +46,10 @@ export class OrderEventsService {
    */
   async consume(group: string, handler: OrderEventHandler, options: ConsumeOptions = {}): Promise<EventConsumer> {
     const consumer = options.consumer ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 64);
-    for (const [name, value] of [['group', group], ['consumer', consumer]]) {
+    for (const [name, value] of [
+      ['group', group],
+      ['consumer', consumer],
+    ]) {
       if (!NAME_RE.test(value)) throw new InvalidArgumentError(`${name} must be 1-64 characters of A-Z a-z 0-9 _ . : -`, name);
     }
     const dead = this.deadStreams();

@@ -7,9 +7,41 @@ const space = ORDER_KEYS;
 
 /** The orders' keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [
-  { name: 'order', space, kind: 's', part: 'order', rules: [ORDER_ID_RE], make: (b, [o]) => orderKeys(b, o)[0], carries: ([o]) => ({ id: shardId(o), partId: o }) },
-  { name: 'plan', space, kind: 's', part: 'plan', rules: [PLAN_ID_RE], make: (b, [p]) => orderKeys(b, orderOfPlan(p), p)[1], carries: ([p]) => ({ id: shardId(orderOfPlan(p)), partId: p }) },
+  {
+    name: 'order',
+    space,
+    kind: 's',
+    part: 'order',
+    rules: [ORDER_ID_RE],
+    make: (b, [o]) => orderKeys(b, o)[0],
+    carries: ([o]) => ({ id: shardId(o), partId: o }),
+  },
+  {
+    name: 'plan',
+    space,
+    kind: 's',
+    part: 'plan',
+    rules: [PLAN_ID_RE],
+    make: (b, [p]) => orderKeys(b, orderOfPlan(p), p)[1],
+    carries: ([p]) => ({ id: shardId(orderOfPlan(p)), partId: p }),
+  },
   { name: 'no plan', space, kind: 's', part: 'no-plan', rules: [ORDER_ID_RE], make: (b, [o]) => orderKeys(b, o)[1], carries: ([o]) => ({ id: shardId(o) }) },
-  { name: 'order events', space, kind: 's', part: 'events', rules: [ORDER_ID_RE], make: (b, [o]) => orderKeys(b, o)[2], carries: ([o]) => ({ id: shardId(o) }) },
-  { name: 'dead order events', space, kind: 's', part: 'dead-events', rules: [ORDER_ID_RE], make: (b, [o]) => deadEventStreamKeys(b)[shardOf(o)], carries: ([o]) => ({ id: shardId(o) }) },
+  {
+    name: 'order events',
+    space,
+    kind: 's',
+    part: 'events',
+    rules: [ORDER_ID_RE],
+    make: (b, [o]) => orderKeys(b, o)[2],
+    carries: ([o]) => ({ id: shardId(o) }),
+  },
+  {
+    name: 'dead order events',
+    space,
+    kind: 's',
+    part: 'dead-events',
+    rules: [ORDER_ID_RE],
+    make: (b, [o]) => deadEventStreamKeys(b)[shardOf(o)],
+    carries: ([o]) => ({ id: shardId(o) }),
+  },
 ];

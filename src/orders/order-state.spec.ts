@@ -19,9 +19,27 @@ describe('order state machine', () => {
   // Every status × every action, written out in full: a rule changed anywhere changes one cell here.
   const expected: Record<OrderStatus, Record<OrderAction, string>> = {
     CREATED: { createPlan: 'CREATED', startPayment: 'PAYING', paymentSucceeded: 'refused ILLEGAL', paymentFailed: 'refused ILLEGAL', close: 'CLOSED' },
-    PAYING: { createPlan: 'refused ORDER_PAYING', startPayment: 'refused PLAN_NOT_PAYABLE', paymentSucceeded: 'PAID', paymentFailed: 'CREATED', close: 'refused ORDER_PAYING' },
-    PAID: { createPlan: 'refused ORDER_PAID', startPayment: 'refused ORDER_PAID', paymentSucceeded: 'refused ILLEGAL', paymentFailed: 'refused ILLEGAL', close: 'refused ORDER_PAID' },
-    CLOSED: { createPlan: 'refused ORDER_CLOSED', startPayment: 'refused ORDER_CLOSED', paymentSucceeded: 'refused ILLEGAL', paymentFailed: 'refused ILLEGAL', close: 'CLOSED' },
+    PAYING: {
+      createPlan: 'refused ORDER_PAYING',
+      startPayment: 'refused PLAN_NOT_PAYABLE',
+      paymentSucceeded: 'PAID',
+      paymentFailed: 'CREATED',
+      close: 'refused ORDER_PAYING',
+    },
+    PAID: {
+      createPlan: 'refused ORDER_PAID',
+      startPayment: 'refused ORDER_PAID',
+      paymentSucceeded: 'refused ILLEGAL',
+      paymentFailed: 'refused ILLEGAL',
+      close: 'refused ORDER_PAID',
+    },
+    CLOSED: {
+      createPlan: 'refused ORDER_CLOSED',
+      startPayment: 'refused ORDER_CLOSED',
+      paymentSucceeded: 'refused ILLEGAL',
+      paymentFailed: 'refused ILLEGAL',
+      close: 'CLOSED',
+    },
   };
   const cases = ORDER_STATUSES.flatMap((from) => ORDER_ACTIONS.map((action) => [from, action] as const));
 
@@ -63,8 +81,20 @@ describe('plan state machine', () => {
     PAYING: { pay: 'PAYING', supersede: 'refused ILLEGAL', cancel: 'refused ILLEGAL', succeed: 'PAID', fail: 'FAILED' },
     PAID: { pay: 'PAID', supersede: 'refused ILLEGAL', cancel: 'refused ILLEGAL', succeed: 'refused ILLEGAL', fail: 'refused ILLEGAL' },
     FAILED: { pay: 'FAILED', supersede: 'refused ILLEGAL', cancel: 'refused ILLEGAL', succeed: 'refused ILLEGAL', fail: 'refused ILLEGAL' },
-    SUPERSEDED: { pay: 'refused PLAN_NOT_PAYABLE', supersede: 'refused ILLEGAL', cancel: 'refused ILLEGAL', succeed: 'refused ILLEGAL', fail: 'refused ILLEGAL' },
-    CANCELLED: { pay: 'refused PLAN_NOT_PAYABLE', supersede: 'refused ILLEGAL', cancel: 'refused ILLEGAL', succeed: 'refused ILLEGAL', fail: 'refused ILLEGAL' },
+    SUPERSEDED: {
+      pay: 'refused PLAN_NOT_PAYABLE',
+      supersede: 'refused ILLEGAL',
+      cancel: 'refused ILLEGAL',
+      succeed: 'refused ILLEGAL',
+      fail: 'refused ILLEGAL',
+    },
+    CANCELLED: {
+      pay: 'refused PLAN_NOT_PAYABLE',
+      supersede: 'refused ILLEGAL',
+      cancel: 'refused ILLEGAL',
+      succeed: 'refused ILLEGAL',
+      fail: 'refused ILLEGAL',
+    },
   };
   const cases = PLAN_STATUSES.flatMap((from) => PLAN_ACTIONS.map((action) => [from, action] as const));
 

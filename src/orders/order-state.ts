@@ -68,7 +68,11 @@ const NEEDS_UNEXPIRED: ReadonlySet<OrderAction> = new Set<OrderAction>(['createP
  * `orderTransition`, with the order's deadline: a plan is created and a payment started only before
  * `expiresAt` (ORDER_EXPIRED once the clock `now` has reached it). A status refusal comes first.
  */
-export function orderTransitionAt(order: { status: OrderStatus; expiresAt: number }, action: OrderAction, now: number): Transition<OrderStatus> | { ok: false; refusal: 'ORDER_EXPIRED' } {
+export function orderTransitionAt(
+  order: { status: OrderStatus; expiresAt: number },
+  action: OrderAction,
+  now: number,
+): Transition<OrderStatus> | { ok: false; refusal: 'ORDER_EXPIRED' } {
   const t = orderTransition(order.status, action);
   if (t.ok && NEEDS_UNEXPIRED.has(action) && now >= order.expiresAt) return { ok: false, refusal: 'ORDER_EXPIRED' };
   return t;

@@ -5,7 +5,10 @@ import type { OrderRecord, PlanRecord } from './order.types';
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A master order for in-process callers (other modules): no merchant or account scope; times are epoch ms. */
-export type OrderView = Pick<OrderRecord, 'orderId' | 'merchantId' | 'merchantOrderNo' | 'amount' | 'currency' | 'subject' | 'status' | 'version' | 'createdAt' | 'expiresAt'> & {
+export type OrderView = Pick<
+  OrderRecord,
+  'orderId' | 'merchantId' | 'merchantOrderNo' | 'amount' | 'currency' | 'subject' | 'status' | 'version' | 'createdAt' | 'expiresAt'
+> & {
   /** The payer named at creation: only that account may pay the order. */
   payerAccountId?: string;
   /** The account the order is bound to (the named payer, or the account of its first plan). */
@@ -79,7 +82,13 @@ export function planView(p: PlanRecord): PlanDto {
     status: p.status,
     amount: p.amount,
     currency: p.currency,
-    instructions: p.instructions.map((i, index) => ({ index, method: i.method, amount: i.amount, status: i.status, ...(i.reversal ? { reversal: i.reversal } : {}) })),
+    instructions: p.instructions.map((i, index) => ({
+      index,
+      method: i.method,
+      amount: i.amount,
+      status: i.status,
+      ...(i.reversal ? { reversal: i.reversal } : {}),
+    })),
     version: p.version,
     createdAt: iso(p.createdAt),
     ...(p.failureReason ? { failureReason: p.failureReason } : {}),

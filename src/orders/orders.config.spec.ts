@@ -4,7 +4,13 @@ import { OrdersConfig, ordersConfig } from './orders.config';
 
 describe('orders config slice', () => {
   it('defaults to 90 days, 100,000 events per stream, a 2 s first query and 20 ms channels that succeed', () => {
-    expect(ordersConfig.load({})).toEqual({ retentionMs: 90 * 86_400_000, eventsMaxLen: 100_000, queryDelayMs: 2000, channelLatencyMs: 20, channelOutcomes: new Map() });
+    expect(ordersConfig.load({})).toEqual({
+      retentionMs: 90 * 86_400_000,
+      eventsMaxLen: 100_000,
+      queryDelayMs: 2000,
+      channelLatencyMs: 20,
+      channelOutcomes: new Map(),
+    });
   });
 
   it('reads every setting', () => {

@@ -5,21 +5,42 @@ import { emptyToUndefined, toInt } from '../config/env-validation';
 
 /** The orders module's environment variables (see `.env.example`). */
 export class OrdersEnv {
-  @IsOptional() @Transform(toInt) @IsInt() @Min(2 * 86_400) @Max(3650 * 86_400)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(2 * 86_400)
+  @Max(3650 * 86_400)
   ORDERS_RETENTION_SECONDS?: number;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1000) @Max(10_000_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(10_000_000)
   ORDERS_EVENTS_MAXLEN?: number;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(3_600_000)
   ORDERS_QUERY_DELAY_MS?: number;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(60_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
   CHANNEL_LATENCY_MS?: number;
 
-  @IsOptional() @Transform(emptyToUndefined) @Matches(/^(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown)(,(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown))*$/, {
-    message: 'must be method.op=outcome[,...]: method balance|quickpay|points|ebanking, op pay|query|reverse, outcome success|failure|unknown',
-  })
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(
+    /^(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown)(,(balance|quickpay|points|ebanking)\.(pay|query|reverse)=(success|failure|unknown))*$/,
+    {
+      message: 'must be method.op=outcome[,...]: method balance|quickpay|points|ebanking, op pay|query|reverse, outcome success|failure|unknown',
+    },
+  )
   CHANNEL_OUTCOMES?: string;
 }
 

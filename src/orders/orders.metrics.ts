@@ -20,10 +20,22 @@ export class OrdersMetrics {
     this.ordersClosed = metrics.counter('orders_closed_total', 'Orders closed, by reason (MERCHANT | EXPIRED)', ['reason']);
     this.ordersPaid = metrics.counter('orders_paid_total', 'Orders paid');
     this.plansCreated = metrics.counter('payment_plans_created_total', 'Payment plans created');
-    this.pays = metrics.counter('payment_pays_total', 'Plan executions by their result: paid, failed, pending (waiting for a channel query), done (already finished, nothing run)', ['outcome']);
-    this.channelCalls = metrics.counter('payment_channel_calls_total', 'Calls to the payment channels by method, operation (pay | query | reverse) and outcome', ['method', 'op', 'outcome']);
+    this.pays = metrics.counter(
+      'payment_pays_total',
+      'Plan executions by their result: paid, failed, pending (waiting for a channel query), done (already finished, nothing run)',
+      ['outcome'],
+    );
+    this.channelCalls = metrics.counter(
+      'payment_channel_calls_total',
+      'Calls to the payment channels by method, operation (pay | query | reverse) and outcome',
+      ['method', 'op', 'outcome'],
+    );
     this.reversals = metrics.counter('payment_reversals_total', 'Reversals of instructions of failed plans: reversed, or retry (queued again)', ['outcome']);
     this.queries = metrics.counter('payment_queries_total', 'Channel queries for unknown outcomes, by the answer (success | failure | unknown)', ['outcome']);
-    this.eventsHandled = metrics.counter('order_events_handled_total', 'Order events handed to consumers, by group and outcome (acked | failed | dead: given up after maxDeliveries, on the dead-events stream of its shard)', ['group', 'outcome']);
+    this.eventsHandled = metrics.counter(
+      'order_events_handled_total',
+      'Order events handed to consumers, by group and outcome (acked | failed | dead: given up after maxDeliveries, on the dead-events stream of its shard)',
+      ['group', 'outcome'],
+    );
   }
 }

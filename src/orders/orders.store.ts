@@ -86,22 +86,26 @@ export class OrdersStore {
     const cfg = this.config;
     const order = encode(w.order?.set);
     const plan = encode(w.plan?.set);
-    const [status, orderVersion, planVersion, now] = await this.scripts.run<[WriteStatus, number, number, number]>('orders/write', orderKeys(this.keys, w.orderId, w.planId), [
-      w.guard?.lock ?? '',
-      w.guard?.token ?? 0,
-      w.order ? w.order.version : '',
-      order.values,
-      w.plan ? w.plan.version : '',
-      plan.values,
-      w.event ?? '',
-      cfg.eventsMaxLen,
-      w.deadline ?? '',
-      cfg.retentionMs,
-      order.clock.length / 2,
-      plan.clock.length / 2,
-      ...order.clock,
-      ...plan.clock,
-    ]);
+    const [status, orderVersion, planVersion, now] = await this.scripts.run<[WriteStatus, number, number, number]>(
+      'orders/write',
+      orderKeys(this.keys, w.orderId, w.planId),
+      [
+        w.guard?.lock ?? '',
+        w.guard?.token ?? 0,
+        w.order ? w.order.version : '',
+        order.values,
+        w.plan ? w.plan.version : '',
+        plan.values,
+        w.event ?? '',
+        cfg.eventsMaxLen,
+        w.deadline ?? '',
+        cfg.retentionMs,
+        order.clock.length / 2,
+        plan.clock.length / 2,
+        ...order.clock,
+        ...plan.clock,
+      ],
+    );
     return { status, orderVersion, planVersion, now };
   }
 }

@@ -36,7 +36,9 @@ export class PaymentPlansService {
     if (!payableBy(pre.order, accountId)) throw orderNotFound();
     const sum = input.reduce((s, i) => s + i.amount, 0);
     if (sum !== pre.order.amount) throw invalidField('instructions', `amounts add up to ${sum}, the order amount is ${pre.order.amount}`);
-    const fingerprint = createHash('sha256').update(JSON.stringify(input.map((i) => [i.method, i.amount]))).digest('hex');
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify(input.map((i) => [i.method, i.amount])))
+      .digest('hex');
 
     return this.locks.withLock(orderLockName(orderId), ORDER_LOCK, async (lock) => {
       const s = await this.store.readWithActivePlan(orderId);
@@ -73,13 +75,37 @@ export class PaymentPlansService {
         order: { version: orderVersion, set: { planSeq: seq, activePlan: planId, accountId } },
         plan: {
           version: 0,
-          set: { planId, orderId, accountId, status: 'PENDING', amount: o.amount, currency: o.currency, fingerprint, instructions, createdAt: serverNow(), failureReason: '' },
+          set: {
+            planId,
+            orderId,
+            accountId,
+            status: 'PENDING',
+            amount: o.amount,
+            currency: o.currency,
+            fingerprint,
+            instructions,
+            createdAt: serverNow(),
+            failureReason: '',
+          },
         },
         deadline: o.expiresAt,
       });
       expectWritten(r);
       this.metrics.plansCreated.inc();
-      const plan: PlanRecord = { planId, orderId, accountId, status: 'PENDING', version: r.planVersion, amount: o.amount, currency: o.currency, fingerprint, instructions, createdAt: r.now, updatedAt: r.now, failureReason: '' };
+      const plan: PlanRecord = {
+        planId,
+        orderId,
+        accountId,
+        status: 'PENDING',
+        version: r.planVersion,
+        amount: o.amount,
+        currency: o.currency,
+        fingerprint,
+        instructions,
+        createdAt: r.now,
+        updatedAt: r.now,
+        failureReason: '',
+      };
       return { plan, created: true };
     });
   }

@@ -131,7 +131,12 @@ export class PaymentRunner implements OnApplicationBootstrap {
       await this.commitLeg(run, i, { status: 'SUCCEEDED' });
     }
     await this.commit(run, {
-      order: { status: allowed(orderTransition(run.order.status, 'paymentSucceeded'), 'paymentSucceeded'), paidAt: serverNow(), paidPlan: planId, activePlan: '' },
+      order: {
+        status: allowed(orderTransition(run.order.status, 'paymentSucceeded'), 'paymentSucceeded'),
+        paidAt: serverNow(),
+        paidPlan: planId,
+        activePlan: '',
+      },
       plan: { status: allowed(planTransition(run.plan.status, 'succeed'), 'succeed') },
       event: 'order.paid',
     });

@@ -64,7 +64,12 @@ export class PaymentsController {
       ],
     },
   })
-  async createPlan(@CurrentCaller() caller: Caller, @Param() p: OrderIdParamDto, @Body() dto: CreatePlanDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PlanDto> {
+  async createPlan(
+    @CurrentCaller() caller: Caller,
+    @Param() p: OrderIdParamDto,
+    @Body() dto: CreatePlanDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<PlanDto> {
     const instructions = dto.instructions.map((i) => ({ method: i.method, amount: i.amount }));
     const { plan, created } = await this.plans.create({ accountId: caller.id, orderId: p.orderId, instructions });
     void reply.status(created ? 201 : 200);

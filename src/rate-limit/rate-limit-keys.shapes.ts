@@ -17,6 +17,12 @@ export const KEY_SHAPES: KeyShape[] = (
     ['admin', CREDENTIAL_NAME_RE],
     ['anonymous', ANY_TAG_ID_RE],
   ] as const
-).map(
-  ([kind, rule]): KeyShape => ({ name: `rate window of ${kind}`, space: RATE_LIMIT_KEYS, kind, part: 'window', rules: [rule], make: (b, [id]) => rateLimitKey(b, { kind, id }), carries: ([id]) => ({ id }) }),
-);
+).map(([kind, rule]): KeyShape => ({
+  name: `rate window of ${kind}`,
+  space: RATE_LIMIT_KEYS,
+  kind,
+  part: 'window',
+  rules: [rule],
+  make: (b, [id]) => rateLimitKey(b, { kind, id }),
+  carries: ([id]) => ({ id }),
+}));

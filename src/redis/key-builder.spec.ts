@@ -45,7 +45,11 @@ describe(KeyBuilder.name, () => {
   });
 
   it('names each feature as a word, after its module folder', () => {
-    expect(keySpaces().map((s) => s.feature).sort()).toEqual(['auth', 'delay-queue', 'diagnostics', 'locks', 'messages', 'orders', 'rate-limit']);
+    expect(
+      keySpaces()
+        .map((s) => s.feature)
+        .sort(),
+    ).toEqual(['auth', 'delay-queue', 'diagnostics', 'locks', 'messages', 'orders', 'rate-limit']);
   });
 
   it('knows only the declared key spaces and their kinds, and an id exactly where the kind takes one', () => {
@@ -150,11 +154,23 @@ describe(KeyBuilder.name, () => {
     it('takes apart what tagged().key() builds, for every kind and any ids (property check)', () => {
       const kb = builder('shop-1.v2');
       fc.assert(
-        fc.property(fc.constantFrom(...ALL_KINDS), anyId(128), fc.constantFrom('h', 'inbox', 'dead-events', 'x1'), fc.option(anyId(256), { nil: undefined }), (k, id, part, partId) => {
-          const tagged = k.arity === 'id' ? untyped(kb, k.space, k.kind, id) : untyped(kb, k.space, k.kind);
-          const key = tagged.key(part, partId);
-          expect(kb.parse(key)).toEqual({ feature: k.feature, kind: k.kind, ...(k.arity === 'id' ? { id } : {}), part, ...(partId === undefined ? {} : { partId }) });
-        }),
+        fc.property(
+          fc.constantFrom(...ALL_KINDS),
+          anyId(128),
+          fc.constantFrom('h', 'inbox', 'dead-events', 'x1'),
+          fc.option(anyId(256), { nil: undefined }),
+          (k, id, part, partId) => {
+            const tagged = k.arity === 'id' ? untyped(kb, k.space, k.kind, id) : untyped(kb, k.space, k.kind);
+            const key = tagged.key(part, partId);
+            expect(kb.parse(key)).toEqual({
+              feature: k.feature,
+              kind: k.kind,
+              ...(k.arity === 'id' ? { id } : {}),
+              part,
+              ...(partId === undefined ? {} : { partId }),
+            });
+          },
+        ),
         { numRuns: 2000 },
       );
     });
@@ -186,12 +202,18 @@ describe(KeyBuilder.name, () => {
   describe('cluster slots', () => {
     it('puts every key under one tag in the slot of that tag, `<kind>:<id>` or `<kind>` (property check)', () => {
       fc.assert(
-        fc.property(fc.constantFrom('rp', 'shop-1.v2', 'A_b'), fc.constantFrom(...ALL_KINDS), anyId(40), fc.array(anyId(60), { minLength: 1, maxLength: 8 }), (prefix, k, id, partIds) => {
-          const tagged = k.arity === 'id' ? untyped(builder(prefix), k.space, k.kind, id) : untyped(builder(prefix), k.space, k.kind);
-          const slot = calculateSlot(k.arity === 'id' ? `${k.kind}:${id}` : k.kind);
-          expect(calculateSlot(tagged.key('p'))).toBe(slot);
-          for (const partId of partIds) expect(calculateSlot(tagged.key('p', partId))).toBe(slot);
-        }),
+        fc.property(
+          fc.constantFrom('rp', 'shop-1.v2', 'A_b'),
+          fc.constantFrom(...ALL_KINDS),
+          anyId(40),
+          fc.array(anyId(60), { minLength: 1, maxLength: 8 }),
+          (prefix, k, id, partIds) => {
+            const tagged = k.arity === 'id' ? untyped(builder(prefix), k.space, k.kind, id) : untyped(builder(prefix), k.space, k.kind);
+            const slot = calculateSlot(k.arity === 'id' ? `${k.kind}:${id}` : k.kind);
+            expect(calculateSlot(tagged.key('p'))).toBe(slot);
+            for (const partId of partIds) expect(calculateSlot(tagged.key('p', partId))).toBe(slot);
+          },
+        ),
         { numRuns: 500 },
       );
     });

@@ -63,7 +63,9 @@ const PART_NAME_RE = /^[a-z][a-z0-9-]{0,31}$/;
 
 describe('the key space', () => {
   it('finds every keys file, and each declares one key space, named after its module folder', () => {
-    expect(KEYS_FILES).toEqual(expect.arrayContaining(['orders/order-keys.ts', 'messages/message-keys.ts', 'delay-queue/delay-queue.keys.ts', 'locks/lock-keys.ts']));
+    expect(KEYS_FILES).toEqual(
+      expect.arrayContaining(['orders/order-keys.ts', 'messages/message-keys.ts', 'delay-queue/delay-queue.keys.ts', 'locks/lock-keys.ts']),
+    );
     expect(SPACES.map((s) => s.feature)).toEqual(expect.arrayContaining(['auth', 'delay-queue', 'diagnostics', 'locks', 'messages', 'orders', 'rate-limit']));
     for (const f of KEYS_FILES) {
       const exported: unknown[] = Object.values(require(join(SRC, f)) as object);
@@ -87,23 +89,32 @@ describe('the key space', () => {
     const anyIds = (re: RegExp) => fc.oneof(matching(re), fc.constantFrom(...TRICKY.filter((t) => re.test(t))));
     const parts = fc.oneof(fc.constantFrom(...PARTS), matching(PART_NAME_RE));
     fc.assert(
-      fc.property(fc.constantFrom(...kinds), anyIds(ANY_TAG_ID_RE), parts, fc.option(anyIds(ANY_PART_ID_RE), { nil: undefined }), ({ space, kind, arity }, id, part, partId) => {
-        const tagged = (builder.tagged as (...a: unknown[]) => ReturnType<KeyBuilder['tagged']>)(space, kind, ...(arity === 'id' ? [id] : []));
-        const expected = { feature: space.feature, kind, ...(arity === 'id' ? { id } : {}), part, ...(partId === undefined ? {} : { partId }) };
-        expect(builder.parse(tagged.key(part, partId))).toEqual(expected);
-      }),
+      fc.property(
+        fc.constantFrom(...kinds),
+        anyIds(ANY_TAG_ID_RE),
+        parts,
+        fc.option(anyIds(ANY_PART_ID_RE), { nil: undefined }),
+        ({ space, kind, arity }, id, part, partId) => {
+          const tagged = (builder.tagged as (...a: unknown[]) => ReturnType<KeyBuilder['tagged']>)(space, kind, ...(arity === 'id' ? [id] : []));
+          const expected = { feature: space.feature, kind, ...(arity === 'id' ? { id } : {}), part, ...(partId === undefined ? {} : { partId }) };
+          expect(builder.parse(tagged.key(part, partId))).toEqual(expected);
+        },
+      ),
       { numRuns: 5000 },
     );
   });
 
-  it.each(CATALOGUE.map((k) => [k.name, k] as const))('a %s key parses back to its kind, its tag id and its part, for any valid ids (property check)', (_name, k) => {
-    fc.assert(
-      fc.property(argsOf(k), (args) => {
-        expect(builder.parse(k.make(builder, args))).toEqual({ feature: k.feature, kind: k.kind, part: k.part, ...k.carries(args) });
-      }),
-      { numRuns: 300 },
-    );
-  });
+  it.each(CATALOGUE.map((k) => [k.name, k] as const))(
+    'a %s key parses back to its kind, its tag id and its part, for any valid ids (property check)',
+    (_name, k) => {
+      fc.assert(
+        fc.property(argsOf(k), (args) => {
+          expect(builder.parse(k.make(builder, args))).toEqual({ feature: k.feature, kind: k.kind, part: k.part, ...k.carries(args) });
+        }),
+        { numRuns: 300 },
+      );
+    },
+  );
 
   it('no two kinds of key are ever the same key, for any valid ids (property check)', () => {
     const pair = fc

@@ -40,18 +40,30 @@ export class ManagedRedis {
     const before = await probeRedis(opts.port, 1_000);
     if (before.kind !== 'refused') throw portTaken(opts.port, before);
     const args = [
-      '--port', String(opts.port),
-      '--bind', '127.0.0.1',
-      '--dir', opts.dir,
-      '--pidfile', pidFile,
-      '--appendonly', 'yes',
-      '--appendfsync', 'everysec',
-      '--maxmemory', '1gb',
-      '--maxmemory-policy', 'noeviction',
-      '--save', '',
-      '--daemonize', 'no',
-      '--protected-mode', 'yes',
-      '--loglevel', 'warning',
+      '--port',
+      String(opts.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      opts.dir,
+      '--pidfile',
+      pidFile,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'everysec',
+      '--maxmemory',
+      '1gb',
+      '--maxmemory-policy',
+      'noeviction',
+      '--save',
+      '',
+      '--daemonize',
+      'no',
+      '--protected-mode',
+      'yes',
+      '--loglevel',
+      'warning',
     ];
     const child = spawn(bin, args, { stdio: ['ignore', 'inherit', 'inherit'] });
     const managed = new ManagedRedis(child, opts.port, say);
@@ -138,10 +150,7 @@ export function waitForPort(port: number, child: ChildProcess | undefined, timeo
 
 /** What answers on 127.0.0.1:`port`: nothing, a Redis (with what `INFO server` says), or something else. */
 export type PortProbe =
-  | { kind: 'refused' }
-  | { kind: 'redis'; pid?: number; version?: string }
-  | { kind: 'redis-error'; error: string }
-  | { kind: 'other'; detail: string };
+  { kind: 'refused' } | { kind: 'redis'; pid?: number; version?: string } | { kind: 'redis-error'; error: string } | { kind: 'other'; detail: string };
 
 /** Asks whatever listens on 127.0.0.1:`port` for `INFO server` (raw RESP, no retries), within `timeoutMs`. */
 export function probeRedis(port: number, timeoutMs: number): Promise<PortProbe> {

@@ -7,9 +7,7 @@ const retryStrategy = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 
 
 /** ioredis options shared by every connection to a data node. */
 export function nodeOptions(cfg: RedisConfig): RedisOptions {
-  const tls = cfg.tls
-    ? { ca: cfg.tlsCaFile ? readFileSync(cfg.tlsCaFile) : undefined, rejectUnauthorized: cfg.tlsRejectUnauthorized }
-    : undefined;
+  const tls = cfg.tls ? { ca: cfg.tlsCaFile ? readFileSync(cfg.tlsCaFile) : undefined, rejectUnauthorized: cfg.tlsRejectUnauthorized } : undefined;
   return {
     username: cfg.username,
     password: cfg.password,

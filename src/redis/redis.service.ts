@@ -145,7 +145,8 @@ export class RedisService implements OnApplicationShutdown {
       conn = new Cluster(t.nodes, opts);
     } else {
       const opts = { ...standaloneOrSentinelOptions(cfg), ...overrides, connectionName: `redis-pay:${role}` };
-      conn = t.mode === 'standalone' ? new Redis(t.url, opts) : t.mode === 'managed' ? new Redis({ ...opts, host: '127.0.0.1', port: t.port }) : new Redis(opts);
+      conn =
+        t.mode === 'standalone' ? new Redis(t.url, opts) : t.mode === 'managed' ? new Redis({ ...opts, host: '127.0.0.1', port: t.port }) : new Redis(opts);
     }
     // Commands written in one turn of the event loop leave in one syscall (see coalesceWrites). Only here: the
     // pub/sub and blocking connections carry a command now and then.

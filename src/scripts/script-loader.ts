@@ -52,7 +52,10 @@ export function parseContract(file: string, text: string, numberOfKeys: number):
   if (!m) throw new ScriptContractError(file, 'must open with a --[[ ... ]] contract block');
   const lines = m[1].split('\n').map((l) => l.trim());
   const firstSpec = lines.findIndex((l) => /^(KEYS|ARGV|Returns:)/.test(l));
-  const purpose = lines.slice(0, firstSpec < 0 ? lines.length : firstSpec).join(' ').trim();
+  const purpose = lines
+    .slice(0, firstSpec < 0 ? lines.length : firstSpec)
+    .join(' ')
+    .trim();
   if (purpose.length < 10) throw new ScriptContractError(file, 'contract must start with the purpose of the script');
 
   const keys: string[] = [];

@@ -202,7 +202,17 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
         const ids = history ?? keys.map(() => '>');
         // Blocks no longer than until the next takeover is due; the history is read without blocking.
         const block = history ? [] : ['BLOCK', Math.max(1, Math.min(this.blockMs, nextClaim - Date.now()))];
-        const reply = (await (conn.xreadgroup as XReadGroup).apply(conn, ['GROUP', group, consumer, 'COUNT', this.batchSize, ...block, 'STREAMS', ...keys, ...ids])) as ReadReply;
+        const reply = (await (conn.xreadgroup as XReadGroup).apply(conn, [
+          'GROUP',
+          group,
+          consumer,
+          'COUNT',
+          this.batchSize,
+          ...block,
+          'STREAMS',
+          ...keys,
+          ...ids,
+        ])) as ReadReply;
         if (history) {
           const last = new Map((reply ?? []).filter(([, e]) => e.length > 0).map(([s, e]) => [s, e[e.length - 1][0]]));
           history = last.size === 0 ? undefined : keys.map((k, i) => last.get(k) ?? history![i]);
@@ -231,7 +241,9 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     const { group, consumer } = this.options;
     const claimed = await Promise.all(
       keys.map(async (key): Promise<[string, Entry[]]> => {
-        const r = (await this.deps.redis.command((c) => c.xautoclaim(key, group, consumer, this.claimIdleMs, cursors.get(key) ?? '0-0', 'COUNT', this.batchSize))) as [string, Array<Entry | null>];
+        const r = (await this.deps.redis.command((c) =>
+          c.xautoclaim(key, group, consumer, this.claimIdleMs, cursors.get(key) ?? '0-0', 'COUNT', this.batchSize),
+        )) as [string, Array<Entry | null>];
         cursors.set(key, r[0]);
         return [key, r[1].filter((e): e is Entry => e !== null)];
       }),
@@ -253,7 +265,9 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
         }
       }),
     );
-    for (const r of results) if (r.status === 'rejected') this.logger.warn({ runner: this.options.name, group: this.options.group, err: (r.reason as Error).message }, 'handling stream entries failed');
+    for (const r of results)
+      if (r.status === 'rejected')
+        this.logger.warn({ runner: this.options.name, group: this.options.group, err: (r.reason as Error).message }, 'handling stream entries failed');
   }
 
   private async handleOne(entry: StreamEntry, gone: boolean): Promise<void> {
@@ -265,7 +279,10 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
       } catch (err) {
         done();
         await this.handlerFailed(entry, err as Error).catch((e: Error) =>
-          this.logger.warn({ runner: this.options.name, group: this.options.group, stream: entry.stream, id: entry.id, err: e.message }, 'could not record a failed stream entry; it stays pending'),
+          this.logger.warn(
+            { runner: this.options.name, group: this.options.group, stream: entry.stream, id: entry.id, err: e.message },
+            'could not record a failed stream entry; it stays pending',
+          ),
         );
         return;
       }
@@ -309,9 +326,11 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     const start = this.options.startFrom === 'now' ? '$' : '0';
     await Promise.all(
       keys.map((key) =>
-        this.deps.redis.command((c) => c.xgroup('CREATE', key, this.options.group, start, 'MKSTREAM')).catch((err: Error) => {
-          if (!err.message.includes('BUSYGROUP')) throw err;
-        }),
+        this.deps.redis
+          .command((c) => c.xgroup('CREATE', key, this.options.group, start, 'MKSTREAM'))
+          .catch((err: Error) => {
+            if (!err.message.includes('BUSYGROUP')) throw err;
+          }),
       ),
     );
   }

@@ -21,6 +21,10 @@ export interface FailureArgs {
 
 /** The one wrapper of lua/streams/fail-2.lua: records a failed delivery, dead-lettering the entry on its last one. */
 export async function recordFailure(scripts: ScriptRegistry, a: FailureArgs): Promise<FailureRecord> {
-  const [dead, deliveries] = await scripts.run<[number, number]>('streams/fail', [a.stream, a.deadLetterStream], [a.group, a.id, a.maxDeliveries, a.deadLetterMaxLen, a.consumer, a.error]);
+  const [dead, deliveries] = await scripts.run<[number, number]>(
+    'streams/fail',
+    [a.stream, a.deadLetterStream],
+    [a.group, a.id, a.maxDeliveries, a.deadLetterMaxLen, a.consumer, a.error],
+  );
   return { deadLettered: dead === 1, deliveries };
 }

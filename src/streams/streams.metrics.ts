@@ -21,17 +21,35 @@ export class StreamsMetrics {
   private readonly sources = new Set<PendingSource>();
 
   constructor(metrics: MetricsService) {
-    this.entries = metrics.counter('stream_entries_total', 'Stream entries handed to consumer groups, by runner, group and outcome (acked | failed | dead | skipped)', ['runner', 'group', 'outcome']);
-    this.claimed = metrics.counter('stream_entries_claimed_total', 'Stream entries taken over from a consumer that left them pending too long (XAUTOCLAIM), by runner and group', ['runner', 'group']);
-    this.handlerSeconds = metrics.histogram('stream_handler_duration_seconds', 'Time a stream entry handler took, by runner and group', [0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10], ['runner', 'group']);
+    this.entries = metrics.counter(
+      'stream_entries_total',
+      'Stream entries handed to consumer groups, by runner, group and outcome (acked | failed | dead | skipped)',
+      ['runner', 'group', 'outcome'],
+    );
+    this.claimed = metrics.counter(
+      'stream_entries_claimed_total',
+      'Stream entries taken over from a consumer that left them pending too long (XAUTOCLAIM), by runner and group',
+      ['runner', 'group'],
+    );
+    this.handlerSeconds = metrics.histogram(
+      'stream_handler_duration_seconds',
+      'Time a stream entry handler took, by runner and group',
+      [0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10],
+      ['runner', 'group'],
+    );
     const sources = this.sources;
-    metrics.gauge('stream_pending_entries', 'Entries delivered and not yet acked, by runner and group (asked of Redis at scrape time)', ['runner', 'group'], async function () {
-      this.reset();
-      for (const s of sources) {
-        const n = await s.pending();
-        if (n !== undefined) this.set({ runner: s.name, group: s.group }, n);
-      }
-    });
+    metrics.gauge(
+      'stream_pending_entries',
+      'Entries delivered and not yet acked, by runner and group (asked of Redis at scrape time)',
+      ['runner', 'group'],
+      async function () {
+        this.reset();
+        for (const s of sources) {
+          const n = await s.pending();
+          if (n !== undefined) this.set({ runner: s.name, group: s.group }, n);
+        }
+      },
+    );
   }
 
   /** Reports `source` in the pending gauge until `untrack`. */

@@ -55,7 +55,10 @@ describe('curl examples of the README against the built service', () => {
     service.stderr!.on('data', (d) => (output += d));
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.status === 200, () => false);
+      const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ready) break;
       if (Date.now() > deadline || service.exitCode !== null) throw new Error(`the service did not get ready:\n${output}`);
       await new Promise((r) => setTimeout(r, 100));
@@ -78,7 +81,7 @@ describe('curl examples of the README against the built service', () => {
     expect(response(r.stdout)).toEqual({ status: 200, body: { kind: 'merchant', id: 'm_demo' } });
   });
 
-  it("a signed POST whose body has an apostrophe, quotes, spaces and non-ASCII characters: 201, the body stored as sent", async () => {
+  it('a signed POST whose body has an apostrophe, quotes, spaces and non-ASCII characters: 201, the body stored as sent', async () => {
     const orderNo = `doc-${Date.now()}`;
     const script = [
       `BODY='{"merchantOrderNo":"${orderNo}","amount":12800,"currency":"CNY","subject":"Jo'\\''s \\"best\\" café ☕ 1 kg"}'`,
@@ -95,7 +98,12 @@ describe('curl examples of the README against the built service', () => {
   it('scripts/order-flow-example.sh: a signed merchant order, a payment plan by the app user, paid', async () => {
     const r = await bash('scripts/order-flow-example.sh', { BASE_URL: `http://127.0.0.1:${port}` });
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
-    const lines = Object.fromEntries(r.stdout.trim().split('\n').map((l) => [l.slice(0, l.indexOf(':')), JSON.parse(l.slice(l.indexOf(':') + 1))]));
+    const lines = Object.fromEntries(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf(':')), JSON.parse(l.slice(l.indexOf(':') + 1))]),
+    );
     expect(Object.keys(lines)).toEqual(['order', 'plan', 'paid']);
     expect(lines.order).toMatchObject({ orderId: expect.stringMatching(/^ord_/), amount: 12800, currency: 'CNY', status: 'CREATED' });
     expect(lines.plan).toMatchObject({ orderId: lines.order.orderId, status: 'PENDING', amount: 12800 });

@@ -85,7 +85,9 @@ describe('Delay-queue admin API', () => {
       ['a service token', { 'x-service-token': CREDS.serviceToken }, 403],
       ['the admin key', admin, 'route'],
     ];
-    const cases = routes.flatMap(([route, method, path, ok]) => callers.map(([who, headers, status]) => [route, who, status === 'route' ? ok : status, method, path, headers] as const));
+    const cases = routes.flatMap(([route, method, path, ok]) =>
+      callers.map(([who, headers, status]) => [route, who, status === 'route' ? ok : status, method, path, headers] as const),
+    );
 
     it.each(cases)('%s with %s → %s', async (_route, _who, status, method, path, headers) => {
       const res = await request(t.server)[method](path).set(headers);
@@ -95,7 +97,7 @@ describe('Delay-queue admin API', () => {
   });
 
   describe('queues and stats', () => {
-    it("GET /admin/delay-queues lists every known queue, sorted, each with its counts", async () => {
+    it('GET /admin/delay-queues lists every known queue, sorted, each with its counts', async () => {
       const res = await request(t.server).get('/admin/delay-queues').set(admin);
       expect(res.status).toBe(200);
       const names = (res.body.queues as Array<{ queue: string }>).map((q) => q.queue);
@@ -296,7 +298,10 @@ describe('Delay-queue admin API', () => {
           5000,
           50,
         );
-      await scrapeUntil('three acks and two dead letters', () => sample(text, 'delay_queue_acked_total', queue) === 3 && sample(text, 'delay_queue_dead_total', queue) === 2);
+      await scrapeUntil(
+        'three acks and two dead letters',
+        () => sample(text, 'delay_queue_acked_total', queue) === 3 && sample(text, 'delay_queue_dead_total', queue) === 2,
+      );
       const counts = (names: string[]) => Object.fromEntries(names.map((n) => [n, sample(text, n, queue)]));
       expect(
         counts([
@@ -327,7 +332,10 @@ describe('Delay-queue admin API', () => {
       expect(text).toMatch(new RegExp(`^delay_queue_lateness_seconds_bucket\\{le="\\+Inf",queue="${queue}"\\} 8$`, 'm'));
 
       release();
-      await scrapeUntil('the held item acked', () => sample(text, 'delay_queue_acked_total', queue) === 4 && sample(text, 'delay_queue_in_flight', queue) === 0);
+      await scrapeUntil(
+        'the held item acked',
+        () => sample(text, 'delay_queue_acked_total', queue) === 4 && sample(text, 'delay_queue_in_flight', queue) === 0,
+      );
       expect(sample(text, 'delay_queue_fired_total', queue)).toBe(8);
     });
   });
@@ -384,7 +392,12 @@ describe('Delay-queue admin API', () => {
       } finally {
         await redis.start();
       }
-      await waitUntil('the admin API answers again', async () => (await request(t.server).get('/admin/delay-queues/stats-q').set(admin)).status === 200, 10_000, 100);
+      await waitUntil(
+        'the admin API answers again',
+        async () => (await request(t.server).get('/admin/delay-queues/stats-q').set(admin)).status === 200,
+        10_000,
+        100,
+      );
       // The refused cancel changed nothing.
       expect((await request(t.server).get('/admin/delay-queues/cancel-q').set(admin)).body).toMatchObject({ pending: before.pending });
       expect(await dq.get('cancel-q', 'p2')).toMatchObject({ state: 'pending' });

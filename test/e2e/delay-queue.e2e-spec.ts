@@ -295,7 +295,12 @@ describe('Delay queue across worker processes', () => {
     expect(await stopping).toBeLessThan(4000);
 
     const log = await entries(record);
-    expect(log.filter((e) => e.kind === 'end').map((e) => `${e.id} ${e.attempt}`).sort()).toEqual(running.map((id) => `${id} 1`));
+    expect(
+      log
+        .filter((e) => e.kind === 'end')
+        .map((e) => `${e.id} ${e.attempt}`)
+        .sort(),
+    ).toEqual(running.map((id) => `${id} 1`));
     expect(log.filter((e) => late.includes(e.id))).toEqual([]);
     expect(await counters(record, a.pid)).toEqual({ fired: 5, acked: 5, retried: 0, dead: 0 });
     for (const id of running) expect(await dq.get(queue, id)).toBeNull();

@@ -108,7 +108,10 @@ describe('HTTP conventions', () => {
 
     it('names an unknown field without echoing a long name', async () => {
       const long = 'k'.repeat(300);
-      const res = await request(t.server).post('/diagnostics/touch').set(auth).send({ label: 'home', [long]: 1 });
+      const res = await request(t.server)
+        .post('/diagnostics/touch')
+        .set(auth)
+        .send({ label: 'home', [long]: 1 });
       expectErrorShape(res.body, 400);
       expect(res.body.message).toBe(`property ${'k'.repeat(64)}… should not exist`);
       expect(JSON.stringify(res.body)).not.toContain(long);

@@ -32,7 +32,10 @@ describe('Identities', () => {
         .set({ authorization: `Bearer ${userToken('acc_real')}` })
         .send({ label: 'x', accountId: 'acc_victim' });
       expect(res.status).toBe(400); // unknown field rejected, nothing attributed to acc_victim
-      const ok = await request(t.server).post('/diagnostics/touch').set({ authorization: `Bearer ${userToken('acc_real')}` }).send({ label: 'x' });
+      const ok = await request(t.server)
+        .post('/diagnostics/touch')
+        .set({ authorization: `Bearer ${userToken('acc_real')}` })
+        .send({ label: 'x' });
       expect(ok.body.accountId).toBe('acc_real');
     });
 
@@ -41,7 +44,12 @@ describe('Identities', () => {
       ['a token signed with another secret', () => userToken('acc_1', { secret: 'another-secret-another-secret-0123456789' }), /invalid/],
       ['a token without exp', () => sign({ sub: 'acc_1' }, CREDS.jwtSecret, { algorithm: 'HS256' }), /exp/],
       ['a token without sub', () => sign({}, CREDS.jwtSecret, { algorithm: 'HS256', expiresIn: 60 }), /sub/],
-      ['an alg=none token', () => `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ sub: 'acc_1', exp: 9999999999 })).toString('base64url')}.`, /invalid/],
+      [
+        'an alg=none token',
+        () =>
+          `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ sub: 'acc_1', exp: 9999999999 })).toString('base64url')}.`,
+        /invalid/,
+      ],
       ['garbage', () => 'not-a-jwt', /Bearer/],
     ])('rejects %s with 401', async (_what, make, message) => {
       const res = await whoami({ authorization: `Bearer ${make()}` });
@@ -63,7 +71,10 @@ describe('Identities', () => {
       expect(get.status).toBe(200);
       expect(get.body).toEqual({ kind: 'merchant', id: CREDS.merchantId });
       const body = JSON.stringify({ label: 'signed' });
-      const post = await request(t.server).post('/diagnostics/whoami').set(merchantHeaders('POST', '/diagnostics/whoami', body)).send(body);
+      const post = await request(t.server)
+        .post('/diagnostics/whoami')
+        .set(merchantHeaders('POST', '/diagnostics/whoami', body))
+        .send(body);
       expect(post.status).toBe(200);
       expect(post.body.id).toBe(CREDS.merchantId);
     });
@@ -143,7 +154,9 @@ describe('Identities', () => {
     });
 
     it('gets 403 from an admin-only endpoint (a valid user token on /metrics)', async () => {
-      const res = await request(t.server).get('/metrics').set({ authorization: `Bearer ${userToken('acc_1')}` });
+      const res = await request(t.server)
+        .get('/metrics')
+        .set({ authorization: `Bearer ${userToken('acc_1')}` });
       expect(res.status).toBe(403);
     });
 
@@ -154,7 +167,10 @@ describe('Identities', () => {
 
     it('gets 403 as a signed merchant on a user-only endpoint', async () => {
       const body = JSON.stringify({ label: 'a' });
-      const res = await request(t.server).post('/diagnostics/touch').set(merchantHeaders('POST', '/diagnostics/touch', body)).send(body);
+      const res = await request(t.server)
+        .post('/diagnostics/touch')
+        .set(merchantHeaders('POST', '/diagnostics/touch', body))
+        .send(body);
       expect(res.status).toBe(403);
     });
 

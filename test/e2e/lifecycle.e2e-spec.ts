@@ -39,7 +39,14 @@ async function until<T>(fn: () => Promise<T | undefined>, timeoutMs: number): Pr
  */
 async function startExpectingRefusal(httpPort: number, managedPort: number): Promise<{ code: number | null; out: string; pidFile: boolean }> {
   const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
-  const p = runMain({ NODE_ENV: 'development', PORT: String(httpPort), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(managedPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'info' });
+  const p = runMain({
+    NODE_ENV: 'development',
+    PORT: String(httpPort),
+    HOST: '127.0.0.1',
+    REDIS_MANAGED_PORT: String(managedPort),
+    REDIS_MANAGED_DIR: dir,
+    LOG_LEVEL: 'info',
+  });
   try {
     const code = await exitWithin(p, 20_000);
     return { code, out: p.output(), pidFile: existsSync(join(dir, 'redis.pid')) };
@@ -148,7 +155,14 @@ describe('Lifecycle', () => {
     it('in development with no Redis configured, supervises a local redis-server (AOF, noeviction) and stops it on SIGTERM', async () => {
       const [port, redisPort] = [await freePort(), await freePort()];
       const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
-      const p = runMain({ NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'info' });
+      const p = runMain({
+        NODE_ENV: 'development',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        REDIS_MANAGED_PORT: String(redisPort),
+        REDIS_MANAGED_DIR: dir,
+        LOG_LEVEL: 'info',
+      });
       const r = new Redis(redisPort, { lazyConnect: true });
       try {
         await until(async () => ((await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30_000);
@@ -157,7 +171,10 @@ describe('Lifecycle', () => {
         const token = 'Bearer secret-looking-token-value';
         await fetch(`http://127.0.0.1:${port}/diagnostics/whoami`, { headers: { 'x-request-id': 'life-123', authorization: token } });
         const line = await until(async () => {
-          const found = p.output().split('\n').find((l) => l.startsWith('{') && l.includes('life-123'));
+          const found = p
+            .output()
+            .split('\n')
+            .find((l) => l.startsWith('{') && l.includes('life-123'));
           return found ? (JSON.parse(found) as Record<string, unknown>) : undefined;
         }, 5000);
         expect(line.requestId).toBe('life-123');
@@ -182,7 +199,14 @@ describe('Lifecycle', () => {
     it('after a kill -9, a restart takes over the orphaned redis-server and its data survives', async () => {
       const [port, redisPort] = [await freePort(), await freePort()];
       const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
-      const env = { NODE_ENV: 'development', PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir, LOG_LEVEL: 'warn' };
+      const env = {
+        NODE_ENV: 'development',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        REDIS_MANAGED_PORT: String(redisPort),
+        REDIS_MANAGED_DIR: dir,
+        LOG_LEVEL: 'warn',
+      };
       const ready = () => until(async () => ((await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30_000);
       const touch = async () =>
         (await (
@@ -264,7 +288,11 @@ describe('Lifecycle', () => {
         expect(out).not.toContain('listening on');
         // The managed Redis is not left behind (it is not even started: the HTTP port is taken first).
         expect(await portOpen(redisPort)).toBe(false);
-        expect(spawnSync('pgrep', ['-f', `redis-server 127.0.0.1:${redisPort}`]).stdout.toString().trim()).toBe('');
+        expect(
+          spawnSync('pgrep', ['-f', `redis-server 127.0.0.1:${redisPort}`])
+            .stdout.toString()
+            .trim(),
+        ).toBe('');
       } finally {
         await holder.close();
       }
@@ -292,7 +320,10 @@ describe('Lifecycle', () => {
     it('never spawns redis-server in production', async () => {
       // Look for a redis-server on this run's own managed port, not a machine-wide count that other suites change.
       const port = await freePort();
-      const spawned = () => spawnSync('pgrep', ['-f', `redis-server .*:${port}`]).stdout.toString().trim();
+      const spawned = () =>
+        spawnSync('pgrep', ['-f', `redis-server .*:${port}`])
+          .stdout.toString()
+          .trim();
       const p = runMain({ NODE_ENV: 'production', JWT_SECRET: 'y'.repeat(40), REDIS_MANAGED_PORT: String(port) });
       expect(await p.exit).toBe(78);
       expect(p.output()).not.toContain('[managed-redis]');

@@ -33,7 +33,6 @@ const BILLING = { 'x-service-token': CREDS.serviceToken };
 const LEDGER_AUTH = { 'x-service-token': LEDGER.token };
 const ERROR_KEYS = ['statusCode', 'error', 'message', 'details', 'requestId'];
 
-
 /** The standard error body with its status and code, and for a 400 the field it names (in details and in the message). */
 function expectError(res: request.Response, status: number, code: string, field?: string): void {
   expect({ status: res.status, statusCode: res.body.statusCode, error: res.body.error }).toEqual({ status, statusCode: status, error: code });
@@ -62,7 +61,11 @@ describe(`${LocksController.name} over HTTP`, () => {
   const release = (name: string, body: object, auth: Record<string, string> = BILLING) => http().post(`/locks/${name}/release`).set(auth).send(body);
   const inspect = (name: string, auth: Record<string, string> = BILLING) => http().get(`/locks/${name}`).set(auth);
   /** Acquires, asserting 200, and returns the body. */
-  async function hold(name: string, body: object, auth: Record<string, string> = BILLING): Promise<{ fencingToken: number; expiresAt: number; holdCount: number }> {
+  async function hold(
+    name: string,
+    body: object,
+    auth: Record<string, string> = BILLING,
+  ): Promise<{ fencingToken: number; expiresAt: number; holdCount: number }> {
     const res = await acquire(name, body, auth);
     expect({ name, body, status: res.status, error: res.body.error }).toEqual({ name, body, status: 200, error: undefined });
     return res.body;
@@ -358,11 +361,14 @@ describe(`${LocksController.name} over HTTP`, () => {
       ['a signed merchant request', 403, (method, path, raw) => merchantHeaders(method.toUpperCase(), path, raw)],
       ['the admin key', 403, () => ({ 'x-admin-key': CREDS.adminKey })],
     ];
-    const cases = routes.flatMap(([method, path, b]) => callers.map(([who, status, headers]) => [method.toUpperCase(), path, who, status, method, b, headers] as const));
+    const cases = routes.flatMap(([method, path, b]) =>
+      callers.map(([who, status, headers]) => [method.toUpperCase(), path, who, status, method, b, headers] as const),
+    );
 
     it.each(cases)('%s %s with %s → %s, and no lock is taken', async (_m, path, _who, status, method, b, headers) => {
       const payload = b ? JSON.stringify(b) : '';
-      let req = http()[method](path).set(headers(method, path, payload));
+      const agent = http();
+      let req = agent[method](path).set(headers(method, path, payload));
       if (b) req = req.set('content-type', 'application/json').send(payload);
       const res = await req;
       expectError(res, status, status === 401 ? 'UNAUTHORIZED' : 'FORBIDDEN');

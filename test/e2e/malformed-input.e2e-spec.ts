@@ -140,7 +140,11 @@ describe('Malformed input, generated from the OpenAPI document', () => {
       if (!op) continue; // an endpoint that is gone seeds nothing
       const body = JSON.stringify({ ...(reader.sample(jsonBodySchema(op)) as object), ...(overrides as object) });
       const res = await send(op, path, body, 'application/json');
-      expect({ seed: `${method} ${path}`, status: res.status, body: res.status < 300 ? '' : res.body }).toEqual({ seed: `${method} ${path}`, status: 201, body: '' });
+      expect({ seed: `${method} ${path}`, status: res.status, body: res.status < 300 ? '' : res.body }).toEqual({
+        seed: `${method} ${path}`,
+        status: 201,
+        body: '',
+      });
     }
   }
 
@@ -155,12 +159,20 @@ describe('Malformed input, generated from the OpenAPI document', () => {
   /** Over a socket, for URLs that inject would normalise (inject parses with WHATWG URL, which resolves `..`). */
   function overSocket(method: string, url: string, headers: Record<string, string>, payload?: string): Promise<Reply> {
     return new Promise((resolve, reject) => {
-      const req = httpRequest(`${baseUrl}/`, { method, path: url, headers: { ...headers, connection: 'close', ...(payload !== undefined ? { 'content-length': String(Buffer.byteLength(payload)) } : {}) } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      });
+      const req = httpRequest(
+        `${baseUrl}/`,
+        {
+          method,
+          path: url,
+          headers: { ...headers, connection: 'close', ...(payload !== undefined ? { 'content-length': String(Buffer.byteLength(payload)) } : {}) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end(payload);
     });
@@ -198,8 +210,9 @@ describe('Malformed input, generated from the OpenAPI document', () => {
   function diff(before: Map<string, string>, after: Map<string, string>): string[] {
     const strip = (k: string) => k.slice(t.config.redis.keyPrefix.length + 1);
     const out: string[] = [];
-    for (const [k, v] of after) if (!before.has(k)) out.push(`added ${strip(k)}`);
-    else if (before.get(k) !== v) out.push(`changed ${strip(k)}`);
+    for (const [k, v] of after)
+      if (!before.has(k)) out.push(`added ${strip(k)}`);
+      else if (before.get(k) !== v) out.push(`changed ${strip(k)}`);
     for (const k of before.keys()) if (!after.has(k)) out.push(`removed ${strip(k)}`);
     return out;
   }
@@ -226,7 +239,8 @@ describe('Malformed input, generated from the OpenAPI document', () => {
     if (item.status !== 400) out.push(`results[${index}].status is ${String(item.status)}, not 400`);
     const leaf = c.field!.length > 2 ? String(c.field![c.field!.length - 1]) : undefined;
     if (c.names && leaf && !(typeof item.error === 'string' && item.error.includes(leaf))) out.push(`results[${index}].error does not name ${leaf}`);
-    if (typeof item.error === 'string' && item.error.length > MAX_MESSAGE) out.push(`results[${index}].error is ${item.error.length} characters (over ${MAX_MESSAGE})`);
+    if (typeof item.error === 'string' && item.error.length > MAX_MESSAGE)
+      out.push(`results[${index}].error is ${item.error.length} characters (over ${MAX_MESSAGE})`);
     for (const input of c.bigInputs) if (echoes(res.body, input)) out.push(`echoes ${input.length} characters of input`);
     return out;
   }
@@ -314,8 +328,10 @@ describe('Malformed input, generated from the OpenAPI document', () => {
     const byOp = new Map<string, number>();
     for (const c of list) byOp.set(c.op.id, (byOp.get(c.op.id) ?? 0) + 1);
     console.log(
-      `${cls}: ${list.length} cases over ${byOp.size} operations, ${failures.length} failing; statuses ${[...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(' ')}\n` +
-        [...byOp].map(([op, n]) => `  ${op}: ${n}`).join('\n'),
+      `${cls}: ${list.length} cases over ${byOp.size} operations, ${failures.length} failing; statuses ${[...statuses]
+        .sort(([a], [b]) => a - b)
+        .map(([s, n]) => `${s}×${n}`)
+        .join(' ')}\n` + [...byOp].map(([op, n]) => `  ${op}: ${n}`).join('\n'),
     );
     expect(failures).toEqual([]);
   });

@@ -71,7 +71,10 @@ describe('an account called "broadcast" over HTTP', () => {
     expect(added.length).toBeGreaterThan(0);
 
     // A broadcast to everyone still reaches every account, the one called "broadcast" included.
-    const sent = await request(t.server).post('/admin/messages/broadcast').set(ADMIN).send({ title: 'Double 11', content: '20% back on every payment', audience: 'all' });
+    const sent = await request(t.server)
+      .post('/admin/messages/broadcast')
+      .set(ADMIN)
+      .send({ title: 'Double 11', content: '20% back on every payment', audience: 'all' });
     expect(sent.status).toBe(200);
     await sleep(FEED_TTL_MS + 300);
     expect(await inbox('acc_before')).toEqual({ titles: ['Double 11'], unread: 1, count: 1 });

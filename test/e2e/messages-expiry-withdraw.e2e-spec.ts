@@ -60,7 +60,10 @@ describe('Message center over HTTP: expiry and withdraw', () => {
   describe('POST /messages with ttlMs', () => {
     it('stores the message with its expiry; the app stops seeing it once the expiry passes', async () => {
       const acc = 'e2e_exp';
-      const res = await request(t.server).post('/messages').set(SERVICE).send(message(acc, 'o-1', { ttlMs: 400 }));
+      const res = await request(t.server)
+        .post('/messages')
+        .set(SERVICE)
+        .send(message(acc, 'o-1', { ttlMs: 400 }));
       const expiresAt = (await redisNow()) + 400;
       expect(res.status).toBe(201);
       expect(await pull(acc)).toMatchObject({ messages: [{ outerBizId: 'o-1' }], unread: 1 });
@@ -83,7 +86,13 @@ describe('Message center over HTTP: expiry and withdraw', () => {
     ])('refuses ttlMs %s: 400 naming ttlMs, nothing stored', async (what, ttlMs) => {
       const acc = `e2e_exp_bad_${what.replace(/\W+/g, '_')}`;
       const before = await snapshot();
-      expect400(await request(t.server).post('/messages').set(SERVICE).send(message(acc, 'o-1', { ttlMs })), 'ttlMs');
+      expect400(
+        await request(t.server)
+          .post('/messages')
+          .set(SERVICE)
+          .send(message(acc, 'o-1', { ttlMs })),
+        'ttlMs',
+      );
       expect(await snapshot()).toEqual(before);
       // The same message without the bad field is new: the refused one left no idempotency record.
       expect((await request(t.server).post('/messages').set(SERVICE).send(message(acc, 'o-1'))).status).toBe(201);
@@ -120,7 +129,10 @@ describe('Message center over HTTP: expiry and withdraw', () => {
 
       const retried = await request(t.server).post('/messages').set(SERVICE).send(message(acc, 'o-1'));
       expect({ status: retried.status, body: retried.body as unknown }).toEqual({ status: 200, body: { msgId: '', duplicate: true, withdrawn: true } });
-      const batch = await request(t.server).post('/messages/batch').set(SERVICE).send({ messages: [message(acc, 'never-written')] });
+      const batch = await request(t.server)
+        .post('/messages/batch')
+        .set(SERVICE)
+        .send({ messages: [message(acc, 'never-written')] });
       expect(batch.body).toMatchObject({ results: [{ index: 0, status: 200, withdrawn: true }], created: 0, duplicates: 1 });
       expect(await pull(acc)).toMatchObject({ messages: [{ outerBizId: 'o-2' }], unread: 1 });
     });

@@ -99,16 +99,25 @@ describe('Message center: bad input', () => {
       ['a needPush that is a string', setting('needPush', 'true'), 'needPush'],
     ];
 
-    it.each(cases.map(([what, change, field], i) => [what, change, field, i] as const))('refuses %s: 400 naming the field, nothing stored', async (_what, change, field, i) => {
-      const accountId = `acc_v${i}`;
-      const outerBizId = `order-v${i}`;
-      const before = await snapshot();
-      expect400(await request(t.server).post('/messages').set(SERVICE).send(change(valid(accountId, outerBizId))), field);
-      expect(await snapshot()).toEqual(before);
-      expect(await inbox(accountId)).toMatchObject({ messages: [], unread: 0 });
-      // The correct message with the same key is new: the refused one left no idempotency record.
-      expect((await request(t.server).post('/messages').set(SERVICE).send(valid(accountId, outerBizId))).status).toBe(201);
-    });
+    it.each(cases.map(([what, change, field], i) => [what, change, field, i] as const))(
+      'refuses %s: 400 naming the field, nothing stored',
+      async (_what, change, field, i) => {
+        const accountId = `acc_v${i}`;
+        const outerBizId = `order-v${i}`;
+        const before = await snapshot();
+        expect400(
+          await request(t.server)
+            .post('/messages')
+            .set(SERVICE)
+            .send(change(valid(accountId, outerBizId))),
+          field,
+        );
+        expect(await snapshot()).toEqual(before);
+        expect(await inbox(accountId)).toMatchObject({ messages: [], unread: 0 });
+        // The correct message with the same key is new: the refused one left no idempotency record.
+        expect((await request(t.server).post('/messages').set(SERVICE).send(valid(accountId, outerBizId))).status).toBe(201);
+      },
+    );
 
     it.each<[string, string]>([
       ['a JSON array', JSON.stringify([valid('acc_vb', 'order-vb')])],
@@ -134,7 +143,11 @@ describe('Message center: bad input', () => {
     ])('%s answers 413 in the standard shape and stores nothing', async (_route, path, body) => {
       const before = await snapshot();
       const res = await request(t.server).post(path).set(SERVICE).send(body);
-      expect({ status: res.status, statusCode: res.body.statusCode, error: res.body.error }).toEqual({ status: 413, statusCode: 413, error: 'PAYLOAD_TOO_LARGE' });
+      expect({ status: res.status, statusCode: res.body.statusCode, error: res.body.error }).toEqual({
+        status: 413,
+        statusCode: 413,
+        error: 'PAYLOAD_TOO_LARGE',
+      });
       expect(await snapshot()).toEqual(before);
       expect(await inbox('acc_big')).toMatchObject({ messages: [], unread: 0 });
     });
@@ -145,7 +158,15 @@ describe('Message center: bad input', () => {
     const ids: string[] = [];
 
     beforeAll(async () => {
-      for (let i = 1; i <= 3; i++) ids.push((await request(t.server).post('/messages').set(SERVICE).send(valid(owner, `order-q${i}`))).body.msgId);
+      for (let i = 1; i <= 3; i++)
+        ids.push(
+          (
+            await request(t.server)
+              .post('/messages')
+              .set(SERVICE)
+              .send(valid(owner, `order-q${i}`))
+          ).body.msgId,
+        );
     });
 
     it.each<[string, string, string]>([
@@ -177,14 +198,21 @@ describe('Message center: bad input', () => {
       ['POST /messages/{msgId}/read', (id) => request(t.server).post(`/messages/${id}/read`)],
       ['DELETE /messages/{msgId}', (id) => request(t.server).delete(`/messages/${id}`)],
     ];
-    it.each(routes.flatMap(([route, call]) => badIds.map((id) => [route, id, call] as const)))('%s refuses msgId %s with 400 naming msgId', async (_route, id, call) => {
-      expect400(await call(id).set(auth(owner)), 'msgId');
-    });
+    it.each(routes.flatMap(([route, call]) => badIds.map((id) => [route, id, call] as const)))(
+      '%s refuses msgId %s with 400 naming msgId',
+      async (_route, id, call) => {
+        expect400(await call(id).set(auth(owner)), 'msgId');
+      },
+    );
 
     it("leaves the owner's inbox as written after every refused request", async () => {
       expect(ids.filter(Boolean)).toHaveLength(3);
       const now = await inbox(owner);
-      expect({ ids: now.messages.map((m) => m.msgId), read: now.messages.map((m) => m.read), unread: now.unread }).toEqual({ ids, read: [false, false, false], unread: 3 });
+      expect({ ids: now.messages.map((m) => m.msgId), read: now.messages.map((m) => m.read), unread: now.unread }).toEqual({
+        ids,
+        read: [false, false, false],
+        unread: 3,
+      });
       expect((await request(t.server).get('/messages/unread-count').set(auth(owner))).body).toEqual({ unread: 3 });
     });
   });

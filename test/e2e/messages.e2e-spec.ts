@@ -27,7 +27,6 @@ const asUser = (accountId: string) => ({ authorization: `Bearer ${userToken(acco
 const MSG_ID = /^[1-9][0-9]{15}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-
 /** A valid message for `accountId`; `n` makes its outerBizId (and so its idempotency key) unique. */
 function message(accountId: string, n: number | string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { accountId, bizType: 'PAYMENT_SUCCESS', outerBizId: `order-${n}`, title: `Payment ${n}`, content: `¥${n}.00 paid to Coffee Corner`, ...extra };
@@ -54,7 +53,11 @@ function sample(text: string, name: string, labels = ''): number {
 function client(app: () => TestApp) {
   const http = () => request(app().server);
   return {
-    write: (body: unknown) => http().post('/messages').set(SERVICE).send(body as object),
+    write: (body: unknown) =>
+      http()
+        .post('/messages')
+        .set(SERVICE)
+        .send(body as object),
     batch: (messages: unknown) => http().post('/messages/batch').set(SERVICE).send({ messages }),
     broadcast: (body: Record<string, unknown>) => http().post('/admin/messages/broadcast').set(ADMIN).send(body),
     startAction: (body: Record<string, unknown>) => http().post('/pending-actions').set(SERVICE).send(body),
@@ -225,7 +228,14 @@ describe('Message center over HTTP', () => {
 
   describe('batch writes', () => {
     /** A compact valid item: 500 of them stay well under the default 64 KiB body limit. */
-    const tiny = (accountId: string, i: number, extra: Record<string, unknown> = {}) => ({ accountId, bizType: 'PAY', outerBizId: `b-${i}`, title: `t${i}`, content: `c${i}`, ...extra });
+    const tiny = (accountId: string, i: number, extra: Record<string, unknown> = {}) => ({
+      accountId,
+      bizType: 'PAY',
+      outerBizId: `b-${i}`,
+      title: `t${i}`,
+      content: `c${i}`,
+      ...extra,
+    });
     /** Invalid items, each naming the field at fault. */
     const breakers: Array<[string, (item: Record<string, unknown>) => Record<string, unknown>]> = [
       ['title', (m) => ({ ...m, title: 'x'.repeat(101) })],
@@ -317,7 +327,7 @@ describe('Message center over HTTP', () => {
       expect(await api.pull('acc_batch_refused')).toEqual({ messages: [], hasMore: false, latestId: null, unread: 0 });
     });
 
-    it('calls an item\'s missing field required and its null field not null, as a single write would', async () => {
+    it("calls an item's missing field required and its null field not null, as a single write would", async () => {
       const { bizType: _omitted, ...noBizType } = tiny('acc_batch_required', 1);
       const res = await api.batch([noBizType, { ...tiny('acc_batch_required', 2), url: null }]);
       expect(res.status).toBe(200);
@@ -369,7 +379,10 @@ describe('Message center over HTTP', () => {
       await writeAll('acc_pages', ['old-1', 'old-2', 'old-3']);
       const first = await api.pull('acc_pages');
       expect(first.messages).toHaveLength(3);
-      const ids = await writeAll('acc_pages', Array.from({ length: 20 }, (_, i) => i));
+      const ids = await writeAll(
+        'acc_pages',
+        Array.from({ length: 20 }, (_, i) => i),
+      );
 
       const seen: Msg[] = [];
       const hasMore: boolean[] = [];
@@ -420,7 +433,7 @@ describe('Message center over HTTP', () => {
           cursor = page.latestId ?? undefined;
         }
       }
-      for (let page: Page | undefined; !page || page.hasMore; ) {
+      for (let page: Page | undefined; !page || page.hasMore;) {
         page = await api.pull('acc_model', `?limit=7${cursor ? `&after=${cursor}` : ''}`);
         seen.push(...page.messages.map((m) => m.msgId));
         cursor = page.latestId ?? undefined;
@@ -551,7 +564,12 @@ describe('Message center over HTTP', () => {
     let b2: TestApp;
     const one = client(() => b1);
     const two = client(() => b2);
-    const bodyOf = (title: string, audience: unknown) => ({ title, content: `${title}: 20% back on every payment`, url: 'redispay://promotions/double-11', audience });
+    const bodyOf = (title: string, audience: unknown) => ({
+      title,
+      content: `${title}: 20% back on every payment`,
+      url: 'redispay://promotions/double-11',
+      audience,
+    });
     const withBroadcast = (page: Page, id: string) => page.messages.filter((m) => m.broadcastId === id);
 
     beforeAll(async () => {
@@ -639,7 +657,14 @@ describe('Message center over HTTP', () => {
     });
 
     it.each<[string, Record<string, unknown>, string]>([
-      ['a list of 10,001 accounts', bodyOf('Too many', Array.from({ length: 10_001 }, (_, i) => i.toString(36))), 'audience'],
+      [
+        'a list of 10,001 accounts',
+        bodyOf(
+          'Too many',
+          Array.from({ length: 10_001 }, (_, i) => i.toString(36)),
+        ),
+        'audience',
+      ],
       ['an account id with a space', bodyOf('Bad id', ['acc_ok', 'bad id']), 'audience'],
       ['"everyone"', bodyOf('Everyone', 'everyone'), 'audience'],
       ['an empty list', bodyOf('Nobody', []), 'audience'],
@@ -771,12 +796,20 @@ describe('Message center over HTTP', () => {
         // A route that takes no input (no body, path or query) cannot answer 400, so it documents none.
         const takesInput = !['/messages/unread-count', '/messages/read-all'].includes(path);
         expect({ path, method, documents400: '400' in op.responses }).toEqual({ path, method, documents400: takesInput });
-        for (const [code, schema] of Object.entries({ ...responses, ...(takesInput ? { 400: 'ErrorBodyDto' } : {}), 401: 'ErrorBodyDto', 403: 'ErrorBodyDto', 503: 'ErrorBodyDto' })) {
+        for (const [code, schema] of Object.entries({
+          ...responses,
+          ...(takesInput ? { 400: 'ErrorBodyDto' } : {}),
+          401: 'ErrorBodyDto',
+          403: 'ErrorBodyDto',
+          503: 'ErrorBodyDto',
+        })) {
           expect({ path, method, code, schema: json(op.responses[code]) }).toEqual({ path, method, code, schema: ref(schema) });
         }
       }
 
-      const params = Object.fromEntries((paths['/messages'].get.parameters as Array<{ name: string; in: string; schema: object }>).map((p) => [`${p.in}:${p.name}`, p.schema]));
+      const params = Object.fromEntries(
+        (paths['/messages'].get.parameters as Array<{ name: string; in: string; schema: object }>).map((p) => [`${p.in}:${p.name}`, p.schema]),
+      );
       expect(params['query:after']).toMatchObject({ type: 'string', maxLength: 17, example: expect.any(String) });
       expect(params['query:limit']).toMatchObject({ minimum: 1, maximum: 100, default: 20 });
 
@@ -792,7 +825,16 @@ describe('Message center over HTTP', () => {
       ]);
       expect(s.StartPendingActionDto.properties.bizType.enum).toEqual(expect.arrayContaining(['PASSWORD_RECOVERY']));
       // Every field of what the routes exchange has an example, or a default or enum that shows its values; lists show their items' schema.
-      const dtos = ['MessageDto', 'PullResultDto', 'WriteMessageDto', 'WriteResultDto', 'BatchResultDto', 'BatchItemResultDto', 'BroadcastDto', 'BroadcastResultDto'];
+      const dtos = [
+        'MessageDto',
+        'PullResultDto',
+        'WriteMessageDto',
+        'WriteResultDto',
+        'BatchResultDto',
+        'BatchItemResultDto',
+        'BroadcastDto',
+        'BroadcastResultDto',
+      ];
       dtos.push('StartPendingActionDto', 'PendingActionResultDto', 'FinishResultDto', 'UnreadCountDto', 'MarkReadResultDto', 'MarkAllReadResultDto');
       for (const name of dtos) {
         const missing = Object.entries(s[name].properties as Record<string, Record<string, unknown>>)

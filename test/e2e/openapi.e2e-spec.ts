@@ -44,9 +44,21 @@ interface Doc {
   tags: Array<{ name: string }>;
 }
 
-const KIND_OF_SCHEME: Record<string, Kind> = { [SECURITY.user]: 'user', [SECURITY.merchant]: 'merchant', [SECURITY.service]: 'service', [SECURITY.admin]: 'admin' };
+const KIND_OF_SCHEME: Record<string, Kind> = {
+  [SECURITY.user]: 'user',
+  [SECURITY.merchant]: 'merchant',
+  [SECURITY.service]: 'service',
+  [SECURITY.admin]: 'admin',
+};
 /** The error code each status documents (409s name their own, listed in the response's description). */
-const CODE_OF_STATUS: Record<string, string> = { 400: 'VALIDATION_FAILED', 401: 'UNAUTHORIZED', 403: 'FORBIDDEN', 404: 'NOT_FOUND', 429: 'RATE_LIMITED', 503: 'REDIS_UNAVAILABLE' };
+const CODE_OF_STATUS: Record<string, string> = {
+  400: 'VALIDATION_FAILED',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  429: 'RATE_LIMITED',
+  503: 'REDIS_UNAVAILABLE',
+};
 
 describe('OpenAPI document', () => {
   let redis: RedisServerHandle;
@@ -65,8 +77,18 @@ describe('OpenAPI document', () => {
   });
 
   const operations = () =>
-    Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, path, method, op })));
-  const kindsOf = (op: Operation): Kind[] => [...new Set((op.security ?? []).flatMap((s) => Object.keys(s).map((k) => KIND_OF_SCHEME[k]).filter(Boolean)))];
+    Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => ({ id: `${method.toUpperCase()} ${path}`, path, method, op })),
+    );
+  const kindsOf = (op: Operation): Kind[] => [
+    ...new Set(
+      (op.security ?? []).flatMap((s) =>
+        Object.keys(s)
+          .map((k) => KIND_OF_SCHEME[k])
+          .filter(Boolean),
+      ),
+    ),
+  ];
   const resolve = (s: Schema | undefined): Schema | undefined => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : s);
   const bodySchema = (op: Operation) => resolve(op.requestBody?.content['application/json']?.schema);
   /** Every documented error response that has the error body, with its examples. */
@@ -142,12 +164,16 @@ describe('OpenAPI document', () => {
   it("names in each 400 example one of the operation's own fields, and only operations that take input document a 400", () => {
     const problems: string[] = [];
     for (const { id, op } of operations()) {
-      const fields = [...Object.keys(bodySchema(op)?.properties ?? {}), ...(op.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query').map((p) => p.name)];
+      const fields = [
+        ...Object.keys(bodySchema(op)?.properties ?? {}),
+        ...(op.parameters ?? []).filter((p) => p.in === 'path' || p.in === 'query').map((p) => p.name),
+      ];
       const bad = op.responses['400'];
       if (!bad !== (fields.length === 0)) problems.push(`${id}: ${bad ? 'a 400 but no input' : 'input but no 400'}`);
       for (const [key, { value }] of Object.entries(bad?.content?.['application/json']?.examples ?? {})) {
         const named = value.details?.map((d) => d.field) ?? [];
-        if (named.length !== 1 || !fields.includes(named[0]) || !value.message.includes(named[0])) problems.push(`${id} 400 ${key}: names ${named} (fields: ${fields})`);
+        if (named.length !== 1 || !fields.includes(named[0]) || !value.message.includes(named[0]))
+          problems.push(`${id} 400 ${key}: names ${named} (fields: ${fields})`);
       }
     }
     expect(problems).toEqual([]);
@@ -157,8 +183,14 @@ describe('OpenAPI document', () => {
   const sample = (s: Schema | undefined, example?: unknown) => example ?? s?.example ?? s?.default ?? s?.enum?.[0];
 
   /** Sends `method path` with valid inputs from the examples, `override` applied, and a credential of `kind` (or none). */
-  async function send(method: string, path: string, op: Operation, kind: Kind | undefined, override: { field?: string; value?: unknown; credential?: 'invalid' } = {}) {
-    const location = override.field === undefined ? undefined : (op.parameters ?? []).find((p) => p.name === override.field)?.in ?? 'body';
+  async function send(
+    method: string,
+    path: string,
+    op: Operation,
+    kind: Kind | undefined,
+    override: { field?: string; value?: unknown; credential?: 'invalid' } = {},
+  ) {
+    const location = override.field === undefined ? undefined : ((op.parameters ?? []).find((p) => p.name === override.field)?.in ?? 'body');
     const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
       const p = op.parameters!.find((x) => x.in === 'path' && x.name === name)!;
       return encodeURIComponent(String(location === 'path' && name === override.field ? override.value : sample(p.schema, p.example)));
@@ -187,7 +219,7 @@ describe('OpenAPI document', () => {
     return req;
   }
 
-  it('answers each 400 example\'s input (its summary) with exactly that example', async () => {
+  it("answers each 400 example's input (its summary) with exactly that example", async () => {
     const mismatches: unknown[] = [];
     const replays = errorResponses().filter((r) => r.status === '400');
     expect(replays.length).toBeGreaterThan(20);
@@ -203,7 +235,7 @@ describe('OpenAPI document', () => {
     expect(mismatches).toEqual([]);
   });
 
-  it('answers a request for the examples\' resource, which a fresh service does not have, with one of its 404 examples', async () => {
+  it("answers a request for the examples' resource, which a fresh service does not have, with one of its 404 examples", async () => {
     const mismatches: unknown[] = [];
     const replays = errorResponses().filter((r) => r.status === '404');
     expect(replays.length).toBeGreaterThan(10);

@@ -50,7 +50,10 @@ describe('Ops endpoints', () => {
       }
       expect(await eventually(async () => (await request(t.server).get('/health/ready')).status === 200)).toBe(true);
       // the restarted Redis has an empty script cache: scripts must still run
-      const res = await request(t.server).post('/diagnostics/touch').set('authorization', `Bearer ${userToken('acc_h')}`).send({ label: 'after' });
+      const res = await request(t.server)
+        .post('/diagnostics/touch')
+        .set('authorization', `Bearer ${userToken('acc_h')}`)
+        .send({ label: 'after' });
       expect(res.status).toBe(200);
     });
 
@@ -67,8 +70,14 @@ describe('Ops endpoints', () => {
     afterAll(() => t.close());
 
     it('exposes an HTTP duration histogram by route and status, and Redis error counters', async () => {
-      await request(t.server).post('/diagnostics/touch').set('authorization', `Bearer ${userToken('acc_m')}`).send({ label: 'm' });
-      await request(t.server).post('/diagnostics/touch').set('authorization', `Bearer ${userToken('acc_m')}`).send({ bad: 1 });
+      await request(t.server)
+        .post('/diagnostics/touch')
+        .set('authorization', `Bearer ${userToken('acc_m')}`)
+        .send({ label: 'm' });
+      await request(t.server)
+        .post('/diagnostics/touch')
+        .set('authorization', `Bearer ${userToken('acc_m')}`)
+        .send({ bad: 1 });
       const res = await request(t.server).get('/metrics').set('x-admin-key', CREDS.adminKey);
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toMatch(/text\/plain/);
@@ -85,7 +94,10 @@ describe('Ops endpoints', () => {
       const before = await count();
       await redis.stop();
       try {
-        const res = await request(t.server).post('/diagnostics/touch').set('authorization', `Bearer ${userToken('acc_m')}`).send({ label: 'x' });
+        const res = await request(t.server)
+          .post('/diagnostics/touch')
+          .set('authorization', `Bearer ${userToken('acc_m')}`)
+          .send({ label: 'x' });
         expect(res.status).toBe(503);
       } finally {
         await redis.start();
@@ -125,7 +137,9 @@ describe('Ops endpoints', () => {
     });
 
     it('limits each caller separately', async () => {
-      const res = await request(b.server).get('/diagnostics/whoami').set('authorization', `Bearer ${userToken('acc_other')}`);
+      const res = await request(b.server)
+        .get('/diagnostics/whoami')
+        .set('authorization', `Bearer ${userToken('acc_other')}`);
       expect(res.status).toBe(200);
       expect(res.headers['x-ratelimit-remaining']).toBe('4');
     });
@@ -140,7 +154,13 @@ describe('Ops endpoints', () => {
         expect(limited.status).toBe(429);
         expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
         // A caller with valid credentials is counted on its own limit, not the IP's.
-        expect((await request(c.server).get('/diagnostics/whoami').set('authorization', `Bearer ${userToken('acc_ok')}`)).status).toBe(200);
+        expect(
+          (
+            await request(c.server)
+              .get('/diagnostics/whoami')
+              .set('authorization', `Bearer ${userToken('acc_ok')}`)
+          ).status,
+        ).toBe(200);
       } finally {
         await c.close();
       }

@@ -40,20 +40,25 @@ describe('orders and payments over HTTP', () => {
   const createOrder = (body: Record<string, unknown>) => merchant('POST', '/merchant/orders', body);
   const user = (accountId: string) => ({
     checkout: (orderId: string) => request(t.server).get(`/orders/${orderId}`).set(asUser(accountId)),
-    createPlan: (orderId: string, instructions: unknown) => request(t.server).post(`/orders/${orderId}/payment-plans`).set(asUser(accountId)).send({ instructions }),
+    createPlan: (orderId: string, instructions: unknown) =>
+      request(t.server).post(`/orders/${orderId}/payment-plans`).set(asUser(accountId)).send({ instructions }),
     plan: (planId: string) => request(t.server).get(`/payment-plans/${planId}`).set(asUser(accountId)),
     pay: (planId: string) => request(t.server).post(`/payment-plans/${planId}/pay`).set(asUser(accountId)).send(),
   });
   const channels = () => request(t.server).get('/admin/channels').set(ADMIN);
   const setChannel = (method: string, body: Record<string, unknown>) => request(t.server).put(`/admin/channels/${method}`).set(ADMIN).send(body);
-  const payCalls = async (method: string) => ((await channels()).body as Array<{ method: string; calls: { pay: number } }>).find((c) => c.method === method)!.calls.pay;
+  const payCalls = async (method: string) =>
+    ((await channels()).body as Array<{ method: string; calls: { pay: number } }>).find((c) => c.method === method)!.calls.pay;
 
   /** A new order (12800 CNY) with a PENDING plan of balance 2800 + quickpay 10000 for `account`. */
   async function orderWithPlan(account: string) {
     const no = orderNo();
     const created = await createOrder({ merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans' });
     expect(created.status).toBe(201);
-    const plan = await user(account).createPlan(created.body.orderId, [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }]);
+    const plan = await user(account).createPlan(created.body.orderId, [
+      { method: 'balance', amount: 2800 },
+      { method: 'quickpay', amount: 10000 },
+    ]);
     expect(plan.status).toBe(201);
     return { no, orderId: created.body.orderId as string, planId: plan.body.planId as string };
   }
@@ -71,7 +76,8 @@ describe('orders and payments over HTTP', () => {
   });
 
   beforeEach(async () => {
-    for (const m of ['balance', 'quickpay', 'points', 'ebanking']) expect((await setChannel(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' })).status).toBe(200);
+    for (const m of ['balance', 'quickpay', 'points', 'ebanking'])
+      expect((await setChannel(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' })).status).toBe(200);
   });
 
   afterAll(async () => {
@@ -88,7 +94,9 @@ describe('orders and payments over HTTP', () => {
     it('closing an order that does not exist is a 404 that leaves nothing in Redis (no lock, no fencing counter)', async () => {
       const before = (await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort();
       expectError(await merchant('POST', `/merchant/orders/${orderNo()}/close`), 404, 'NOT_FOUND');
-      expect((await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort().filter((k) => !k.includes(':nonce:'))).toEqual(before.filter((k) => !k.includes(':nonce:')));
+      expect((await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort().filter((k) => !k.includes(':nonce:'))).toEqual(
+        before.filter((k) => !k.includes(':nonce:')),
+      );
     });
 
     it('POST creates (201), the same again is 200 with the same order, another payload is 409; GET and close', async () => {
@@ -96,7 +104,14 @@ describe('orders and payments over HTTP', () => {
       const body = { merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', expireMinutes: 15 };
       const first = await createOrder(body);
       expect(first.status).toBe(201);
-      expect(first.body).toMatchObject({ orderId: orderIdFor(CREDS.merchantId, no), merchantOrderNo: no, amount: 12800, currency: 'CNY', status: 'CREATED', version: 1 });
+      expect(first.body).toMatchObject({
+        orderId: orderIdFor(CREDS.merchantId, no),
+        merchantOrderNo: no,
+        amount: 12800,
+        currency: 'CNY',
+        status: 'CREATED',
+        version: 1,
+      });
       expect(Date.parse(first.body.expiresAt) - Date.parse(first.body.createdAt)).toBe(15 * 60_000);
       const again = await createOrder(body);
       expect([again.status, again.body]).toEqual([200, first.body]);
@@ -150,7 +165,10 @@ describe('orders and payments over HTTP', () => {
       expectError(await createOrder({ ...body, payerAccountId: undefined }), 409, 'ORDER_NO_REUSED');
       expect((await merchant('GET', `/merchant/orders/${no}`)).body.payerAccountId).toBe('acc-payer');
 
-      const legs = [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }];
+      const legs = [
+        { method: 'balance', amount: 2800 },
+        { method: 'quickpay', amount: 10000 },
+      ];
       const intruder = user('acc-intruder');
       expectError(await intruder.checkout(orderId), 404, 'NOT_FOUND');
       expectError(await intruder.createPlan(orderId, legs), 404, 'NOT_FOUND');
@@ -168,18 +186,37 @@ describe('orders and payments over HTTP', () => {
       expect((await request(t.server).get('/merchant/orders/x1').set(asUser('acc-x'))).status).toBe(403);
       const { orderId } = await orderWithPlan('acc-x');
       const path = `/orders/${orderId}`;
-      expect((await request(t.server).get(path).set(merchantHeaders('GET', path, ''))).status).toBe(403);
+      expect(
+        (
+          await request(t.server)
+            .get(path)
+            .set(merchantHeaders('GET', path, ''))
+        ).status,
+      ).toBe(403);
     });
   });
 
   describe('app users', () => {
     it('plan 201, the same again 200; pay 200 PAID; the merchant sees it PAID and cannot close it', async () => {
       const { no, orderId, planId } = await orderWithPlan('acc-flow');
-      const same = await user('acc-flow').createPlan(orderId, [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 10000 }]);
+      const same = await user('acc-flow').createPlan(orderId, [
+        { method: 'balance', amount: 2800 },
+        { method: 'quickpay', amount: 10000 },
+      ]);
       expect([same.status, same.body.planId, same.body.status]).toEqual([200, planId, 'PENDING']);
-      expect((await user('acc-flow').checkout(orderId)).body).toMatchObject({ orderId, merchantId: CREDS.merchantId, amount: 12800, status: 'CREATED', activePlanId: planId });
+      expect((await user('acc-flow').checkout(orderId)).body).toMatchObject({
+        orderId,
+        merchantId: CREDS.merchantId,
+        amount: 12800,
+        status: 'CREATED',
+        activePlanId: planId,
+      });
       const paid = await user('acc-flow').pay(planId);
-      expect([paid.status, paid.body.status, paid.body.instructions.map((i: { status: string }) => i.status)]).toEqual([200, 'PAID', ['SUCCEEDED', 'SUCCEEDED']]);
+      expect([paid.status, paid.body.status, paid.body.instructions.map((i: { status: string }) => i.status)]).toEqual([
+        200,
+        'PAID',
+        ['SUCCEEDED', 'SUCCEEDED'],
+      ]);
       expect((await merchant('GET', `/merchant/orders/${no}`)).body).toMatchObject({ status: 'PAID', paidPlanId: planId });
       expectError(await merchant('POST', `/merchant/orders/${no}/close`), 409, 'ORDER_PAID');
       expectError(await user('acc-flow').createPlan(orderId, [{ method: 'points', amount: 12800 }]), 409, 'ORDER_PAID');
@@ -200,7 +237,12 @@ describe('orders and payments over HTTP', () => {
       expect((await setChannel('quickpay', { pay: 'failure' })).body).toMatchObject({ method: 'quickpay', pay: 'failure', query: 'success' });
       const a = await orderWithPlan('acc-fail');
       const failed = await user('acc-fail').pay(a.planId);
-      expect([failed.status, failed.body.status, failed.body.instructions[0].reversal, failed.body.failureReason]).toEqual([200, 'FAILED', 'REVERSED', 'quickpay declined the payment']);
+      expect([failed.status, failed.body.status, failed.body.instructions[0].reversal, failed.body.failureReason]).toEqual([
+        200,
+        'FAILED',
+        'REVERSED',
+        'quickpay declined the payment',
+      ]);
       expect((await user('acc-fail').checkout(a.orderId)).body.status).toBe('CREATED');
 
       await setChannel('quickpay', { pay: 'unknown', query: 'success' });
@@ -215,10 +257,15 @@ describe('orders and payments over HTTP', () => {
       expect(status).toBe('PAID');
     });
 
-    it("another account gets 404 for a bound order and its plan; a malformed id is a 400 naming it", async () => {
+    it('another account gets 404 for a bound order and its plan; a malformed id is a 400 naming it', async () => {
       const { orderId, planId } = await orderWithPlan('acc-owner');
       const other = user('acc-other');
-      for (const res of [await other.checkout(orderId), await other.plan(planId), await other.pay(planId), await other.createPlan(orderId, [{ method: 'points', amount: 12800 }])]) {
+      for (const res of [
+        await other.checkout(orderId),
+        await other.plan(planId),
+        await other.pay(planId),
+        await other.createPlan(orderId, [{ method: 'points', amount: 12800 }]),
+      ]) {
         expectError(res, 404, 'NOT_FOUND');
       }
       expectError(await other.checkout('ord_nothex'), 400, 'VALIDATION_FAILED', 'orderId');
@@ -227,12 +274,50 @@ describe('orders and payments over HTTP', () => {
     });
 
     it.each([
-      ['a negative amount', 'instructions[0].amount', [{ method: 'balance', amount: -2800 }, { method: 'quickpay', amount: 15600 }]],
-      ['a zero amount', 'instructions[0].amount', [{ method: 'balance', amount: 0 }, { method: 'quickpay', amount: 12800 }]],
-      ['five instructions (at most four)', 'instructions', [{ method: 'balance', amount: 1 }, { method: 'quickpay', amount: 1 }, { method: 'points', amount: 1 }, { method: 'ebanking', amount: 1 }, { method: 'balance', amount: 12796 }]],
-      ['amounts that do not add up', 'instructions', [{ method: 'balance', amount: 2800 }, { method: 'quickpay', amount: 2800 }]],
+      [
+        'a negative amount',
+        'instructions[0].amount',
+        [
+          { method: 'balance', amount: -2800 },
+          { method: 'quickpay', amount: 15600 },
+        ],
+      ],
+      [
+        'a zero amount',
+        'instructions[0].amount',
+        [
+          { method: 'balance', amount: 0 },
+          { method: 'quickpay', amount: 12800 },
+        ],
+      ],
+      [
+        'five instructions (at most four)',
+        'instructions',
+        [
+          { method: 'balance', amount: 1 },
+          { method: 'quickpay', amount: 1 },
+          { method: 'points', amount: 1 },
+          { method: 'ebanking', amount: 1 },
+          { method: 'balance', amount: 12796 },
+        ],
+      ],
+      [
+        'amounts that do not add up',
+        'instructions',
+        [
+          { method: 'balance', amount: 2800 },
+          { method: 'quickpay', amount: 2800 },
+        ],
+      ],
       ['an unknown method', 'instructions[0].method', [{ method: 'cash', amount: 12800 }]],
-      ['a method twice', 'instructions', [{ method: 'balance', amount: 6400 }, { method: 'balance', amount: 6400 }]],
+      [
+        'a method twice',
+        'instructions',
+        [
+          { method: 'balance', amount: 6400 },
+          { method: 'balance', amount: 6400 },
+        ],
+      ],
       ['no instructions', 'instructions', []],
       ['not a list', 'instructions', 'balance'],
     ])('a plan with %s is a 400 naming %s, and the order stays unbound with no plan', async (_case, field, instructions) => {
@@ -275,7 +360,17 @@ describe('orders and payments over HTTP', () => {
       expect(JSON.stringify(paths['/orders/{orderId}/payment-plans'].post.requestBody)).toContain('CreatePlanDto');
       // Every 409 a pay can answer is listed, including the ones of a request that lost its lock or raced a writer.
       const payConflicts = paths['/payment-plans/{planId}/pay'].post.responses['409'].description as string;
-      for (const code of ['LOCK_CONTENDED', 'PLAN_NOT_PAYABLE', 'ORDER_CLOSED', 'ORDER_PAID', 'ORDER_EXPIRED', 'ORDER_CHANGED', 'STALE_LOCK_HOLDER', 'LOCK_LOST']) expect({ code, listed: payConflicts.includes(code) }).toEqual({ code, listed: true });
+      for (const code of [
+        'LOCK_CONTENDED',
+        'PLAN_NOT_PAYABLE',
+        'ORDER_CLOSED',
+        'ORDER_PAID',
+        'ORDER_EXPIRED',
+        'ORDER_CHANGED',
+        'STALE_LOCK_HOLDER',
+        'LOCK_LOST',
+      ])
+        expect({ code, listed: payConflicts.includes(code) }).toEqual({ code, listed: true });
     });
 
     it('counts orders, plans, pays by outcome and channel calls', async () => {

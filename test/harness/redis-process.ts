@@ -182,12 +182,7 @@ export async function withConnection<T>(node: HostPort, fn: (r: Redis) => Promis
 }
 
 /** Polls `check` every `intervalMs` until it returns true; rejects with the last reason after `timeoutMs`. */
-export async function waitUntil(
-  what: string,
-  check: () => Promise<boolean | string>,
-  timeoutMs: number,
-  intervalMs = 25,
-): Promise<void> {
+export async function waitUntil(what: string, check: () => Promise<boolean | string>, timeoutMs: number, intervalMs = 25): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: string;
   for (;;) {

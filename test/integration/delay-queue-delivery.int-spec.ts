@@ -370,7 +370,7 @@ describe(`${DelayQueueService.name} delivery`, () => {
         const args = ids.slice(n, n + 1_000).map((id) => [id, 'at', cpuDue, JSON.stringify(id), 'replace', channel]);
         timed.push(...(await cpuTimed(conn, 'schedule', sha.get('delay-queue/schedule')!, keys, args)));
       }
-      for (let delivered = 0; delivered < ids.length; ) {
+      for (let delivered = 0; delivered < ids.length;) {
         const [claim] = await cpuTimed(conn, 'claim', sha.get('delay-queue/claim')!, keys, [[CLAIM_BATCH, worker[0], worker[1], worker[2], channel]]);
         timed.push(claim);
         const r = claim.result as Array<string | number>;
@@ -539,7 +539,16 @@ interface CpuTimed {
 
 /** Runs the script once per argument list, each call in a MULTI of its own between two INFO cpu (nothing else runs in between): the Redis CPU time of each call, and its result. */
 async function cpuTimed(conn: Redis, script: string, sha: string, keys: readonly string[], argLists: ScriptArg[][]): Promise<CpuTimed[]> {
-  const replies = await Promise.all(argLists.map((args) => conn.multi().info('cpu').evalsha(sha, keys.length, ...keys, ...args).info('cpu').exec()));
+  const replies = await Promise.all(
+    argLists.map((args) =>
+      conn
+        .multi()
+        .info('cpu')
+        .evalsha(sha, keys.length, ...keys, ...args)
+        .info('cpu')
+        .exec(),
+    ),
+  );
   return replies.map((r) => {
     const failed = r?.find(([err]) => err);
     if (!r || failed) throw new Error(`${script}: ${failed?.[0]?.message ?? 'transaction aborted'}`);

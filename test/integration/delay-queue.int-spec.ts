@@ -154,7 +154,7 @@ describe(DelayQueueService.name, () => {
       expect(seen).toEqual([stored]);
     });
 
-    it("replacing an in-flight item aborts the running delivery, whose late ack then does nothing", async () => {
+    it('replacing an in-flight item aborts the running delivery, whose late ack then does nothing', async () => {
       const q = newQueue('dup-inflight');
       const calls = recordScripts();
       const started = deferred<Delivery<{ v: number }>>();
@@ -717,10 +717,12 @@ describe(DelayQueueService.name, () => {
 
     it.each(badOptions)('process() with a bad %s (%j) → DelayQueueArgumentError (400), and no processor is left registered', async (field, options) => {
       const pq = newQueue('bad-opts');
-      const err = await dq.process(pq, async () => undefined, options).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const err = await dq
+        .process(pq, async () => undefined, options)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(DelayQueueArgumentError);
       expect(err).toMatchObject({ field });
       expect((err as DelayQueueArgumentError).kind).toBe('invalid');
@@ -744,7 +746,6 @@ describe(DelayQueueService.name, () => {
 const CLAIMED_FIELDS = 5;
 /** Index of the fencing-token counter among a queue's keys. */
 const SEQ = 8;
-
 
 /**
  * A MONITOR connection that is watching once this resolves. (ioredis's `monitor()` marks its connection as

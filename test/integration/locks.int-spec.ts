@@ -288,7 +288,7 @@ describe(`${LockService.name} on two instances`, () => {
     await b.release();
   });
 
-  it('wakes a waiter when the holder\'s lease ends (a holder that died without releasing)', async () => {
+  it("wakes a waiter when the holder's lease ends (a holder that died without releasing)", async () => {
     const name = fresh();
     await locks[0].acquire(name, { leaseMs: 300, watchdog: false });
     const t0 = performance.now();
@@ -299,7 +299,7 @@ describe(`${LockService.name} on two instances`, () => {
     await b.release();
   });
 
-  it('gives up waiting at the deadline with the holder\'s remaining time', async () => {
+  it("gives up waiting at the deadline with the holder's remaining time", async () => {
     const name = fresh();
     const a = await locks[0].acquire(name, { leaseMs: 10_000 });
     const t0 = performance.now();
@@ -372,7 +372,7 @@ describe(`${LockService.name} on two instances`, () => {
     }
   });
 
-  it('aborts the holder\'s signal with LockLostError when the lease is lost, and the next holder\'s token is higher', async () => {
+  it("aborts the holder's signal with LockLostError when the lease is lost, and the next holder's token is higher", async () => {
     const name = fresh();
     const a = await locks[0].acquire(name, { leaseMs: 300 });
     const unhandled: unknown[] = [];
@@ -427,7 +427,7 @@ describe(`${LockService.name} on two instances`, () => {
       const name = fresh();
       const r1 = await locks[0].acquire(name, { mode: 'read', leaseMs: 5_000 });
       const writer = locks[1].acquire(name, { mode: 'write', leaseMs: 5_000, waitMs: 10_000 });
-      await waitUntil('the writer\'s mark', async () => (await raw.hexists(hashKey(name), 'ww')) === 1, 2_000);
+      await waitUntil("the writer's mark", async () => (await raw.hexists(hashKey(name), 'ww')) === 1, 2_000);
       // A steady stream of readers would keep the lock shared forever; with a writer waiting they are refused.
       await expect(locks[0].acquire(name, { mode: 'read', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
       const lateReader = locks[0].acquire(name, { mode: 'read', leaseMs: 5_000, waitMs: 10_000 });
@@ -446,7 +446,7 @@ describe(`${LockService.name} on two instances`, () => {
       const r1 = await locks[0].acquire(name, { mode: 'read', leaseMs: 5_000 });
       const ac = new AbortController();
       const writer = locks[1].acquire(name, { mode: 'write', waitMs: 60_000, signal: ac.signal }).catch((e: unknown) => e);
-      await waitUntil('the writer\'s mark', async () => (await raw.hexists(hashKey(name), 'ww')) === 1, 2_000);
+      await waitUntil("the writer's mark", async () => (await raw.hexists(hashKey(name), 'ww')) === 1, 2_000);
       await expect(locks[0].acquire(name, { mode: 'read', waitMs: 0 })).rejects.toBeInstanceOf(LockContendedError);
       ac.abort();
       expect(await writer).toBeInstanceOf(LockContendedError);
@@ -620,8 +620,15 @@ describe(`${LockService.name} when Redis is down`, () => {
     expect(performance.now() - t0).toBeLessThan(1_500);
     expect(err).toMatchObject({ name: 'LockUnavailableError', lockName: 'down:b' });
     await redis.start();
-    await waitUntil('redis back', async () => (await locks.inspect('down:b').then(() => true, () => false)), 10_000);
+    await waitUntil(
+      'redis back',
+      async () =>
+        await locks.inspect('down:b').then(
+          () => true,
+          () => false,
+        ),
+      10_000,
+    );
     expect(await locks.inspect('down:b')).toBeNull();
   });
 });
-

@@ -131,14 +131,14 @@ describe('script loader rejects bad files', () => {
   });
 
   it('a key count in the file name that differs from the documented KEYS', () => {
-    expectRejects({ 't/counter-2.lua': `${GOOD_HEADER}\nreturn redis.call('INCR', KEYS[1])\n` }, /t\/counter-2\.lua: file name says 2 keys but the contract documents 1/);
+    expectRejects(
+      { 't/counter-2.lua': `${GOOD_HEADER}\nreturn redis.call('INCR', KEYS[1])\n` },
+      /t\/counter-2\.lua: file name says 2 keys but the contract documents 1/,
+    );
   });
 
   it('KEYS documented out of order', () => {
-    expectRejects(
-      { 't/counter-1.lua': GOOD_HEADER.replace('KEYS[1]', 'KEYS[2]') + '\nreturn 1\n' },
-      /KEYS\[2\] is out of order/,
-    );
+    expectRejects({ 't/counter-1.lua': GOOD_HEADER.replace('KEYS[1]', 'KEYS[2]') + '\nreturn 1\n' }, /KEYS\[2\] is out of order/);
   });
 
   it('ARGV neither listed nor declared "none"', () => {
@@ -156,10 +156,7 @@ describe('script loader rejects bad files', () => {
   });
 
   it('a KEYS used in the body but not documented', () => {
-    expectRejects(
-      { 't/counter-1.lua': `${GOOD_HEADER}\nreturn redis.call('COPY', KEYS[1], KEYS[2])\n` },
-      /uses KEYS\[2\] but the contract documents 1/,
-    );
+    expectRejects({ 't/counter-1.lua': `${GOOD_HEADER}\nreturn redis.call('COPY', KEYS[1], KEYS[2])\n` }, /uses KEYS\[2\] but the contract documents 1/);
   });
 
   it('no Returns:', () => {
@@ -239,7 +236,12 @@ describe('ScriptRegistry on a 3-master cluster', () => {
     expect(scripts.isLoaded).toBe(true);
     expect(redis.isCluster).toBe(true);
     expect(redis.masters()).toHaveLength(3);
-    expect(scripts.list().map((d) => d.id).sort()).toEqual([...loadAllScripts().keys()].sort());
+    expect(
+      scripts
+        .list()
+        .map((d) => d.id)
+        .sort(),
+    ).toEqual([...loadAllScripts().keys()].sort());
     for (const r of raw) expect(await scriptExists(r)).toEqual(shas().map(() => 1));
   });
 

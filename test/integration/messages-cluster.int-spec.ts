@@ -91,7 +91,10 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
     for (const [owner, acc] of accounts.entries()) {
       const before = await evalCalls(raw[owner]);
       const m1 = await svc.write({ accountId: acc, bizType: 'PAYMENT_SUCCESS', outerBizId: 'm1', title: 'One', content: 'First' });
-      expect(await svc.write({ accountId: acc, bizType: 'PAYMENT_SUCCESS', outerBizId: 'm1', title: 'One', content: 'First' })).toEqual({ msgId: m1.msgId, duplicate: true });
+      expect(await svc.write({ accountId: acc, bizType: 'PAYMENT_SUCCESS', outerBizId: 'm1', title: 'One', content: 'First' })).toEqual({
+        msgId: m1.msgId,
+        duplicate: true,
+      });
       const m2 = await svc.write({ accountId: acc, bizType: 'REFUND_SUCCESS', outerBizId: 'm2', title: 'Two', content: 'Second' });
 
       const page = await svc.pull(acc, '1', 20);
@@ -121,7 +124,14 @@ describe(`${MessagesService.name} on a 3-master cluster`, () => {
     expect([...(ran.get('bc') ?? [])].sort()).toEqual(['messages/broadcast', 'messages/recent-broadcasts']);
     // The broadcast stream is one slot, on one master.
     const [stream] = broadcastKeys(keyBuilder);
-    const holders = await Promise.all(raw.map((r) => r.zcard(stream).then((n) => n, () => -1)));
+    const holders = await Promise.all(
+      raw.map((r) =>
+        r.zcard(stream).then(
+          (n) => n,
+          () => -1,
+        ),
+      ),
+    );
     expect(holders.filter((n) => n === 1)).toHaveLength(1);
   });
 

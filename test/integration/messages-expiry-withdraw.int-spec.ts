@@ -222,7 +222,12 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
           const ids = new Set(writes.filter((r) => !('withdrawn' in r && r.withdrawn)).map((r) => r.msgId));
           const created = writes.filter((r) => !r.duplicate).length;
           const removed = results.filter((r) => !('duplicate' in r) && r.withdrawn).length;
-          expect({ acc, ids: ids.size <= 1, created: created <= 1, removedIffCreated: removed === created }).toEqual({ acc, ids: true, created: true, removedIffCreated: true });
+          expect({ acc, ids: ids.size <= 1, created: created <= 1, removedIffCreated: removed === created }).toEqual({
+            acc,
+            ids: true,
+            created: true,
+            removedIffCreated: true,
+          });
           expect(await visible(acc)).toEqual([]);
           expect(await svc.unreadCount(acc)).toBe(0);
           expect(await rawUnread(acc)).toBe(0);

@@ -29,7 +29,6 @@ const RETENTION_MS = 1000;
 /** How long one model step may take: predictions hold for any Redis clock in [now, now + STEP_MS]. */
 const STEP_MS = 250;
 
-
 /** mulberry32: a small seeded PRNG, so a failing sequence can be replayed. */
 function prng(seed: number) {
   let a = seed >>> 0;
@@ -198,7 +197,12 @@ describe(`${MessagesService.name} paging against a model`, () => {
         if (duplicateOf) {
           expect({ at, outerBizId, r }).toEqual({ at, outerBizId, r: { msgId: duplicateOf, duplicate: true } });
         } else {
-          expect({ at, outerBizId, duplicate: r.duplicate, increasing: BigInt(r.msgId) > model.lastId }).toEqual({ at, outerBizId, duplicate: false, increasing: true });
+          expect({ at, outerBizId, duplicate: r.duplicate, increasing: BigInt(r.msgId) > model.lastId }).toEqual({
+            at,
+            outerBizId,
+            duplicate: false,
+            increasing: true,
+          });
           model.add({ id: r.msgId, outerBizId, createdAt, read: false }, now);
         }
       } else if (roll < 0.7) {
@@ -305,7 +309,10 @@ describe(`${MessagesService.name} paging against a model`, () => {
     async (seed) => {
       const model = new InboxModel(1000, RETENTION_MS);
       const { client } = await runModel(expiring, seed, { steps: 100, model, exactUnread: false, sleepMs: [50, 300] });
-      expect({ pullsPastExpiredCursor: client.pullsPastExpiredCursor > 0, lateSeen: client.lateSeen > 0 }).toEqual({ pullsPastExpiredCursor: true, lateSeen: true });
+      expect({ pullsPastExpiredCursor: client.pullsPastExpiredCursor > 0, lateSeen: client.lateSeen > 0 }).toEqual({
+        pullsPastExpiredCursor: true,
+        lateSeen: true,
+      });
     },
   );
 });

@@ -76,7 +76,17 @@ describe(`${PendingActionsService.name} on two instances`, () => {
 
     const type = PENDING_ACTION_TYPES[ACTION];
     const got = await remindersOf(acc);
-    expect(got).toEqual([expect.objectContaining({ bizType: REMINDER, outerBizId: actionId, title: type.title, content: type.content, url: type.url, needPush: true, read: false })]);
+    expect(got).toEqual([
+      expect.objectContaining({
+        bizType: REMINDER,
+        outerBizId: actionId,
+        title: type.title,
+        content: type.content,
+        url: type.url,
+        needPush: true,
+        read: false,
+      }),
+    ]);
     expect(Date.parse(got[0].storedAt)).toBeGreaterThanOrEqual(remindAt);
     // The reminder ended the action.
     expect(await pendingRecord(acc)).toBeNull();

@@ -30,7 +30,6 @@ const SMALL_INBOX = 10;
 /** Bound on Redis bytes per stored small message beyond its title and content (measured: see the report). */
 const MAX_BYTES_BEYOND_CONTENT = 600;
 
-
 /** One app instance with the service, its keys and a few shorthands. */
 function inboxApp(t: TestApp, raw: Redis) {
   const svc = t.app.get(MessagesService);
@@ -47,7 +46,7 @@ function inboxApp(t: TestApp, raw: Redis) {
     /** Every visible message of the account, oldest first, by pulling with after=latestId from the start. */
     async all(accountId: string): Promise<MessageDto[]> {
       const out: MessageDto[] = [];
-      for (let after = '1'; ; ) {
+      for (let after = '1'; ;) {
         const page = await svc.pull(accountId, after, 100);
         out.push(...page.messages);
         if (!page.hasMore) return out;
@@ -136,7 +135,14 @@ describe(MessagesService.name, () => {
 
     it("get returns one message with its read flag; another account's msgId is NOT_FOUND", async () => {
       const { msgId } = await a.write('get-1', 'PAYMENT_SUCCESS', 'g-1', { url: 'redispay://orders/g-1' });
-      expect(await a.svc.get('get-1', msgId)).toMatchObject({ msgId, bizType: 'PAYMENT_SUCCESS', outerBizId: 'g-1', url: 'redispay://orders/g-1', read: false, needPush: false });
+      expect(await a.svc.get('get-1', msgId)).toMatchObject({
+        msgId,
+        bizType: 'PAYMENT_SUCCESS',
+        outerBizId: 'g-1',
+        url: 'redispay://orders/g-1',
+        read: false,
+        needPush: false,
+      });
       await a.svc.markRead('get-1', msgId);
       expect(await a.svc.get('get-1', msgId)).toMatchObject({ read: true });
       await expect(a.svc.get('get-2', msgId)).rejects.toBeInstanceOf(ScriptNotFoundError);
@@ -171,7 +177,15 @@ describe(MessagesService.name, () => {
       await a.svc.markRead('ttl-1', first.msgId);
       const keys = a.keys('ttl-1');
       const ttls = await Promise.all(keys.map(async (k) => `${k.split(':').pop()} ${(await raw.pttl(k)) > 0 ? 'has a TTL' : 'has none'}`));
-      expect(ttls).toEqual(['inbox has a TTL', 'bodies has a TTL', 'idem has a TTL', 'read has a TTL', 'meta has a TTL', 'expiry has a TTL', 'withdrawn has a TTL']);
+      expect(ttls).toEqual([
+        'inbox has a TTL',
+        'bodies has a TTL',
+        'idem has a TTL',
+        'read has a TTL',
+        'meta has a TTL',
+        'expiry has a TTL',
+        'withdrawn has a TTL',
+      ]);
       for (const k of keys) expect(await raw.pttl(k)).toBeLessThanOrEqual(a.store.retention);
     });
 
@@ -412,7 +426,8 @@ describe(MessagesService.name, () => {
   describe('broadcast to all', () => {
     let a: InboxApp;
     beforeAll(async () => (a = await newApp()));
-    const broadcast = async (title: string) => (await a.svc.broadcast({ title, content: 'Pay with your balance today and get 20% back.', audience: 'all' })).broadcastId;
+    const broadcast = async (title: string) =>
+      (await a.svc.broadcast({ title, content: 'Pay with your balance today and get 20% back.', audience: 'all' })).broadcastId;
     const copiesOf = async (acc: string, broadcastId: string) => (await a.all(acc)).filter((m) => m.broadcastId === broadcastId);
 
     it('is one write: only the broadcast keys appear, no account keys until an account pulls', async () => {
@@ -556,10 +571,24 @@ describe(MessagesService.name, () => {
     beforeAll(async () => (a = await newApp()));
 
     it('each listed account gets it exactly once (a repeated id too); unlisted accounts get nothing', async () => {
-      const r = await a.svc.broadcast({ title: 'For you', content: 'Listed', url: 'redispay://promotions/x', audience: ['list-1', 'list-2', 'list-1', 'list-3'] });
+      const r = await a.svc.broadcast({
+        title: 'For you',
+        content: 'Listed',
+        url: 'redispay://promotions/x',
+        audience: ['list-1', 'list-2', 'list-1', 'list-3'],
+      });
       expect(r).toEqual({ broadcastId: expect.any(String), audience: 'accounts', written: 3, duplicates: 0 });
       for (const acc of ['list-1', 'list-2', 'list-3']) {
-        expect(await a.all(acc)).toEqual([expect.objectContaining({ bizType: 'BROADCAST', outerBizId: r.broadcastId, broadcastId: r.broadcastId, title: 'For you', url: 'redispay://promotions/x', read: false })]);
+        expect(await a.all(acc)).toEqual([
+          expect.objectContaining({
+            bizType: 'BROADCAST',
+            outerBizId: r.broadcastId,
+            broadcastId: r.broadcastId,
+            title: 'For you',
+            url: 'redispay://promotions/x',
+            read: false,
+          }),
+        ]);
         expect(await a.svc.unreadCount(acc)).toBe(1);
       }
       expect(await raw.keys(`${a.prefix}:messages:{a:list-unlisted}:*`)).toEqual([]);
@@ -598,7 +627,9 @@ describe(MessagesService.name, () => {
           unreadCount: await ending(() => svc.unreadCount('down-1')),
         }).toEqual({ write: 'RedisUnavailableError promptly', pull: 'RedisUnavailableError promptly', unreadCount: 'RedisUnavailableError promptly' });
         // Over HTTP that is a 503 with Retry-After.
-        const res = await request(t.server).get('/messages').set('authorization', `Bearer ${userToken('down-1')}`);
+        const res = await request(t.server)
+          .get('/messages')
+          .set('authorization', `Bearer ${userToken('down-1')}`);
         expect(res.status).toBe(503);
         expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       } finally {

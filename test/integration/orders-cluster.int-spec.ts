@@ -30,7 +30,12 @@ describe(`${OrdersService.name} on a 3-master cluster`, () => {
   beforeAll(async () => {
     cluster = await startRedisCluster({ masters: 3 });
     raw = cluster.nodes.map((n) => rawConnection(n));
-    t = await startTestApp('', { REDIS_CLUSTER_NODES: cluster.envValue, REDIS_COMMAND_TIMEOUT_MS: '1000', ORDERS_QUERY_DELAY_MS: '50', CHANNEL_LATENCY_MS: '2' });
+    t = await startTestApp('', {
+      REDIS_CLUSTER_NODES: cluster.envValue,
+      REDIS_COMMAND_TIMEOUT_MS: '1000',
+      ORDERS_QUERY_DELAY_MS: '50',
+      CHANNEL_LATENCY_MS: '2',
+    });
     orders = t.app.get(OrdersService);
     plans = t.app.get(PaymentPlansService);
     runner = t.app.get(PaymentRunner);
@@ -76,13 +81,22 @@ describe(`${OrdersService.name} on a 3-master cluster`, () => {
       const no = `cl-${i}`;
       const { order, created } = await orders.create({ merchantId: CREDS.merchantId, merchantOrderNo: no, amount: 5000, currency: 'EUR', subject: 'Cluster' });
       expect(created).toBe(true);
-      expect((await orders.create({ merchantId: CREDS.merchantId, merchantOrderNo: no, amount: 5000, currency: 'EUR', subject: 'Cluster' })).created).toBe(false);
+      expect((await orders.create({ merchantId: CREDS.merchantId, merchantOrderNo: no, amount: 5000, currency: 'EUR', subject: 'Cluster' })).created).toBe(
+        false,
+      );
       const [orderKey, , stream] = orderKeys(keyBuilder, order.orderId);
       const owner = await ownerOf(orderKey);
       expect(owner).toBeGreaterThanOrEqual(0);
       expect(await ownerOf(stream)).toBe(owner);
       masters.add(owner);
-      const { plan } = await plans.create({ accountId: `acc-cl-${i}`, orderId: order.orderId, instructions: [{ method: 'balance', amount: 1000 }, { method: 'quickpay', amount: 4000 }] });
+      const { plan } = await plans.create({
+        accountId: `acc-cl-${i}`,
+        orderId: order.orderId,
+        instructions: [
+          { method: 'balance', amount: 1000 },
+          { method: 'quickpay', amount: 4000 },
+        ],
+      });
       expect(await ownerOf(orderKeys(keyBuilder, order.orderId, plan.planId)[1])).toBe(owner);
       if (i % 2 === 0) {
         expect((await runner.pay({ accountId: `acc-cl-${i}`, planId: plan.planId })).status).toBe('PAYING');
@@ -101,8 +115,18 @@ describe(`${OrdersService.name} on a 3-master cluster`, () => {
     const mine = () => seen.filter((e) => paid.includes(e.orderId) || closed.includes(e.orderId));
     await waitUntil('every event', async () => mine().length >= want || `${mine().length}/${want}`, 10_000);
     await consumer.stop();
-    expect(mine().filter((e) => e.type === 'order.paid').map((e) => e.orderId).sort()).toEqual([...paid].sort());
-    expect(mine().filter((e) => e.type === 'order.closed').map((e) => e.orderId).sort()).toEqual([...closed].sort());
+    expect(
+      mine()
+        .filter((e) => e.type === 'order.paid')
+        .map((e) => e.orderId)
+        .sort(),
+    ).toEqual([...paid].sort());
+    expect(
+      mine()
+        .filter((e) => e.type === 'order.closed')
+        .map((e) => e.orderId)
+        .sort(),
+    ).toEqual([...closed].sort());
     expect(mine()).toHaveLength(want);
   });
 });

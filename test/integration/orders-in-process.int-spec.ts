@@ -21,7 +21,6 @@ import { CREDS, startTestApp, TestApp } from '../support/test-app';
  */
 const MERCHANT = CREDS.merchantId;
 
-
 describe('orders: in-process API', () => {
   let redis: RedisServerHandle;
   let raw: Redis;
@@ -74,7 +73,14 @@ describe('orders: in-process API', () => {
       expect(results.filter((r) => r.created)).toHaveLength(1);
       const orderId = orderIdFor(MERCHANT, command.merchantOrderNo);
       expect(new Set(results.map((r) => r.order.orderId))).toEqual(new Set([orderId]));
-      expect(results[0].order).toMatchObject({ merchantId: MERCHANT, payerAccountId: 'buyer-1', accountId: 'buyer-1', status: 'CREATED', version: 1, amount: 12800 });
+      expect(results[0].order).toMatchObject({
+        merchantId: MERCHANT,
+        payerAccountId: 'buyer-1',
+        accountId: 'buyer-1',
+        status: 'CREATED',
+        version: 1,
+        amount: 12800,
+      });
       // It is a merchant's order like any other: the merchant reads it, with its payer.
       expect(await orders.get(MERCHANT, command.merchantOrderNo)).toMatchObject({ orderId, payerAccountId: 'buyer-1', status: 'CREATED' });
       // Its expiry is armed at its expiresAt.
@@ -153,7 +159,8 @@ describe('orders: in-process API', () => {
         expiresAt: Date.parse(order.expiresAt),
       });
       expect(await orders.findById(orderIdFor(MERCHANT, `never-${orderNo()}`))).toBeUndefined();
-      for (const malformed of ['', 'ord_', 'x', `${order.orderId}_p1`, 'ord_{s:1}aaaaaaaaaaaaaaaaaaa']) expect(await orders.findById(malformed)).toBeUndefined();
+      for (const malformed of ['', 'ord_', 'x', `${order.orderId}_p1`, 'ord_{s:1}aaaaaaaaaaaaaaaaaaa'])
+        expect(await orders.findById(malformed)).toBeUndefined();
     });
   });
 

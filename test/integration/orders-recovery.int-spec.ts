@@ -58,7 +58,10 @@ describe('payment plans: recovery', () => {
     });
   };
   const legWrite = (planId: string, index: number, status: Instruction['status']) => (w: WriteRequest) =>
-    w.planId === planId && Array.isArray(w.plan?.set.instructions) && (w.plan.set.instructions as Instruction[])[index]?.status === status && w.plan.set.status === undefined;
+    w.planId === planId &&
+    Array.isArray(w.plan?.set.instructions) &&
+    (w.plan.set.instructions as Instruction[])[index]?.status === status &&
+    w.plan.set.status === undefined;
 
   beforeAll(async () => {
     redis = await startRedisServer();

@@ -60,10 +60,14 @@ describe('orders/write stores field values verbatim', () => {
     expect(await raw.hget(orderKeys(keys, order.orderId)[0], 'subject')).toBe(subject);
 
     // The same create again is a duplicate of it (its fingerprint holds the subject as sent), not a 409.
-    expect((await orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject, expireMinutes: 15 })).created).toBe(false);
+    expect((await orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject, expireMinutes: 15 })).created).toBe(
+      false,
+    );
     expect((await orders.checkout('acc_verbatim', order.orderId)).subject).toBe(subject);
 
-    const { plan } = await t.app.get(PaymentPlansService).create({ accountId: 'acc_verbatim', orderId: order.orderId, instructions: [{ method: 'balance', amount: 12800 }] });
+    const { plan } = await t.app
+      .get(PaymentPlansService)
+      .create({ accountId: 'acc_verbatim', orderId: order.orderId, instructions: [{ method: 'balance', amount: 12800 }] });
     expect((await t.app.get(PaymentRunner).pay({ accountId: 'acc_verbatim', planId: plan.planId })).status).toBe('PAID');
     const paid = await orders.get(MERCHANT, no);
     expect({ status: paid.status, subject: paid.subject }).toEqual({ status: 'PAID', subject });
@@ -79,7 +83,18 @@ describe('orders/write stores field values verbatim', () => {
     const r = await store.write({
       orderId,
       planId,
-      order: { version: 0, set: { ...texts, subject: '$now', merchantOrderNo: '$now+1000', closeReason: '$now', accountId: '$now+1000', at: serverNow(), later: serverNow(60_000) } },
+      order: {
+        version: 0,
+        set: {
+          ...texts,
+          subject: '$now',
+          merchantOrderNo: '$now+1000',
+          closeReason: '$now',
+          accountId: '$now+1000',
+          at: serverNow(),
+          later: serverNow(60_000),
+        },
+      },
       plan: { version: 0, set: { ...texts, failureReason: '$now+1000', accountId: '$now', createdAt: serverNow() } },
     });
     expect(r.status).toBe('OK');
@@ -96,7 +111,14 @@ describe('orders/write stores field values verbatim', () => {
       version: '1',
       updatedAt: String(r.now),
     });
-    expect(await raw.hgetall(planKey)).toEqual({ ...texts, failureReason: '$now+1000', accountId: '$now', createdAt: String(r.now), version: '1', updatedAt: String(r.now) });
+    expect(await raw.hgetall(planKey)).toEqual({
+      ...texts,
+      failureReason: '$now+1000',
+      accountId: '$now',
+      createdAt: String(r.now),
+      version: '1',
+      updatedAt: String(r.now),
+    });
     const s = await store.read(orderId, planId);
     expect([s.order?.subject, s.order?.closeReason, s.plan?.failureReason, s.plan?.accountId]).toEqual(['$now', '$now', '$now+1000', '$now']);
   });
@@ -130,7 +152,13 @@ describe('orders/write stores field values verbatim', () => {
         create({ subject: '$now', note: '$now+1000', clock: '$now+5' }, ['createdAt', 0, 'expiresAt', 1000]),
       );
       expect(status).toBe('OK');
-      expect(await raw.hmget(orderKey, 'subject', 'note', 'clock', 'createdAt', 'expiresAt')).toEqual(['$now', '$now+1000', '$now+5', String(now), String(now + 1000)]);
+      expect(await raw.hmget(orderKey, 'subject', 'note', 'clock', 'createdAt', 'expiresAt')).toEqual([
+        '$now',
+        '$now+1000',
+        '$now+5',
+        String(now),
+        String(now + 1000),
+      ]);
     });
 
     it.each([

@@ -33,7 +33,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 const MERCHANT = CREDS.merchantId;
 const QUERY_DELAY_MS = 50;
 
-
 describe(OrdersService.name, () => {
   let redis: RedisServerHandle;
   let raw: Redis;
@@ -47,7 +46,8 @@ describe(OrdersService.name, () => {
   let seq = 0;
 
   const orderNo = () => `it-${process.pid}-${++seq}`;
-  const createOrder = (no: string, extra: Partial<CreateOrderCommand> = {}) => orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
+  const createOrder = (no: string, extra: Partial<CreateOrderCommand> = {}) =>
+    orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
   const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
   const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
   const ledger = (planId: string, legs?: Legs) => ledgerOf(channels, planId, legs);
@@ -55,7 +55,10 @@ describe(OrdersService.name, () => {
   /** Every event of the order in its shard stream, oldest first. */
   const eventsOf = async (orderId: string) => {
     const entries = await raw.xrange(orderKeys(keyBuilder, orderId)[2], '-', '+');
-    return entries.map(([, f]) => f).filter((f) => f[f.indexOf('orderId') + 1] === orderId).map((f) => f[f.indexOf('type') + 1]);
+    return entries
+      .map(([, f]) => f)
+      .filter((f) => f[f.indexOf('orderId') + 1] === orderId)
+      .map((f) => f[f.indexOf('type') + 1]);
   };
   /** A new order with one PENDING plan for `account`. */
   const orderWithPlan = (account: string, legs?: Legs) => newOrderWithPlan(orders, plans, MERCHANT, orderNo(), account, legs);
@@ -63,7 +66,11 @@ describe(OrdersService.name, () => {
   beforeAll(async () => {
     redis = await startRedisServer();
     raw = rawConnection(redis);
-    t = await startTestApp(redis.url, { ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS), CHANNEL_LATENCY_MS: '5', LOCK_POLICIES: 'order:5000:0,payment-plan:5000:0' });
+    t = await startTestApp(redis.url, {
+      ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS),
+      CHANNEL_LATENCY_MS: '5',
+      LOCK_POLICIES: 'order:5000:0,payment-plan:5000:0',
+    });
     orders = t.app.get(OrdersService);
     plans = t.app.get(PaymentPlansService);
     runner = t.app.get(PaymentRunner);
@@ -140,7 +147,9 @@ describe(OrdersService.name, () => {
       await raw.hset(orderKeys(keyBuilder, a.orderId)[0], 'expiresAt', String(Date.now() - 1000));
       const before = channelCalls('balance').pay;
       expect((await rejection(runner.pay({ accountId: 'acc-late', planId: a.planId }))).code).toBe('ORDER_EXPIRED');
-      expect((await rejection(plans.create({ accountId: 'acc-late', orderId: a.orderId, instructions: [{ method: 'points', amount: 12800 }] }))).code).toBe('ORDER_EXPIRED');
+      expect((await rejection(plans.create({ accountId: 'acc-late', orderId: a.orderId, instructions: [{ method: 'points', amount: 12800 }] }))).code).toBe(
+        'ORDER_EXPIRED',
+      );
       expect(channelCalls('balance').pay).toBe(before);
       expect((await plans.get('acc-late', a.planId)).status).toBe('PENDING');
     });
@@ -150,7 +159,16 @@ describe(OrdersService.name, () => {
     it('20 concurrent plan creations leave exactly one active plan, and the order points at it', async () => {
       const { order } = await createOrder(orderNo());
       const settled = await Promise.allSettled(
-        Array.from({ length: 20 }, (_, i) => plans.create({ accountId: 'acc-plans', orderId: order.orderId, instructions: [{ method: 'balance', amount: 100 + i }, { method: 'points', amount: 12700 - i }] })),
+        Array.from({ length: 20 }, (_, i) =>
+          plans.create({
+            accountId: 'acc-plans',
+            orderId: order.orderId,
+            instructions: [
+              { method: 'balance', amount: 100 + i },
+              { method: 'points', amount: 12700 - i },
+            ],
+          }),
+        ),
       );
       const made = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.plan.planId] : []));
       const refused = settled.flatMap((s) => (s.status === 'rejected' ? [(s.reason as ApiError).code] : []));
@@ -178,16 +196,30 @@ describe(OrdersService.name, () => {
 
     it('amounts that do not add up to the order amount are a 400 naming instructions, and nothing is stored', async () => {
       const { order } = await createOrder(orderNo());
-      const err = await rejection(plans.create({ accountId: 'acc-sum', orderId: order.orderId, instructions: [{ method: 'balance', amount: 100 }, { method: 'points', amount: 200 }] }));
+      const err = await rejection(
+        plans.create({
+          accountId: 'acc-sum',
+          orderId: order.orderId,
+          instructions: [
+            { method: 'balance', amount: 100 },
+            { method: 'points', amount: 200 },
+          ],
+        }),
+      );
       expect([statusOf(err), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', 'instructions']);
       const snap = await store.read(order.orderId);
       expect([snap.order!.planSeq, snap.order!.accountId, snap.order!.version]).toEqual([0, '', 1]);
     });
 
-    it("the first plan binds the order: another account gets 404 for the order, its plans, paying and a new plan", async () => {
+    it('the first plan binds the order: another account gets 404 for the order, its plans, paying and a new plan', async () => {
       const a = await orderWithPlan('acc-owner');
       const intruder = 'acc-intruder';
-      for (const p of [orders.checkout(intruder, a.orderId), plans.get(intruder, a.planId), runner.pay({ accountId: intruder, planId: a.planId }), plans.create({ accountId: intruder, orderId: a.orderId, instructions: [{ method: 'points', amount: 12800 }] })]) {
+      for (const p of [
+        orders.checkout(intruder, a.orderId),
+        plans.get(intruder, a.planId),
+        runner.pay({ accountId: intruder, planId: a.planId }),
+        plans.create({ accountId: intruder, orderId: a.orderId, instructions: [{ method: 'points', amount: 12800 }] }),
+      ]) {
         expect(statusOf(await rejection(p))).toBe(404);
       }
       expect((await plans.get('acc-owner', a.planId)).status).toBe('PENDING');
@@ -340,9 +372,19 @@ describe(OrdersService.name, () => {
       expect(fresh.fencingToken).toBeGreaterThan(stale.fencingToken);
       try {
         const s = await store.readPlan(a.planId);
-        const ok = await store.write({ orderId: a.orderId, planId: a.planId, guard: { lock: 'plan', token: fresh.fencingToken }, plan: { version: s.plan!.version, set: { failureReason: 'fresh holder' } } });
+        const ok = await store.write({
+          orderId: a.orderId,
+          planId: a.planId,
+          guard: { lock: 'plan', token: fresh.fencingToken },
+          plan: { version: s.plan!.version, set: { failureReason: 'fresh holder' } },
+        });
         expect(ok.status).toBe('OK');
-        const refused = await store.write({ orderId: a.orderId, planId: a.planId, guard: { lock: 'plan', token: stale.fencingToken }, plan: { version: ok.planVersion, set: { status: 'PAID' } } });
+        const refused = await store.write({
+          orderId: a.orderId,
+          planId: a.planId,
+          guard: { lock: 'plan', token: stale.fencingToken },
+          plan: { version: ok.planVersion, set: { status: 'PAID' } },
+        });
         expect(refused.status).toBe('STALE_TOKEN');
         const after = await store.readPlan(a.planId);
         expect([after.plan!.status, after.plan!.version, after.plan!.failureReason]).toEqual(['PENDING', ok.planVersion, 'fresh holder']);
@@ -355,8 +397,16 @@ describe(OrdersService.name, () => {
     it('a write with a version older than the stored one is VERSION and changes nothing (no lost update)', async () => {
       const a = await orderWithPlan('acc-version');
       const s = await store.read(a.orderId);
-      const first = await store.write({ orderId: a.orderId, guard: { lock: 'order', token: Number.MAX_SAFE_INTEGER }, order: { version: s.order!.version, set: { subject: 'first' } } });
-      const second = await store.write({ orderId: a.orderId, guard: { lock: 'order', token: Number.MAX_SAFE_INTEGER }, order: { version: s.order!.version, set: { subject: 'second' } } });
+      const first = await store.write({
+        orderId: a.orderId,
+        guard: { lock: 'order', token: Number.MAX_SAFE_INTEGER },
+        order: { version: s.order!.version, set: { subject: 'first' } },
+      });
+      const second = await store.write({
+        orderId: a.orderId,
+        guard: { lock: 'order', token: Number.MAX_SAFE_INTEGER },
+        order: { version: s.order!.version, set: { subject: 'second' } },
+      });
       expect([first.status, second.status]).toEqual(['OK', 'VERSION']);
       expect((await store.read(a.orderId)).order!.subject).toBe('first');
       // The order's fence is now above any token the lock engine issues: every real holder of the order lock is refused from here on.
@@ -381,8 +431,19 @@ describe(OrdersService.name, () => {
       const got = seen.filter(mine);
       expect(got).toHaveLength(14);
       expect(new Set(got.map((e) => `${e.stream}/${e.id}`)).size).toBe(14);
-      expect(got.filter((e) => e.type === 'order.paid').map((e) => e.orderId).sort()).toEqual(paidOrders.map((a) => a.orderId).sort());
-      expect(got.find((e) => e.type === 'order.closed')).toMatchObject({ orderId: closed.order.orderId, status: 'CLOSED', closeReason: 'MERCHANT', merchantId: MERCHANT, amount: 12800 });
+      expect(
+        got
+          .filter((e) => e.type === 'order.paid')
+          .map((e) => e.orderId)
+          .sort(),
+      ).toEqual(paidOrders.map((a) => a.orderId).sort());
+      expect(got.find((e) => e.type === 'order.closed')).toMatchObject({
+        orderId: closed.order.orderId,
+        status: 'CLOSED',
+        closeReason: 'MERCHANT',
+        merchantId: MERCHANT,
+        amount: 12800,
+      });
       expect(got.find((e) => e.type === 'order.paid')).toMatchObject({ status: 'PAID', accountId: 'acc-events', currency: 'CNY' });
       expect(new Set(got.map((e) => e.stream)).size).toBeGreaterThan(1);
       for (const stream of events.streams()) expect((await raw.xpending(stream, 'it-group-1'))[0]).toBe(0);
@@ -409,7 +470,9 @@ describe(OrdersService.name, () => {
       const stream = orderKeys(keyBuilder, order.orderId)[2];
       const second = await createOrder(orderNo());
       const secondStream = orderKeys(keyBuilder, second.order.orderId)[2];
-      const read = (await raw.xreadgroup('GROUP', 'it-group-2', 'dead-consumer', 'COUNT', 100, 'STREAMS', secondStream, '>')) as Array<[string, Array<[string, string[]]>]>;
+      const read = (await raw.xreadgroup('GROUP', 'it-group-2', 'dead-consumer', 'COUNT', 100, 'STREAMS', secondStream, '>')) as Array<
+        [string, Array<[string, string[]]>]
+      >;
       expect(read[0][1].length).toBeGreaterThanOrEqual(1);
       const takeover: string[] = [];
       const heir = await events.consume('it-group-2', async (e) => void takeover.push(e.orderId), { consumer: 'heir', pollMs: 20, claimIdleMs: 200 });
@@ -472,7 +535,8 @@ describe(OrdersService.name, () => {
     it('an event whose handler keeps failing is given up after maxDeliveries: acked, counted, and kept on the dead stream', async () => {
       const events = t.app.get(OrderEventsService);
       const metrics = t.app.get(OrdersMetrics);
-      const deadCount = async () => (await metrics.eventsHandled.get()).values.find((v) => v.labels.group === 'it-group-5' && v.labels.outcome === 'dead')?.value ?? 0;
+      const deadCount = async () =>
+        (await metrics.eventsHandled.get()).values.find((v) => v.labels.group === 'it-group-5' && v.labels.outcome === 'dead')?.value ?? 0;
       const stream = events.streams()[3];
       let calls = 0;
       const consumer = await events.consume(
@@ -490,8 +554,12 @@ describe(OrdersService.name, () => {
       await consumer.stop();
       expect(calls).toBe(3);
       expect(await deadCount()).toBe(1);
-      const dead = (await raw.xrange(events.deadStreams()[3], '-', '+')).map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])));
-      expect(dead.filter((d) => d.group === 'it-group-5')).toEqual([expect.objectContaining({ eventId: id, deliveries: '3', error: 'poison', type: 'order.paid', orderId: 'ord_poison' })]);
+      const dead = (await raw.xrange(events.deadStreams()[3], '-', '+')).map(([, f]) =>
+        Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])),
+      );
+      expect(dead.filter((d) => d.group === 'it-group-5')).toEqual([
+        expect.objectContaining({ eventId: id, deliveries: '3', error: 'poison', type: 'order.paid', orderId: 'ord_poison' }),
+      ]);
     });
   });
 });

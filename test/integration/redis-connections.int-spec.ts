@@ -67,9 +67,7 @@ async function clientNames(node: HostPort): Promise<string[]> {
 
 /** Connected clients over all given nodes. */
 async function connectedClients(nodes: HostPort[]): Promise<number> {
-  const counts = await Promise.all(
-    nodes.map((n) => withConnection(n, async (c) => Number(/^connected_clients:(\d+)/m.exec(await c.info('clients'))![1]))),
-  );
+  const counts = await Promise.all(nodes.map((n) => withConnection(n, async (c) => Number(/^connected_clients:(\d+)/m.exec(await c.info('clients'))![1]))));
   return counts.reduce((a, b) => a + b, 0);
 }
 
@@ -78,8 +76,7 @@ async function servingPort(conn: Redis): Promise<number> {
   return Number(/^tcp_port:(\d+)/m.exec(await conn.info('server'))![1]);
 }
 
-const privateConns = (redis: RedisService) =>
-  redis as unknown as { subscriberConn?: RedisClient; blockingConns: Map<string, RedisClient> };
+const privateConns = (redis: RedisService) => redis as unknown as { subscriberConn?: RedisClient; blockingConns: Map<string, RedisClient> };
 
 interface Topology {
   name: string;
@@ -129,9 +126,9 @@ function connectionContract(t: Topology) {
         'CLIENT LIST to show the named connections',
         async () => {
           const names = await clientNames(named);
-          return ['redis-pay:command', 'redis-pay:subscriber', 'redis-pay:blocking:x', 'redis-pay:blocking:y'].every((n) =>
-            names.includes(n),
-          ) || names.join(' ');
+          return (
+            ['redis-pay:command', 'redis-pay:subscriber', 'redis-pay:blocking:x', 'redis-pay:blocking:y'].every((n) => names.includes(n)) || names.join(' ')
+          );
         },
         5_000,
       );
@@ -147,7 +144,12 @@ function connectionContract(t: Topology) {
     const masters = redis.masters();
     expect(masters).toHaveLength(t.masters);
     const ports = await Promise.all(masters.map(servingPort));
-    expect(ports.sort()).toEqual(t.dataNodes().map((n) => n.port).sort());
+    expect(ports.sort()).toEqual(
+      t
+        .dataNodes()
+        .map((n) => n.port)
+        .sort(),
+    );
     for (const m of masters) expect(await m.ping()).toBe('PONG');
     await scripts.loadAll();
     expect(scripts.isLoaded).toBe(true);
@@ -199,9 +201,7 @@ function connectionContract(t: Topology) {
     const found = (
       await Promise.all(redis.masters().map(async (m) => withConnection({ host: '127.0.0.1', port: await servingPort(m) }, (c) => c.keys(`${prefix}:*`))))
     ).flat();
-    expect(found.sort()).toEqual(
-      tags.flatMap((tag) => [`${prefix}:diagnostics:{a:${tag}}:visits:web`, `${prefix}:rate-limit:{user:${tag}}:window`]).sort(),
-    );
+    expect(found.sort()).toEqual(tags.flatMap((tag) => [`${prefix}:diagnostics:{a:${tag}}:visits:web`, `${prefix}:rate-limit:{user:${tag}}:window`]).sort());
   });
 
   it('onApplicationShutdown closes every connection, even one blocked in BLPOP', async () => {
@@ -220,7 +220,11 @@ function connectionContract(t: Topology) {
     scripts.onApplicationShutdown();
     await redis.onApplicationShutdown();
     expect(Date.now() - t0).toBeLessThan(COMMAND_TIMEOUT_MS + 500);
-    await waitUntil('every connection to end', async () => [redis.client, sub, blocked].every((c) => c.status === 'end') || [redis.client, sub, blocked].map((c) => c.status).join(','), 2_000);
+    await waitUntil(
+      'every connection to end',
+      async () => [redis.client, sub, blocked].every((c) => c.status === 'end') || [redis.client, sub, blocked].map((c) => c.status).join(','),
+      2_000,
+    );
     expect(await pending).toBeInstanceOf(Error);
 
     // A late caller gets a prompt error, not a command that waits forever on a closed client.
@@ -244,10 +248,14 @@ function connectionContract(t: Topology) {
     );
     const named = t.namedOn?.();
     if (named) {
-      await waitUntil('the server to drop the connections', async () => {
-        const left = (await clientNames(named)).filter((n) => n.startsWith('redis-pay:'));
-        return left.length === 0 || left.join(' ');
-      }, 2_000);
+      await waitUntil(
+        'the server to drop the connections',
+        async () => {
+          const left = (await clientNames(named)).filter((n) => n.startsWith('redis-pay:'));
+          return left.length === 0 || left.join(' ');
+        },
+        2_000,
+      );
     }
   });
 }
@@ -297,9 +305,7 @@ describe('standalone', () => {
       }
       // Many at once: each settles within the bound too.
       const t0 = Date.now();
-      const all = await Promise.all(
-        Array.from({ length: 20 }, () => scripts.run('diagnostics/touch', [other], [600_000]).catch((e: unknown) => e)),
-      );
+      const all = await Promise.all(Array.from({ length: 20 }, () => scripts.run('diagnostics/touch', [other], [600_000]).catch((e: unknown) => e)));
       expect(Date.now() - t0).toBeLessThanOrEqual(bound);
       all.forEach((e) => expect(e).toBeInstanceOf(RedisUnavailableError));
       expect(redis.isConnected).toBe(false);

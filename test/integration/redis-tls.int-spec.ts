@@ -20,7 +20,20 @@ describe('Redis over TLS with a password', () => {
     tls = makeTlsFiles();
     tlsPort = await freePort();
     server = await startRedisServer({
-      args: ['--tls-port', String(tlsPort), '--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.caCert, '--tls-auth-clients', 'no', '--requirepass', password],
+      args: [
+        '--tls-port',
+        String(tlsPort),
+        '--tls-cert-file',
+        tls.cert,
+        '--tls-key-file',
+        tls.key,
+        '--tls-ca-cert-file',
+        tls.caCert,
+        '--tls-auth-clients',
+        'no',
+        '--requirepass',
+        password,
+      ],
     });
   });
   afterAll(async () => {
@@ -29,7 +42,13 @@ describe('Redis over TLS with a password', () => {
   });
 
   function connect(env: Record<string, string>) {
-    const config = loadConfig({ NODE_ENV: 'test', REDIS_KEY_PREFIX: randomPrefix(), REDIS_CONNECT_TIMEOUT_MS: '1000', REDIS_COMMAND_TIMEOUT_MS: '1000', ...env });
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      REDIS_KEY_PREFIX: randomPrefix(),
+      REDIS_CONNECT_TIMEOUT_MS: '1000',
+      REDIS_COMMAND_TIMEOUT_MS: '1000',
+      ...env,
+    });
     const metrics = new MetricsService();
     const redis = new RedisService(config, metrics, new BackgroundWorkers());
     const scripts = new ScriptRegistry(redis);

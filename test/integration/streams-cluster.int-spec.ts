@@ -81,7 +81,10 @@ describe(`${StreamGroupRunner.name} on a 3-master cluster`, () => {
       'a blocked read per slot',
       async () => {
         const lists = await Promise.all(raw.map(async (r) => String(await r.client('LIST'))));
-        const blocked = lists.join('\n').split('\n').filter((l) => / cmd=xreadgroup /.test(l)).length;
+        const blocked = lists
+          .join('\n')
+          .split('\n')
+          .filter((l) => / cmd=xreadgroup /.test(l)).length;
         return blocked === streams.length || `${blocked}`;
       },
       5000,

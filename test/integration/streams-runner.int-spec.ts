@@ -65,7 +65,13 @@ async function makeRig(): Promise<Rig> {
 
 const specs = (r: Rig) => r.streams.map((key, i) => ({ key, deadLetterKey: r.dead[i] }));
 
-function start(r: Rig, group: string, consumer: string, handler: (e: StreamEntry) => Promise<void>, o: Partial<StreamGroupOptions> = {}): Promise<StreamGroupRunner> {
+function start(
+  r: Rig,
+  group: string,
+  consumer: string,
+  handler: (e: StreamEntry) => Promise<void>,
+  o: Partial<StreamGroupOptions> = {},
+): Promise<StreamGroupRunner> {
   return r.runners.start({ name: 'test', streams: specs(r), group, consumer, handler, blockMs: 2000, ...o });
 }
 
@@ -273,7 +279,15 @@ describe(StreamGroupRunner.name, () => {
 
   it('refuses a dead-letter stream outside its stream’s slot', async () => {
     const r = await makeRig();
-    await expect(r.runners.start({ name: 'test', streams: [{ key: r.streams[0], deadLetterKey: r.dead[1] }], group: 'g9', consumer: 'c1', handler: async () => undefined })).rejects.toThrow(/not in the slot/);
+    await expect(
+      r.runners.start({
+        name: 'test',
+        streams: [{ key: r.streams[0], deadLetterKey: r.dead[1] }],
+        group: 'g9',
+        consumer: 'c1',
+        handler: async () => undefined,
+      }),
+    ).rejects.toThrow(/not in the slot/);
   });
 });
 

@@ -360,8 +360,7 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
   const reader = new SchemaReader(doc);
   const cases: MalformedCase[] = [];
   const url = buildUrl(reader, op);
-  const add = (c: Omit<MalformedCase, 'op' | 'bigInputs' | 'url'> & { url?: string; bigInputs?: string[] }) =>
-    cases.push({ op, url, bigInputs: [], ...c });
+  const add = (c: Omit<MalformedCase, 'op' | 'bigInputs' | 'url'> & { url?: string; bigInputs?: string[] }) => cases.push({ op, url, bigInputs: [], ...c });
 
   const bodySchema = jsonBodySchema(op);
   const root = bodySchema ? reader.objectSchema(bodySchema) : undefined;
@@ -376,16 +375,39 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
     // Deep nesting: an extra field holding it, then each known field holding it.
     if (isObjectBody) {
       const withDeep = (b: unknown) => json(b).replace(JSON.stringify(DEEP_MARK), NESTING);
-      add({ cls: 'body-deep-nesting', name: `extra field nested ${DEEP} deep`, body: withDeep({ ...(base as object), deepExtraField: DEEP_MARK }), expect: '4xx', statuses: [400], bigInputs: [NESTING] });
+      add({
+        cls: 'body-deep-nesting',
+        name: `extra field nested ${DEEP} deep`,
+        body: withDeep({ ...(base as object), deepExtraField: DEEP_MARK }),
+        expect: '4xx',
+        statuses: [400],
+        bigInputs: [NESTING],
+      });
       for (const f of topFields) {
-        add({ cls: 'body-deep-nesting', name: `${fieldName(f.path)} nested ${DEEP} deep`, body: withDeep(setAt(base, f.path, DEEP_MARK)), expect: '4xx', statuses: [400], field: f.path, bigInputs: [NESTING] });
+        add({
+          cls: 'body-deep-nesting',
+          name: `${fieldName(f.path)} nested ${DEEP} deep`,
+          body: withDeep(setAt(base, f.path, DEEP_MARK)),
+          expect: '4xx',
+          statuses: [400],
+          field: f.path,
+          bigInputs: [NESTING],
+        });
       }
     }
 
     // null in each field, unless the schema says it may be null.
     for (const f of reachable) {
       if (reader.nullable(f.schema)) continue;
-      add({ cls: 'body-null-field', name: `${fieldName(f.path)}: null`, body: json(setAt(base, f.path, null)), expect: '4xx', statuses: [400], field: f.path, names: true });
+      add({
+        cls: 'body-null-field',
+        name: `${fieldName(f.path)}: null`,
+        body: json(setAt(base, f.path, null)),
+        expect: '4xx',
+        statuses: [400],
+        field: f.path,
+        names: true,
+      });
     }
 
     // Each other JSON type in each field.
@@ -394,7 +416,15 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
       if (types.size === 0) continue;
       for (const [t, v] of Object.entries(WRONG_TYPE_VALUES) as Array<[JsonType, unknown]>) {
         if (types.has(t)) continue;
-        add({ cls: 'body-wrong-type', name: `${fieldName(f.path)}: ${t} ${JSON.stringify(v)}`, body: json(setAt(base, f.path, v)), expect: '4xx', statuses: [400], field: f.path, names: true });
+        add({
+          cls: 'body-wrong-type',
+          name: `${fieldName(f.path)}: ${t} ${JSON.stringify(v)}`,
+          body: json(setAt(base, f.path, v)),
+          expect: '4xx',
+          statuses: [400],
+          field: f.path,
+          names: true,
+        });
       }
     }
 
@@ -410,24 +440,56 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
       if (!reader.typesOf(f.schema).has('string')) continue;
       const s = huge(HUGE);
       const body = json(setAt(base, f.path, s));
-      add({ cls: 'body-huge-string', name: `${fieldName(f.path)}: ${HUGE} characters`, body, expect: '4xx', statuses: [400, 413], field: f.path, bigInputs: [s] });
+      add({
+        cls: 'body-huge-string',
+        name: `${fieldName(f.path)}: ${HUGE} characters`,
+        body,
+        expect: '4xx',
+        statuses: [400, 413],
+        field: f.path,
+        bigInputs: [s],
+      });
       const limit = opts.bodyLimit(op);
       if (Buffer.byteLength(body) > limit) {
         const fits = limit - Buffer.byteLength(json(setAt(base, f.path, ''))) - 16;
         if (fits >= 1000) {
           const s2 = huge(fits);
-          add({ cls: 'body-huge-string', name: `${fieldName(f.path)}: ${fits} characters (fits the ${limit}-byte body limit)`, body: json(setAt(base, f.path, s2)), expect: '4xx', statuses: [400, 413], field: f.path, bigInputs: [s2] });
+          add({
+            cls: 'body-huge-string',
+            name: `${fieldName(f.path)}: ${fits} characters (fits the ${limit}-byte body limit)`,
+            body: json(setAt(base, f.path, s2)),
+            expect: '4xx',
+            statuses: [400, 413],
+            field: f.path,
+            bigInputs: [s2],
+          });
         }
       }
     }
 
     // An unknown field, at the top and in each nested object the base body has.
     if (isObjectBody) {
-      add({ cls: 'body-unknown-field', name: 'unknown top-level field', body: json({ ...(base as object), unknownExtraField: 1 }), expect: '4xx', statuses: [400], field: ['unknownExtraField'], names: true });
+      add({
+        cls: 'body-unknown-field',
+        name: 'unknown top-level field',
+        body: json({ ...(base as object), unknownExtraField: 1 }),
+        expect: '4xx',
+        statuses: [400],
+        field: ['unknownExtraField'],
+        names: true,
+      });
       for (const f of reachable) {
         if (!reader.objectSchema(f.schema) || !hasPath(base, [...f.path, 'x'])) continue;
         const p = [...f.path, 'unknownExtraField'];
-        add({ cls: 'body-unknown-field', name: `unknown field ${fieldName(p)}`, body: json(setAt(base, p, 1)), expect: '4xx', statuses: [400], field: p, names: true });
+        add({
+          cls: 'body-unknown-field',
+          name: `unknown field ${fieldName(p)}`,
+          body: json(setAt(base, p, 1)),
+          expect: '4xx',
+          statuses: [400],
+          field: p,
+          names: true,
+        });
       }
     }
 
@@ -437,10 +499,22 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
     add({ cls: 'body-syntax-and-content-type', name: 'JSON with a trailing comma', body: ok.replace(/}$/, ',}'), expect: '4xx' });
     add({ cls: 'body-syntax-and-content-type', name: 'single-quoted pseudo-JSON', body: "{'a': 1}", expect: '4xx' });
     add({ cls: 'body-syntax-and-content-type', name: 'text/plain', body: ok, contentType: 'text/plain', expect: '4xx' });
-    add({ cls: 'body-syntax-and-content-type', name: 'application/x-www-form-urlencoded', body: formEncode(base), contentType: 'application/x-www-form-urlencoded', expect: '4xx' });
+    add({
+      cls: 'body-syntax-and-content-type',
+      name: 'application/x-www-form-urlencoded',
+      body: formEncode(base),
+      contentType: 'application/x-www-form-urlencoded',
+      expect: '4xx',
+    });
     const boundary = 'malformedInputBoundary';
     const multipart = `--${boundary}\r\nContent-Disposition: form-data; name="body"\r\nContent-Type: application/json\r\n\r\n${ok}\r\n--${boundary}--\r\n`;
-    add({ cls: 'body-syntax-and-content-type', name: 'multipart/form-data', body: multipart, contentType: `multipart/form-data; boundary=${boundary}`, expect: '4xx' });
+    add({
+      cls: 'body-syntax-and-content-type',
+      name: 'multipart/form-data',
+      body: multipart,
+      contentType: `multipart/form-data; boundary=${boundary}`,
+      expect: '4xx',
+    });
     add({ cls: 'body-syntax-and-content-type', name: 'no content type', body: ok, contentType: null, expect: '4xx' });
   } else if (op.method !== 'GET' && op.method !== 'HEAD') {
     // Takes no body, but a body declared as JSON is still parsed: broken JSON must be a 4xx, not reach the handler.

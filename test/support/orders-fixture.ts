@@ -21,7 +21,14 @@ export function resetChannels(channels: ChannelGateway): void {
 }
 
 /** A new order of `merchant` (its amount the sum of `legs`) with one PENDING plan of `legs` for `account`. */
-export async function orderWithPlan(orders: OrdersService, plans: PaymentPlansService, merchant: string, merchantOrderNo: string, account: string, legs: Legs = TWO_LEGS) {
+export async function orderWithPlan(
+  orders: OrdersService,
+  plans: PaymentPlansService,
+  merchant: string,
+  merchantOrderNo: string,
+  account: string,
+  legs: Legs = TWO_LEGS,
+) {
   const amount = legs.reduce((s, l) => s + l.amount, 0);
   const { order } = await orders.create({ merchantId: merchant, merchantOrderNo, amount, currency: 'CNY', subject: 'Coffee beans' });
   const { plan } = await plans.create({ accountId: account, orderId: order.orderId, instructions: [...legs] });

@@ -28,7 +28,16 @@ let parsed;
 let program;
 
 function compilerConfig() {
-  parsed ??= ts.getParsedCommandLineOfConfigFile(join(ROOT, nestCli.tsConfigPath), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); } });
+  parsed ??= ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, nestCli.tsConfigPath),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
+    },
+  );
   return parsed;
 }
 
@@ -47,7 +56,9 @@ function compileWithPlugin(text, path) {
   const p = programWith(path, text);
   let code = '';
   let map;
-  const result = p.emit(p.getSourceFile(path), (name, out) => (name.endsWith('.map') ? (map = out) : (code = out)), undefined, false, { before: [swaggerPlugin(pluginOptions, p)] });
+  const result = p.emit(p.getSourceFile(path), (name, out) => (name.endsWith('.map') ? (map = out) : (code = out)), undefined, false, {
+    before: [swaggerPlugin(pluginOptions, p)],
+  });
   if (result.emitSkipped || !code) throw new Error(`TypeScript did not emit ${path}`);
   return { code: code.replace(/\n\/\/# sourceMappingURL=.*$/, ''), map };
 }
@@ -65,7 +76,8 @@ function importedText(text, path) {
 module.exports = {
   createTransformer(tsJestOptions) {
     const inner = tsJest.createTransformer(tsJestOptions);
-    const key = (text, path, base) => (PLUGIN_FILE.test(path) ? createHash('sha1').update(base).update(VERSION).update(importedText(text, path)).digest('hex') : base);
+    const key = (text, path, base) =>
+      PLUGIN_FILE.test(path) ? createHash('sha1').update(base).update(VERSION).update(importedText(text, path)).digest('hex') : base;
     return {
       canInstrument: false,
       getCacheKey: (text, path, opts) => key(text, path, inner.getCacheKey(text, path, opts)),

@@ -3,7 +3,9 @@ import { validateSync } from 'class-validator';
 import { BroadcastDto, MAX_AUDIENCE } from './broadcast.dto';
 
 const errorsFor = (audience: unknown) =>
-  validateSync(plainToInstance(BroadcastDto, { title: 'Promo', content: 'Twenty percent back', audience }), { forbidUnknownValues: true }).map((e) => e.property);
+  validateSync(plainToInstance(BroadcastDto, { title: 'Promo', content: 'Twenty percent back', audience }), { forbidUnknownValues: true }).map(
+    (e) => e.property,
+  );
 
 describe(BroadcastDto.name, () => {
   it('accepts "all" and a list of account ids up to the limit', () => {

@@ -29,13 +29,17 @@ export class BroadcastDto {
 
   @ApiProperty({
     description: '"all" (one write; every account sees it on its next pull) or a list of up to 10,000 account ids (written into each inbox)',
-    oneOf: [{ type: 'string', enum: ['all'] }, { type: 'array', items: { type: 'string' }, maxItems: 10_000 }],
+    oneOf: [
+      { type: 'string', enum: ['all'] },
+      { type: 'array', items: { type: 'string' }, maxItems: 10_000 },
+    ],
     example: 'all',
   })
   @ValidateBy({
     name: 'isAudience',
     validator: {
-      validate: (v: unknown) => v === 'all' || (Array.isArray(v) && v.length >= 1 && v.length <= MAX_AUDIENCE && v.every((a) => typeof a === 'string' && ACCOUNT_ID_RE.test(a))),
+      validate: (v: unknown) =>
+        v === 'all' || (Array.isArray(v) && v.length >= 1 && v.length <= MAX_AUDIENCE && v.every((a) => typeof a === 'string' && ACCOUNT_ID_RE.test(a))),
       defaultMessage: () => `audience must be "all" or 1-${MAX_AUDIENCE} account ids (1-64 characters of A-Z a-z 0-9 _ . : -)`,
     },
   })

@@ -33,7 +33,8 @@ export class PendingActionParamDto {
 
 export class PendingActionResultDto {
   @ApiProperty({ description: 'Identifies this start of the action', example: 'b3f1c2d4-...' }) actionId!: string;
-  @ApiProperty({ description: 'When the reminder is due unless the action is finished first (epoch ms, Redis clock)', example: 1795302600000 }) remindAt!: number;
+  @ApiProperty({ description: 'When the reminder is due unless the action is finished first (epoch ms, Redis clock)', example: 1795302600000 })
+  remindAt!: number;
 }
 
 export class FinishResultDto {

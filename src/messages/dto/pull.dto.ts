@@ -49,7 +49,12 @@ export class PullResultDto {
   @ApiProperty({ type: [MessageDto], description: 'Oldest first' }) messages!: MessageDto[];
   @ApiProperty({ description: 'With `after`: more newer messages wait (pull again with after=latestId). Without: older messages exist.', example: false })
   hasMore!: boolean;
-  @ApiProperty({ description: 'The newest msgId returned, else the cursor sent; null when the inbox is empty', nullable: true, type: String, example: '1795302000000000' })
+  @ApiProperty({
+    description: 'The newest msgId returned, else the cursor sent; null when the inbox is empty',
+    nullable: true,
+    type: String,
+    example: '1795302000000000',
+  })
   latestId!: string | null;
   @ApiProperty({ example: 3 }) unread!: number;
 }

@@ -20,6 +20,11 @@ export async function batchItemCommand(item: unknown): Promise<WriteMessageComma
   if (fastPathFor(WriteMessageDto)?.(item)) return toWriteCommand(item as WriteMessageDto);
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return { invalid: 'each message must be an object' };
   const errors = await validate(plainToInstance(WriteMessageDto, item), { whitelist: true, forbidNonWhitelisted: true });
-  if (errors.length > 0) return { invalid: flattenValidationErrors(errors).flatMap((e) => e.errors).join('; ') };
+  if (errors.length > 0)
+    return {
+      invalid: flattenValidationErrors(errors)
+        .flatMap((e) => e.errors)
+        .join('; '),
+    };
   return toWriteCommand(item as WriteMessageDto);
 }

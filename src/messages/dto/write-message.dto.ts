@@ -115,8 +115,12 @@ export class WriteBatchDto {
 export class WriteResultDto {
   @ApiProperty({ description: "The message id (the original one for a duplicate); '' when (bizType, outerBizId) was withdrawn", example: '1795302000000000' })
   msgId!: string;
-  @ApiProperty({ description: 'True when (bizType, outerBizId) was already written (or withdrawn) for this account: nothing stored', example: false }) duplicate!: boolean;
-  @ApiPropertyOptional({ description: 'Present (true) only when (bizType, outerBizId) was withdrawn for this account: nothing stored, now or on a retry', example: true })
+  @ApiProperty({ description: 'True when (bizType, outerBizId) was already written (or withdrawn) for this account: nothing stored', example: false })
+  duplicate!: boolean;
+  @ApiPropertyOptional({
+    description: 'Present (true) only when (bizType, outerBizId) was withdrawn for this account: nothing stored, now or on a retry',
+    example: true,
+  })
   withdrawn?: boolean;
 }
 

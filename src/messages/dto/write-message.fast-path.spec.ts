@@ -35,7 +35,12 @@ const wrongType = fc.constantFrom<unknown>(null, 0, 1, true, false, [], {}, ['x'
 const ABSENT = Symbol('absent');
 /** Mostly a valid value, often one near an edge, sometimes the wrong type or no value at all. */
 const field = (valid: fc.Arbitrary<unknown>, edge: fc.Arbitrary<unknown>) =>
-  fc.oneof({ weight: 12, arbitrary: valid }, { weight: 4, arbitrary: edge }, { weight: 1, arbitrary: wrongType }, { weight: 1, arbitrary: fc.constant(ABSENT) });
+  fc.oneof(
+    { weight: 12, arbitrary: valid },
+    { weight: 4, arbitrary: edge },
+    { weight: 1, arbitrary: wrongType },
+    { weight: 1, arbitrary: fc.constant(ABSENT) },
+  );
 const link = (schemes: string[]) =>
   fc.oneof(
     fc.tuple(fc.constantFrom(...schemes, 'http://', 'javascript:', 'HTTPS://', 'https:/', ''), edgeString(30)).map(([a, b]) => a + b),

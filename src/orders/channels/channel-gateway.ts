@@ -22,7 +22,10 @@ export class ChannelGateway {
     const { channelLatencyMs, channelOutcomes } = config;
     const outcome = (method: string, op: ChannelOp) => channelOutcomes.get(`${method}.${op}`) ?? 'success';
     this.channels = new Map(
-      PAYMENT_METHODS.map((m) => [m, new SimulatedChannel(m, { latencyMs: channelLatencyMs, pay: outcome(m, 'pay'), query: outcome(m, 'query'), reverse: outcome(m, 'reverse') })]),
+      PAYMENT_METHODS.map((m) => [
+        m,
+        new SimulatedChannel(m, { latencyMs: channelLatencyMs, pay: outcome(m, 'pay'), query: outcome(m, 'query'), reverse: outcome(m, 'reverse') }),
+      ]),
     );
   }
 

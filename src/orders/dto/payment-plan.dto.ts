@@ -1,7 +1,16 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, Max, Min, ValidateNested } from 'class-validator';
-import { INSTRUCTION_STATUSES, PAYMENT_METHODS, PLAN_STATUSES, REVERSAL_STATUSES, type InstructionStatus, type PaymentMethod, type PlanStatus, type ReversalStatus } from '../order.types';
+import {
+  INSTRUCTION_STATUSES,
+  PAYMENT_METHODS,
+  PLAN_STATUSES,
+  REVERSAL_STATUSES,
+  type InstructionStatus,
+  type PaymentMethod,
+  type PlanStatus,
+  type ReversalStatus,
+} from '../order.types';
 import { MAX_AMOUNT } from '../order-commands';
 
 /** At most one instruction per method, so at most four. */
@@ -44,7 +53,8 @@ export class InstructionDto {
   @ApiProperty({ enum: PAYMENT_METHODS, example: 'balance' }) method!: PaymentMethod;
   @ApiProperty({ example: 2800 }) amount!: number;
   @ApiProperty({ enum: INSTRUCTION_STATUSES, example: 'SUCCEEDED' }) status!: InstructionStatus;
-  @ApiPropertyOptional({ enum: REVERSAL_STATUSES, description: 'Set on succeeded instructions of a failed plan', example: 'REVERSED' }) reversal?: ReversalStatus;
+  @ApiPropertyOptional({ enum: REVERSAL_STATUSES, description: 'Set on succeeded instructions of a failed plan', example: 'REVERSED' })
+  reversal?: ReversalStatus;
 }
 
 export class PlanDto {
