@@ -10,11 +10,10 @@
 -- token in ARGV, as decimal digits):
 --
 --   --- @include "includes/fencing"
---   local stale = checkFence(recordKey, token)
---   if stale then return stale end                   -- 'STALE_TOKEN': write nothing
+--   if fenceRefuses(recordKey, token) then return {STALE, …} end   -- write nothing
 --   redis.call('HSET', recordKey, 'balance', newBalance, fenceField(token))
 --
--- checkFence and fenceField need only the record's own key, so the check works on
+-- fenceRefuses and fenceField need only the record's own key, so the check works on
 -- Redis Cluster with the record under any hash tag.
 
 --- @include "includes/monotonic-counter"
@@ -22,11 +21,10 @@
 --- The hash field a record keeps its highest written token in.
 local FENCE_FIELD = 'fence'
 
---- nil when `token` (a number) may write `recordKey`: no write with a higher token has
---- happened. Otherwise the status 'STALE_TOKEN' (a newer holder of the lock has written).
-local function checkFence(recordKey, token)
-  if token < tonumber(redis.call('HGET', recordKey, FENCE_FIELD) or '0') then return 'STALE_TOKEN' end
-  return nil
+--- true when `token` (a number) must not write `recordKey`: a write with a higher token has
+--- happened (a newer holder of the lock has written); the script then answers its own "stale" case.
+local function fenceRefuses(recordKey, token)
+  return token < tonumber(redis.call('HGET', recordKey, FENCE_FIELD) or '0')
 end
 
 --- The HSET field and value that record `token` on the record, to add to the write itself.

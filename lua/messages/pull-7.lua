@@ -7,7 +7,7 @@
   here; messages past their own expiry are all dropped here; so the unread
   count only counts what a pull can still show. First
   checks that the account has taken in every broadcast up to ARGV[3] (and
-  has a broadcast mark at all); if not, it answers 'sync' and the caller runs
+  has a broadcast mark at all); if not, it answers case 1 and the caller runs
   sync-broadcasts first.
 
   KEYS[1]  inbox zset
@@ -22,8 +22,8 @@
   ARGV[3]  the latest broadcast sequence the caller knows of (0: none)
   ARGV[4]  retention, ms
 
-  Returns: {'sync', lastBroadcastTakenIn} when broadcasts must be taken in first; else
-    {'ok', unread, hasMore, id1, body1, read1, ...}
+  Returns: {1, lastBroadcastTakenIn} when broadcasts must be taken in first; else
+    {0, unread, hasMore, id1, body1, read1, ...}
     hasMore  1 when more messages lie beyond the page (newer with a cursor, older without)
 ]]
 --- @include "includes/server-time-ms"
@@ -32,12 +32,12 @@ local cursor = ARGV[1]
 local limit = tonumber(ARGV[2])
 local latestBroadcast = tonumber(ARGV[3])
 local retentionMs = tonumber(ARGV[4])
-if latestBroadcast > metaNumber('bcast') or (latestBroadcast == 0 and redis.call('HEXISTS', metaKey, 'bcast') == 0) then return {'sync', string.format('%d', metaNumber('bcast'))} end
+if latestBroadcast > metaNumber('bcast') or (latestBroadcast == 0 and redis.call('HEXISTS', metaKey, 'bcast') == 0) then return {1, string.format('%d', metaNumber('bcast'))} end
 local now = serverTimeMs()
 trimExpired(now, retentionMs)
 dropExpired(now)
 local floor = string.format('%d', retentionFloor(now, retentionMs))
-local out = {'ok', metaNumber('unread'), 0}
+local out = {0, metaNumber('unread'), 0}
 if limit == 0 then return out end
 local page
 if cursor ~= '' then

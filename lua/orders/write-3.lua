@@ -29,10 +29,10 @@
   ARGV[13]  then n pairs for the order and m pairs for the plan: field name, ms added to the
             Redis clock (a decimal integer >= 0); the field is set to that time, epoch ms
 
-  Returns: {status, orderVersion, planVersion, now}
-    status        OK; VERSION (a record's version is not the expected one: it changed since it was read);
-                  STALE_TOKEN (a newer holder of the lock has written); EXPIRED (the deadline has passed).
-                  Nothing is written unless OK.
+  Returns: {case, orderVersion, planVersion, now}
+    case          0 written; 1 VERSION (a record's version is not the expected one: it changed since it
+                  was read); 2 STALE_TOKEN (a newer holder of the lock has written); 3 EXPIRED (the
+                  deadline has passed). Nothing is written unless 0.
     orderVersion  the order's version after the call (0 when it does not exist)
     planVersion   the plan's version after the call
     now           the Redis clock, epoch ms
@@ -55,6 +55,7 @@ local retentionMs = tonumber(ARGV[10])
 local orderClockCount = tonumber(string.match(ARGV[11] or '', '^%d+$'))
 local planClockCount = tonumber(string.match(ARGV[12] or '', '^%d+$'))
 local CLOCK_PAIRS_FROM = 13
+local WRITTEN, VERSION, STALE_TOKEN, EXPIRED = 0, 1, 2, 3
 
 local now = serverTimeMs()
 
@@ -75,11 +76,11 @@ for i, count in ipairs({orderClockCount, planClockCount}) do
 end
 local function version(key) return tonumber(redis.call('HGET', key, 'version') or '0') end
 local orderVersion, planVersion = version(orderKey), version(planKey)
-local function reply(status) return {status, orderVersion, planVersion, now} end
+local function reply(case) return {case, orderVersion, planVersion, now} end
 
-if deadline ~= '' and now >= tonumber(deadline) then return reply('EXPIRED') end
-if expectedOrderVersion ~= '' and tonumber(expectedOrderVersion) ~= orderVersion then return reply('VERSION') end
-if expectedPlanVersion ~= '' and tonumber(expectedPlanVersion) ~= planVersion then return reply('VERSION') end
+if deadline ~= '' and now >= tonumber(deadline) then return reply(EXPIRED) end
+if expectedOrderVersion ~= '' and tonumber(expectedOrderVersion) ~= orderVersion then return reply(VERSION) end
+if expectedPlanVersion ~= '' and tonumber(expectedPlanVersion) ~= planVersion then return reply(VERSION) end
 
 -- The record the caller's lock guards: its fence decides, and it must be among the records written.
 local records = {
@@ -90,8 +91,7 @@ local guarded = nil
 if lockHeld == 'order' then guarded = 1 elseif lockHeld == 'plan' then guarded = 2 end
 if guarded then
   if records[guarded].expected == '' then return redis.error_reply('ERR the record the lock guards must be written') end
-  local stale = checkFence(records[guarded].key, token)
-  if stale then return reply(stale) end
+  if fenceRefuses(records[guarded].key, token) then return reply(STALE_TOKEN) end
 end
 
 local function apply(i)
@@ -127,4 +127,4 @@ if eventType ~= '' then
   end
   redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsMaxLen, '*', unpack(entry))
 end
-return reply('OK')
+return reply(WRITTEN)

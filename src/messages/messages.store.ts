@@ -101,7 +101,7 @@ export class MessagesStore {
       latestBroadcast,
       this.retentionMs,
     ]);
-    if (r[0] === 'sync') return { sync: true, mark: Number(r[1]) };
+    if (r[0] === 1) return { sync: true, mark: Number(r[1]) };
     const rows: PageRow[] = [];
     for (let i = 3; i < r.length; i += 3) rows.push({ msgId: String(r[i]), body: JSON.parse(String(r[i + 1])) as StoredMessage, read: r[i + 2] === 1 });
     return { sync: false, unread: Number(r[1]), hasMore: r[2] === 1, rows };

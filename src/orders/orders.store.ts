@@ -23,6 +23,8 @@ export type FieldUpdates = Record<string, string | number | Instruction[] | Serv
 
 /** What write-3 refuses with: a record changed since it was read, a newer lock holder wrote, or the deadline passed. */
 export type WriteStatus = 'OK' | 'VERSION' | 'STALE_TOKEN' | 'EXPIRED';
+/** write-3.lua's case numbers (its reply's first element), in order. */
+const WRITE_OUTCOMES: readonly WriteStatus[] = ['OK', 'VERSION', 'STALE_TOKEN', 'EXPIRED'];
 
 export interface WriteRequest {
   orderId: string;
@@ -86,7 +88,7 @@ export class OrdersStore {
     const cfg = this.config;
     const order = encode(w.order?.set);
     const plan = encode(w.plan?.set);
-    const [status, orderVersion, planVersion, now] = await this.scripts.run<[WriteStatus, number, number, number]>(
+    const [outcome, orderVersion, planVersion, now] = await this.scripts.run<[number, number, number, number]>(
       'orders/write',
       orderKeys(this.keys, w.orderId, w.planId),
       [
@@ -106,7 +108,7 @@ export class OrdersStore {
         ...plan.clock,
       ],
     );
-    return { status, orderVersion, planVersion, now };
+    return { status: WRITE_OUTCOMES[outcome], orderVersion, planVersion, now };
   }
 }
 

@@ -544,12 +544,13 @@ describe(`${LockService.name} on two instances`, () => {
   describe('the fencing include (lua/includes/fencing.lua)', () => {
     /** A module's write script as docs/locks.md shows it: the record, then the token and the value. */
     const writeScript = `${readFileSync(join(DEFAULT_LUA_DIR, 'includes', 'fencing.lua'), 'utf8')}
+local WRITTEN, STALE_TOKEN = 0, 1
 local recordKey = KEYS[1]
 local token = tonumber(ARGV[1])
-local stale = checkFence(recordKey, token)
-if stale then return stale end
+if fenceRefuses(recordKey, token) then return STALE_TOKEN end
 redis.call('HSET', recordKey, 'balance', ARGV[2], fenceField(token))
-return 'OK'`;
+return WRITTEN`;
+    const [WRITTEN, STALE_TOKEN] = [0, 1];
     const write = (record: string, token: number, balance: string) => raw.eval(writeScript, 1, record, String(token), balance);
 
     it('refuses a write by a holder whose lease ran out once the next holder has written, and lets the current holder write again', async () => {
@@ -558,11 +559,11 @@ return 'OK'`;
       const first = await locks[0].acquire(name, { leaseMs: 100, watchdog: false });
       await waitUntil('the first lease to end', async () => (await raw.exists(hashKey(name))) === 0, 2_000);
       const second = await locks[1].acquire(name, { leaseMs: 5_000 });
-      expect(await write(record, second.fencingToken, '200')).toBe('OK');
+      expect(await write(record, second.fencingToken, '200')).toBe(WRITTEN);
       // The first holder wakes up from a pause and writes what it read before: refused, nothing written.
-      expect(await write(record, first.fencingToken, '100')).toBe('STALE_TOKEN');
+      expect(await write(record, first.fencingToken, '100')).toBe(STALE_TOKEN);
       expect(await raw.hgetall(record)).toEqual({ balance: '200', fence: String(second.fencingToken) });
-      expect(await write(record, second.fencingToken, '300')).toBe('OK');
+      expect(await write(record, second.fencingToken, '300')).toBe(WRITTEN);
       expect(await raw.hget(record, 'balance')).toBe('300');
       await second.release();
       await raw.del(record);
@@ -570,9 +571,9 @@ return 'OK'`;
 
     it('keeps tokens past 2^31 exact', async () => {
       const record = `${fresh()}:record`;
-      expect(await write(record, 1_732_000_000_123_456, 'a')).toBe('OK');
+      expect(await write(record, 1_732_000_000_123_456, 'a')).toBe(WRITTEN);
       expect(await raw.hget(record, 'fence')).toBe('1732000000123456');
-      expect(await write(record, 1_732_000_000_123_455, 'b')).toBe('STALE_TOKEN');
+      expect(await write(record, 1_732_000_000_123_455, 'b')).toBe(STALE_TOKEN);
       await raw.del(record);
     });
   });

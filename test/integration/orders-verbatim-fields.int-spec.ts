@@ -146,12 +146,12 @@ describe('orders/write stores field values verbatim', () => {
     it('interprets no value: only the fields listed after the counts take the Redis clock', async () => {
       const orderId = orderIdFor(MERCHANT, orderNo());
       const [orderKey] = orderKeys(keys, orderId);
-      const [status, , , now] = await scripts().run<[string, number, number, number]>(
+      const [outcome, , , now] = await scripts().run<[number, number, number, number]>(
         'orders/write',
         orderKeys(keys, orderId),
         create({ subject: '$now', note: '$now+1000', clock: '$now+5' }, ['createdAt', 0, 'expiresAt', 1000]),
       );
-      expect(status).toBe('OK');
+      expect(outcome).toBe(0); // written
       expect(await raw.hmget(orderKey, 'subject', 'note', 'clock', 'createdAt', 'expiresAt')).toEqual([
         '$now',
         '$now+1000',
