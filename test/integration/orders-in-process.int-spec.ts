@@ -8,10 +8,9 @@ import { OrdersService } from '../../src/orders/orders.service';
 import { PaymentPlansService } from '../../src/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/orders/payment-runner.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
-import { rawConnection } from '../harness/redis-process';
-import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { rejection, resetChannels, statusOf, TWO_LEGS } from '../support/orders-fixture';
-import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import { rejection, statusOf, TWO_LEGS } from '../support/orders-fixture';
+import { CREDS, TestApp } from '../support/test-app';
+import { useOrdersApp } from '../support/orders-app';
 
 /**
  * The orders module's in-process API for the modules that build on it, against
@@ -22,7 +21,6 @@ import { CREDS, startTestApp, TestApp } from '../support/test-app';
 const MERCHANT = CREDS.merchantId;
 
 describe('orders: in-process API', () => {
-  let redis: RedisServerHandle;
   let raw: Redis;
   let t: TestApp;
   let orders: OrdersService;
@@ -43,27 +41,9 @@ describe('orders: in-process API', () => {
     ...extra,
   });
 
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    raw = rawConnection(redis);
-    t = await startTestApp(redis.url, { ORDERS_QUERY_DELAY_MS: '50', CHANNEL_LATENCY_MS: '5', LOCK_POLICIES: 'order:5000:0,payment-plan:5000:0' });
-    orders = t.app.get(OrdersService);
-    plans = t.app.get(PaymentPlansService);
-    runner = t.app.get(PaymentRunner);
-    channels = t.app.get(ChannelGateway);
-    queue = t.app.get(DelayQueueService);
-  });
-
-  beforeEach(() => {
-    jest.restoreAllMocks();
-    resetChannels(channels);
-  });
-
-  afterAll(async () => {
-    jest.restoreAllMocks();
-    await t?.close();
-    raw?.disconnect();
-    await redis?.destroy();
+  const app = useOrdersApp({ ORDERS_QUERY_DELAY_MS: '50', CHANNEL_LATENCY_MS: '5', LOCK_POLICIES: 'order:5000:0,payment-plan:5000:0' });
+  beforeAll(() => {
+    ({ raw, t, orders, plans, runner, channels, queue } = app);
   });
 
   describe('createForBuyer', () => {

@@ -12,10 +12,10 @@ import { LockService } from '../../src/locks/lock.service';
 import type { LockHandle } from '../../src/locks/lock.types';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
-import { rawConnection, waitUntil } from '../harness/redis-process';
-import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, resetChannels } from '../support/orders-fixture';
-import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import { waitUntil } from '../harness/redis-process';
+import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan } from '../support/orders-fixture';
+import { CREDS, TestApp } from '../support/test-app';
+import { useOrdersApp } from '../support/orders-app';
 import type Redis from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -32,7 +32,6 @@ const MERCHANT = CREDS.merchantId;
 const PLAN_LEASE_MS = 1000;
 const QUERY_DELAY_MS = 50;
 describe('payment plans: recovery', () => {
-  let redis: RedisServerHandle;
   let raw: Redis;
   let t: TestApp;
   let orders: OrdersService;
@@ -63,32 +62,13 @@ describe('payment plans: recovery', () => {
     (w.plan.set.instructions as Instruction[])[index]?.status === status &&
     w.plan.set.status === undefined;
 
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    raw = rawConnection(redis);
-    t = await startTestApp(redis.url, {
-      ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS),
-      CHANNEL_LATENCY_MS: '5',
-      LOCK_POLICIES: `order:2000:0,payment-plan:${PLAN_LEASE_MS}:0`,
-    });
-    orders = t.app.get(OrdersService);
-    plans = t.app.get(PaymentPlansService);
-    runner = t.app.get(PaymentRunner);
-    channels = t.app.get(ChannelGateway);
-    queue = t.app.get(DelayQueueService);
-    store = t.app.get(OrdersStore);
+  const app = useOrdersApp({
+    ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS),
+    CHANNEL_LATENCY_MS: '5',
+    LOCK_POLICIES: `order:2000:0,payment-plan:${PLAN_LEASE_MS}:0`,
   });
-
-  beforeEach(() => {
-    jest.restoreAllMocks();
-    resetChannels(channels);
-  });
-
-  afterAll(async () => {
-    jest.restoreAllMocks();
-    await t?.close();
-    raw?.disconnect();
-    await redis?.destroy();
+  beforeAll(() => {
+    ({ raw, t, orders, plans, runner, channels, queue, store } = app);
   });
 
   describe('a failed plan never loses a refund', () => {

@@ -14,17 +14,17 @@ import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore } from '../../src/orders/orders.store';
 import { PaymentPlansService } from '../../src/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/orders/payment-runner.service';
-import { rawConnection, waitUntil } from '../harness/redis-process';
-import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, rejection, resetChannels, statusOf } from '../support/orders-fixture';
-import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import { waitUntil } from '../harness/redis-process';
+import { ledgerOf, type Legs, netHeld, orderWithPlan as newOrderWithPlan, rejection, statusOf } from '../support/orders-fixture';
+import { CREDS, TestApp } from '../support/test-app';
+import { useOrdersApp } from '../support/orders-app';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Master orders and payment plans against a real redis-server and the real
  * lock engine: idempotent creation under concurrency, one active plan per
- * order, one execution per plan, the failure / unknown / query paths of
- * seed 001 with reversals, pay racing close, fencing tokens and versions on
+ * order, one execution per plan, the failure / unknown / query paths
+ * with reversals, pay racing close, fencing tokens and versions on
  * every state write, who may see what, and the event streams with their
  * consumer groups. The simulated channels count their calls, so "exactly one
  * execution" is checked by what reached the channels.
@@ -34,7 +34,6 @@ const MERCHANT = CREDS.merchantId;
 const QUERY_DELAY_MS = 50;
 
 describe(OrdersService.name, () => {
-  let redis: RedisServerHandle;
   let raw: Redis;
   let t: TestApp;
   let orders: OrdersService;
@@ -63,30 +62,13 @@ describe(OrdersService.name, () => {
   /** A new order with one PENDING plan for `account`. */
   const orderWithPlan = (account: string, legs?: Legs) => newOrderWithPlan(orders, plans, MERCHANT, orderNo(), account, legs);
 
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    raw = rawConnection(redis);
-    t = await startTestApp(redis.url, {
-      ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS),
-      CHANNEL_LATENCY_MS: '5',
-      LOCK_POLICIES: 'order:5000:0,payment-plan:5000:0',
-    });
-    orders = t.app.get(OrdersService);
-    plans = t.app.get(PaymentPlansService);
-    runner = t.app.get(PaymentRunner);
-    channels = t.app.get(ChannelGateway);
-    store = t.app.get(OrdersStore);
-    keyBuilder = t.app.get(KeyBuilder);
+  const app = useOrdersApp({
+    ORDERS_QUERY_DELAY_MS: String(QUERY_DELAY_MS),
+    CHANNEL_LATENCY_MS: '5',
+    LOCK_POLICIES: 'order:5000:0,payment-plan:5000:0',
   });
-
-  beforeEach(() => {
-    resetChannels(channels);
-  });
-
-  afterAll(async () => {
-    await t?.close();
-    raw?.disconnect();
-    await redis?.destroy();
+  beforeAll(() => {
+    ({ raw, t, orders, plans, runner, channels, store, keys: keyBuilder } = app);
   });
 
   describe('master orders', () => {
