@@ -6,7 +6,7 @@
 /** `write` is the exclusive lock; `read` locks share with each other and exclude a writer. */
 export type LockMode = 'write' | 'read';
 
-/** Lease and wait time of one business (seed 000 §2.2.4: set per business, not globally). */
+/** Lease and wait time of one business (set per business, not globally). */
 export interface LockPolicy {
   /** How long a hold lasts without renewal, ms. */
   leaseMs: number;

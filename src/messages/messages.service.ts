@@ -24,7 +24,7 @@ const FAN_OUT = 64;
 type Source = 'api' | 'batch' | 'broadcast' | 'reminder';
 
 /**
- * The app message center (seed 000 §2.1): idempotent writes from business
+ * The app message center: idempotent writes from business
  * systems, gap-free pulls by server sequence, read state, deletes, and
  * broadcasts. Every change to an inbox is one Lua script on the account's slot.
  */

@@ -7,7 +7,7 @@ export interface PendingActionType {
 }
 
 /**
- * The actions the app reminds users about (seed 000 §2.1.3.3). Delays can be
+ * The actions the app reminds users about (unfinished actions such as password recovery). Delays can be
  * overridden per type with PENDING_ACTION_DELAYS.
  */
 export const PENDING_ACTION_TYPES: Readonly<Record<string, PendingActionType>> = {

@@ -21,7 +21,7 @@ interface ReminderPayload {
 }
 
 /**
- * Reminders for actions a user started and never finished (seed 000 §2.1.3.3),
+ * Reminders for actions a user started and never finished,
  * on the delay-queue engine. The pending record lives in the account's meta
  * hash, so the reminder's message write checks and ends it atomically: a
  * finish that lands first means no message, whatever the timing, and any

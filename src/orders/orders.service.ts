@@ -21,7 +21,7 @@ export type CloseReason = 'MERCHANT' | 'EXPIRED';
 type CloseOutcome = { kind: 'closed' | 'unchanged'; order: OrderRecord } | { kind: 'refused'; refusal: Refusal } | { kind: 'not-found' };
 
 /**
- * Master orders (seed 000 §2.2.1.1): created idempotently by merchants or, for
+ * Master orders: created idempotently by merchants or, for
  * a known payer, by other modules in process; read, closed by the merchant or
  * at their expiry. Every state write is the write-3 compare-and-set, under the
  * order lock with its fencing token.

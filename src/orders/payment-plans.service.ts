@@ -12,7 +12,7 @@ import { OrdersMetrics } from './orders.metrics';
 import { OrdersStore, serverNow } from './orders.store';
 
 /**
- * Payment plans (the sub-orders of seed 000 §2.2.1.2), created under the
+ * Payment plans (the sub-orders of a master order), created under the
  * master-order lock so that an order never has two plans that may run. The
  * first plan binds the order to the paying account (an order created for a
  * named payer is bound to it from the start); from then on the order and its

@@ -28,7 +28,7 @@ const FOLLOW_UP_ATTEMPTS = 30;
 const FOLLOW_UP_MAX_BACKOFF_MS = 10 * 60_000;
 
 /**
- * Runs payment plans (seed 001): the instructions in order, each a channel
+ * Runs payment plans (no remote call inside a state write): the instructions in order, each a channel
  * call made outside Redis between two state writes. Success moves on; failure
  * fails the plan, reverses what was paid and makes the order payable again;
  * unknown parks the instruction on a de-duplicated query queue whose handler
