@@ -1,18 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
+import type { WriteMessageCommand } from './message-commands';
 import { broadcastKeys, inboxKeys } from './message-keys';
 import { MessagesConfig } from './messages.config';
 
-/** A stored message as the scripts keep it: the public fields plus `k`, its idempotency field. */
-export interface StoredMessage {
+/** A stored message as the scripts keep it: the public fields of the write, with `needPush` and `createdAt` settled, plus `k`, its idempotency field. */
+export interface StoredMessage extends Pick<WriteMessageCommand, 'bizType' | 'outerBizId' | 'title' | 'content' | 'url' | 'logoUrl'> {
   k: string;
-  bizType: string;
-  outerBizId: string;
-  title: string;
-  content: string;
-  url?: string;
-  logoUrl?: string;
   needPush: boolean;
   createdAt: string;
   broadcastId?: string;

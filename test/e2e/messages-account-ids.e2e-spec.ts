@@ -4,8 +4,7 @@ import type { PullResultDto as Page } from '../../src/messages/dto/pull.dto';
 import { FEED_TTL_MS } from '../../src/messages/broadcast-feed';
 import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+import { CREDS, TestApp, userToken, useAppOnOwnRedis } from '../support/test-app';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -23,7 +22,6 @@ const ADMIN = { 'x-admin-key': CREDS.adminKey };
 const asUser = (accountId: string) => ({ authorization: `Bearer ${userToken(accountId)}` });
 
 describe('an account called "broadcast" over HTTP', () => {
-  let redis: RedisServerHandle;
   let t: TestApp;
   let raw: Redis;
 
@@ -36,16 +34,9 @@ describe('an account called "broadcast" over HTTP', () => {
     return { titles: (page.body as Page).messages.map((m) => m.title), unread: (page.body as Page).unread, count: count.body.unread as number };
   };
 
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    t = await startTestApp(redis.url, { RATE_LIMIT_ENABLED: 'false' });
-    raw = new Redis(redis.url);
-  });
-
-  afterAll(async () => {
-    raw?.disconnect();
-    await t?.close();
-    await redis?.destroy();
+  const suite = useAppOnOwnRedis({ RATE_LIMIT_ENABLED: 'false' });
+  beforeAll(() => {
+    ({ t, raw } = suite);
   });
 
   it('a message to account "broadcast" stays in its inbox: after the broadcast sync every account still pulls (200), and broadcasts still reach everyone', async () => {

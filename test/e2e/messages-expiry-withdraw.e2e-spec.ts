@@ -1,8 +1,7 @@
 import Redis from 'ioredis';
 import request from 'supertest';
 import { MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
-import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+import { CREDS, TestApp, userToken, useAppOnOwnRedis } from '../support/test-app';
 
 /**
  * Over HTTP, for business systems (service token): a message written with its
@@ -25,7 +24,6 @@ const message = (accountId: string, outerBizId: string, extra: Record<string, un
 const withdrawal = (accountId: string, outerBizId: string) => ({ accountId, bizType: 'ORDER_CLOSE_REMINDER', outerBizId });
 
 describe('Message center over HTTP: expiry and withdraw', () => {
-  let redis: RedisServerHandle;
   let t: TestApp;
   let raw: Redis;
   /** The names of every message-center key: what "stores nothing" compares. */
@@ -45,16 +43,9 @@ describe('Message center over HTTP: expiry and withdraw', () => {
     expect(res.body.message).toContain(field);
   };
 
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    t = await startTestApp(redis.url, { RATE_LIMIT_ENABLED: 'false' });
-    raw = new Redis(redis.url);
-  });
-
-  afterAll(async () => {
-    raw?.disconnect();
-    await t?.close();
-    await redis?.destroy();
+  const suite = useAppOnOwnRedis({ RATE_LIMIT_ENABLED: 'false' });
+  beforeAll(() => {
+    ({ t, raw } = suite);
   });
 
   describe('POST /messages with ttlMs', () => {

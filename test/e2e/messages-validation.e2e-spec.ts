@@ -1,7 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+import { CREDS, TestApp, userToken, useAppOnOwnRedis } from '../support/test-app';
 
 /**
  * Bad input to the message center over HTTP: every refusal is a 400 in the
@@ -42,7 +41,6 @@ function expect400(res: request.Response, field: string): void {
 }
 
 describe('Message center: bad input', () => {
-  let redis: RedisServerHandle;
   let t: TestApp;
   let raw: Redis;
   /** The names of every message-center key: what "stores nothing" compares. */
@@ -53,16 +51,9 @@ describe('Message center: bad input', () => {
     return res.body as { messages: Array<{ msgId: string; read: boolean }>; unread: number };
   };
 
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    t = await startTestApp(redis.url, { RATE_LIMIT_ENABLED: 'false' });
-    raw = new Redis(redis.url);
-  });
-
-  afterAll(async () => {
-    raw?.disconnect();
-    await t?.close();
-    await redis?.destroy();
+  const suite = useAppOnOwnRedis({ RATE_LIMIT_ENABLED: 'false' });
+  beforeAll(() => {
+    ({ t, raw } = suite);
   });
 
   describe('POST /messages', () => {

@@ -5,7 +5,8 @@ import { AppConfig } from '../../src/config/app-config';
 import { loadConfig } from '../../src/config/load-config';
 import { createApp } from '../../src/create-app';
 import { signRequest } from '../../src/auth/merchant-signature';
-import { randomPrefix } from '../harness/redis-server';
+import Redis from 'ioredis';
+import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 
 /** Test credentials, configured on every test app. */
 export const CREDS = {
@@ -69,4 +70,30 @@ export function merchantHeaders(
     'x-signature': signRequest(secret, { method, path, timestamp, nonce, body }),
     ...(body ? { 'content-type': 'application/json' } : {}),
   };
+}
+
+/** What an end-to-end suite works with: its own redis-server, the app on it, and a plain connection for checks. */
+export interface AppOnOwnRedis {
+  redis: RedisServerHandle;
+  t: TestApp;
+  raw: Redis;
+}
+
+/**
+ * Registers the hooks of a suite that runs the app on a redis-server of its own: both started before all tests,
+ * stopped after all. The returned object is filled in by that `beforeAll`.
+ */
+export function useAppOnOwnRedis(env: Record<string, string> = {}): AppOnOwnRedis {
+  const handles = {} as AppOnOwnRedis;
+  beforeAll(async () => {
+    handles.redis = await startRedisServer();
+    handles.t = await startTestApp(handles.redis.url, env);
+    handles.raw = new Redis(handles.redis.url);
+  });
+  afterAll(async () => {
+    handles.raw?.disconnect();
+    await handles.t?.close();
+    await handles.redis?.destroy();
+  });
+  return handles;
 }
