@@ -64,9 +64,14 @@ export function securitySchemeDescriptions(production: boolean): Record<keyof ty
   };
 }
 
-/** Tags of the people the service is for first (messages, orders, payments), then internal callers, then ops. */
+/**
+ * Tags of the people the service is for first, then internal callers, then ops. A tag names its audience,
+ * `<feature> (app)`, `(merchants)` or `(business systems)`, or starts with `ops`, so a new module's tags
+ * find their place with no list to edit.
+ */
+export const USER_FACING_TAG = /\((app|merchants|business systems)\)$/;
 function orderTags(document: OpenAPIObject): void {
-  const rank = (tag: string) => (/^(messages|orders|payments)\b/.test(tag) ? 0 : /^ops\b/.test(tag) ? 2 : 1);
+  const rank = (tag: string) => (USER_FACING_TAG.test(tag) ? 0 : /^ops\b/.test(tag) ? 2 : 1);
   const used = [...new Set(Object.values(document.paths).flatMap((item) => Object.values(item).flatMap((op: { tags?: string[] }) => op?.tags ?? [])))];
   const declared = new Map((document.tags ?? []).map((t) => [t.name, t]));
   const names = [...new Set([...declared.keys(), ...used])];
