@@ -36,12 +36,12 @@ async function main(): Promise<void> {
   let managed: ManagedRedis | undefined;
   let app: NestFastifyApplication | undefined;
   /** Stops whatever this start has started (the app, then the managed redis-server) and exits. */
-  const abort = async (message: string): Promise<never> => {
+  const abort = async (message: string, status = EXIT_STARTUP_FAILED): Promise<never> => {
     console.error(message);
     reservation.close();
     await within(app?.close(), 5_000);
     await managed?.stop();
-    process.exit(EXIT_STARTUP_FAILED);
+    process.exit(status);
   };
 
   try {
@@ -51,6 +51,8 @@ async function main(): Promise<void> {
     }
     app = await createApp(config);
   } catch (err) {
+    // A setting only Redis can refuse (DURABILITY_REPLICAS above the replicas there are, in production).
+    if (err instanceof ConfigError) return abort(`Configuration error: ${err.message}`, 78);
     return abort(err instanceof ManagedRedisError ? err.message : `startup failed: ${err instanceof Error ? err.message : String(err)}`);
   }
   const nest = app;

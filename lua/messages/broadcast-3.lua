@@ -12,6 +12,8 @@
   ARGV[3]  most broadcasts kept
 
   Returns: the broadcast's sequence (also its id)
+
+  Durable: messages
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/monotonic-counter"

@@ -20,6 +20,8 @@
 
   Returns: {removed, unread}
     removed  1 a message the app could see was removed, 0 there was none
+
+  Durable: messages
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"

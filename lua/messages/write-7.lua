@@ -27,6 +27,8 @@
     outcome  1 new message, 0 duplicate (msgId is the original), 2 the pending action
              is no longer pending (nothing written, msgId ''), 3 the field was withdrawn
              (nothing written, msgId '')
+
+  Durable: messages
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/messages-inbox"

@@ -36,6 +36,8 @@
     orderVersion  the order's version after the call (0 when it does not exist)
     planVersion   the plan's version after the call
     now           the Redis clock, epoch ms
+
+  Durable: money
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/fencing"

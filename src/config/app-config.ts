@@ -25,6 +25,17 @@ export interface RedisConfig {
   retryAfterS: number;
 }
 
+/** Which durable writes there are: the class a script's contract header declares (`Durable: money`). */
+export type DurabilityClass = 'money' | 'messages';
+
+/** How many replicas must have a durable write before it is acknowledged (see docs/durability.md). */
+export interface DurabilityConfig {
+  /** Per class of durable write; 0 waits for none (the WAIT is not sent). */
+  replicas: Record<DurabilityClass, number>;
+  /** WAIT's own timeout: past it the write is answered WRITE_UNCONFIRMED. */
+  timeoutMs: number;
+}
+
 export interface JwtConfig {
   algorithm: 'HS256' | 'RS256' | 'ES256';
   /** HS256 secret or PEM public key. */
@@ -67,6 +78,7 @@ export class AppConfig {
   /** admin key name → key */
   adminKeys!: ReadonlyMap<string, string>;
   rateLimit!: RateLimitConfig;
+  durability!: DurabilityConfig;
   /**
    * Each feature module's own settings, by slice name, built by `loadConfig` from every
    * slice defined with `defineConfigSlice`. Modules inject their slice's token, never this map.

@@ -138,6 +138,30 @@ export class EnvSchema {
   @Max(3600)
   REDIS_RETRY_AFTER_S?: number;
 
+  /** Replicas a durable write (one that moves money) waits for before it is acknowledged; 0 waits for none. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(16)
+  DURABILITY_REPLICAS?: number;
+
+  /** As DURABILITY_REPLICAS, for the message center's writes. Default: DURABILITY_REPLICAS. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(16)
+  DURABILITY_MESSAGES_REPLICAS?: number;
+
+  /** Longest a durable write waits for its replicas before it is answered WRITE_UNCONFIRMED. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
+  DURABILITY_TIMEOUT_MS?: number;
+
   @IsOptional()
   @Transform(toInt)
   @IsInt()

@@ -1,7 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { AppConfig, HostPort, RedisTopology } from './app-config';
+import { AppConfig, DurabilityConfig, HostPort, RedisConfig, RedisTopology } from './app-config';
 import { ConfigError } from './config-error';
 import { configSlices } from './config-slice';
 import { EnvSchema } from './env.schema';
@@ -93,6 +93,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     retryAfterS: s.REDIS_RETRY_AFTER_S ?? 1,
   };
 
+  cfg.durability = durability(s, cfg.redis);
+
   const algorithm = s.JWT_ALGORITHM ?? (s.JWT_PUBLIC_KEY ? 'RS256' : 'HS256');
   let key: string;
   if (algorithm === 'HS256') {
@@ -143,6 +145,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   // Every module's own slice, validated now so that a bad module setting stops the boot like any other.
   for (const slice of configSlices()) cfg.slices.set(slice.name, slice.load(env));
   return cfg;
+}
+
+function durability(s: EnvSchema, redis: RedisConfig): DurabilityConfig {
+  const money = s.DURABILITY_REPLICAS ?? 0;
+  const out: DurabilityConfig = {
+    replicas: { money, messages: s.DURABILITY_MESSAGES_REPLICAS ?? money },
+    timeoutMs: s.DURABILITY_TIMEOUT_MS ?? 500,
+  };
+  // The WAIT is a command on the command connection: it must settle before that connection's timeout would cut it.
+  if ((out.replicas.money > 0 || out.replicas.messages > 0) && out.timeoutMs >= redis.commandTimeoutMs) {
+    throw new ConfigError('DURABILITY_TIMEOUT_MS', `must be below REDIS_COMMAND_TIMEOUT_MS (${redis.commandTimeoutMs}) when durable writes wait for replicas`);
+  }
+  return out;
 }
 
 function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefined, prod: boolean): Map<string, string> {

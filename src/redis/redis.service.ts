@@ -25,8 +25,10 @@ export class RedisService implements OnApplicationShutdown {
   private lastErrorLog = 0;
 
   constructor(
-    private readonly config: AppConfig,
-    private readonly metrics: MetricsService,
+    /** The configuration the connections were made with. */
+    readonly config: AppConfig,
+    /** Where the connections' errors are counted; script wrappers add their metrics to it. */
+    readonly metrics: MetricsService,
     private readonly workers: BackgroundWorkers,
   ) {
     this.client = this.create('command');
@@ -103,6 +105,15 @@ export class RedisService implements OnApplicationShutdown {
   /** The master nodes: every node of a cluster, or the one node otherwise. */
   masters(): Redis[] {
     return this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+  }
+
+  /**
+   * Replicas connected to each master (INFO replication `connected_slaves`), fewest first.
+   * Rejects if a master cannot be asked.
+   */
+  async connectedReplicas(): Promise<number[]> {
+    const counts = await Promise.all(this.masters().map(async (node) => Number(/^connected_slaves:(\d+)/m.exec(await node.info('replication'))?.[1] ?? 0)));
+    return counts.sort((a, b) => a - b);
   }
 
   /** Runs after HTTP has drained: stop the workers that still use Redis, then close every connection. */

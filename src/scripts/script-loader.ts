@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
+import type { DurabilityClass } from '../config/app-config';
 
 /** Where the Lua files live: `<project>/lua`, the same from `src/` (ts-jest, tsx) and from `dist/`. */
 export const DEFAULT_LUA_DIR = resolve(__dirname, '..', '..', 'lua');
@@ -11,6 +12,8 @@ export interface ScriptContract {
   keys: string[];
   argv: string[];
   returns: string;
+  /** `Durable: money | messages`: the write is acknowledged only once the configured replicas have it. */
+  durable?: DurabilityClass;
 }
 
 /** One loaded script, ready for SCRIPT LOAD / EVALSHA. */
@@ -45,12 +48,23 @@ const INCLUDE_RE = /^--- @include "([a-z0-9/_-]+)"\s*$/gm;
  *     ARGV[1]  what the first argument is      (or: `ARGV  none`)
  *
  *     Returns: what comes back, every code
+ *
+ *     Durable: money                            (optional: a write that moves money, or `messages`)
  *   ]]
  */
 export function parseContract(file: string, text: string, numberOfKeys: number): ScriptContract {
   const m = /^--\[\[\n([\s\S]*?)\n\]\]/.exec(text);
   if (!m) throw new ScriptContractError(file, 'must open with a --[[ ... ]] contract block');
-  const lines = m[1].split('\n').map((l) => l.trim());
+  const all = m[1].split('\n').map((l) => l.trim());
+  const durableLines = all.filter((l) => l.startsWith('Durable:'));
+  if (durableLines.length > 1) throw new ScriptContractError(file, 'declares Durable: more than once');
+  let durable: DurabilityClass | undefined;
+  if (durableLines.length === 1) {
+    const d = /^Durable:\s+(money|messages)$/.exec(durableLines[0]);
+    if (!d) throw new ScriptContractError(file, `"${durableLines[0]}": say "Durable: money" or "Durable: messages"`);
+    durable = d[1] as DurabilityClass;
+  }
+  const lines = all.filter((l) => !l.startsWith('Durable:'));
   const firstSpec = lines.findIndex((l) => /^(KEYS|ARGV|Returns:)/.test(l));
   const purpose = lines
     .slice(0, firstSpec < 0 ? lines.length : firstSpec)
@@ -95,7 +109,7 @@ export function parseContract(file: string, text: string, numberOfKeys: number):
     const max = kind === 'KEYS' ? keys.length : argv.length;
     if (Number(idx) > max) throw new ScriptContractError(file, `uses ${kind}[${idx}] but the contract documents ${max}`);
   }
-  return { purpose, keys, argv, returns: returns.trim() };
+  return { purpose, keys, argv, returns: returns.trim(), ...(durable && { durable }) };
 }
 
 function inlineIncludes(luaDir: string, file: string, text: string, seen: Set<string>): string {

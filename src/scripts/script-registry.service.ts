@@ -1,8 +1,10 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type Redis from 'ioredis';
+import { ConfigError } from '../config/config-error';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { RedisService } from '../redis/redis.service';
 import { evalScript, type ScriptArg } from './eval-script';
+import { ReplicaWait } from './replica-wait';
 import { scriptErrorFor } from './script-errors';
 import { DEFAULT_LUA_DIR, loadAllScripts, ScriptDefinition } from './script-loader';
 
@@ -25,6 +27,9 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
   private readonly fail = (err: unknown): never => {
     throw this.redis.failure(err);
   };
+  /** Per durable script, how many replicas its writes wait for (only scripts that wait: > 0). */
+  private readonly waitFor = new Map<string, number>();
+  private readonly replicaWait?: ReplicaWait;
   private loaded = false;
   private retryTimer?: NodeJS.Timeout;
   private stopped = false;
@@ -35,6 +40,24 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
       this.results.set(id, (result) => {
         if (typeof result === 'number' && result < 0) throw scriptErrorFor(id, result);
         return result;
+      });
+    }
+    const { replicas, timeoutMs } = this.redis.config.durability;
+    for (const def of this.scripts.values()) {
+      const wanted = def.contract.durable ? replicas[def.contract.durable] : 0;
+      if (wanted > 0) this.waitFor.set(def.id, wanted);
+    }
+    if (this.waitFor.size > 0) {
+      const metrics = this.redis.metrics;
+      this.replicaWait = new ReplicaWait(this.redis.client, timeoutMs, this.redis.config.redis.retryAfterS * 1000, {
+        latency: metrics.histogram(
+          'durability_wait_seconds',
+          'Time durable writes waited for their replicas (WAIT)',
+          [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+        ),
+        unconfirmed: metrics.counter('durability_unconfirmed_writes_total', 'Durable writes answered WRITE_UNCONFIRMED (too few replicas in time), by script', [
+          'script',
+        ]),
       });
     }
     // A restarted or new node has an empty script cache: load again whenever the connection comes back.
@@ -67,16 +90,42 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
     clearTimeout(this.retryTimer);
   }
 
-  /** Connects and loads the scripts; on failure retries every second in the background until it succeeds. */
-  private async warm(): Promise<void> {
+  /**
+   * Connects, loads the scripts and checks the replicas durable writes need; on failure retries every second in
+   * the background until it succeeds. Too few replicas for DURABILITY_REPLICAS fails the boot in production.
+   */
+  private async warm(first = true): Promise<void> {
     try {
       await this.redis.warmUp();
       await this.loadAll();
       this.logger.log({ scripts: this.scripts.size, masters: this.redis.masters().length }, 'redis warm, scripts loaded');
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, 'redis not ready yet; retrying');
-      if (!this.stopped) this.retryTimer = setTimeout(() => void this.warm(), 1000);
+      if (!this.stopped) this.retryTimer = setTimeout(() => void this.warm(false), 1000);
+      return;
     }
+    try {
+      await this.checkReplicas();
+    } catch (err) {
+      if (first) throw err;
+      this.logger.error({ err: (err as Error).message }, 'durable writes will be answered WRITE_UNCONFIRMED');
+    }
+  }
+
+  /**
+   * With durable writes waiting for replicas, every master must have that many: refused (ConfigError naming the
+   * variable) in production, a warning elsewhere. A master that cannot be asked now is not a refusal.
+   */
+  private async checkReplicas(): Promise<void> {
+    const wanted = Math.max(0, ...this.waitFor.values());
+    if (wanted === 0) return;
+    const fewest = (await this.redis.connectedReplicas().catch(() => [wanted]))[0] ?? 0;
+    if (fewest >= wanted) return;
+    const { replicas } = this.redis.config.durability;
+    const variable = replicas.money >= replicas.messages ? 'DURABILITY_REPLICAS' : 'DURABILITY_MESSAGES_REPLICAS';
+    const problem = `is ${wanted} but a Redis master has ${fewest} connected replica(s); durable writes would be answered WRITE_UNCONFIRMED`;
+    if (this.redis.config.env === 'production') throw new ConfigError(variable, problem);
+    this.logger.warn({ variable, wanted, connected: fewest }, `${variable} ${problem}`);
   }
 
   /** SCRIPT LOAD of every script on every master node. */
@@ -101,13 +150,18 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
   /**
    * Runs a script by EVALSHA. A negative integer result is a script result code
    * and becomes a typed `ScriptError`; an unreachable Redis becomes `RedisUnavailableError`.
+   * A durable script (`Durable:` in its contract) with replicas configured then waits for them:
+   * too few in time becomes `WriteUnconfirmedError`.
    */
   run<T = unknown>(id: string, keys: readonly string[], args: readonly ScriptArg[] = []): Promise<T> {
     // Chained, not awaited: every call of every module goes through here, and each async layer is a promise more.
     try {
       const def = this.get(id);
       if (keys.length !== def.numberOfKeys) throw new Error(`script ${id} takes ${def.numberOfKeys} keys, got ${keys.length}`);
-      return evalScript(this.redis.client, def, keys, args, this.results.get(id), this.fail) as Promise<T>;
+      const ran = evalScript(this.redis.client, def, keys, args, this.results.get(id), this.fail) as Promise<T>;
+      const replicas = this.waitFor.get(id);
+      // Durable: acknowledged only once `replicas` replicas have the write (docs/durability.md).
+      return replicas === undefined ? ran : ran.then((result) => this.replicaWait!.confirm(id, keys[0], replicas, result));
     } catch (err) {
       return Promise.reject(err as Error);
     }

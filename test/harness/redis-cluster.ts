@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import type Redis from 'ioredis';
 import { join } from 'node:path';
-import { HostPort, RedisProcess, freePorts, makeTempDir, rawConnection, removeDir, waitUntil } from './redis-process';
+import { HostPort, RedisProcess, freePorts, makeTempDir, rawConnection, removeDir, waitUntil, withConnection } from './redis-process';
 
 export type { HostPort };
 
@@ -14,7 +14,9 @@ export interface RedisClusterHandle {
   nodes: HostPort[];
   /** Value for REDIS_CLUSTER_NODES: `127.0.0.1:p1,127.0.0.1:p2,...`. */
   envValue: string;
-  /** The processes, for tests that stop or restart a single node. */
+  /** With `replicasPerMaster`: the replica nodes. */
+  replicas: HostPort[];
+  /** The processes, for tests that stop or restart a single node (masters first). */
   processes: RedisProcess[];
   /** Stops every node gracefully (AOF flushed); the data folders stay. */
   stop(): Promise<void>;
@@ -23,8 +25,10 @@ export interface RedisClusterHandle {
 }
 
 export interface RedisClusterOptions {
-  /** Number of masters (no replicas). At least 3, as redis-cli requires. */
+  /** Number of masters. At least 3, as redis-cli requires. */
   masters?: number;
+  /** Replicas of each master (default 0). */
+  replicasPerMaster?: number;
   /** How long to wait for the whole cluster to be up and agreed. */
   timeoutMs?: number;
 }
@@ -56,6 +60,8 @@ async function slotMap(r: Redis): Promise<string> {
  */
 export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise<RedisClusterHandle> {
   const masters = opts.masters ?? 3;
+  const perMaster = opts.replicasPerMaster ?? 0;
+  const total = masters * (1 + perMaster);
   const timeoutMs = opts.timeoutMs ?? 20_000;
   if (masters < 3) throw new Error('a Redis cluster needs at least 3 masters');
 
@@ -68,10 +74,10 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
   try {
     // A port picked by freePort() can be taken by someone else before redis binds it: retry with new ports.
     for (let attempt = 1; ; attempt++) {
-      const ports = await freePorts(masters * 2);
-      const batch = Array.from({ length: masters }, (_, i) => {
+      const ports = await freePorts(total * 2);
+      const batch = Array.from({ length: total }, (_, i) => {
         const port = ports[i];
-        const busPort = ports[masters + i];
+        const busPort = ports[total + i];
         const dir = makeTempDir('rp-cluster-');
         return new RedisProcess(port, dir, [
           '--port',
@@ -115,7 +121,7 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
     }
 
     const addrs = procs.map((p) => `${p.host}:${p.port}`);
-    await execCli(['--cluster', 'create', ...addrs, '--cluster-replicas', '0', '--cluster-yes'], timeoutMs);
+    await execCli(['--cluster', 'create', ...addrs, '--cluster-replicas', String(perMaster), '--cluster-yes'], timeoutMs);
 
     // redis-cli returns once the nodes agree on its own check; wait until every node sees the whole, healthy cluster.
     const conns = procs.map((p) => rawConnection(p));
@@ -129,7 +135,10 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
               const field = (name: string) => new RegExp(`^${name}:(\\S+)`, 'm').exec(info)?.[1];
               if (field('cluster_state') !== 'ok') return `state ${field('cluster_state')}`;
               if (Number(field('cluster_slots_assigned')) !== 16384) return `slots ${field('cluster_slots_assigned')}`;
-              if (Number(field('cluster_known_nodes')) !== masters) return `known nodes ${field('cluster_known_nodes')}`;
+              if (Number(field('cluster_known_nodes')) !== total) return `known nodes ${field('cluster_known_nodes')}`;
+              const replication = await r.info('replication');
+              if (/^role:slave/m.test(replication) && !/^master_link_status:up/m.test(replication)) return 'replica not in sync';
+              if (/^role:master/m.test(replication) && Number(/^connected_slaves:(\d+)/m.exec(replication)?.[1]) !== perMaster) return 'replicas missing';
               return `map ${await slotMap(r)}`;
             }),
           );
@@ -147,10 +156,16 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
     throw new Error(`${(err as Error).message}\n${logs}`, { cause: err });
   }
 
-  const nodes = procs.map((p) => ({ host: p.host, port: p.port }));
+  // redis-cli picks which nodes become masters: ask each one, and list the masters first.
+  const roles = await Promise.all(procs.map((p) => withConnection(p, async (c) => /^role:master/m.test(await c.info('replication')))));
+  const ordered = [...procs.filter((_, i) => roles[i]), ...procs.filter((_, i) => !roles[i])];
+  procs.splice(0, procs.length, ...ordered);
+  const all = procs.map((p) => ({ host: p.host, port: p.port }));
+  const nodes = all.slice(0, masters);
   let destroyed = false;
   return {
     nodes,
+    replicas: all.slice(masters),
     envValue: nodes.map((n) => `${n.host}:${n.port}`).join(','),
     processes: procs,
     async stop() {

@@ -18,6 +18,11 @@ export interface RedisSentinelHandle {
    * replica's address as the master; `master` and `replica` are swapped.
    */
   failover(): Promise<void>;
+  /**
+   * `kill -9` of the master, then waits until every Sentinel reports the replica as master (Sentinel's own
+   * failover: down-after 1 s); `master` and `replica` are swapped. The SIGKILL is sent before this returns.
+   */
+  killMaster(): Promise<void>;
   /** Stops the Sentinels, then the data nodes, and deletes every folder. Safe to call more than once. */
   destroy(): Promise<void>;
 }
@@ -181,21 +186,12 @@ export async function startRedisSentinel(opts: RedisSentinelOptions = {}): Promi
     master,
     replica,
     async failover() {
-      const target = handle.replica;
       await withConnection(sentinelProcs[0], (c) => sentinelCall(c, 'FAILOVER', masterName));
-      await waitUntil(
-        `every Sentinel to report ${target.host}:${target.port} as master`,
-        async () => {
-          for (const s of sentinelProcs) {
-            const addr = await withConnection(s, (c) => sentinelCall(c, 'GET-MASTER-ADDR-BY-NAME', masterName));
-            const [host, port] = addr as [string, string];
-            if (host !== target.host || Number(port) !== target.port) return `sentinel ${s.port} says ${host}:${port}`;
-          }
-          return true;
-        },
-        timeoutMs,
-      );
-      [handle.master, handle.replica] = [handle.replica, handle.master];
+      await promoted();
+    },
+    async killMaster() {
+      await handle.master.kill();
+      await promoted();
     },
     async destroy() {
       if (destroyed) return;
@@ -203,5 +199,22 @@ export async function startRedisSentinel(opts: RedisSentinelOptions = {}): Promi
       await teardown(sentinelProcs);
     },
   };
+  /** Waits until every Sentinel reports the replica as master, then swaps `master` and `replica`. */
+  async function promoted(): Promise<void> {
+    const target = handle.replica;
+    await waitUntil(
+      `every Sentinel to report ${target.host}:${target.port} as master`,
+      async () => {
+        for (const s of sentinelProcs) {
+          const addr = await withConnection(s, (c) => sentinelCall(c, 'GET-MASTER-ADDR-BY-NAME', masterName));
+          const [host, port] = addr as [string, string];
+          if (host !== target.host || Number(port) !== target.port) return `sentinel ${s.port} says ${host}:${port}`;
+        }
+        return true;
+      },
+      timeoutMs,
+    );
+    [handle.master, handle.replica] = [handle.replica, handle.master];
+  }
   return handle;
 }

@@ -1,0 +1,216 @@
+/**
+ * `npm run bench -- durability [--duration S] [--connections N] [--rounds N] [--pay-duration S] [--pay-plans N]`:
+ * merchant order creation and pay through the real service (`node dist/main.js`) against a local master with
+ * one replica, with DURABILITY_REPLICAS 0 and 1 in the same run (alternating rounds, so both see the same
+ * machine): req/s and p50/p99. Goal: durability 1 costs at most 20% of the throughput of 0 at 50 in flight.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { signRequest } from '../src/auth/merchant-signature';
+import { startRedisServer, RedisServerHandle, randomPrefix } from '../test/harness/redis-server';
+import { waitUntil } from '../test/harness/redis-process';
+import { benchWorkDir, onCleanup } from './lib/cleanup';
+import { assertBuilt, fullEnv, ROOT, snapshotBuild, spawnFullStack, userToken } from './lib/full-stack';
+import { LoadSummary, runLoad } from './lib/load';
+import { freePort } from '../test/harness/free-port';
+import { waitUntilServing } from './lib/proc';
+import { environmentInfo, fmtInt, fmtNum, markdownTable, reportHead, writeResult } from './lib/report';
+
+const NAME = 'durability';
+const MERCHANT = 'bench_merchant';
+const SECRET = 'bench-merchant-secret-0123456789';
+const PATH = '/merchant/orders';
+
+function option(args: string[], name: string, fallback: number): number {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+}
+
+/** One signed order creation with a new merchantOrderNo. */
+function createOrder(): { method: string; path: string; headers: Record<string, string>; body: string } {
+  const body = JSON.stringify({ merchantOrderNo: `b-${randomBytes(8).toString('hex')}`, amount: 1200, currency: 'CNY', subject: 'Bench' });
+  const timestamp = String(Date.now());
+  const nonce = randomBytes(16).toString('hex');
+  const signature = signRequest(SECRET, { method: 'POST', path: PATH, timestamp, nonce, body });
+  return {
+    method: 'POST',
+    path: PATH,
+    body,
+    headers: { 'content-type': 'application/json', 'x-merchant-id': MERCHANT, 'x-timestamp': timestamp, 'x-nonce': nonce, 'x-signature': signature },
+  };
+}
+
+const USER = 'acc_bench';
+
+/** `n` orders, each with a PENDING plan paid from the balance, for `pay` to take one by one. */
+async function preparePlans(base: string, n: number): Promise<string[]> {
+  const auth = { authorization: `Bearer ${userToken(USER)}`, 'content-type': 'application/json' };
+  const plans: string[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      next++;
+      const order = createOrder();
+      const created = await fetch(`${base}${PATH}`, { method: 'POST', headers: order.headers, body: order.body });
+      if (created.status !== 201) throw new Error(`order creation answered ${created.status}: ${await created.text()}`);
+      const { orderId } = (await created.json()) as { orderId: string };
+      const plan = await fetch(`${base}/orders/${orderId}/payment-plans`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ instructions: [{ method: 'balance', amount: 1200 }] }),
+      });
+      if (plan.status !== 201) throw new Error(`plan creation answered ${plan.status}: ${await plan.text()}`);
+      plans.push(((await plan.json()) as { planId: string }).planId);
+    }
+  };
+  await Promise.all(Array.from({ length: 50 }, worker));
+  return plans;
+}
+
+/** Pays each plan once, in order; past the end of `plans` it pays the last again (answered 409: counted non-2xx). */
+function payEach(plans: string[]): () => { method: string; path: string; headers: Record<string, string> } {
+  const headers = { authorization: `Bearer ${userToken(USER)}` };
+  let i = 0;
+  return () => ({ method: 'POST', path: `/payment-plans/${plans[Math.min(i++, plans.length - 1)]}/pay`, headers });
+}
+
+async function startPair(): Promise<{ master: RedisServerHandle; replica: RedisServerHandle }> {
+  const master = await startRedisServer({ appendonly: false });
+  onCleanup(
+    `redis master :${master.port}`,
+    () => master.destroy(),
+    () => void master.kill(),
+  );
+  const replica = await startRedisServer({ appendonly: false, args: ['--replicaof', '127.0.0.1', String(master.port)] });
+  onCleanup(
+    `redis replica :${replica.port}`,
+    () => replica.destroy(),
+    () => void replica.kill(),
+  );
+  const c = new Redis(master.url);
+  try {
+    await waitUntil('the replica to be online', async () => /slave0:.*state=online/.test(await c.info('replication')) || 'not yet', 15_000);
+    // The first WAIT after a full sync can take up to the replica's once-a-second ACK: have it behind us.
+    await c.set('warm-up', '1');
+    await c.wait(1, 5000);
+  } finally {
+    c.disconnect();
+  }
+  return { master, replica };
+}
+
+export async function main(args: string[]): Promise<void> {
+  const durationS = option(args, 'duration', 10);
+  const connections = option(args, 'connections', 50);
+  const rounds = option(args, 'rounds', 2);
+  const dist = join(ROOT, 'dist');
+  assertBuilt([dist]);
+  const workDir = benchWorkDir('rp-bench-durability-');
+  const build = snapshotBuild(dist, join(workDir, 'build'));
+  const { master } = await startPair();
+  const probe = new Redis(master.url);
+  const version = /redis_version:(\S+)/.exec(await probe.info('server'))?.[1] ?? 'unknown';
+  probe.disconnect();
+
+  const results: Record<string, LoadSummary[]> = { '0': [], '1': [] };
+  const pays: Record<string, LoadSummary[]> = { '0': [], '1': [] };
+  const payS = option(args, 'pay-duration', 3);
+  const payPool = option(args, 'pay-plans', 15_000);
+  /** WAITs the master served during the measured runs of each setting (proof that 1 waits and 0 does not). */
+  const waits: Record<string, number> = { '0': 0, '1': 0 };
+  const waitCalls = async () => {
+    const c = new Redis(master.url);
+    try {
+      return Number(/^cmdstat_wait:calls=(\d+)/m.exec(await c.info('commandstats'))?.[1] ?? 0);
+    } finally {
+      c.disconnect();
+    }
+  };
+  for (let round = 0; round < rounds; round++) {
+    for (const replicas of ['0', '1']) {
+      const port = await freePort();
+      const env = fullEnv(port, master.url, randomPrefix(), {
+        DURABILITY_REPLICAS: replicas,
+        DURABILITY_TIMEOUT_MS: '500',
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_MERCHANT: '10000000',
+      });
+      const proc = spawnFullStack({ id: `durability-${replicas}`, port, dist: build, env, workDir });
+      try {
+        await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
+        // A short warm-up (JIT, connections), then the measured run.
+        await runLoad({ url: `http://127.0.0.1:${port}${PATH}`, connections, durationS: 2, requests: createOrder });
+        const before = await waitCalls();
+        const r = await runLoad({ url: `http://127.0.0.1:${port}${PATH}`, connections, durationS, requests: createOrder, title: `replicas ${replicas}` });
+        results[replicas].push(r);
+        waits[replicas] += (await waitCalls()) - before;
+        const plans = await preparePlans(`http://127.0.0.1:${port}`, payPool);
+        const p = await runLoad({ url: `http://127.0.0.1:${port}/`, connections, durationS: payS, requests: payEach(plans), title: `pay ${replicas}` });
+        pays[replicas].push(p);
+        console.log(
+          `[bench] round ${round + 1} DURABILITY_REPLICAS=${replicas} pay: ${fmtInt(p.okPerSecond)} ok/s, p50 ${p.p50} ms, p99 ${p.p99} ms, non-2xx ${p.non2xx}`,
+        );
+        console.log(
+          `[bench] round ${round + 1} DURABILITY_REPLICAS=${replicas}: ${fmtInt(r.okPerSecond)} ok/s, p50 ${r.p50} ms, p99 ${r.p99} ms, non-2xx ${r.non2xx}`,
+        );
+      } finally {
+        await proc.stop();
+      }
+    }
+  }
+
+  const best = (rs: LoadSummary[]) => rs.reduce((a, b) => (b.okPerSecond > a.okPerSecond ? b : a));
+  const zero = best(results['0']);
+  const one = best(results['1']);
+  const cost = 1 - one.okPerSecond / zero.okPerSecond;
+  const payZero = best(pays['0']);
+  const payOne = best(pays['1']);
+  const payCost = 1 - payOne.okPerSecond / payZero.okPerSecond;
+  const env = environmentInfo(version, { connections, durationS, rounds });
+  const md = reportHead(NAME, args, env, [
+    {
+      goal: `Throughput cost of DURABILITY_REPLICAS=1 (order creation, ${connections} in flight)`,
+      target: '≤ 20%',
+      measured: `${fmtNum(cost * 100, 1)}%`,
+      met: cost <= 0.2,
+    },
+    {
+      goal: `Throughput cost of DURABILITY_REPLICAS=1 (pay, ${connections} in flight)`,
+      target: '≤ 20%',
+      measured: `${fmtNum(payCost * 100, 1)}%`,
+      met: payCost <= 0.2,
+    },
+  ]);
+  md.push(
+    '',
+    '## Order creation (POST /merchant/orders), master + one local replica',
+    '',
+    'Best round of each setting; every round is listed below it. One WAIT answers for every durable reply that arrives while it is out, so there are fewer WAITs than writes.',
+    '',
+    markdownTable(
+      ['DURABILITY_REPLICAS', 'ok req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'WAITs (all rounds)'],
+      [zero, one].map((r, i) => [String(i), fmtInt(r.okPerSecond), fmtNum(r.p50, 1), fmtNum(r.p99, 1), fmtInt(r.non2xx), fmtInt(waits[String(i)])]),
+      ['left', 'right', 'right', 'right', 'right', 'right'],
+    ),
+    '',
+    markdownTable(
+      ['Round', 'DURABILITY_REPLICAS', 'ok req/s', 'p50 ms', 'p99 ms'],
+      (['0', '1'] as const).flatMap((k) => results[k].map((r, i) => [String(i + 1), k, fmtInt(r.okPerSecond), fmtNum(r.p50, 1), fmtNum(r.p99, 1)])),
+      ['left', 'left', 'right', 'right', 'right'],
+    ),
+    '',
+    `## Pay (POST /payment-plans/{planId}/pay), one balance leg, channel latency 0`,
+    '',
+    `Each request pays a plan made beforehand (${fmtInt(payPool)} per round); non-2xx > 0 means the round ran out of plans.`,
+    '',
+    markdownTable(
+      ['Round', 'DURABILITY_REPLICAS', 'ok req/s', 'p50 ms', 'p99 ms', 'non-2xx'],
+      (['0', '1'] as const).flatMap((k) =>
+        pays[k].map((r, i) => [String(i + 1), k, fmtInt(r.okPerSecond), fmtNum(r.p50, 1), fmtNum(r.p99, 1), fmtInt(r.non2xx)]),
+      ),
+      ['left', 'left', 'right', 'right', 'right', 'right'],
+    ),
+  );
+  writeResult(NAME, md.join('\n'));
+}

@@ -1,0 +1,42 @@
+import { loadAllScripts, parseContract, ScriptContractError } from './script-loader';
+
+const header = (extra: string) => `--[[
+  Does one thing to one key, for the test.
+
+  KEYS[1]  the key
+  ARGV  none
+
+  Returns: 1
+${extra}
+]]
+return 1
+`;
+
+describe(parseContract.name, () => {
+  it('reads "Durable: money" and "Durable: messages" into the contract, outside the purpose and the returns', () => {
+    const money = parseContract('t/a-1.lua', header('\n  Durable: money'), 1);
+    expect(money).toMatchObject({ durable: 'money', returns: '1', purpose: 'Does one thing to one key, for the test.' });
+    expect(parseContract('t/a-1.lua', header('  Durable: messages'), 1).durable).toBe('messages');
+  });
+
+  it('leaves a script without the line not durable', () => {
+    expect(parseContract('t/a-1.lua', header(''), 1).durable).toBeUndefined();
+  });
+
+  it('refuses an unknown class and a second declaration', () => {
+    expect(() => parseContract('t/a-1.lua', header('  Durable: yes'), 1)).toThrow(ScriptContractError);
+    expect(() => parseContract('t/a-1.lua', header('  Durable: money\n  Durable: money'), 1)).toThrow(/more than once/);
+  });
+});
+
+describe('the durable scripts', () => {
+  it('are the orders write (money) and the message writes (messages), and no other', () => {
+    const durable = [...loadAllScripts().values()].filter((d) => d.contract.durable).map((d) => [d.id, d.contract.durable]);
+    expect(durable.sort()).toEqual([
+      ['messages/broadcast', 'messages'],
+      ['messages/withdraw', 'messages'],
+      ['messages/write', 'messages'],
+      ['orders/write', 'money'],
+    ]);
+  });
+});
