@@ -3,7 +3,11 @@
  * merchant order creation and pay through the real service (`node dist/main.js`) against a local master with
  * one replica, with DURABILITY_REPLICAS 0 and 1 in the same run (alternating rounds, so both see the same
  * machine): req/s and p50/p99. Goal: durability 1 costs at most 20% of the throughput of 0 at 50 in flight.
+ * Then a failover under load (bench/lib/durability-failover.ts) for each setting: acknowledged orders lost when the
+ * master is killed while its replica is stalled. Goal: 0 lost with 1. `--only throughput` or `--only failover`
+ * runs one part; `--failover-rate N` (writes/s, default 400) and `--failover-in-flight N` (default 20).
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -15,7 +19,8 @@ import { assertBuilt, fullEnv, ROOT, snapshotBuild, spawnFullStack, userToken } 
 import { LoadSummary, runLoad } from './lib/load';
 import { freePort } from '../test/harness/free-port';
 import { waitUntilServing } from './lib/proc';
-import { environmentInfo, fmtInt, fmtNum, markdownTable, reportHead, writeResult } from './lib/report';
+import { FailoverResult, runFailover } from './lib/durability-failover';
+import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, writeResult } from './lib/report';
 
 const NAME = 'durability';
 const MERCHANT = 'bench_merchant';
@@ -27,9 +32,9 @@ function option(args: string[], name: string, fallback: number): number {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 }
 
-/** One signed order creation with a new merchantOrderNo. */
-function createOrder(): { method: string; path: string; headers: Record<string, string>; body: string } {
-  const body = JSON.stringify({ merchantOrderNo: `b-${randomBytes(8).toString('hex')}`, amount: 1200, currency: 'CNY', subject: 'Bench' });
+/** One signed order creation, with a new merchantOrderNo unless given one. */
+function createOrder(merchantOrderNo = `b-${randomBytes(8).toString('hex')}`): { method: string; path: string; headers: Record<string, string>; body: string } {
+  const body = JSON.stringify({ merchantOrderNo, amount: 1200, currency: 'CNY', subject: 'Bench' });
   const timestamp = String(Date.now());
   const nonce = randomBytes(16).toString('hex');
   const signature = signRequest(SECRET, { method: 'POST', path: PATH, timestamp, nonce, body });
@@ -100,14 +105,16 @@ async function startPair(): Promise<{ master: RedisServerHandle; replica: RedisS
   return { master, replica };
 }
 
-export async function main(args: string[]): Promise<void> {
+interface Part {
+  goals: GoalLine[];
+  lines: string[];
+}
+
+/** Order creation and pay throughput with each setting, against a local master + replica. */
+async function throughput(args: string[], build: string, workDir: string): Promise<Part & { version: string; params: Record<string, number> }> {
   const durationS = option(args, 'duration', 10);
   const connections = option(args, 'connections', 50);
   const rounds = option(args, 'rounds', 2);
-  const dist = join(ROOT, 'dist');
-  assertBuilt([dist]);
-  const workDir = benchWorkDir('rp-bench-durability-');
-  const build = snapshotBuild(dist, join(workDir, 'build'));
   const { master } = await startPair();
   const probe = new Redis(master.url);
   const version = /redis_version:(\S+)/.exec(await probe.info('server'))?.[1] ?? 'unknown';
@@ -140,9 +147,15 @@ export async function main(args: string[]): Promise<void> {
       try {
         await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
         // A short warm-up (JIT, connections), then the measured run.
-        await runLoad({ url: `http://127.0.0.1:${port}${PATH}`, connections, durationS: 2, requests: createOrder });
+        await runLoad({ url: `http://127.0.0.1:${port}${PATH}`, connections, durationS: 2, requests: () => createOrder() });
         const before = await waitCalls();
-        const r = await runLoad({ url: `http://127.0.0.1:${port}${PATH}`, connections, durationS, requests: createOrder, title: `replicas ${replicas}` });
+        const r = await runLoad({
+          url: `http://127.0.0.1:${port}${PATH}`,
+          connections,
+          durationS,
+          requests: () => createOrder(),
+          title: `replicas ${replicas}`,
+        });
         results[replicas].push(r);
         waits[replicas] += (await waitCalls()) - before;
         const plans = await preparePlans(`http://127.0.0.1:${port}`, payPool);
@@ -167,8 +180,7 @@ export async function main(args: string[]): Promise<void> {
   const payZero = best(pays['0']);
   const payOne = best(pays['1']);
   const payCost = 1 - payOne.okPerSecond / payZero.okPerSecond;
-  const env = environmentInfo(version, { connections, durationS, rounds });
-  const md = reportHead(NAME, args, env, [
+  const goals: GoalLine[] = [
     {
       goal: `Throughput cost of DURABILITY_REPLICAS=1 (order creation, ${connections} in flight)`,
       target: '≤ 20%',
@@ -181,8 +193,8 @@ export async function main(args: string[]): Promise<void> {
       measured: `${fmtNum(payCost * 100, 1)}%`,
       met: payCost <= 0.2,
     },
-  ]);
-  md.push(
+  ];
+  const lines = [
     '',
     '## Order creation (POST /merchant/orders), master + one local replica',
     '',
@@ -211,6 +223,104 @@ export async function main(args: string[]): Promise<void> {
       ),
       ['left', 'left', 'right', 'right', 'right', 'right'],
     ),
+  ];
+  return { goals, lines, version, params: { connections, durationS, rounds } };
+}
+
+/** A master kill with a stalled replica under steady order creation, with each setting. */
+async function failover(args: string[], build: string, workDir: string): Promise<Part & { params: Record<string, number> }> {
+  const rate = option(args, 'failover-rate', 400);
+  const inFlight = option(args, 'failover-in-flight', 20);
+  const results: FailoverResult[] = [];
+  for (const replicas of ['0', '1']) {
+    const r = await runFailover({ replicas, dist: build, workDir, order: createOrder, inFlight, rate });
+    console.log(`[bench] failover DURABILITY_REPLICAS=${replicas}: ${JSON.stringify(r)}`);
+    results.push(r);
+  }
+  const [zero, one] = results;
+  const measured = (r: FailoverResult) => `${fmtInt(r.lost)} of ${fmtInt(r.acknowledged)}${r.unknown ? ` (${fmtInt(r.unknown)} not found out)` : ''}`;
+  const goals: GoalLine[] = [
+    {
+      goal: 'Acknowledged money-moving writes lost across a master kill with a stalled replica (DURABILITY_REPLICAS=1)',
+      target: '0',
+      measured: measured(one),
+      met: one.lost === 0 && one.unknown === 0 && one.acknowledged > 0,
+    },
+    {
+      goal: 'The same with DURABILITY_REPLICAS=0 (the loss the setting prevents)',
+      target: '—',
+      measured: measured(zero),
+      info: true,
+    },
+  ];
+  const lines = [
+    '',
+    '## Failover: master killed while its replica is stalled (POST /merchant/orders)',
+    '',
+    `Sentinel (master + one replica, down-after 1 s) and the real service; signed order creation at ${fmtInt(rate)}/s with ${fmtInt(inFlight)} in flight, ` +
+      'DURABILITY_TIMEOUT_MS 300. After 1.5 s the replica is stopped (SIGSTOP) and its link broken (`CLIENT KILL TYPE replica`), ' +
+      '1 s later the master gets `kill -9`, the replica continues and Sentinel promotes it, the old master comes back as its replica, ' +
+      'and the writes go on until one is acknowledged again (plus 1 s). Then each acknowledged (2xx) order is retried with its ' +
+      'merchantOrderNo: 200 means the new master has it, 201 means it was lost (and is made again).',
+    '',
+    markdownTable(
+      [
+        'DURABILITY_REPLICAS',
+        'acknowledged',
+        'of which before the stall',
+        'of which during the stall',
+        'lost',
+        'WRITE_UNCONFIRMED answers',
+        'other failures',
+        'promotion s',
+        'outage s (kill → first 2xx)',
+      ],
+      results.map((r) => [
+        r.replicas,
+        fmtInt(r.acknowledged),
+        fmtInt(r.acknowledgedBefore),
+        fmtInt(r.acknowledgedDuringStall),
+        fmtInt(r.lost),
+        fmtInt(r.writeUnconfirmed),
+        fmtInt(r.otherFailures),
+        fmtNum(r.promotionS, 1),
+        fmtNum(r.outageS, 1),
+      ]),
+      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+    ),
+  ];
+  return { goals, lines, params: { failoverRate: rate, failoverInFlight: inFlight } };
+}
+
+export async function main(args: string[]): Promise<void> {
+  const onlyAt = args.indexOf('--only');
+  const only = onlyAt >= 0 ? args[onlyAt + 1] : undefined;
+  if (only !== undefined && only !== 'throughput' && only !== 'failover') throw new Error('--only takes throughput or failover');
+  const dist = join(ROOT, 'dist');
+  assertBuilt([dist]);
+  const workDir = benchWorkDir('rp-bench-durability-');
+  const build = snapshotBuild(dist, join(workDir, 'build'));
+  const parts: Part[] = [];
+  let version = 'unknown';
+  let params: Record<string, number> = {};
+  if (only !== 'failover') {
+    const t = await throughput(args, build, workDir);
+    version = t.version;
+    params = { ...params, ...t.params };
+    parts.push(t);
+  }
+  if (only !== 'throughput') {
+    const f = await failover(args, build, workDir);
+    params = { ...params, ...f.params };
+    parts.push(f);
+  }
+  if (version === 'unknown') version = /v=(\S+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1] ?? 'unknown';
+  const md = reportHead(
+    NAME,
+    args,
+    environmentInfo(version, params),
+    parts.flatMap((p) => p.goals),
   );
+  md.push(...parts.flatMap((p) => p.lines));
   writeResult(NAME, md.join('\n'));
 }
