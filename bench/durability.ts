@@ -261,7 +261,9 @@ async function failover(args: string[], build: string, workDir: string): Promise
       'DURABILITY_TIMEOUT_MS 300. After 1.5 s the replica is stopped (SIGSTOP) and its link broken (`CLIENT KILL TYPE replica`), ' +
       '1 s later the master gets `kill -9`, the replica continues and Sentinel promotes it, the old master comes back as its replica, ' +
       'and the writes go on until one is acknowledged again (plus 1 s). Then each acknowledged (2xx) order is retried with its ' +
-      'merchantOrderNo: 200 means the new master has it, 201 means it was lost (and is made again).',
+      'merchantOrderNo: 200 means the new master has it, 201 means it was lost (and is made again). ' +
+      'With DURABILITY_REPLICAS=1 the outage lasts until the new master has a replica again (the old master, restarted, ' +
+      'reconfigured by Sentinel and synced): until then every write is answered WRITE_UNCONFIRMED, none acknowledged.',
     '',
     markdownTable(
       [
@@ -271,7 +273,7 @@ async function failover(args: string[], build: string, workDir: string): Promise
         'of which during the stall',
         'lost',
         'WRITE_UNCONFIRMED answers',
-        'other failures',
+        'other answers (status × count)',
         'promotion s',
         'outage s (kill → first 2xx)',
       ],
@@ -282,7 +284,9 @@ async function failover(args: string[], build: string, workDir: string): Promise
         fmtInt(r.acknowledgedDuringStall),
         fmtInt(r.lost),
         fmtInt(r.writeUnconfirmed),
-        fmtInt(r.otherFailures),
+        Object.entries(r.otherFailures)
+          .map(([what, n]) => `${fmtInt(n)} × ${what}`)
+          .join(', ') || '0',
         fmtNum(r.promotionS, 1),
         fmtNum(r.outageS, 1),
       ]),

@@ -46,8 +46,8 @@ export interface FailoverResult {
   /** Acknowledged orders whose lookup answered neither 200 nor 201. */
   unknown: number;
   writeUnconfirmed: number;
-  /** Other non-2xx answers and failed requests. */
-  otherFailures: number;
+  /** Other non-2xx answers and failed requests (status 0), by `status error`. */
+  otherFailures: Record<string, number>;
   /** From the kill to the first 2xx after it. */
   outageS: number;
   /** From the kill until every Sentinel reported the new master. */
@@ -115,7 +115,7 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
     let phase: Phase = 'before';
     const acked: { no: string; phase: Phase }[] = [];
     let writeUnconfirmed = 0;
-    let otherFailures = 0;
+    const otherFailures: Record<string, number> = {};
     let killedAt = 0;
     let firstOkAfterKill = 0;
     let stop = false;
@@ -132,7 +132,10 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
           acked.push({ no, phase: startPhase });
           if (killedAt && started >= killedAt && !firstOkAfterKill) firstOkAfterKill = Date.now();
         } else if (a.status === 503 && a.error === 'WRITE_UNCONFIRMED') writeUnconfirmed++;
-        else otherFailures++;
+        else {
+          const what = `${a.status}${a.error ? ` ${a.error}` : ''}`;
+          otherFailures[what] = (otherFailures[what] ?? 0) + 1;
+        }
         const rest = intervalMs - (Date.now() - started);
         if (rest > 0) await sleep(rest);
       }
