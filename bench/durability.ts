@@ -262,8 +262,8 @@ async function failover(args: string[], build: string, workDir: string): Promise
       '1 s later the master gets `kill -9`, the replica continues and Sentinel promotes it, the old master comes back as its replica, ' +
       'and the writes go on until one is acknowledged again (plus 1 s). Then each acknowledged (2xx) order is retried with its ' +
       'merchantOrderNo: 200 means the new master has it, 201 means it was lost (and is made again). ' +
-      'With DURABILITY_REPLICAS=1 the outage lasts until the new master has a replica again (the old master, restarted, ' +
-      'reconfigured by Sentinel and synced): until then every write is answered WRITE_UNCONFIRMED, none acknowledged.',
+      'With DURABILITY_REPLICAS=1 no write is acknowledged until the new master has a replica again (the old master, ' +
+      'restarted, reconfigured by Sentinel and synced), so its outage is longer; the 503s meanwhile are counted by their error.',
     '',
     markdownTable(
       [
