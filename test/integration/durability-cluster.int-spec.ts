@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
 import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
@@ -24,9 +25,27 @@ describe('durable writes on a 3-master cluster with one replica each', () => {
 
   beforeAll(async () => {
     cluster = await startRedisCluster({ replicasPerMaster: 1 });
-    // The first WAIT after a replica's full sync can take up to its once-a-second ACK: have it behind us.
-    await Promise.all(cluster.nodes.map((n) => withConnection(n, (c) => c.wait(1, 3000))));
-    t = await startTestApp('', { REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.envValue, DURABILITY_REPLICAS: '1', DURABILITY_TIMEOUT_MS: '400' });
+    // Every master's replica online and answering WAIT before the first write (the first WAIT after a full
+    // sync can take up to the replica's once-a-second ACK, and a replica may still be syncing here).
+    await Promise.all(
+      cluster.nodes.map((n) =>
+        withConnection(n, async (c) => {
+          const deadline = Date.now() + 30_000;
+          while (!/^slave0:.*state=online/m.test(await c.info('replication')) || (await c.wait(1, 1000)) < 1) {
+            if (Date.now() > deadline) throw new Error(`the replica of ${n.port} never came online`);
+            await sleep(100);
+          }
+        }),
+      ),
+    );
+    // This suite checks where each WAIT goes, not how fast: a generous timeout keeps a busy machine from failing it.
+    t = await startTestApp('', {
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: cluster.envValue,
+      DURABILITY_REPLICAS: '1',
+      DURABILITY_TIMEOUT_MS: '2000',
+      REDIS_COMMAND_TIMEOUT_MS: '5000',
+    });
     keys = t.app.get(KeyBuilder);
   }, 60_000);
 
