@@ -40,12 +40,7 @@ export class ReplicaWait {
       this.metrics.unconfirmed.inc({ script });
       throw new WriteUnconfirmedError(replicas, confirmed, this.retryAfterMs);
     };
-    let node: Redis | undefined;
-    try {
-      node = this.nodeOf(firstKey);
-    } catch {
-      node = undefined;
-    }
+    const node = this.nodeOf(firstKey);
     if (!node) return Promise.resolve().then(() => unconfirmed(undefined));
     return this.waitOn(node, replicas).then(
       (confirmed) => (confirmed >= replicas ? result : unconfirmed(confirmed)),
