@@ -35,10 +35,16 @@ export interface StreamGroupOptions {
   group: string;
   /** This consumer's name within the group (the instance id). Keep it across restarts to resume its own pending entries at once. */
   consumer: string;
-  /** Called once per delivery; the entry is acked once it resolves. Should be idempotent: a failed or unacked entry comes again. */
+  /** Called once per delivery; the entry is acked (with the others of its batch that succeeded) once it resolves. Should be idempotent: a failed or unacked entry comes again. */
   handler: StreamEntryHandler;
   /** Entries read per stream per read. Default 50. */
   batchSize?: number;
+  /**
+   * Entries of one stream's batch handled at once. Default 1: one at a time, in stream order. Above 1,
+   * entries of one stream may be handled out of order (the handler must not depend on it); a stream's
+   * batch is still finished before its next read, and streams are handled in parallel either way.
+   */
+  concurrency?: number;
   /** How long one blocking read waits for new entries, ms. Default 5000. */
   blockMs?: number;
   /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
@@ -82,8 +88,9 @@ const isNoGroup = (err: unknown) => err instanceof Error && err.message.includes
  * scan's cursor so failing entries cannot hide the ones behind them) whatever has been pending longer
  * than claimIdleMs: a dead consumer's entries and failed ones. A failure on an entry's
  * maxDeliveries-th delivery moves it to its dead-letter stream and acks it, atomically
- * (lua/streams/fail-2.lua). The entries of one read are handled one at a time per stream, streams in
- * parallel, and the next read waits for all of them.
+ * (lua/streams/fail-2.lua). The entries of one read are handled up to `concurrency` at a time per
+ * stream (default one, in order), streams in parallel, and the next read waits for all of them; the
+ * ones handled are then acked with one XACK per stream.
  *
  * A missing group (deleted, or Redis restarted empty) is created again, at the configured start (with
  * `now`, entries added while it was missing are not delivered). While Redis is unreachable the
@@ -93,6 +100,7 @@ const isNoGroup = (err: unknown) => err instanceof Error && err.message.includes
 export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   private readonly logger = new Logger(StreamGroupRunner.name);
   private readonly batchSize: number;
+  private readonly concurrency: number;
   private readonly blockMs: number;
   private readonly claimIdleMs: number;
   private readonly claimEveryMs: number;
@@ -111,6 +119,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     private readonly deps: StreamRunnerDeps,
   ) {
     this.batchSize = options.batchSize ?? 50;
+    this.concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new TypeError(`concurrency must be a positive integer, got ${options.concurrency}`);
     this.blockMs = options.blockMs ?? 5000;
     this.claimIdleMs = options.claimIdleMs ?? 30_000;
     this.claimEveryMs = Math.max(10, Math.floor(this.claimIdleMs / 2));
@@ -254,42 +264,59 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     await this.handleAll(claimed);
   }
 
-  /** Handles a read's entries: one at a time per stream, streams in parallel; resolves once all are done. */
+  /** Handles a read's entries: up to `concurrency` at a time per stream, streams in parallel; resolves once all are done and acked. */
   private async handleAll(reply: Array<[string, Entry[]]>): Promise<void> {
     // allSettled: every stream's handlers finish before the next read, whatever another stream did.
-    const results = await Promise.allSettled(
-      reply.map(async ([stream, entries]) => {
-        for (const [id, fields] of entries) {
-          if (this.stopped) return;
-          await this.handleOne({ stream, id, fields: fields ?? [] }, fields === null);
-        }
-      }),
-    );
+    const results = await Promise.allSettled(reply.map(([stream, entries]) => this.handleStream(stream, entries)));
     for (const r of results)
       if (r.status === 'rejected')
         this.logger.warn({ runner: this.options.name, group: this.options.group, err: (r.reason as Error).message }, 'handling stream entries failed');
   }
 
-  private async handleOne(entry: StreamEntry, gone: boolean): Promise<void> {
-    // An entry trimmed away while pending comes back without fields: nothing to hand over, only to ack.
-    if (!gone) {
-      const done = this.deps.metrics.handlerSeconds.startTimer(this.labels);
-      try {
-        await this.options.handler(entry);
-      } catch (err) {
-        done();
-        await this.handlerFailed(entry, err as Error).catch((e: Error) =>
-          this.logger.warn(
-            { runner: this.options.name, group: this.options.group, stream: entry.stream, id: entry.id, err: e.message },
-            'could not record a failed stream entry; it stays pending',
-          ),
-        );
-        return;
+  /**
+   * One stream's entries of one read, up to `concurrency` at a time (with one, in order), then one XACK for
+   * every entry whose handler resolved. Failed entries were recorded as they failed and stay pending (or
+   * were dead-lettered). After stop() no further entry is started; the ones handled are still acked.
+   */
+  private async handleStream(stream: string, entries: Entry[]): Promise<void> {
+    const handled: Array<[StreamEntry, EntryOutcome]> = [];
+    let next = 0;
+    const work = async (): Promise<void> => {
+      while (next < entries.length && !this.stopped) {
+        const [id, fields] = entries[next++];
+        const entry = { stream, id, fields: fields ?? [] };
+        const outcome = await this.handleOne(entry, fields === null);
+        if (outcome) handled.push([entry, outcome]);
       }
-      done();
+    };
+    const workers = await Promise.allSettled(Array.from({ length: Math.min(this.concurrency, entries.length) }, work));
+    if (handled.length > 0) {
+      await this.deps.redis.command((c) => c.xack(stream, this.options.group, ...handled.map(([e]) => e.id)));
+      for (const [entry, outcome] of handled) this.outcome(outcome, entry);
     }
-    await this.deps.redis.command((c) => c.xack(entry.stream, this.options.group, entry.id));
-    this.outcome(gone ? 'skipped' : 'acked', entry);
+    const failed = workers.find((w): w is PromiseRejectedResult => w.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Runs the handler on one entry: `acked`/`skipped` when it is to be acked, undefined when it failed (already recorded). */
+  private async handleOne(entry: StreamEntry, gone: boolean): Promise<'acked' | 'skipped' | undefined> {
+    // An entry trimmed away while pending comes back without fields: nothing to hand over, only to ack.
+    if (gone) return 'skipped';
+    const done = this.deps.metrics.handlerSeconds.startTimer(this.labels);
+    try {
+      await this.options.handler(entry);
+    } catch (err) {
+      done();
+      await this.handlerFailed(entry, err as Error).catch((e: Error) =>
+        this.logger.warn(
+          { runner: this.options.name, group: this.options.group, stream: entry.stream, id: entry.id, err: e.message },
+          'could not record a failed stream entry; it stays pending',
+        ),
+      );
+      return undefined;
+    }
+    done();
+    return 'acked';
   }
 
   /** The handler threw: the entry stays pending (taken over again after claimIdleMs) unless that was its last delivery. */

@@ -291,6 +291,114 @@ describe(StreamGroupRunner.name, () => {
   });
 });
 
+describe(`${StreamGroupRunner.name} with concurrency`, () => {
+  /** XACK calls the server has served so far (INFO commandstats). */
+  const xackCalls = async () => Number(/cmdstat_xack:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0);
+  /** `n` entries on `stream`, written in one pipeline; their ids in order. */
+  const addMany = async (stream: string, n: number, from = 0): Promise<string[]> => {
+    const pipe = raw.pipeline();
+    for (let i = 0; i < n; i++) pipe.xadd(stream, '*', 'n', String(from + i));
+    return (await pipe.exec())!.map(([err, id]) => {
+      if (err) throw err;
+      return id as string;
+    });
+  };
+  /** Wraps a handler to count the calls in flight at once, per stream and over all. */
+  const tracked = (handle: (e: StreamEntry) => Promise<void>) => {
+    const inFlight = new Map<string, number>();
+    const t = { maxPerStream: 0, maxOverall: 0, overall: 0 };
+    const handler = async (e: StreamEntry) => {
+      const n = (inFlight.get(e.stream) ?? 0) + 1;
+      inFlight.set(e.stream, n);
+      t.overall++;
+      t.maxPerStream = Math.max(t.maxPerStream, n);
+      t.maxOverall = Math.max(t.maxOverall, t.overall);
+      try {
+        await handle(e);
+      } finally {
+        inFlight.set(e.stream, inFlight.get(e.stream)! - 1);
+        t.overall--;
+      }
+    };
+    return { handler, t };
+  };
+
+  it('handles up to N entries of one stream at once, each exactly once, and acks each batch with one XACK', async () => {
+    const r = await makeRig();
+    // Written before the group exists: read from the beginning in full batches of 50, 4 on the first stream and 1 on the second.
+    const ids = [...(await addMany(r.streams[0], 200)), ...(await addMany(r.streams[1], 50, 200))];
+    const seen = new Map<string, number>();
+    const { handler, t } = tracked(async (e) => {
+      await sleep(2);
+      seen.set(e.id, (seen.get(e.id) ?? 0) + 1);
+    });
+    const xacksBefore = await xackCalls();
+    const runner = await start(r, 'gc1', 'c1', handler, { concurrency: 8, batchSize: 50 });
+    await waitUntil('250 entries', async () => seen.size >= 250 || `${seen.size}`, 10_000);
+    await waitUntil('all acked', async () => (await count(r, 'acked')) === 250 || String(await count(r, 'acked')), 5000);
+    await runner.stop();
+    expect([...seen.keys()].sort()).toEqual([...ids].sort());
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    for (const s of [r.streams[0], r.streams[1]]) expect((await raw.xpending(s, 'gc1'))[0]).toBe(0);
+    // Overlapping within a stream, never more than N, and a stream's batch finishes before its next read.
+    expect(t.maxPerStream).toBeGreaterThan(1);
+    expect(t.maxPerStream).toBeLessThanOrEqual(8);
+    // Five batches with entries, one XACK each (not one per entry).
+    expect((await xackCalls()) - xacksBefore).toBe(5);
+    expect(await count(r, 'acked')).toBe(250);
+  });
+
+  it('leaves a failed entry pending while the others of its batch are acked', async () => {
+    const r = await makeRig();
+    const ids = await addMany(r.streams[2], 20);
+    const bad = ids[7];
+    const handled: string[] = [];
+    let failures = 0;
+    const { handler, t } = tracked(async (e) => {
+      await sleep(5);
+      if (e.id === bad) {
+        failures++;
+        throw new Error('this one fails');
+      }
+      handled.push(e.id);
+    });
+    // No takeover during the test: the failed entry must stay where it is.
+    const runner = await start(r, 'gc2', 'c1', handler, { concurrency: 8, claimIdleMs: 60_000 });
+    await waitUntil('the batch handled and acked', async () => (await count(r, 'acked')) === 19 || String(await count(r, 'acked')), 5000);
+    await runner.stop();
+    expect(failures).toBe(1);
+    expect(handled.sort()).toEqual(ids.filter((id) => id !== bad).sort());
+    expect(t.maxPerStream).toBeGreaterThan(1);
+    const pending = (await raw.xpending(r.streams[2], 'gc2', '-', '+', 10)) as Array<[string, string, number, number]>;
+    expect(pending.map(([id, consumer, , deliveries]) => [id, consumer, deliveries])).toEqual([[bad, 'c1', 1]]);
+    expect(await count(r, 'failed')).toBe(1);
+    expect(await count(r, 'dead')).toBe(0);
+  });
+
+  it('with concurrency 1 (the default) handles one entry of a stream at a time, in stream order', async () => {
+    const r = await makeRig();
+    const ids = await addMany(r.streams[3], 120);
+    const order: string[] = [];
+    // Uneven handler times: any overlap would let a later entry finish first.
+    const { handler, t } = tracked(async (e) => {
+      await sleep(Number(e.fields[1]) % 3);
+      order.push(e.id);
+    });
+    const runner = await start(r, 'gc3', 'c1', handler, { batchSize: 50 });
+    await waitUntil('120 entries', async () => order.length >= 120 || `${order.length}`, 10_000);
+    await waitUntil('all acked', async () => (await raw.xpending(r.streams[3], 'gc3'))[0] === 0, 5000);
+    await runner.stop();
+    expect(order).toEqual(ids);
+    expect(t.maxPerStream).toBe(1);
+    expect(await count(r, 'acked')).toBe(120);
+  });
+
+  it('refuses a concurrency that is not a positive integer', async () => {
+    const r = await makeRig();
+    for (const concurrency of [0, 1.5, -1]) await expect(start(r, 'gc4', 'c1', async () => undefined, { concurrency })).rejects.toThrow(/concurrency/);
+  });
+});
+
 describe(`${StreamGroupRunner.name} across a Redis restart`, () => {
   it('backs off while Redis is down, with no tight loop, and resumes when it is back', async () => {
     const r = await makeRig();
