@@ -30,6 +30,11 @@ export interface ConsumeOptions {
   consumer?: string;
   /** Entries read per shard per round. Default 50. */
   batchSize?: number;
+  /**
+   * Events of one shard's batch handled at once, 1 to 1000. Default 1: one at a time, in stream order. Above 1,
+   * events of one shard may be handled out of order: only for a handler that does not depend on it.
+   */
+  concurrency?: number;
   /** No longer used: reads block until an event arrives (see StreamGroupRunner). Kept so existing callers compile. */
   pollMs?: number;
   /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */

@@ -13,6 +13,9 @@ const NAME_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 /** Dead events kept per shard (approximately): the newest ones. */
 export const DEAD_EVENTS_MAXLEN = 10_000;
 
+/** The most events of one shard a consumer handles at once. */
+const MAX_CONCURRENCY = 1000;
+
 /**
  * Order events (order.created, order.paid, order.closed) for other modules.
  * Each is appended by the script that makes the state change, to the stream
@@ -52,6 +55,9 @@ export class OrderEventsService {
     ]) {
       if (!NAME_RE.test(value)) throw new InvalidArgumentError(`${name} must be 1-64 characters of A-Z a-z 0-9 _ . : -`, name);
     }
+    const concurrency = options.concurrency ?? 1;
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY)
+      throw new InvalidArgumentError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}`, 'concurrency');
     const dead = this.deadStreams();
     return this.runners.start({
       name: 'order-events',
@@ -60,6 +66,7 @@ export class OrderEventsService {
       consumer,
       handler: (entry) => handler(toOrderEvent(entry.stream, entry.id, entry.fields)),
       batchSize: options.batchSize ?? 50,
+      concurrency,
       claimIdleMs: options.claimIdleMs ?? 30_000,
       maxDeliveries: options.maxDeliveries ?? 20,
       deadLetterMaxLen: DEAD_EVENTS_MAXLEN,

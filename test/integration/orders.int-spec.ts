@@ -1,4 +1,5 @@
 import type Redis from 'ioredis';
+import { InvalidArgumentError } from '../../src/errors/domain-error';
 import { ApiError } from '../../src/http/api-error';
 import { LockService } from '../../src/locks/lock.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
@@ -512,6 +513,44 @@ describe(OrdersService.name, () => {
       for (const o of ['ord_bad1', 'ord_bad2', 'ord_bad3', 'ord_bad4', 'ord_good']) await raw.xadd(stream, '*', 'type', 'order.created', 'orderId', o);
       await waitUntil('the good event handled', async () => delivered || `${JSON.stringify([...attempts.values()])}`, 5000);
       await consumer.stop();
+    });
+
+    it('with concurrency, a consumer handles several events of one shard at once, each once, and acks them all', async () => {
+      const events = t.app.get(OrderEventsService);
+      const stream = events.streams()[4];
+      const seen: string[] = [];
+      let running = 0;
+      let maxRunning = 0;
+      const consumer = await events.consume(
+        'it-group-6',
+        async (e) => {
+          if (e.stream !== stream) return;
+          maxRunning = Math.max(maxRunning, ++running);
+          await sleep(10);
+          running--;
+          seen.push(e.orderId);
+        },
+        { consumer: 'c6', concurrency: 8, startFrom: 'now' },
+      );
+      const pipe = raw.pipeline();
+      for (let i = 0; i < 40; i++) pipe.xadd(stream, '*', 'type', 'order.created', 'orderId', `ord_c${i}`);
+      await pipe.exec();
+      await waitUntil('40 events acked', async () => (seen.length >= 40 && (await raw.xpending(stream, 'it-group-6'))[0] === 0) || `${seen.length}`, 5000);
+      await consumer.stop();
+      expect(seen.sort()).toEqual(Array.from({ length: 40 }, (_, i) => `ord_c${i}`).sort());
+      expect(maxRunning).toBeGreaterThan(1);
+      expect(maxRunning).toBeLessThanOrEqual(8);
+    });
+
+    it('refuses a concurrency outside 1..1000, naming it', async () => {
+      const events = t.app.get(OrderEventsService);
+      for (const concurrency of [0, 1001, 2.5, Number.NaN]) {
+        const err = (await events
+          .consume('it-group-7', async () => undefined, { consumer: 'c7', concurrency })
+          .catch((e: unknown) => e)) as InvalidArgumentError;
+        expect(err).toBeInstanceOf(InvalidArgumentError);
+        expect(err.details).toEqual([{ field: 'concurrency', errors: ['concurrency must be an integer from 1 to 1000'] }]);
+      }
     });
 
     it('an event whose handler keeps failing is given up after maxDeliveries: acked, counted, and kept on the dead stream', async () => {
