@@ -90,6 +90,8 @@ describe('delay-queue arguments', () => {
         pollMs: 1000,
         handlerTimeoutMs: 300_000,
         shutdownGraceMs: 10_000,
+        claimBatch: 100,
+        promoteBatch: 1000,
       });
     });
 
@@ -109,6 +111,10 @@ describe('delay-queue arguments', () => {
       [{ backoff: { initialMs: 500, maxMs: 100 } }, 'backoff.maxMs'],
       [{ backoff: { factor: 0.5 } }, 'backoff.factor'],
       [{ backoff: { factor: NaN } }, 'backoff.factor'],
+      [{ claimBatch: 0 }, 'claimBatch'],
+      [{ claimBatch: 1001 }, 'claimBatch'],
+      [{ promoteBatch: 9 }, 'promoteBatch'],
+      [{ promoteBatch: 1001 }, 'promoteBatch'],
     ])('rejects %p naming %s', (opts, field) => {
       expect(thrown(() => processorSettings(opts, 10_000)).field).toBe(field);
     });

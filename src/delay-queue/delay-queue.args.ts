@@ -1,7 +1,7 @@
 import { DelayQueueArgumentError } from './delay-queue.errors';
 import { MAX_DELAY_MS, MAX_PAYLOAD_BYTES } from './delay-queue.keys';
 import type { ProcessOptions, When } from './delay-queue.types';
-import type { ProcessorSettings } from './queue-processor';
+import { BATCH, CLAIM_BATCH, type ProcessorSettings } from './queue-processor';
 
 /** The largest JS Date, ms. */
 const MAX_TIME_MS = 8.64e15;
@@ -57,6 +57,8 @@ export function processorSettings(o: ProcessOptions, appShutdownGraceMs: number)
     backoff: { initialMs, maxMs, factor },
     pollMs: int('pollMs', o.pollMs, 1000, 50, 1000),
     handlerTimeoutMs: int('handlerTimeoutMs', o.handlerTimeoutMs, 300_000, 1000, 86_400_000),
+    claimBatch: int('claimBatch', o.claimBatch, CLAIM_BATCH, 1, 1000),
+    promoteBatch: int('promoteBatch', o.promoteBatch, BATCH, 10, BATCH),
     // Half the app's shutdown budget: the rest is for the HTTP drain and handing items back before the force exit.
     shutdownGraceMs: Math.min(visibilityTimeoutMs, Math.floor(appShutdownGraceMs / 2)),
   };

@@ -129,6 +129,13 @@ export interface ProcessOptions {
    * slot is freed; its signal aborts. Default 300000. Keeps a hung handler from holding an item forever.
    */
   handlerTimeoutMs?: number;
+  /**
+   * Most items one claim script call hands out, 1 to 1000. Default 100: a call claiming 100 stays
+   * around a few milliseconds inside Redis. Never more than the free handler slots.
+   */
+  claimBatch?: number;
+  /** Most due items one claim script call moves to ready (and lost deliveries it requeues), 10 to 1000. Default 1000. */
+  promoteBatch?: number;
 }
 
 export interface Processor {

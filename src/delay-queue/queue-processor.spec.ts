@@ -98,6 +98,8 @@ const settingsOf = (o: Partial<ProcessorSettings> = {}): ProcessorSettings => ({
   backoff: { initialMs: 1000, maxMs: 1000, factor: 2 },
   pollMs: 1000,
   handlerTimeoutMs: 60_000,
+  claimBatch: 100,
+  promoteBatch: 1000,
   shutdownGraceMs: 2000,
   ...o,
 });

@@ -6,10 +6,10 @@ import type { ClaimedDelivery, DelayQueueStore } from './delay-queue.store';
 import type { Delivery, Handler, Processor } from './delay-queue.types';
 import type { QueueEventBus } from './queue-event-bus';
 
-/** Most items one claim script promotes or requeues per step: keeps every script call short (no BUSY). */
+/** Default and largest number of items one claim script promotes or requeues per step: keeps every script call short (no BUSY). */
 export const BATCH = 1000;
 /**
- * Most items one claim script hands out. Claiming costs six commands per item against two for
+ * Default number of items one claim script hands out. Claiming costs six commands per item against two for
  * promoting, so this is smaller: one call stays around a few milliseconds inside Redis.
  */
 export const CLAIM_BATCH = 100;
@@ -25,6 +25,10 @@ export interface ProcessorSettings {
   handlerTimeoutMs: number;
   /** How long stop() waits for running handlers before handing their items back. */
   shutdownGraceMs: number;
+  /** Most items one claim script call hands out. */
+  claimBatch: number;
+  /** Most items one claim script call promotes (due → ready) or requeues (lost deliveries). */
+  promoteBatch: number;
 }
 
 /** The processor's time: the wall clock (ms) and timers. Tests pass fake ones; the default is the real one. */
@@ -199,10 +203,10 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     try {
       let more = true;
       while (more && !this.stopped) {
-        const want = Math.min(CLAIM_BATCH, this.settings.concurrency - this.running.size);
+        const want = Math.min(this.settings.claimBatch, this.settings.concurrency - this.running.size);
         const t0 = this.clock.now();
         this.eventDueDuringClaim = Infinity;
-        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, BATCH);
+        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, this.settings.promoteBatch);
         const { now, promoted, requeued, died } = r;
         this.clockOffset = now - (t0 + this.clock.now()) / 2;
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
@@ -215,7 +219,9 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         if (Number.isFinite(next)) this.arm(next);
         // Go round again while a step hit its batch limit, or ready items remain and slots are free.
         more =
-          promoted === BATCH || requeued + died === BATCH || (this.readyLeft && claimed === want && want > 0 && this.running.size < this.settings.concurrency);
+          promoted === this.settings.promoteBatch ||
+          requeued + died === this.settings.promoteBatch ||
+          (this.readyLeft && claimed === want && want > 0 && this.running.size < this.settings.concurrency);
       }
     } catch (err) {
       const now = this.clock.now();
