@@ -11,9 +11,11 @@ export function commandFieldError(field: string, message: string): InvalidArgume
 /**
  * In-process callers skip the HTTP validation, so the fields that name keys and idempotency records
  * are checked again here, by the HTTP rules (an account id cannot reach another account's keys, a
- * bizType holds no '|', so (bizType, outerBizId) has one idempotency field), and so is ttlMs.
+ * bizType holds no '|', so (bizType, outerBizId) has one idempotency field), and so are ttlMs and
+ * expiresAt. expiresAt's upper bound (MAX_MESSAGE_TTL_MS from now) is a sanity bound on input, read on
+ * this process's clock; whether it has passed is the write script's decision, on the Redis clock.
  */
-export function checkMessageCommand(cmd: { accountId: string; bizType: string; outerBizId: string; ttlMs?: number }): void {
+export function checkMessageCommand(cmd: { accountId: string; bizType: string; outerBizId: string; ttlMs?: number; expiresAt?: number }): void {
   checkAccountId(cmd.accountId);
   if (typeof cmd.bizType !== 'string' || !BIZ_TYPE_RE.test(cmd.bizType))
     throw commandFieldError('bizType', 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -');
@@ -22,6 +24,9 @@ export function checkMessageCommand(cmd: { accountId: string; bizType: string; o
   }
   if (cmd.ttlMs !== undefined && !(Number.isInteger(cmd.ttlMs) && cmd.ttlMs >= 1 && cmd.ttlMs <= MAX_MESSAGE_TTL_MS)) {
     throw commandFieldError('ttlMs', `ttlMs must be an integer from 1 to ${MAX_MESSAGE_TTL_MS} (90 days)`);
+  }
+  if (cmd.expiresAt !== undefined && !(Number.isSafeInteger(cmd.expiresAt) && cmd.expiresAt >= 1 && cmd.expiresAt <= Date.now() + MAX_MESSAGE_TTL_MS)) {
+    throw commandFieldError('expiresAt', 'expiresAt must be a date and time at most 90 days from now');
   }
 }
 
