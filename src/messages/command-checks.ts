@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../errors/domain-error';
 import { BIZ_TYPE_RE, OUTER_BIZ_ID_RE } from './dto/write-message.dto';
-import { MAX_MESSAGE_TTL_MS } from './message-commands';
+import { MAX_MESSAGE_EXPIRES_AT, MAX_MESSAGE_TTL_MS } from './message-commands';
 import { ACCOUNT_ID_RE } from './message-keys';
 
 /** The 400 an in-process caller gets for a bad command field: the same shape as an HTTP body's. */
@@ -12,8 +12,7 @@ export function commandFieldError(field: string, message: string): InvalidArgume
  * In-process callers skip the HTTP validation, so the fields that name keys and idempotency records
  * are checked again here, by the HTTP rules (an account id cannot reach another account's keys, a
  * bizType holds no '|', so (bizType, outerBizId) has one idempotency field), and so are ttlMs and
- * expiresAt. expiresAt's upper bound (MAX_MESSAGE_TTL_MS from now) is a sanity bound on input, read on
- * this process's clock; whether it has passed is the write script's decision, on the Redis clock.
+ * expiresAt. Whether expiresAt has passed is the write script's decision, on the Redis clock.
  */
 export function checkMessageCommand(cmd: { accountId: string; bizType: string; outerBizId: string; ttlMs?: number; expiresAt?: number }): void {
   checkAccountId(cmd.accountId);
@@ -25,8 +24,8 @@ export function checkMessageCommand(cmd: { accountId: string; bizType: string; o
   if (cmd.ttlMs !== undefined && !(Number.isInteger(cmd.ttlMs) && cmd.ttlMs >= 1 && cmd.ttlMs <= MAX_MESSAGE_TTL_MS)) {
     throw commandFieldError('ttlMs', `ttlMs must be an integer from 1 to ${MAX_MESSAGE_TTL_MS} (90 days)`);
   }
-  if (cmd.expiresAt !== undefined && !(Number.isSafeInteger(cmd.expiresAt) && cmd.expiresAt >= 1 && cmd.expiresAt <= Date.now() + MAX_MESSAGE_TTL_MS)) {
-    throw commandFieldError('expiresAt', 'expiresAt must be a date and time at most 90 days from now');
+  if (cmd.expiresAt !== undefined && !(Number.isInteger(cmd.expiresAt) && cmd.expiresAt >= 1 && cmd.expiresAt <= MAX_MESSAGE_EXPIRES_AT)) {
+    throw commandFieldError('expiresAt', `expiresAt must be epoch ms, an integer from 1 to ${MAX_MESSAGE_EXPIRES_AT} (9999-12-31T23:59:59.999Z)`);
   }
 }
 

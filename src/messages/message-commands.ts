@@ -7,6 +7,8 @@
 
 /** The longest a message may be given to live: 90 days. */
 export const MAX_MESSAGE_TTL_MS = 90 * 24 * 60 * 60 * 1000;
+/** The latest `expiresAt` taken: 9999-12-31T23:59:59.999Z, the last time ISO 8601's four-digit years can write (catches µs or ns given for ms). */
+export const MAX_MESSAGE_EXPIRES_AT = 253_402_300_799_999;
 
 /** One message for one account, idempotent on (bizType, outerBizId). */
 export interface WriteMessageCommand {
@@ -31,12 +33,13 @@ export interface WriteMessageCommand {
   ttlMs?: number;
   /**
    * When the message stops showing: epoch ms on the Redis clock (an order's
-   * `expiresAt`, say), a safe positive integer at most MAX_MESSAGE_TTL_MS
-   * after now (that bound checked on this process's clock). Whether it has
-   * passed is decided in the write script on the Redis clock: at or before
-   * its now, nothing is stored and the result is `expired: true`. With
-   * `ttlMs` too, the earlier of the two applies. A duplicate keeps the
-   * original's expiry.
+   * `expiresAt`, say), an integer from 1 to MAX_MESSAGE_EXPIRES_AT. Whether
+   * it has passed is decided in the write script on the Redis clock: at or
+   * before its now, nothing is stored and the result is `expired: true`.
+   * With `ttlMs` too, the earlier of the two applies. A duplicate keeps the
+   * original's expiry. There is no 90-day bound as for `ttlMs`: a time
+   * after the retention time changes nothing (retention removes the message
+   * first), and a fixed date in the API document stays a valid example.
    */
   expiresAt?: number;
 }

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { InvalidArgumentError } from '../../src/errors/domain-error';
-import { MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
+import { MAX_MESSAGE_EXPIRES_AT, MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
 import { inboxKeys } from '../../src/messages/message-keys';
 import { MessagesModule } from '../../src/messages/messages.module';
 import { MessagesService } from '../../src/messages/messages.service';
@@ -212,7 +212,7 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       const r = await svc.writeBatch([
         { ...base, outerBizId: 'b-1', expiresAt: (await redisNow()) + 60_000 },
         { ...base, outerBizId: 'b-2', expiresAt: (await redisNow()) - 1 },
-        { ...base, outerBizId: 'b-3', expiresAt: Date.now() + MAX_MESSAGE_TTL_MS + 60_000 },
+        { ...base, outerBizId: 'b-3', expiresAt: MAX_MESSAGE_EXPIRES_AT + 1 },
       ]);
       expect(r.results.map((x) => [x.status, x.expired ?? false])).toEqual([
         [201, false],
@@ -229,13 +229,18 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       expect(await visible(acc)).toEqual(['b-1']);
     });
 
-    it('an expiresAt that is not an integer epoch ms at most 90 days ahead is a 400 naming expiresAt, and stores nothing', async () => {
+    it('an expiresAt that is not an integer epoch ms up to year 9999 is a 400 naming expiresAt, and stores nothing', async () => {
       const acc = 'abs-bad';
-      for (const expiresAt of [0, -1, 1000.5, Number.NaN, Number.POSITIVE_INFINITY, Date.now() + MAX_MESSAGE_TTL_MS + 60_000]) {
+      const microseconds = (await redisNow()) * 1000 + 60_000_000; // a unit mistake, caught by the bound
+      for (const expiresAt of [0, -1, 1000.5, Number.NaN, Number.POSITIVE_INFINITY, MAX_MESSAGE_EXPIRES_AT + 1, microseconds]) {
         await expectFieldError(write(acc, `bad-${expiresAt}`, { expiresAt }), 'expiresAt');
       }
       expect(await raw.exists(...Object.values(keysOf(t, acc)))).toBe(0);
-      expect(await write(acc, 'far', { expiresAt: Date.now() + MAX_MESSAGE_TTL_MS - 60_000 })).toMatchObject({ duplicate: false });
+      // Later than 90 days ahead is taken (retention removes the message first), up to the bound itself.
+      const far = await write(acc, 'far', { expiresAt: (await redisNow()) + MAX_MESSAGE_TTL_MS + 86_400_000 });
+      expect(far).toEqual({ msgId: expect.any(String), duplicate: false });
+      expect(await write(acc, 'last', { expiresAt: MAX_MESSAGE_EXPIRES_AT })).toEqual({ msgId: expect.any(String), duplicate: false });
+      expect(await visible(acc)).toEqual(['far', 'last']);
     });
   });
 

@@ -88,11 +88,12 @@ export class WriteMessageDto {
   ttlMs?: number;
 
   /**
-   * When the message stops showing (ISO 8601 date and time with a zone), at most 90 days ahead: from then on (by
-   * the Redis clock) no pull, unread count or get returns it. With ttlMs too, the earlier applies. A time already
-   * past stores nothing and answers 200 with `expired: true`. A duplicate keeps the original's expiry.
+   * When the message stops showing (ISO 8601 date and time with a zone): from then on (by the Redis clock) no pull,
+   * unread count or get returns it. With ttlMs too, the earlier applies. A time already past stores nothing and
+   * answers 200 with `expired: true`. A duplicate keeps the original's expiry. A time after the retention time
+   * changes nothing: retention removes the message first.
    */
-  @ApiPropertyOptional({ format: 'date-time', example: '2026-11-22T08:45:00.000Z', maxLength: 40 })
+  @ApiPropertyOptional({ format: 'date-time', example: '2099-12-31T16:00:00.000Z', maxLength: 40 })
   @IsOptionalField()
   @IsString()
   @MaxLength(40)
