@@ -25,7 +25,7 @@
 import Fastify from 'fastify';
 import { join } from 'node:path';
 import type { MessagesMetrics } from '../src/messages/messages.metrics';
-import type { WriteMessageDto } from '../src/messages/dto/write-message.dto';
+import type { WriteMessageCommand } from '../src/messages/message-commands';
 import type { ScriptRegistry } from '../src/scripts/script-registry.service';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 import { requireFromBuild } from './lib/full-stack';
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
 
   const app = Fastify({ logger: false });
   app.post('/messages', async (req, reply) => {
-    const r = await messages.write(req.body as WriteMessageDto);
+    const r = await messages.write(req.body as WriteMessageCommand);
     void reply.status(r.duplicate ? 200 : 201);
     return r;
   });

@@ -44,7 +44,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { WriteMessageDto } from '../src/messages/dto/write-message.dto';
+import type { WriteMessageCommand } from '../src/messages/message-commands';
 import type { ScriptRegistry } from '../src/scripts/script-registry.service';
 import { connectScriptRedis, redisWritesFromEnv, ScriptRedis } from './lib/bare-server';
 import { onCleanup } from './lib/cleanup';
@@ -177,7 +177,7 @@ const BIZ = [
 ];
 
 /** A business system's message #n (a payment, withdrawal or refund notice, ~250 bytes as stored). */
-function message(accountId: string, n: number, createdAt: string): WriteMessageDto {
+function message(accountId: string, n: number, createdAt: string): WriteMessageCommand {
   const b = BIZ[n % BIZ.length];
   const order = `ord-${String(n).padStart(10, '0')}`;
   const amount = (((n * 7919) % 100_000) / 100 + 1).toFixed(2);

@@ -7,6 +7,8 @@
 
 /** The longest a message may be given to live: 90 days. */
 export const MAX_MESSAGE_TTL_MS = 90 * 24 * 60 * 60 * 1000;
+/** The latest `expiresAt` taken: 9999-12-31T23:59:59.999Z, the last time ISO 8601's four-digit years can write (catches µs or ns given for ms). */
+export const MAX_MESSAGE_EXPIRES_AT = 253_402_300_799_999;
 
 /** One message for one account, idempotent on (bizType, outerBizId). */
 export interface WriteMessageCommand {
@@ -29,15 +31,28 @@ export interface WriteMessageCommand {
    * decides and no example in the API document goes stale.)
    */
   ttlMs?: number;
+  /**
+   * When the message stops showing: epoch ms on the Redis clock (an order's
+   * `expiresAt`, say), an integer from 1 to MAX_MESSAGE_EXPIRES_AT. Whether
+   * it has passed is decided in the write script on the Redis clock: at or
+   * before its now, nothing is stored and the result is `expired: true`.
+   * With `ttlMs` too, the earlier of the two applies. A duplicate keeps the
+   * original's expiry. There is no 90-day bound as for `ttlMs`: a time
+   * after the retention time changes nothing (retention removes the message
+   * first), and a fixed date in the API document stays a valid example.
+   */
+  expiresAt?: number;
 }
 
 export interface WriteMessageResult {
-  /** The message id (the original one for a duplicate); '' when the key was withdrawn. */
+  /** The message id (the original one for a duplicate); '' when the key was withdrawn or the message had already expired. */
   msgId: string;
   /** True when (bizType, outerBizId) was already written (or withdrawn) for this account: nothing was stored. */
   duplicate: boolean;
   /** Present (true) only when (bizType, outerBizId) was withdrawn for this account: nothing was stored, and nothing will be. */
   withdrawn?: true;
+  /** Present (true) only when `expiresAt` was at or before the Redis clock's now: nothing was stored (duplicate false). */
+  expired?: true;
 }
 
 /** A batch item the caller found invalid: it fails alone, with this error. */
@@ -47,10 +62,11 @@ export interface InvalidBatchItem {
 
 export interface WriteBatchItemResult {
   index: number;
-  /** 201 new, 200 duplicate or withdrawn, 400 invalid (nothing stored). */
+  /** 201 new, 200 duplicate, withdrawn or already expired, 400 invalid (nothing stored). */
   status: 200 | 201 | 400;
   msgId?: string;
   withdrawn?: true;
+  expired?: true;
   error?: string;
 }
 
@@ -58,6 +74,8 @@ export interface WriteBatchResult {
   results: WriteBatchItemResult[];
   created: number;
   duplicates: number;
+  /** Items whose `expiresAt` had already passed: nothing stored. */
+  expired: number;
   invalid: number;
 }
 

@@ -23,10 +23,10 @@ export class MessagesIngestController {
   @Post('messages')
   @ApiOperation({ summary: 'Write one message, idempotent on (bizType, outerBizId) per account; optionally with its own expiry' })
   @ApiCreatedResponse({ type: WriteResultDto, description: 'New message' })
-  @ApiOkResponse({ type: WriteResultDto, description: 'Duplicate: the original msgId; or withdrawn: nothing stored' })
+  @ApiOkResponse({ type: WriteResultDto, description: 'Duplicate: the original msgId; or withdrawn, or expiresAt already past (expired): nothing stored' })
   async write(@Body() dto: WriteMessageDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<WriteResultDto> {
     const r = await this.messages.write(toWriteCommand(dto));
-    void reply.status(r.duplicate ? 200 : 201);
+    void reply.status(r.duplicate || r.expired ? 200 : 201);
     return r;
   }
 

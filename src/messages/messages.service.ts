@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { InvalidArgumentError } from '../errors/domain-error';
 import { BroadcastFeed } from './broadcast-feed';
 import { checkMessageCommand } from './command-checks';
 import { MessageDto, PullResultDto } from './dto/pull.dto';
@@ -39,15 +40,17 @@ export class MessagesService {
   /**
    * Writes one message; `duplicate` when (bizType, outerBizId) was already written for the account,
    * `withdrawn` (and msgId '') when it was withdrawn: a withdrawn key stays withdrawn for the
-   * retention time, so a retried or late write never brings the message back. Throws a 400
-   * ApiError naming the field (and stores nothing) for a bad accountId, bizType, outerBizId or
-   * ttlMs (an integer from 1 to 90 days); the other fields are the caller's to keep within the
-   * HTTP rules (dto/write-message.dto.ts).
+   * retention time, so a retried or late write never brings the message back; `expired` (duplicate
+   * false, msgId '') when `expiresAt` was at or before the Redis clock's now: nothing stored. Throws a
+   * 400 ApiError naming the field (and stores nothing) for a bad accountId, bizType, outerBizId,
+   * ttlMs (an integer from 1 to 90 days) or expiresAt (epoch ms, at most 90 days ahead); the other
+   * fields are the caller's to keep within the HTTP rules (dto/write-message.dto.ts).
    */
   async write(cmd: WriteMessageCommand, source: Source = 'api'): Promise<WriteMessageResult> {
     checkMessageCommand(cmd);
-    const { outcome, msgId } = await this.store.write(cmd.accountId, toStored(cmd), { ttlMs: cmd.ttlMs });
+    const { outcome, msgId } = await this.store.write(cmd.accountId, toStored(cmd), { ttlMs: cmd.ttlMs, expiresAt: cmd.expiresAt });
     if (outcome === 3) return { msgId: '', duplicate: true, withdrawn: true };
+    if (outcome === 4) return { msgId: '', duplicate: false, expired: true };
     this.count(outcome === 1, source);
     return { msgId, duplicate: outcome !== 1 };
   }
@@ -72,14 +75,22 @@ export class MessagesService {
   async writeBatch(items: ReadonlyArray<WriteMessageCommand | InvalidBatchItem>): Promise<WriteBatchResult> {
     const results = await mapLimit([...items], FAN_OUT, async (item, index): Promise<WriteBatchItemResult> => {
       if ('invalid' in item) return { index, status: 400, error: item.invalid };
+      try {
+        checkMessageCommand(item); // e.g. an expiresAt more than 90 days ahead: this item fails alone
+      } catch (e) {
+        if (e instanceof InvalidArgumentError) return { index, status: 400, error: e.message };
+        throw e;
+      }
       const r = await this.write(item, 'batch');
       if (r.withdrawn) return { index, status: 200, withdrawn: true };
+      if (r.expired) return { index, status: 200, msgId: '', expired: true };
       return { index, status: r.duplicate ? 200 : 201, msgId: r.msgId };
     });
     return {
       results,
       created: results.filter((r) => r.status === 201).length,
-      duplicates: results.filter((r) => r.status === 200).length,
+      duplicates: results.filter((r) => r.status === 200 && !r.expired).length,
+      expired: results.filter((r) => r.expired).length,
       invalid: results.filter((r) => r.status === 400).length,
     };
   }

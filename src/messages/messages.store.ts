@@ -50,14 +50,16 @@ export class MessagesStore {
    * 1 new, 0 duplicate (msgId = the original), 2 the pending action was finished meanwhile,
    * 3 (bizType, outerBizId) was withdrawn (msgId ''). `pendingBizType` makes the write a
    * reminder: it happens only while that action is pending (any recorded start), and ends it.
-   * `ttlMs` (a checked positive integer) makes the message expire that long after the write.
+   * `ttlMs` (a checked positive integer) makes the message expire that long after the write;
+   * `expiresAt` (epoch ms, Redis clock) at that time, the earlier of the two when both are given.
+   * 4: `expiresAt` was at or before the Redis clock's now, nothing stored (msgId '').
    */
   async write(
     accountId: string,
     message: StoredMessage,
-    opts: { ttlMs?: number; pendingBizType?: string } = {},
-  ): Promise<{ outcome: 0 | 1 | 2 | 3; msgId: string }> {
-    const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2 | 3, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
+    opts: { ttlMs?: number; expiresAt?: number; pendingBizType?: string } = {},
+  ): Promise<{ outcome: 0 | 1 | 2 | 3 | 4; msgId: string }> {
+    const [outcome, msgId] = await this.scripts.run<[0 | 1 | 2 | 3 | 4, string, number]>('messages/write', inboxKeys(this.keys, accountId), [
       message.k,
       JSON.stringify(message),
       this.maxCount,
@@ -65,6 +67,7 @@ export class MessagesStore {
       opts.pendingBizType === undefined ? '' : pendingField(opts.pendingBizType),
       '',
       opts.ttlMs ?? '',
+      opts.expiresAt ?? '',
     ]);
     return { outcome, msgId };
   }

@@ -5,7 +5,7 @@ import { CREDS, TestApp, userToken, useAppOnOwnRedis } from '../support/test-app
 
 /**
  * Over HTTP, for business systems (service token): a message written with its
- * own expiry (`ttlMs` on POST /messages and in a batch), and
+ * own expiry (`ttlMs` or `expiresAt` on POST /messages and in a batch), and
  * POST /messages/withdraw. Bad input is a 400 naming the field and stores
  * nothing; other credentials are refused and store nothing either.
  */
@@ -101,6 +101,102 @@ describe('Message center over HTTP: expiry and withdraw', () => {
       expect(results[1].error).toContain('ttlMs');
       expect(results[2].error).toContain('ttlMs');
       expect((await pull(acc)).messages.map((m) => m.outerBizId)).toEqual(['b-1']);
+    });
+  });
+
+  describe('POST /messages with expiresAt', () => {
+    it('stores the message until expiresAt (an ISO date-time with a zone); the app stops seeing it then', async () => {
+      const acc = 'e2e_abs';
+      const expiresAt = (await redisNow()) + 500;
+      const res = await request(t.server)
+        .post('/messages')
+        .set(SERVICE)
+        .send(message(acc, 'o-1', { expiresAt: new Date(expiresAt).toISOString() }));
+      expect({ status: res.status, duplicate: (res.body as { duplicate: boolean }).duplicate }).toEqual({ status: 201, duplicate: false });
+      const msgId = (res.body as { msgId: string }).msgId;
+      expect(await pull(acc)).toMatchObject({ messages: [{ outerBizId: 'o-1' }], unread: 1 });
+      expect((await request(t.server).get(`/messages/${msgId}`).set(asUser(acc))).status).toBe(200);
+      for (let now = await redisNow(); now <= expiresAt; now = await redisNow()) await new Promise((r) => setTimeout(r, 20));
+      expect(await pull(acc)).toMatchObject({ messages: [], unread: 0 });
+      expect((await request(t.server).get('/messages/unread-count').set(asUser(acc))).body).toEqual({ unread: 0 });
+      expect((await request(t.server).get(`/messages/${msgId}`).set(asUser(acc))).status).toBe(404);
+    });
+
+    it('an expiresAt already past (in any zone) is a 200 with expired: true, and stores nothing', async () => {
+      const acc = 'e2e_abs_past';
+      const before = await snapshot();
+      for (const expiresAt of [new Date((await redisNow()) - 1_000).toISOString(), '2026-01-01T08:00:00+08:00']) {
+        const res = await request(t.server)
+          .post('/messages')
+          .set(SERVICE)
+          .send(message(acc, 'o-1', { expiresAt }));
+        expect({ status: res.status, body: res.body as unknown }).toEqual({ status: 200, body: { msgId: '', duplicate: false, expired: true } });
+      }
+      expect(await snapshot()).toEqual(before);
+    });
+
+    it.each<[string, unknown]>([
+      ['null', null],
+      ['epoch ms (a number)', 1_795_336_200_000],
+      ['epoch ms as a string', '1795336200000'],
+      ['a bare date', '2026-11-22'],
+      ['a date-time without a zone', '2026-11-22T08:30:00'],
+      ['an impossible date', '2026-02-30T08:30:00Z'],
+      ['words', 'tomorrow'],
+      ['41 characters', `2026-11-22T08:30:00.${'1'.repeat(20)}Z`],
+      ['a five-digit year', '+010000-01-01T00:00:00Z'],
+      ['before 1970', '1969-12-31T23:59:59Z'],
+    ])('refuses expiresAt %s: 400 naming expiresAt, nothing stored', async (what, expiresAt) => {
+      const acc = `e2e_abs_bad_${what.replace(/\W+/g, '_')}`;
+      const before = await snapshot();
+      expect400(
+        await request(t.server)
+          .post('/messages')
+          .set(SERVICE)
+          .send(message(acc, 'o-1', { expiresAt })),
+        'expiresAt',
+      );
+      expect(await snapshot()).toEqual(before);
+    });
+
+    it('in a batch: a good expiresAt is 201, a past one 200 expired, a bad one fails only its item, naming the field', async () => {
+      const acc = 'e2e_abs_batch';
+      const res = await request(t.server)
+        .post('/messages/batch')
+        .set(SERVICE)
+        .send({
+          messages: [
+            message(acc, 'b-1', { expiresAt: new Date((await redisNow()) + 60_000).toISOString() }),
+            message(acc, 'b-2', { expiresAt: new Date((await redisNow()) - 1_000).toISOString() }),
+            message(acc, 'b-3', { expiresAt: '2026-11-22T08:30:00' }),
+            message(acc, 'b-4', { expiresAt: '1969-12-31T23:59:59Z' }),
+            message(acc, 'b-5', { expiresAt: new Date((await redisNow()) + MAX_MESSAGE_TTL_MS + 86_400_000).toISOString() }),
+          ],
+        });
+      expect(res.status).toBe(200);
+      const body = res.body as {
+        results: Array<{ status: number; expired?: boolean; error?: string }>;
+        created: number;
+        duplicates: number;
+        expired: number;
+        invalid: number;
+      };
+      expect(body.results.map((r) => [r.status, r.expired ?? false])).toEqual([
+        [201, false],
+        [200, true],
+        [400, false],
+        [400, false],
+        [201, false],
+      ]);
+      expect(body.results[2].error).toContain('expiresAt');
+      expect(body.results[3].error).toContain('expiresAt');
+      expect({ created: body.created, duplicates: body.duplicates, expired: body.expired, invalid: body.invalid }).toEqual({
+        created: 2,
+        duplicates: 0,
+        expired: 1,
+        invalid: 2,
+      });
+      expect((await pull(acc)).messages.map((m) => m.outerBizId)).toEqual(['b-1', 'b-5']);
     });
   });
 

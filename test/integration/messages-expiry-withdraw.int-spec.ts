@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { InvalidArgumentError } from '../../src/errors/domain-error';
-import { MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
+import { MAX_MESSAGE_EXPIRES_AT, MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
 import { inboxKeys } from '../../src/messages/message-keys';
 import { MessagesModule } from '../../src/messages/messages.module';
 import { MessagesService } from '../../src/messages/messages.service';
@@ -52,7 +52,7 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
     const [inbox, bodies, idem, read, meta, expiry, withdrawn] = inboxKeys(app.app.get(KeyBuilder), accountId);
     return { inbox, bodies, idem, read, meta, expiry, withdrawn };
   };
-  const write = (accountId: string, outerBizId: string, extra: { ttlMs?: number } = {}, s = svc) =>
+  const write = (accountId: string, outerBizId: string, extra: { ttlMs?: number; expiresAt?: number } = {}, s = svc) =>
     s.write({ accountId, bizType: 'ORDER_CLOSE_REMINDER', outerBizId, title: 'Your order closes soon', content: `Pay order ${outerBizId}`, ...extra });
   const withdraw = (accountId: string, outerBizId: string, s = svc) => s.withdraw({ accountId, bizType: 'ORDER_CLOSE_REMINDER', outerBizId });
   const visible = async (accountId: string, s = svc) => (await s.pull(accountId, '1', 100)).messages.map((m) => m.outerBizId);
@@ -131,6 +131,116 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       // The bounds themselves are accepted.
       expect(await write(acc, 'edge', { ttlMs: MAX_MESSAGE_TTL_MS })).toMatchObject({ duplicate: false });
       expect(await write(acc, 'shortest', { ttlMs: 1 })).toMatchObject({ duplicate: false });
+    });
+  });
+
+  describe('absolute expiry (expiresAt)', () => {
+    const waitPast = (at: number) => waitUntil('the Redis clock to pass expiresAt', async () => (await redisNow()) > at, 3_000, 20);
+
+    it('a message shows in pull, get and unread count until its expiresAt, and in none of them after', async () => {
+      const acc = 'abs-1';
+      const kept = await write(acc, 'kept');
+      const expiresAt = (await redisNow()) + 500;
+      const expiring = await write(acc, 'closes', { expiresAt });
+      expect(expiring).toEqual({ msgId: expect.any(String), duplicate: false });
+      expect(Number(await raw.zscore(keysOf(t, acc).expiry, expiring.msgId))).toBe(expiresAt);
+
+      expect(await visible(acc)).toEqual(['kept', 'closes']);
+      expect(await svc.get(acc, expiring.msgId)).toMatchObject({ msgId: expiring.msgId, outerBizId: 'closes' });
+      expect(await svc.unreadCount(acc)).toBe(2);
+
+      await waitPast(expiresAt);
+
+      await expect(svc.get(acc, expiring.msgId)).rejects.toBeInstanceOf(ScriptNotFoundError);
+      expect(await svc.unreadCount(acc)).toBe(1);
+      expect(await rawUnread(acc)).toBe(1);
+      expect(await visible(acc)).toEqual(['kept']);
+      expect((await svc.pull(acc, undefined, 10)).messages.map((m) => m.msgId)).toEqual([kept.msgId]);
+      const k = keysOf(t, acc);
+      expect(await raw.hkeys(k.bodies)).toEqual([kept.msgId]);
+      expect(await raw.exists(k.expiry)).toBe(0);
+    });
+
+    it('with ttlMs too, the earlier expiry wins, whichever of the two it is', async () => {
+      const acc = 'abs-both';
+      // expiresAt earlier than ttlMs: the stored expiry is expiresAt, and the message goes then.
+      const absAt = (await redisNow()) + 400;
+      const absFirst = await write(acc, 'abs-first', { ttlMs: 60_000, expiresAt: absAt });
+      expect(Number(await raw.zscore(keysOf(t, acc).expiry, absFirst.msgId))).toBe(absAt);
+
+      // ttlMs earlier than expiresAt: the stored expiry is the write time (Redis clock) plus ttlMs.
+      const before = await redisNow();
+      const ttlFirst = await write(acc, 'ttl-first', { ttlMs: 400, expiresAt: before + 60_000 });
+      const after = await redisNow();
+      const ttlAt = Number(await raw.zscore(keysOf(t, acc).expiry, ttlFirst.msgId));
+      expect(ttlAt).toBeGreaterThanOrEqual(before + 400);
+      expect(ttlAt).toBeLessThanOrEqual(after + 400);
+
+      const kept = await write(acc, 'kept', { ttlMs: 60_000, expiresAt: (await redisNow()) + 120_000 });
+      expect(await visible(acc)).toEqual(['abs-first', 'ttl-first', 'kept']);
+      await waitPast(Math.max(absAt, ttlAt));
+      expect(await visible(acc)).toEqual(['kept']);
+      expect(await svc.unreadCount(acc)).toBe(1);
+      await expect(svc.get(acc, absFirst.msgId)).rejects.toBeInstanceOf(ScriptNotFoundError);
+      await expect(svc.get(acc, ttlFirst.msgId)).rejects.toBeInstanceOf(ScriptNotFoundError);
+      expect(await svc.get(acc, kept.msgId)).toMatchObject({ outerBizId: 'kept' });
+    });
+
+    it('an expiresAt at or before the Redis clock stores nothing and answers expired: true', async () => {
+      const acc = 'abs-past';
+      const k = keysOf(t, acc);
+      for (const [outerBizId, extra] of [
+        ['now', { expiresAt: await redisNow() }], // at or before the script's now by the time it runs
+        ['past', { expiresAt: (await redisNow()) - 60_000 }],
+        ['past-with-ttl', { expiresAt: (await redisNow()) - 1, ttlMs: 60_000 }],
+      ] as const) {
+        expect(await write(acc, outerBizId, extra)).toEqual({ msgId: '', duplicate: false, expired: true });
+      }
+      expect(await raw.exists(...Object.values(k))).toBe(0);
+      // Nothing was recorded for the key either: the same message with a future expiresAt is new.
+      const later = await write(acc, 'past', { expiresAt: (await redisNow()) + 60_000 });
+      expect(later).toEqual({ msgId: expect.any(String), duplicate: false });
+      expect(await visible(acc)).toEqual(['past']);
+      expect(await svc.unreadCount(acc)).toBe(1);
+      // A retry of a stored message is its duplicate, even with an expiresAt that has passed meanwhile.
+      expect(await write(acc, 'past', { expiresAt: (await redisNow()) - 1 })).toEqual({ msgId: later.msgId, duplicate: true });
+    });
+
+    it('in a batch, an expired item answers 200 expired and counts apart from duplicates', async () => {
+      const acc = 'abs-batch';
+      const base = { accountId: acc, bizType: 'ORDER_CLOSE_REMINDER', title: 't', content: 'c' };
+      const r = await svc.writeBatch([
+        { ...base, outerBizId: 'b-1', expiresAt: (await redisNow()) + 60_000 },
+        { ...base, outerBizId: 'b-2', expiresAt: (await redisNow()) - 1 },
+        { ...base, outerBizId: 'b-3', expiresAt: MAX_MESSAGE_EXPIRES_AT + 1 },
+      ]);
+      expect(r.results.map((x) => [x.status, x.expired ?? false])).toEqual([
+        [201, false],
+        [200, true],
+        [400, false],
+      ]);
+      expect(r.results[2].error).toContain('expiresAt');
+      expect({ created: r.created, duplicates: r.duplicates, expired: r.expired, invalid: r.invalid }).toEqual({
+        created: 1,
+        duplicates: 0,
+        expired: 1,
+        invalid: 1,
+      });
+      expect(await visible(acc)).toEqual(['b-1']);
+    });
+
+    it('an expiresAt that is not an integer epoch ms up to year 9999 is a 400 naming expiresAt, and stores nothing', async () => {
+      const acc = 'abs-bad';
+      const microseconds = (await redisNow()) * 1000 + 60_000_000; // a unit mistake, caught by the bound
+      for (const expiresAt of [0, -1, 1000.5, Number.NaN, Number.POSITIVE_INFINITY, MAX_MESSAGE_EXPIRES_AT + 1, microseconds]) {
+        await expectFieldError(write(acc, `bad-${expiresAt}`, { expiresAt }), 'expiresAt');
+      }
+      expect(await raw.exists(...Object.values(keysOf(t, acc)))).toBe(0);
+      // Later than 90 days ahead is taken (retention removes the message first), up to the bound itself.
+      const far = await write(acc, 'far', { expiresAt: (await redisNow()) + MAX_MESSAGE_TTL_MS + 86_400_000 });
+      expect(far).toEqual({ msgId: expect.any(String), duplicate: false });
+      expect(await write(acc, 'last', { expiresAt: MAX_MESSAGE_EXPIRES_AT })).toEqual({ msgId: expect.any(String), duplicate: false });
+      expect(await visible(acc)).toEqual(['far', 'last']);
     });
   });
 

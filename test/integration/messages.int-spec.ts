@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { FEED_SIZE } from '../../src/messages/broadcast-feed';
 import type { MessageDto } from '../../src/messages/dto/pull.dto';
-import type { WriteMessageDto } from '../../src/messages/dto/write-message.dto';
+import type { WriteMessageCommand } from '../../src/messages/message-commands';
 import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
 import { MessagesService } from '../../src/messages/messages.service';
 import { MessagesStore } from '../../src/messages/messages.store';
@@ -41,7 +41,7 @@ function inboxApp(t: TestApp, raw: Redis) {
     prefix: keyBuilder.prefix,
     /** inbox, bodies, idem, read, meta */
     keys: (accountId: string) => inboxKeys(keyBuilder, accountId),
-    write: (accountId: string, bizType: string, outerBizId: string, extra: Partial<WriteMessageDto> = {}) =>
+    write: (accountId: string, bizType: string, outerBizId: string, extra: Partial<WriteMessageCommand> = {}) =>
       svc.write({ accountId, bizType, outerBizId, title: 'Payment successful', content: `¥12.00 paid, ${outerBizId}`, ...extra }),
     /** Every visible message of the account, oldest first, by pulling with after=latestId from the start. */
     async all(accountId: string): Promise<MessageDto[]> {

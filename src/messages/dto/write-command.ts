@@ -5,10 +5,14 @@ import { flattenValidationErrors } from '../../http/validation';
 import type { InvalidBatchItem, WriteMessageCommand } from '../message-commands';
 import { WriteMessageDto } from './write-message.dto';
 
-/** The service's command for a validated write body (only the fields the command knows). */
+/**
+ * The service's command for a validated write body (only the fields the command knows); `expiresAt`
+ * becomes epoch ms (NaN for a date Date cannot read, which the service refuses naming the field).
+ */
 export function toWriteCommand(dto: WriteMessageDto): WriteMessageCommand {
   const { accountId, bizType, outerBizId, title, content, url, logoUrl, needPush, createdAt, ttlMs } = dto;
-  return { accountId, bizType, outerBizId, title, content, url, logoUrl, needPush, createdAt, ttlMs };
+  const expiresAt = dto.expiresAt === undefined ? undefined : Date.parse(dto.expiresAt);
+  return { accountId, bizType, outerBizId, title, content, url, logoUrl, needPush, createdAt, ttlMs, expiresAt };
 }
 
 /**

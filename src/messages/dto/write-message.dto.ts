@@ -86,6 +86,20 @@ export class WriteMessageDto {
   @Min(1)
   @Max(MAX_MESSAGE_TTL_MS)
   ttlMs?: number;
+
+  /**
+   * When the message stops showing (ISO 8601 date and time with a zone): from then on (by the Redis clock) no pull,
+   * unread count or get returns it. With ttlMs too, the earlier applies. A time already past stores nothing and
+   * answers 200 with `expired: true`. A duplicate keeps the original's expiry. A time after the retention time
+   * changes nothing: retention removes the message first.
+   */
+  @ApiPropertyOptional({ format: 'date-time', example: '2099-12-31T16:00:00.000Z', maxLength: 40 })
+  @IsOptionalField()
+  @IsString()
+  @MaxLength(40)
+  @IsISO8601({ strict: true })
+  @Matches(DATE_TIME_RE, { message: 'expiresAt must be a date and time with a time zone, e.g. 2026-11-22T08:45:00Z' })
+  expiresAt?: string;
 }
 
 /** Take back one message (service token). The account is named in the body, as for a write. */
@@ -113,7 +127,10 @@ export class WriteBatchDto {
 }
 
 export class WriteResultDto {
-  @ApiProperty({ description: "The message id (the original one for a duplicate); '' when (bizType, outerBizId) was withdrawn", example: '1795302000000000' })
+  @ApiProperty({
+    description: "The message id (the original one for a duplicate); '' when (bizType, outerBizId) was withdrawn or expiresAt had already passed",
+    example: '1795302000000000',
+  })
   msgId!: string;
   @ApiProperty({ description: 'True when (bizType, outerBizId) was already written (or withdrawn) for this account: nothing stored', example: false })
   duplicate!: boolean;
@@ -122,13 +139,16 @@ export class WriteResultDto {
     example: true,
   })
   withdrawn?: boolean;
+  @ApiPropertyOptional({ description: 'Present (true) only when expiresAt was already past (Redis clock): nothing stored, duplicate false', example: true })
+  expired?: boolean;
 }
 
 export class BatchItemResultDto {
   @ApiProperty({ example: 0 }) index!: number;
-  @ApiProperty({ description: '201 new, 200 duplicate, 400 invalid (nothing stored)', enum: [200, 201, 400] }) status!: number;
+  @ApiProperty({ description: '201 new, 200 duplicate, withdrawn or already expired, 400 invalid (nothing stored)', enum: [200, 201, 400] }) status!: number;
   @ApiPropertyOptional({ example: '1795302000000000' }) msgId?: string;
   @ApiPropertyOptional({ description: 'Set (true) when (bizType, outerBizId) was withdrawn: status 200, nothing stored', example: true }) withdrawn?: boolean;
+  @ApiPropertyOptional({ description: 'Set (true) when expiresAt had already passed: status 200, nothing stored', example: true }) expired?: boolean;
   @ApiPropertyOptional({ example: 'title must be shorter than or equal to 100 characters' }) error?: string;
 }
 
@@ -136,5 +156,6 @@ export class BatchResultDto {
   @ApiProperty({ type: [BatchItemResultDto] }) results!: BatchItemResultDto[];
   @ApiProperty({ example: 498 }) created!: number;
   @ApiProperty({ example: 1 }) duplicates!: number;
+  @ApiProperty({ description: 'Items whose expiresAt had already passed: nothing stored', example: 0 }) expired!: number;
   @ApiProperty({ example: 1 }) invalid!: number;
 }
