@@ -3,6 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { AuthGuard } from './auth/auth.guard';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { AuthModule } from './auth/auth.module';
+import { CloseReminderModule } from './close-reminder/close-reminder.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DelayQueueModule } from './delay-queue/delay-queue.module';
@@ -38,6 +39,7 @@ export class AppModule {
         DiagnosticsModule,
         MessagesModule,
         OrdersModule,
+        CloseReminderModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },

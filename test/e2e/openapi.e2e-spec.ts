@@ -112,7 +112,13 @@ describe('OpenAPI document', () => {
     expect(new Set(names)).toEqual(used);
     const userFacing = names.map((n, i) => [n, i] as const).filter(([n]) => USER_FACING_TAG.test(n));
     const ops = names.map((n, i) => [n, i] as const).filter(([n]) => /^ops\b/.test(n));
-    expect(userFacing.map(([n]) => n).sort()).toEqual(['messages (app)', 'messages (business systems)', 'orders (merchants)', 'payments (app)']);
+    expect(userFacing.map(([n]) => n).sort()).toEqual([
+      'close reminders (merchants)',
+      'messages (app)',
+      'messages (business systems)',
+      'orders (merchants)',
+      'payments (app)',
+    ]);
     expect(ops.length).toBeGreaterThan(0);
     expect(Math.max(...userFacing.map(([, i]) => i))).toBeLessThan(Math.min(...ops.map(([, i]) => i)));
     expect(names.slice(0, userFacing.length)).toEqual(userFacing.map(([n]) => n));

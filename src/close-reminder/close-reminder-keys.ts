@@ -1,0 +1,23 @@
+import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
+import { ORDER_ID_RE } from '../orders/order-keys';
+
+/** The close reminders' keys: one order's reminder record (`{o:<orderId>}`); the merchants' settings (`{m}`). */
+export const CLOSE_REMINDER_KEYS = defineKeySpace('close-reminder', { o: 'id', m: 'fixed' });
+
+/** Merchant ids as the merchant signature admits them; never `.` or `..` (they appear in URLs). */
+export const MERCHANT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
+export { ORDER_ID_RE };
+
+/** The parts of the settings tag, in the settings scripts' KEYS order. */
+export const SETTINGS_PARTS = ['settings', 'merchants', 'version'] as const;
+
+/** One order's reminder record (a hash), under the order's own tag. */
+export function reminderKey(builder: KeyBuilder, orderId: string): string {
+  return builder.tagged(CLOSE_REMINDER_KEYS, 'o', orderId).key('reminder');
+}
+
+/** The settings hash, the merchant index and the settings version: one slot for all merchants. */
+export function settingsKeys(builder: KeyBuilder): string[] {
+  const t = builder.tagged(CLOSE_REMINDER_KEYS, 'm');
+  return SETTINGS_PARTS.map((p) => t.key(p));
+}

@@ -1,0 +1,70 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { defineConfigSlice } from '../config/config-slice';
+import { toInt } from '../config/env-validation';
+
+/** The close reminders' environment variables (see `.env.example`). */
+export class CloseReminderEnv {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  CLOSE_REMINDER_SEND_CONCURRENCY?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  CLOSE_REMINDER_CLAIM_BATCH?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  CLOSE_REMINDER_EVENT_CONCURRENCY?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600)
+  CLOSE_REMINDER_MIN_LEFT_SECONDS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(3600)
+  @Max(90 * 86_400)
+  CLOSE_REMINDER_RECORD_RETENTION_SECONDS?: number;
+}
+
+/** The close reminders' settings. Injected by this type. */
+export class CloseReminderConfig {
+  /** Reminders sent at once by one instance (handlers in flight). */
+  sendConcurrency!: number;
+  /** Most reminders one claim script call hands out (the work per script call). */
+  claimBatch!: number;
+  /** Order events of one shard handled at once by one instance. */
+  eventConcurrency!: number;
+  /** A reminder whose due time has passed when its order.created is handled is still sent while this much is left before the close, ms. */
+  minLeftMs!: number;
+  /** How long an order's reminder record is kept after the order's close time, ms (for ops). */
+  recordRetentionMs!: number;
+}
+
+/** The close-reminder slice of the configuration: list `closeReminderConfig.provider` in the module's providers. */
+export const closeReminderConfig = defineConfigSlice({
+  name: 'close-reminder',
+  token: CloseReminderConfig,
+  schema: CloseReminderEnv,
+  build: (s): CloseReminderConfig => ({
+    sendConcurrency: s.CLOSE_REMINDER_SEND_CONCURRENCY ?? 200,
+    claimBatch: s.CLOSE_REMINDER_CLAIM_BATCH ?? 100,
+    eventConcurrency: s.CLOSE_REMINDER_EVENT_CONCURRENCY ?? 32,
+    minLeftMs: (s.CLOSE_REMINDER_MIN_LEFT_SECONDS ?? 60) * 1000,
+    recordRetentionMs: (s.CLOSE_REMINDER_RECORD_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
+  }),
+});

@@ -1,0 +1,159 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { DelayQueueService } from '../delay-queue/delay-queue.service';
+import type { Delivery } from '../delay-queue/delay-queue.types';
+import { MessagesService } from '../messages/messages.service';
+import type { OrderEvent } from '../orders/order-event';
+import { OrderEventsService } from '../orders/order-events.service';
+import { OrdersService } from '../orders/orders.service';
+import type { OrderView } from '../orders/order-views';
+import { CloseReminderConfig } from './close-reminder.config';
+import { CloseReminderMetrics, type SkipReason } from './close-reminder.metrics';
+import { CloseReminderStore } from './close-reminder.store';
+import { MerchantSettings } from './merchant-settings';
+import { renderReminder } from './reminder-template';
+
+/** The delay queue of the reminders; one entry per order, id = the order id. */
+export const REMINDER_QUEUE = 'close-reminders';
+/** The consumer group of the order events. */
+export const EVENTS_GROUP = 'close-reminder';
+/** The message center's bizType of a reminder; its outerBizId is the order id. */
+export const REMINDER_BIZ_TYPE = 'CLOSE_REMINDER';
+
+/** The app's deep link to pay an order. */
+export const payLink = (orderId: string) => `redispay://orders/${orderId}/pay`;
+
+/** Why an order that is read when its reminder comes due gets none. */
+function refusalOf(order: OrderView | undefined, now: number): SkipReason | undefined {
+  if (!order) return 'order-missing';
+  if (order.status === 'PAID') return 'paid';
+  if (order.status === 'CLOSED') return 'closed';
+  if (order.status === 'PAYING') return 'paying';
+  if (now >= order.expiresAt) return 'expired';
+  if (!order.accountId) return 'no-payer';
+  return undefined;
+}
+
+/**
+ * Close reminders: for merchants that opted in, the payer of an unpaid order
+ * gets one app message `lead` before the order closes, and never one for an
+ * order already paid or closed.
+ *
+ * - order.created → the reminder is decided once (schedule-1.lua: due, due
+ *   now, or too late) and put on the `close-reminders` delay queue;
+ * - it comes due → the record moves to `firing`, the order is read, and only
+ *   an unpaid order that is not being paid, with a payer, gets the message
+ *   (idempotent on (CLOSE_REMINDER, orderId), expiring at the close);
+ * - order.paid / order.closed → settle-1.lua: cancelled if not sent, else
+ *   withdrawn from the inbox (the message center's withdraw also stops a write
+ *   that has not landed yet).
+ *
+ * Every step decides from the record and the order's state, never from the
+ * order in which events arrive, so late, repeated and reordered events are safe.
+ */
+@Injectable()
+export class CloseReminderService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(CloseReminderService.name);
+
+  constructor(
+    private readonly store: CloseReminderStore,
+    private readonly settings: MerchantSettings,
+    private readonly orders: OrdersService,
+    private readonly events: OrderEventsService,
+    private readonly messages: MessagesService,
+    private readonly queue: DelayQueueService,
+    private readonly metrics: CloseReminderMetrics,
+    private readonly config: CloseReminderConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.queue.process<{ orderId: string }>(REMINDER_QUEUE, (d) => this.send(d), {
+      concurrency: this.config.sendConcurrency,
+      claimBatch: this.config.claimBatch,
+      maxAttempts: 10,
+      backoff: { initialMs: 1000, maxMs: 30_000 },
+    });
+    await this.events.consume(EVENTS_GROUP, (e) => this.onEvent(e), { concurrency: this.config.eventConcurrency, batchSize: 100 });
+  }
+
+  /** One order event. Throws only when Redis fails (the event is then delivered again). */
+  async onEvent(e: OrderEvent): Promise<void> {
+    if (e.type === 'order.created') return this.onCreated(e);
+    if (e.type === 'order.paid' || e.type === 'order.closed') return this.onSettled(e, e.type === 'order.paid' ? 'paid' : 'closed');
+  }
+
+  private async onCreated(e: OrderEvent): Promise<void> {
+    const settings = await this.settings.get(e.merchantId);
+    if (!settings?.enabled) return;
+    // The order as it is now, not as the event saw it: a late event must not schedule for a settled order.
+    const order = await this.orders.findById(e.orderId);
+    if (!order || order.status === 'PAID' || order.status === 'CLOSED') {
+      this.skipped(!order ? 'order-missing' : order.status === 'PAID' ? 'already-paid' : 'already-closed');
+      return;
+    }
+    const d = await this.store.schedule(order.orderId, order.merchantId, order.expiresAt, settings.leadSeconds * 1000, order.version);
+    if (d.case === 'too-late') this.skipped('too-late');
+    if (d.case !== 'scheduled' && d.case !== 'already-scheduled') return;
+    if (d.case === 'scheduled') this.metrics.scheduled.inc();
+    // Also when already scheduled: a handler that died between the two steps left the queue without it.
+    await this.queue.schedule(REMINDER_QUEUE, order.orderId, { dueAt: d.dueAt }, { orderId: order.orderId }, { ifExists: 'keep' });
+  }
+
+  private async onSettled(e: OrderEvent, cause: 'paid' | 'closed'): Promise<void> {
+    // Opted-in merchants (enabled or not) get a record even before order.created is handled, so that it schedules nothing.
+    const known = (await this.settings.get(e.merchantId)) !== null;
+    const s = await this.store.settle(
+      e.orderId,
+      { cause, orderVersion: e.version, merchantId: e.merchantId, expiresAt: e.expiresAt, payer: e.accountId ?? '' },
+      known,
+    );
+    if (s.case === 'cancelled' && s.previous === 'scheduled') {
+      this.metrics.cancelled.inc();
+      await this.queue.cancel(REMINDER_QUEUE, e.orderId);
+    }
+    if (s.case !== 'withdraw') return;
+    // Firing: the send in progress is revoked; whatever it writes, the withdraw below takes back or keeps out.
+    if (s.previous === 'firing') await this.queue.cancel(REMINDER_QUEUE, e.orderId);
+    const removed = s.payer ? (await this.messages.withdraw({ accountId: s.payer, bizType: REMINDER_BIZ_TYPE, outerBizId: e.orderId })).withdrawn : false;
+    const t = await this.store.transition(e.orderId, ['withdrawing'], removed ? 'withdrawn' : 'cancelled', removed ? 'withdrawnAt' : 'cancelledAt');
+    if (t.moved) (removed ? this.metrics.withdrawn : this.metrics.cancelled).inc();
+  }
+
+  /** A reminder came due. */
+  private async send(d: Delivery<{ orderId: string }>): Promise<void> {
+    const { orderId } = d.payload;
+    // The record and the order are read together; the order read is the check a completed payment fails.
+    const [t, order] = await Promise.all([this.store.transition(orderId, ['scheduled', 'firing'], 'firing', 'firingAt'), this.orders.findById(orderId)]);
+    if (!t.moved) return; // cancelled, settled or sent already
+    const settings = await this.settings.get(t.merchantId);
+    const refusal = !settings?.enabled ? 'merchant-disabled' : refusalOf(order, t.now);
+    if (refusal || !order || !settings) return this.skip(orderId, refusal ?? 'order-missing');
+    const payer = order.accountId!;
+    const text = renderReminder(settings, { subject: order.subject, amount: order.amount, currency: order.currency, closeAt: order.expiresAt, now: t.now });
+    const w = await this.messages.write({
+      accountId: payer,
+      bizType: REMINDER_BIZ_TYPE,
+      outerBizId: orderId,
+      title: text.title,
+      content: text.content,
+      url: payLink(orderId),
+      needPush: true,
+      expiresAt: order.expiresAt,
+    });
+    if (w.withdrawn) return; // the order was settled meanwhile, and its withdraw came first
+    if (w.expired) return this.skip(orderId, 'expired');
+    const sent = await this.store.transition(orderId, ['firing'], 'sent', 'sentAt', { msgId: w.msgId, payer });
+    if (!sent.moved) return;
+    this.metrics.sent.inc();
+    this.metrics.lateness.observe(Math.max(0, sent.now - t.dueAt) / 1000);
+  }
+
+  private async skip(orderId: string, reason: SkipReason): Promise<void> {
+    const t = await this.store.transition(orderId, ['firing'], 'skipped', 'skippedAt', { reason });
+    if (t.moved) this.skipped(reason);
+  }
+
+  private skipped(reason: SkipReason): void {
+    this.metrics.skipped.inc({ reason });
+    this.logger.debug({ reason }, 'close reminder skipped');
+  }
+}

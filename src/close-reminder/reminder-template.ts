@@ -1,0 +1,68 @@
+/**
+ * The reminder's title and content templates: `{subject}`, `{amount}` (in the
+ * order's currency), `{currency}`, `{closeAt}` and `{minutes}` are filled in
+ * when the reminder is sent; any other `{…}` is refused when settings are saved.
+ */
+export const PLACEHOLDERS = ['subject', 'amount', 'currency', 'closeAt', 'minutes'] as const;
+export type Placeholder = (typeof PLACEHOLDERS)[number];
+
+/** Longest templates, in characters; rendered text is cut to the message center's limits. */
+export const MAX_TITLE_TEMPLATE = 100;
+export const MAX_CONTENT_TEMPLATE = 1000;
+/** The message center's limits (see WriteMessageDto). */
+const MAX_TITLE = 100;
+const MAX_CONTENT = 2000;
+
+export const DEFAULT_TITLE = '[Payment reminder] {subject}';
+export const DEFAULT_CONTENT = 'Your order for {subject} ({amount}) closes in {minutes} minutes; pay now so you don’t miss it.';
+
+const TOKEN_RE = /\{([^{}]*)\}/g;
+
+/** The placeholders of `template` that are not known, in order of appearance. */
+export function unknownPlaceholders(template: string): string[] {
+  const names = [...template.matchAll(TOKEN_RE)].map((m) => m[1]);
+  return [...new Set(names.filter((n) => !(PLACEHOLDERS as readonly string[]).includes(n)))];
+}
+
+/** What fills the placeholders. */
+export interface ReminderFacts {
+  subject: string;
+  /** Minor units. */
+  amount: number;
+  currency: string;
+  /** The order's close time, epoch ms. */
+  closeAt: number;
+  /** When the reminder is sent, epoch ms (Redis clock). */
+  now: number;
+}
+
+/** `amount` minor units as the currency writes them, e.g. 12800 CNY → "CN¥128.00", 500 JPY → "¥500". */
+export function formatAmount(amount: number, currency: string): string {
+  const format = new Intl.NumberFormat('en', { style: 'currency', currency });
+  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+  // Intl puts a no-break space between a code and the number; a plain one reads the same in every inbox.
+  return format.format(amount / 10 ** digits).replace(/\u00a0/g, ' ');
+}
+
+/** The close time as `2026-11-24 15:30 UTC`. */
+export function formatCloseAt(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+function fill(template: string, facts: ReminderFacts): string {
+  const values: Record<Placeholder, string> = {
+    subject: facts.subject,
+    amount: formatAmount(facts.amount, facts.currency),
+    currency: facts.currency,
+    closeAt: formatCloseAt(facts.closeAt),
+    minutes: String(Math.max(1, Math.round((facts.closeAt - facts.now) / 60_000))),
+  };
+  return template.replace(TOKEN_RE, (all: string, name: string) => (name in values ? values[name as Placeholder] : all));
+}
+
+const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
+/** The title and content of one reminder, within the message center's limits. */
+export function renderReminder(templates: { title: string; content: string }, facts: ReminderFacts): { title: string; content: string } {
+  return { title: cut(fill(templates.title, facts), MAX_TITLE), content: cut(fill(templates.content, facts), MAX_CONTENT) };
+}
