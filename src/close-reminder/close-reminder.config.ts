@@ -65,6 +65,6 @@ export const closeReminderConfig = defineConfigSlice({
     claimBatch: s.CLOSE_REMINDER_CLAIM_BATCH ?? 100,
     eventConcurrency: s.CLOSE_REMINDER_EVENT_CONCURRENCY ?? 32,
     minLeftMs: (s.CLOSE_REMINDER_MIN_LEFT_SECONDS ?? 60) * 1000,
-    recordRetentionMs: (s.CLOSE_REMINDER_RECORD_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
+    recordRetentionMs: (s.CLOSE_REMINDER_RECORD_RETENTION_SECONDS ?? 86_400) * 1000,
   }),
 });
