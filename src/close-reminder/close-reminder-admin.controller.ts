@@ -5,16 +5,9 @@ import { Auth } from '../auth/auth.decorators';
 import { ApiErrors } from '../http/error-responses';
 import { ReminderSettingsNotFoundError } from './close-reminder.errors';
 import { CloseReminderStatus } from './close-reminder-status';
-import {
-  MerchantIdParamDto,
-  ReminderOrderParamDto,
-  ReminderSettingsDto,
-  ReminderSettingsViewDto,
-  ReminderStatusDto,
-  SettingsPageDto,
-  SettingsPageQueryDto,
-} from './dto/settings.dto';
+import { MerchantIdParamDto, ReminderSettingsDto, ReminderSettingsViewDto, ReminderStatusDto, SettingsPageDto, SettingsPageQueryDto } from './dto/settings.dto';
 import { MerchantSettings, settingsView } from './merchant-settings';
+import { OrderIdParamDto } from '../orders/dto/params.dto';
 
 const noSettings = { description: 'The merchant has no close-reminder settings', errors: [new ReminderSettingsNotFoundError()] as [Error] };
 
@@ -70,7 +63,7 @@ export class CloseReminderAdminController {
   @Get('orders/:orderId')
   @ApiOperation({ summary: 'What became of one order’s close reminder, with times' })
   @ApiOkResponse({ type: ReminderStatusDto })
-  order(@Param() p: ReminderOrderParamDto): Promise<ReminderStatusDto> {
+  order(@Param() p: OrderIdParamDto): Promise<ReminderStatusDto> {
     return this.status.of(p.orderId);
   }
 }

@@ -3,7 +3,7 @@ import { IsBoolean, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, Va
 import { IsOptionalField } from '../../http/optional-field';
 import { QueryInt } from '../../http/validation';
 import { IsIdString } from '../../orders/orders-api.decorators';
-import { MERCHANT_ID_RE, ORDER_ID_RE } from '../close-reminder-keys';
+import { MERCHANT_ID_RE } from '../close-reminder-keys';
 import { DEFAULT_CONTENT, DEFAULT_TITLE, MAX_CONTENT_TEMPLATE, MAX_TITLE_TEMPLATE, PLACEHOLDERS, unknownPlaceholders } from '../reminder-template';
 
 const PLACEHOLDER_LIST = PLACEHOLDERS.map((p) => `{${p}}`).join(' ');
@@ -34,12 +34,6 @@ export class MerchantIdParamDto {
   @ApiProperty({ example: 'm_coffee', maxLength: 64 })
   @IsIdString(64, MERCHANT_ID_RE, ID_MESSAGE)
   merchantId!: string;
-}
-
-export class ReminderOrderParamDto {
-  @ApiProperty({ example: 'ord_3f9a0c1b2d4e5f60718293a4', maxLength: 28 })
-  @IsIdString(28, ORDER_ID_RE, 'orderId must be ord_ and 24 hex digits')
-  orderId!: string;
 }
 
 export class ReminderSettingsDto {
