@@ -4,6 +4,9 @@ import { CloseReminderStore, type ReminderSettings } from './close-reminder.stor
 import type { ReminderSettingsViewDto, SettingsPageDto } from './dto/settings.dto';
 import { DEFAULT_CONTENT, DEFAULT_TITLE } from './reminder-template';
 
+/** Most merchants one instance caches; past it the cache starts again (merchants with and without settings alike). */
+export const MAX_CACHED_MERCHANTS = 10_000;
+
 /** The lead when settings name none: 20 minutes. */
 export const DEFAULT_LEAD_SECONDS = 1200;
 
@@ -47,6 +50,7 @@ export class MerchantSettings implements OnModuleDestroy {
   get(merchantId: string): Promise<ReminderSettings | null> {
     let hit = this.cache.get(merchantId);
     if (!hit) {
+      if (this.cache.size >= MAX_CACHED_MERCHANTS) this.cache.clear();
       hit = this.store.settings(merchantId);
       this.cache.set(merchantId, hit);
       hit.catch(() => this.cache.delete(merchantId));
