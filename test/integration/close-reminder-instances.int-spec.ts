@@ -1,9 +1,13 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { REMINDER_QUEUE } from '../../src/close-reminder/close-reminder.service';
-import type { QueueStats } from '../../src/delay-queue/delay-queue.types';
+import { CloseReminderService, REMINDER_QUEUE } from '../../src/close-reminder/close-reminder.service';
+import type { Delivery, QueueStats } from '../../src/delay-queue/delay-queue.types';
+import type Redis from 'ioredis';
+import type { AppConfig } from '../../src/config/app-config';
+import { queueKeys } from '../../src/delay-queue/delay-queue.keys';
+import { KeyBuilder } from '../../src/redis/key-builder';
 import { freePort } from '../harness/free-port';
-import { waitUntil } from '../harness/redis-process';
+import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { FINAL_STATES, parseMetrics, reminderKit } from '../support/close-reminder';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
@@ -97,6 +101,17 @@ async function startService(redisUrl: string, prefix: string, env: Record<string
 }
 type Service = Awaited<ReturnType<typeof startService>>;
 
+/** How many members `key` holds, whatever its type. */
+async function sizeOf(raw: Redis, key: string): Promise<number> {
+  const type = await raw.type(key);
+  if (type === 'none') return 0;
+  if (type === 'zset') return raw.zcard(key);
+  if (type === 'list') return raw.llen(key);
+  if (type === 'hash') return raw.hlen(key);
+  if (type === 'set') return raw.scard(key);
+  throw new Error(`${key} is a ${type}`);
+}
+
 /** Creates `n` orders on `svc`, 20 at a time; payer i is `${payerPrefix}${i}`. */
 async function createOrders(svc: Service, n: number, payerPrefix: string): Promise<string[]> {
   const ids: string[] = new Array(n);
@@ -123,6 +138,7 @@ describe('close reminders across instances', () => {
   });
 
   afterAll(async () => {
+    jest.restoreAllMocks();
     await Promise.all(services.map((s) => s.kill()));
     await Promise.all(apps.map((a) => a.close()));
     await redis?.destroy();
@@ -163,25 +179,41 @@ describe('close reminders across instances', () => {
     const ids = await createOrders(doomed, n, 'p_kill');
     await waitUntil('every reminder to be scheduled', async () => (await doomed.metrics()).close_reminders_scheduled_total === n || 'not yet', 10_000, 50);
 
-    // Killed once some reminders are done, some held (claimed, in flight) and some still waiting.
-    let atKill: QueueStats | undefined;
-    await waitUntil(
-      'the burst to be under way',
-      async () => {
-        const q = await doomed.queue();
-        const left = q.pending + q.ready + q.inFlight;
-        if (q.inFlight > 0 && left < n && q.pending + q.ready > 0) {
-          await doomed.kill();
-          atKill = q;
-          return true;
-        }
-        return JSON.stringify(q);
-      },
-      20_000,
-      5,
-    );
+    // Killed once some reminders are done, some held (claimed, in flight) and some still waiting. The service is
+    // frozen (SIGSTOP) while the queue is counted, so the counts are the ones it dies with.
+    const raw = rawConnection(redis);
+    const [pendingKey, readyKey, inFlightKey] = queueKeys(new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig), REMINDER_QUEUE).stateKeys;
+    let atKill: { pending: number; ready: number; inFlight: number } | undefined;
+    try {
+      await waitUntil(
+        'the burst to be under way',
+        async () => {
+          doomed.child.kill('SIGSTOP');
+          const [pending, ready, inFlight] = await Promise.all([pendingKey, readyKey, inFlightKey].map((key) => sizeOf(raw, key)));
+          if (inFlight > 0 && pending + ready + inFlight < n && pending + ready > 0) {
+            await doomed.kill();
+            atKill = { pending, ready, inFlight };
+            return true;
+          }
+          doomed.child.kill('SIGCONT');
+          return JSON.stringify({ pending, ready, inFlight });
+        },
+        20_000,
+        5,
+      );
+    } finally {
+      raw.disconnect();
+    }
     expect(atKill!.inFlight).toBeGreaterThan(0);
 
+    // What the survivor is handed: the reminders the killed instance held come again (a second attempt).
+    const attempts: number[] = [];
+    const proto = CloseReminderService.prototype as unknown as { send(d: Delivery<unknown>): Promise<void> };
+    const send = proto.send;
+    jest.spyOn(proto, 'send').mockImplementation(function (this: unknown, d: Delivery<unknown>) {
+      attempts.push(d.attempt);
+      return send.call(this, d);
+    });
     const survivor = await startTestApp(redis.url, { REDIS_KEY_PREFIX: prefix, RATE_LIMIT_ENABLED: 'false', ...VISIBILITY });
     apps.push(survivor);
     const k = reminderKit(survivor);
@@ -190,8 +222,9 @@ describe('close reminders across instances', () => {
       expect(records.get(id)?.state).toBe('sent');
       expect((await k.inbox(`p_kill${i}`)).map((m) => [m.outerBizId, m.msgId])).toEqual([[id, records.get(id)!.msgId]]);
     }
-    // The survivor sent what the killed instance had left (it may have finished a few between the last look and the kill).
-    expect((await k.metrics()).close_reminders_sent_total).toBeGreaterThan(0);
+    // The survivor sent all the killed instance had not finished, and was handed again what it held.
+    expect((await k.metrics()).close_reminders_sent_total).toBeGreaterThanOrEqual(atKill!.pending + atKill!.ready);
+    expect(attempts.filter((a) => a >= 2).length).toBe(atKill!.inFlight);
     expect(await k.queueStats()).toMatchObject({ pending: 0, ready: 0, inFlight: 0, dead: 0 });
   }, 60_000);
 
