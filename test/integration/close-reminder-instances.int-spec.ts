@@ -240,12 +240,16 @@ describe('close reminders across instances', () => {
       expect(await svc.queue()).toMatchObject({ pending: n, inFlight: 0 });
 
       await own.restart();
+      // Orders created after the restart are reminded too: the instance reads the order events again.
+      await waitUntil('the service to be ready again', async () => (await svc.call('/health/ready')).status === 200, 10_000, 100);
+      const after = await createOrders(svc, 10, 'p_aof_after');
+      ids.push(...after);
 
       await waitUntil(
         'every reminder to be sent',
         async () => {
           const m = await svc.metrics();
-          return m.close_reminders_sent_total === n || JSON.stringify(m);
+          return m.close_reminders_sent_total === n + after.length || JSON.stringify(m);
         },
         30_000,
         100,
@@ -253,8 +257,9 @@ describe('close reminders across instances', () => {
       for (const [i, id] of ids.entries()) {
         const status = await svc.json<{ state: string; msgId: string }>(`/admin/close-reminder/orders/${id}`);
         expect(FINAL_STATES.has(status.state) && status.state).toBe('sent');
+        const payer = i < n ? `p_aof${i}` : `p_aof_after${i - n}`;
         const inbox = await svc.json<{ messages: Array<{ bizType: string; outerBizId: string; msgId: string }> }>('/messages?limit=100', {
-          authorization: `Bearer ${userToken(`p_aof${i}`)}`,
+          authorization: `Bearer ${userToken(payer)}`,
         });
         expect(inbox.messages.filter((m) => m.bizType === 'CLOSE_REMINDER').map((m) => [m.outerBizId, m.msgId])).toEqual([[id, status.msgId]]);
       }
