@@ -39,6 +39,13 @@ export class CloseReminderEnv {
   @Min(3600)
   @Max(90 * 86_400)
   CLOSE_REMINDER_RECORD_RETENTION_SECONDS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
+  CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS?: number;
 }
 
 /** The close reminders' settings. Injected by this type. */
@@ -53,6 +60,8 @@ export class CloseReminderConfig {
   minLeftMs!: number;
   /** How long an order's reminder record is kept after the order's close time, ms (for ops). */
   recordRetentionMs!: number;
+  /** A reminder claimed by an instance that dies (or stalls) this long without finishing is sent by another, ms. */
+  visibilityTimeoutMs!: number;
 }
 
 /** The close-reminder slice of the configuration: list `closeReminderConfig.provider` in the module's providers. */
@@ -66,5 +75,6 @@ export const closeReminderConfig = defineConfigSlice({
     eventConcurrency: s.CLOSE_REMINDER_EVENT_CONCURRENCY ?? 32,
     minLeftMs: (s.CLOSE_REMINDER_MIN_LEFT_SECONDS ?? 60) * 1000,
     recordRetentionMs: (s.CLOSE_REMINDER_RECORD_RETENTION_SECONDS ?? 86_400) * 1000,
+    visibilityTimeoutMs: (s.CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS ?? 30) * 1000,
   }),
 });

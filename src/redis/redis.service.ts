@@ -81,11 +81,13 @@ export class RedisService implements OnApplicationShutdown {
   /**
    * A dedicated connection for blocking commands (BLMOVE, BZPOPMIN...), one per name,
    * created on first use. It has no command timeout: callers must pass a bounded block time.
+   * A command in flight when the connection drops fails at once (maxRetriesPerRequest 0): commands are
+   * never re-sent after a reconnect, and without a timeout one neither failed nor re-sent would never settle.
    */
   blocking(name: string): RedisClient {
     let conn = this.blockingConns.get(name);
     if (!conn) {
-      conn = this.create(`blocking:${name}`, { commandTimeout: undefined, enableOfflineQueue: true });
+      conn = this.create(`blocking:${name}`, { commandTimeout: undefined, enableOfflineQueue: true, maxRetriesPerRequest: 0 });
       this.blockingConns.set(name, conn);
     }
     return conn;
@@ -145,7 +147,7 @@ export class RedisService implements OnApplicationShutdown {
    * Builds one connection. The command connection never queues offline (fail fast: 503); the pub/sub and
    * blocking ones, created on first use, queue their first commands until connected.
    */
-  private create(role: string, overrides: { commandTimeout?: number; enableOfflineQueue?: boolean } = {}): RedisClient {
+  private create(role: string, overrides: { commandTimeout?: number; enableOfflineQueue?: boolean; maxRetriesPerRequest?: number } = {}): RedisClient {
     const cfg = this.config.redis;
     const t = cfg.topology;
     let conn: RedisClient;
