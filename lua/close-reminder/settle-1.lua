@@ -1,7 +1,8 @@
 --[[
-  An order's paid or closed event reached the close reminders: whatever has
-  not been sent is cancelled, and whatever may have been sent (firing or sent)
-  is to be withdrawn from the payer's inbox (withdrawing, then withdrawn by
+  An order's paid or closed event reached the close reminders: a scheduled
+  reminder is cancelled (the caller then cancels its queue entry, and withdraws
+  whatever a send already under way may write), and a sent one is to be
+  withdrawn from the payer's inbox (withdrawing, then withdrawn by
   transition-1.lua once the message center confirms). With no record yet (the
   event overtook its order.created), a cancelled record is left for opted-in
   merchants, so that the late order.created schedules nothing. The highest
@@ -18,7 +19,7 @@
 
   Returns: {case, previous state, payer, now}
     case  0 cancelled (nothing was sent; previous '' when there was no record),
-          1 to withdraw (previous firing, sent or withdrawing), 2 already final, 3 nothing to do (no record)
+          1 to withdraw (previous sent or withdrawing), 2 already final, 3 nothing to do (no record)
 ]]
 --- @include "includes/server-time-ms"
 local recordKey = KEYS[1]
@@ -51,7 +52,7 @@ if state == 'scheduled' then
   redis.call('HSET', recordKey, 'state', 'cancelled', 'cause', cause, 'cancelledAt', nowText)
   return {0, state, payer, now}
 end
-if state == 'firing' or state == 'sent' then
+if state == 'sent' then
   redis.call('HSET', recordKey, 'state', 'withdrawing', 'cause', cause, 'payer', payer)
   return {1, state, payer, now}
 end

@@ -1,8 +1,7 @@
 --[[
   Moves an order's close reminder from one of the expected states to the
-  next, atomically, stamping when: scheduled → firing when it comes due (a
-  redelivered firing stays firing), firing → sent or skipped, withdrawing →
-  withdrawn or cancelled. A record in any other state is left alone: another
+  next, atomically, stamping when: scheduled → sent or skipped when it comes
+  due, withdrawing → withdrawn or cancelled. A record in any other state is left alone: another
   step (the order's paid or closed event) decided first.
 
   KEYS[1]  the order's reminder record (hash)

@@ -40,12 +40,15 @@ function refusalOf(order: OrderView | undefined, now: number): SkipReason | unde
  *
  * - order.created → the reminder is decided once (schedule-1.lua: due, due
  *   now, or too late) and put on the `close-reminders` delay queue;
- * - it comes due → the record moves to `firing`, the order is read, and only
- *   an unpaid order that is not being paid, with a payer, gets the message
- *   (idempotent on (CLOSE_REMINDER, orderId), expiring at the close);
- * - order.paid / order.closed → settle-1.lua: cancelled if not sent, else
- *   withdrawn from the inbox (the message center's withdraw also stops a write
- *   that has not landed yet).
+ * - it comes due → the order is read, and only an unpaid order that is not
+ *   being paid, with a payer, gets the message (idempotent on
+ *   (CLOSE_REMINDER, orderId), expiring at the close); then the record moves
+ *   scheduled → sent, and a send that finds it settled meanwhile takes its
+ *   message back;
+ * - order.paid / order.closed → settle-1.lua: cancelled if not sent (and the
+ *   queue entry cancelled; when a delivery was under way or ran before, its
+ *   message withdrawn), else withdrawn from the inbox. The message center's
+ *   withdraw also stops a write that has not landed yet.
  *
  * Every step decides from the record and the order's state, never from the
  * order in which events arrive, so late, repeated and reordered events are safe.
@@ -107,29 +110,31 @@ export class CloseReminderService implements OnApplicationBootstrap {
       { cause, orderVersion: e.version, merchantId: e.merchantId, expiresAt: e.expiresAt, payer: e.accountId ?? '' },
       known,
     );
+    let withdraw = s.case === 'withdraw';
     if (s.case === 'cancelled' && s.previous === 'scheduled') {
       this.metrics.cancelled.inc();
-      await this.queue.cancel(REMINDER_QUEUE, e.orderId);
+      const c = await this.queue.cancel(REMINDER_QUEUE, e.orderId);
+      // Not provably unsent: a send is under way (its delivery is now revoked), or one ran before (a retry waits, or it
+      // finished after this record was cancelled). Whatever it wrote, the withdraw takes back or keeps out.
+      withdraw = !(c.wasPending && c.attempts === 0);
     }
-    if (s.case !== 'withdraw') return;
-    // Firing: the send in progress is revoked; whatever it writes, the withdraw below takes back or keeps out.
-    if (s.previous === 'firing') await this.queue.cancel(REMINDER_QUEUE, e.orderId);
+    if (!withdraw) return;
     const removed = s.payer ? (await this.messages.withdraw({ accountId: s.payer, bizType: REMINDER_BIZ_TYPE, outerBizId: e.orderId })).withdrawn : false;
+    if (s.case !== 'withdraw') return; // a cancelled record stays cancelled
     const t = await this.store.transition(e.orderId, ['withdrawing'], removed ? 'withdrawn' : 'cancelled', removed ? 'withdrawnAt' : 'cancelledAt');
     if (t.moved) (removed ? this.metrics.withdrawn : this.metrics.cancelled).inc();
   }
 
-  /** A reminder came due. */
+  /** A reminder came due. Sends only while the record is `scheduled`: the order's settle may have come first. */
   private async send(d: Delivery<{ orderId: string }>): Promise<void> {
     const { orderId } = d.payload;
-    // The record and the order are read together; the order read is the check a completed payment fails.
-    const [t, order] = await Promise.all([this.store.transition(orderId, ['scheduled', 'firing'], 'firing', 'firingAt'), this.orders.findById(orderId)]);
-    if (!t.moved) return; // cancelled, settled or sent already
-    const settings = await this.settings.get(t.merchantId);
-    const refusal = !settings?.enabled ? 'merchant-disabled' : refusalOf(order, t.now);
+    // The order read is the check a completed payment fails.
+    const { order, now } = await this.orders.readById(orderId);
+    const settings = order ? await this.settings.get(order.merchantId) : null;
+    const refusal = !order ? 'order-missing' : !settings?.enabled ? 'merchant-disabled' : refusalOf(order, now);
     if (refusal || !order || !settings) return this.skip(orderId, refusal ?? 'order-missing');
     const payer = order.accountId!;
-    const text = renderReminder(settings, { subject: order.subject, amount: order.amount, currency: order.currency, closeAt: order.expiresAt, now: t.now });
+    const text = renderReminder(settings, { subject: order.subject, amount: order.amount, currency: order.currency, closeAt: order.expiresAt, now });
     const w = await this.messages.write({
       accountId: payer,
       bizType: REMINDER_BIZ_TYPE,
@@ -142,14 +147,19 @@ export class CloseReminderService implements OnApplicationBootstrap {
     });
     if (w.withdrawn) return; // the order was settled meanwhile, and its withdraw came first
     if (w.expired) return this.skip(orderId, 'expired');
-    const sent = await this.store.transition(orderId, ['firing'], 'sent', 'sentAt', { msgId: w.msgId, payer });
-    if (!sent.moved) return;
+    const sent = await this.store.transition(orderId, ['scheduled'], 'sent', 'sentAt', { msgId: w.msgId, payer });
+    if (!sent.moved) {
+      // Settled (or sent by an earlier delivery) meanwhile. Settled: take back what this delivery wrote; the settle
+      // withdraws too, since it found the delivery in flight. Sent already: the write above was that message again.
+      if (sent.state !== 'sent') await this.messages.withdraw({ accountId: payer, bizType: REMINDER_BIZ_TYPE, outerBizId: orderId });
+      return;
+    }
     this.metrics.sent.inc();
-    this.metrics.lateness.observe(Math.max(0, sent.now - t.dueAt) / 1000);
+    this.metrics.lateness.observe(Math.max(0, sent.now - d.dueAt) / 1000);
   }
 
   private async skip(orderId: string, reason: SkipReason): Promise<void> {
-    const t = await this.store.transition(orderId, ['firing'], 'skipped', 'skippedAt', { reason });
+    const t = await this.store.transition(orderId, ['scheduled'], 'skipped', 'skippedAt', { reason });
     if (t.moved) this.skipped(reason);
   }
 

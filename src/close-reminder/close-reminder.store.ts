@@ -16,8 +16,8 @@ export interface ReminderSettings {
   updatedAt: number;
 }
 
-/** Where an order's reminder is. `firing`: being sent now; `withdrawing`: sent (or being sent) and its order settled, the withdraw under way. */
-export type ReminderState = 'scheduled' | 'firing' | 'sent' | 'cancelled' | 'withdrawing' | 'withdrawn' | 'skipped';
+/** Where an order's reminder is. `withdrawing`: sent, its order settled since, the withdraw under way. */
+export type ReminderState = 'scheduled' | 'sent' | 'cancelled' | 'withdrawing' | 'withdrawn' | 'skipped';
 
 /** One order's reminder record, as stored (times epoch ms, Redis clock). */
 export interface ReminderRecord {
@@ -27,7 +27,6 @@ export interface ReminderRecord {
   expiresAt?: number;
   leadMs?: number;
   scheduledAt?: number;
-  firingAt?: number;
   payer?: string;
   msgId?: string;
   sentAt?: number;
@@ -69,7 +68,7 @@ export interface Settlement {
 
 const SCHEDULE_CASES = ['scheduled', 'already-scheduled', 'too-late', 'decided'] as const;
 const SETTLE_CASES = ['cancelled', 'withdraw', 'final', 'none'] as const;
-const NUMERIC = new Set(['dueAt', 'expiresAt', 'leadMs', 'scheduledAt', 'firingAt', 'sentAt', 'cancelledAt', 'withdrawnAt', 'skippedAt', 'orderVersion']);
+const NUMERIC = new Set(['dueAt', 'expiresAt', 'leadMs', 'scheduledAt', 'sentAt', 'cancelledAt', 'withdrawnAt', 'skippedAt', 'orderVersion']);
 
 /** The one typed wrapper of the lua/close-reminder scripts and keys. */
 @Injectable()

@@ -36,10 +36,18 @@ export interface ReminderFacts {
   now: number;
 }
 
+/** One formatter per currency (building one costs far more than using it). Currencies are the ISO 4217 list: bounded. */
+const FORMATS = new Map<string, { format: Intl.NumberFormat; digits: number }>();
+
 /** `amount` minor units as the currency writes them, e.g. 12800 CNY → "CN¥128.00", 500 JPY → "¥500". */
 export function formatAmount(amount: number, currency: string): string {
-  const format = new Intl.NumberFormat('en', { style: 'currency', currency });
-  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+  let f = FORMATS.get(currency);
+  if (!f) {
+    const format = new Intl.NumberFormat('en', { style: 'currency', currency });
+    f = { format, digits: format.resolvedOptions().maximumFractionDigits ?? 2 };
+    FORMATS.set(currency, f);
+  }
+  const { format, digits } = f;
   // Intl puts a no-break space between a code and the number; a plain one reads the same in every inbox.
   return format.format(amount / 10 ** digits).replace(/\u00a0/g, ' ');
 }

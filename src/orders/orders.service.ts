@@ -17,6 +17,9 @@ import { OrdersStore, serverNow } from './orders.store';
 
 export type CloseReason = 'MERCHANT' | 'EXPIRED';
 
+/** No Redis read happened (a malformed id): the local clock stands in. */
+const serverTimeUnknown = () => Date.now();
+
 /** What closing an order came to, as a domain result: the caller decides what it means. */
 type CloseOutcome = { kind: 'closed' | 'unchanged'; order: OrderRecord } | { kind: 'refused'; refusal: Refusal } | { kind: 'not-found' };
 
@@ -73,9 +76,14 @@ export class OrdersService implements OnApplicationBootstrap {
 
   /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none (a malformed id included). */
   async findById(orderId: string): Promise<OrderView | undefined> {
-    if (!ORDER_ID_RE.test(orderId)) return undefined;
-    const { order } = await this.store.read(orderId);
-    return order ? orderView(order) : undefined;
+    return (await this.readById(orderId)).order;
+  }
+
+  /** As findById, with the Redis clock at the read (epoch ms), for callers that decide on the order's times. */
+  async readById(orderId: string): Promise<{ order: OrderView | undefined; now: number }> {
+    if (!ORDER_ID_RE.test(orderId)) return { order: undefined, now: serverTimeUnknown() };
+    const { order, now } = await this.store.read(orderId);
+    return { order: order ? orderView(order) : undefined, now };
   }
 
   async get(merchantId: string, merchantOrderNo: string): Promise<OrderDto> {

@@ -104,8 +104,8 @@ export class SettingsPageDto {
 
 export class ReminderStatusDto {
   @ApiProperty({ example: 'ord_3f9a0c1b2d4e5f60718293a4' }) orderId!: string;
-  /** none: the order's merchant had no reminders enabled when it was created (or the record has expired); firing: being sent; withdrawing: being taken back */
-  @ApiProperty({ enum: ['none', 'scheduled', 'firing', 'sent', 'cancelled', 'withdrawing', 'withdrawn', 'skipped'], example: 'sent' })
+  /** none: the order's merchant had no reminders enabled when it was created (or the record has expired); withdrawing: being taken back */
+  @ApiProperty({ enum: ['none', 'scheduled', 'sent', 'cancelled', 'withdrawing', 'withdrawn', 'skipped'], example: 'sent' })
   state!: string;
   @ApiPropertyOptional({ example: 'm_coffee' }) merchantId?: string;
   @ApiPropertyOptional({ description: 'When the reminder is (was) due', example: '2026-11-24T09:10:00.000Z' }) dueAt?: string;
