@@ -57,7 +57,7 @@ import { BENCH_ADMIN_KEY, fullEnv, requireFromBuild, ROOT, snapshotBuild, spawnF
 import { ListScanQueue } from './lib/list-scan-queue';
 import { dist as distribution, type Dist, ms as fmtMs } from './lib/measure';
 import { freePort } from './lib/net';
-import { cpuSeconds, ManagedProcess, waitUntilServing } from './lib/proc';
+import { cpuSeconds, machineCpuSeconds, ManagedProcess, selfCpuSeconds, waitUntilServing } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
 import { benchJson, jsonNum, writeJsonResult } from './lib/results-json';
@@ -286,7 +286,7 @@ interface SizeResult {
   payPhasePing: Dist;
   cpu: { serviceS: number; redisS: number; wallS: number };
   /** From the start of the due second until the queue was empty. */
-  drainCpu: { serviceS: number; redisS: number; wallS: number };
+  drainCpu: { serviceS: number; redisS: number; benchS: number; otherS: number; wallS: number };
   /** INFO commandstats over the burst window; idleCalls: what the same window costs idle (PING and pull loops, pollers). */
   commands: { command: string; calls: number; usec: number; idleCalls: number }[];
   commandsPerReminder: number;
@@ -474,6 +474,8 @@ async function measureSize(size: SizeId, n: number, o: { dist: string; quick: bo
     const dueCpuS = cpuSeconds(service.pid) ?? 0;
     const dueCpuR = cpuSeconds(redis.process.pid) ?? 0;
     const dueT = performance.now();
+    const dueSelf = selfCpuSeconds();
+    const dueMachine = machineCpuSeconds();
     await sleep(200);
     for (let waited = 0; ; waited += 50) {
       const s = await creator.queueBusy();
@@ -482,7 +484,15 @@ async function measureSize(size: SizeId, n: number, o: { dist: string; quick: bo
       await sleep(50);
     }
     await sleep(300);
-    const drainCpu = { serviceS: (cpuSeconds(service.pid) ?? 0) - dueCpuS, redisS: (cpuSeconds(redis.process.pid) ?? 0) - dueCpuR, wallS: (performance.now() - dueT) / 1000 };
+    const drainCpu = {
+      serviceS: (cpuSeconds(service.pid) ?? 0) - dueCpuS,
+      redisS: (cpuSeconds(redis.process.pid) ?? 0) - dueCpuR,
+      benchS: selfCpuSeconds() - dueSelf,
+      otherS: NaN,
+      wallS: (performance.now() - dueT) / 1000,
+    };
+    const endMachine = machineCpuSeconds();
+    if (dueMachine && endMachine) drainCpu.otherS = Math.max(0, endMachine.busy - dueMachine.busy - drainCpu.serviceS - drainCpu.redisS - drainCpu.benchS);
     const duringPing = distribution(await pingLoop.stop());
     const duringPull = distribution(await pullLoop.stop());
     const wallS = (performance.now() - w0) / 1000;
@@ -828,7 +838,7 @@ function sizeTable(rs: SizeResult[]): string {
       row('PING p50 / p99 / max: idle → burst', (r) => `${fmtMs(r.idle.ping.p50)} / ${fmtMs(r.idle.ping.p99)} / ${fmtMs(r.idle.ping.max)} → ${fmtMs(r.during.ping.p50)} / ${fmtMs(r.during.ping.p99)} / ${fmtMs(r.during.ping.max)} ms`),
       row('Pull p50 / p99: idle → burst', (r) => `${fmtMs(r.idle.pull.p50)} / ${fmtMs(r.idle.pull.p99)} → ${fmtMs(r.during.pull.p50)} / ${fmtMs(r.during.pull.p99)} ms (${r.during.pull.n} pulls, ${r.during.pullErrors} errors)`),
       row('CPU over the burst window: service / redis-server', (r) => `${fmtNum(r.cpu.serviceS, 2)} s / ${fmtNum(r.cpu.redisS, 2)} s in ${fmtNum(r.cpu.wallS, 2)} s (${fmtNum((100 * r.cpu.serviceS) / r.cpu.wallS, 0)}% / ${fmtNum((100 * r.cpu.redisS) / r.cpu.wallS, 0)}% of a core)`),
-      row('CPU from the due second until the queue was empty: service / redis-server', (r) => `${fmtNum((100 * r.drainCpu.serviceS) / r.drainCpu.wallS, 0)}% / ${fmtNum((100 * r.drainCpu.redisS) / r.drainCpu.wallS, 0)}% of a core over ${fmtNum(r.drainCpu.wallS, 2)} s; ${fmtInt((1e6 * r.drainCpu.serviceS) / Math.max(1, r.checks.states.sent ?? 0))} / ${fmtInt((1e6 * r.drainCpu.redisS) / Math.max(1, r.checks.states.sent ?? 0))} µs per sent reminder`),
+      row('CPU from the due second until the queue was empty: service / redis-server / this process (PING, pulls, polls) / other jobs', (r) => `${[r.drainCpu.serviceS, r.drainCpu.redisS, r.drainCpu.benchS, r.drainCpu.otherS].map((c) => fmtNum((100 * c) / r.drainCpu.wallS, 0)).join('% / ')}% of a core over ${fmtNum(r.drainCpu.wallS, 2)} s; ${fmtInt((1e6 * r.drainCpu.serviceS) / Math.max(1, r.checks.states.sent ?? 0))} / ${fmtInt((1e6 * r.drainCpu.redisS) / Math.max(1, r.checks.states.sent ?? 0))} µs per sent reminder`),
       row('Redis commands per sent reminder (burst window minus the same window idle)', (r) => fmtNum(r.commandsPerReminder, 1)),
       row('order.created handling', (r) => (r.events.backlog ? 'backlog: service stopped while creating, restarted after' : 'live, while creating')),
       row('SLOWLOG entries ≥ 10 ms (burst)', (r) => `${r.slowlog.count}${r.slowlog.count ? `, longest ${fmtInt(r.slowlog.longestUs)} µs (${r.slowlog.longestCommand})` : ''}`),
