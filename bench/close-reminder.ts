@@ -128,12 +128,6 @@ function loop(call: () => Promise<void>, parallel = 1): { stop(): Promise<number
   };
 }
 
-async function sampleFor(ms: number, call: () => Promise<void>, parallel = 1): Promise<Dist> {
-  const l = loop(call, parallel);
-  await sleep(ms);
-  return distribution(await l.stop());
-}
-
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 
 function http(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
@@ -187,7 +181,15 @@ async function slowlog(r: Redis): Promise<{ count: number; longestUs: number; lo
 // The in-process side: order creation and payment, reading back
 
 interface Creator {
-  createForBuyer(c: { merchantId: string; merchantOrderNo: string; amount: number; currency: string; subject: string; expireMinutes: number; payerAccountId: string }): Promise<{
+  createForBuyer(c: {
+    merchantId: string;
+    merchantOrderNo: string;
+    amount: number;
+    currency: string;
+    subject: string;
+    expireMinutes: number;
+    payerAccountId: string;
+  }): Promise<{
     order: { orderId: string; createdAt: number; expiresAt: number };
   }>;
   pay(accountId: string, orderId: string): Promise<string>;
@@ -276,7 +278,16 @@ interface SizeResult {
   paid: number;
   unpaid: number;
   burst: { method: string; windows: number; expireMinutes: number; leads: string; dueSpreadMs: number; dueFrom: number; createRate: number; createS: number };
-  events: { backlog: boolean; createdPerS: number; createdSpanS: number; paidPerS: number; paidSpanS: number; kept: boolean; scheduleLag: Dist; settleLag: Dist };
+  events: {
+    backlog: boolean;
+    createdPerS: number;
+    createdSpanS: number;
+    paidPerS: number;
+    paidSpanS: number;
+    kept: boolean;
+    scheduleLag: Dist;
+    settleLag: Dist;
+  };
   lateness: Dist;
   latenessValues: number[];
   burstS: number;
@@ -303,7 +314,13 @@ interface SizeResult {
   ours: CancelSide & { slowlog: { count: number; longestUs: number; longestCommand: string } };
 }
 
-async function measureSize(size: SizeId, n: number, o: { dist: string; quick: boolean; backlog: boolean }, redis: BenchRedis, workDir: string): Promise<SizeResult> {
+async function measureSize(
+  size: SizeId,
+  n: number,
+  o: { dist: string; quick: boolean; backlog: boolean },
+  redis: BenchRedis,
+  workDir: string,
+): Promise<SizeResult> {
   const admin = new Redis(redis.url);
   const pinger = new Redis(redis.url);
   onCleanup(
@@ -363,7 +380,12 @@ async function measureSize(size: SizeId, n: number, o: { dist: string; quick: bo
         'PUT',
         `/admin/close-reminder/merchants/${merchant(w)}`,
         adminHeaders,
-        JSON.stringify({ enabled: true, leadSeconds: lead0 + w, title: '[Payment reminder] {subject}', content: 'Your order for {subject} ({amount}) closes in {minutes} minutes' }),
+        JSON.stringify({
+          enabled: true,
+          leadSeconds: lead0 + w,
+          title: '[Payment reminder] {subject}',
+          content: 'Your order for {subject} ({amount}) closes in {minutes} minutes',
+        }),
       );
       if (r.status !== 200 && r.status !== 201) throw new Error(`PUT settings ${merchant(w)}: ${r.status} ${r.body}`);
     }
@@ -432,7 +454,9 @@ async function measureSize(size: SizeId, n: number, o: { dist: string; quick: bo
     );
     const createdS = (performance.now() - c0) / 1000;
     const burstAt = t0 + dueOffsetS * 1000;
-    console.error(`[bench] ${size}: ${fmtInt(n)} orders created in ${fmtNum(createdS, 1)} s (${lastWindow + 1} windows); burst at +${fmtNum((burstAt - Date.now()) / 1000, 1)} s`);
+    console.error(
+      `[bench] ${size}: ${fmtInt(n)} orders created in ${fmtNum(createdS, 1)} s (${lastWindow + 1} windows); burst at +${fmtNum((burstAt - Date.now()) / 1000, 1)} s`,
+    );
     if (o.backlog) {
       service = spawnFullStack({ id: `close-reminder ${size} (restarted)`, port, dist: o.dist, env, workDir });
       await waitUntilServing(service, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
@@ -788,7 +812,9 @@ function latenessSvg(rs: SizeResult[]): string {
   const Y = (share: number) => m.t + ph - share * ph;
   const f = (v: number) => v.toFixed(1);
   const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
   out.push(`<text x="${m.l}" y="24" font-size="15" font-weight="bold">Close reminders due in one second: lateness (sentAt − dueAt), cumulative</text>`);
   for (let s = 0; s <= 1.0001; s += 0.25) {
@@ -830,21 +856,53 @@ function sizeTable(rs: SizeResult[]): string {
       row('Creation windows (merchants), leads', (r) => `${r.burst.windows}, ${r.burst.leads} (expireMinutes ${r.burst.expireMinutes})`),
       row('Spread of the dueAt of all records', (r) => `${fmtInt(r.burst.dueSpreadMs)} ms`),
       row('order.created handled per second (scheduledAt span)', (r) => `${fmtInt(r.events.createdPerS)}/s over ${fmtNum(r.events.createdSpanS, 1)} s`),
-      row('Scheduling lag p50 / p99 / max (event id → scheduledAt)', (r) => `${fmtMs(r.events.scheduleLag.p50)} / ${fmtMs(r.events.scheduleLag.p99)} / ${fmtMs(r.events.scheduleLag.max)} ms`),
+      row(
+        'Scheduling lag p50 / p99 / max (event id → scheduledAt)',
+        (r) => `${fmtMs(r.events.scheduleLag.p50)} / ${fmtMs(r.events.scheduleLag.p99)} / ${fmtMs(r.events.scheduleLag.max)} ms`,
+      ),
       row('order.paid handled per second (cancelledAt span)', (r) => `${fmtInt(r.events.paidPerS)}/s over ${fmtNum(r.events.paidSpanS, 1)} s`),
       row('Cancel lag p50 / p99 (order.paid id → cancelledAt)', (r) => `${fmtMs(r.events.settleLag.p50)} / ${fmtMs(r.events.settleLag.p99)} ms`),
-      row('Lateness p50 / p90 / p99 / max', (r) => `${fmtMs(r.lateness.p50)} / ${fmtMs(r.lateness.p90)} / ${fmtMs(r.lateness.p99)} / ${fmtMs(r.lateness.max)} ms`),
+      row(
+        'Lateness p50 / p90 / p99 / max',
+        (r) => `${fmtMs(r.lateness.p50)} / ${fmtMs(r.lateness.p90)} / ${fmtMs(r.lateness.p99)} / ${fmtMs(r.lateness.max)} ms`,
+      ),
       row('Whole burst out (last sentAt − first dueAt)', (r) => `${fmtNum(r.burstS, 2)} s (${fmtInt(r.sentPerS)} sent/s)`),
-      row('PING p50 / p99 / max: idle → burst', (r) => `${fmtMs(r.idle.ping.p50)} / ${fmtMs(r.idle.ping.p99)} / ${fmtMs(r.idle.ping.max)} → ${fmtMs(r.during.ping.p50)} / ${fmtMs(r.during.ping.p99)} / ${fmtMs(r.during.ping.max)} ms`),
-      row('Pull p50 / p99: idle → burst', (r) => `${fmtMs(r.idle.pull.p50)} / ${fmtMs(r.idle.pull.p99)} → ${fmtMs(r.during.pull.p50)} / ${fmtMs(r.during.pull.p99)} ms (${r.during.pull.n} pulls, ${r.during.pullErrors} errors)`),
-      row('CPU over the burst window: service / redis-server', (r) => `${fmtNum(r.cpu.serviceS, 2)} s / ${fmtNum(r.cpu.redisS, 2)} s in ${fmtNum(r.cpu.wallS, 2)} s (${fmtNum((100 * r.cpu.serviceS) / r.cpu.wallS, 0)}% / ${fmtNum((100 * r.cpu.redisS) / r.cpu.wallS, 0)}% of a core)`),
-      row('CPU from the due second until the queue was empty: service / redis-server / this process (PING, pulls, polls) / other jobs', (r) => `${[r.drainCpu.serviceS, r.drainCpu.redisS, r.drainCpu.benchS, r.drainCpu.otherS].map((c) => fmtNum((100 * c) / r.drainCpu.wallS, 0)).join('% / ')}% of a core over ${fmtNum(r.drainCpu.wallS, 2)} s; ${fmtInt((1e6 * r.drainCpu.serviceS) / Math.max(1, r.checks.states.sent ?? 0))} / ${fmtInt((1e6 * r.drainCpu.redisS) / Math.max(1, r.checks.states.sent ?? 0))} µs per sent reminder`),
+      row(
+        'PING p50 / p99 / max: idle → burst',
+        (r) =>
+          `${fmtMs(r.idle.ping.p50)} / ${fmtMs(r.idle.ping.p99)} / ${fmtMs(r.idle.ping.max)} → ${fmtMs(r.during.ping.p50)} / ${fmtMs(r.during.ping.p99)} / ${fmtMs(r.during.ping.max)} ms`,
+      ),
+      row(
+        'Pull p50 / p99: idle → burst',
+        (r) =>
+          `${fmtMs(r.idle.pull.p50)} / ${fmtMs(r.idle.pull.p99)} → ${fmtMs(r.during.pull.p50)} / ${fmtMs(r.during.pull.p99)} ms (${r.during.pull.n} pulls, ${r.during.pullErrors} errors)`,
+      ),
+      row(
+        'CPU over the burst window: service / redis-server',
+        (r) =>
+          `${fmtNum(r.cpu.serviceS, 2)} s / ${fmtNum(r.cpu.redisS, 2)} s in ${fmtNum(r.cpu.wallS, 2)} s (${fmtNum((100 * r.cpu.serviceS) / r.cpu.wallS, 0)}% / ${fmtNum((100 * r.cpu.redisS) / r.cpu.wallS, 0)}% of a core)`,
+      ),
+      row(
+        'CPU from the due second until the queue was empty: service / redis-server / this process (PING, pulls, polls) / other jobs',
+        (r) =>
+          `${[r.drainCpu.serviceS, r.drainCpu.redisS, r.drainCpu.benchS, r.drainCpu.otherS].map((c) => fmtNum((100 * c) / r.drainCpu.wallS, 0)).join('% / ')}% of a core over ${fmtNum(r.drainCpu.wallS, 2)} s; ${fmtInt((1e6 * r.drainCpu.serviceS) / Math.max(1, r.checks.states.sent ?? 0))} / ${fmtInt((1e6 * r.drainCpu.redisS) / Math.max(1, r.checks.states.sent ?? 0))} µs per sent reminder`,
+      ),
       row('Redis commands per sent reminder (burst window minus the same window idle)', (r) => fmtNum(r.commandsPerReminder, 1)),
       row('order.created handling', (r) => (r.events.backlog ? 'backlog: service stopped while creating, restarted after' : 'live, while creating')),
-      row('SLOWLOG entries ≥ 10 ms (burst)', (r) => `${r.slowlog.count}${r.slowlog.count ? `, longest ${fmtInt(r.slowlog.longestUs)} µs (${r.slowlog.longestCommand})` : ''}`),
-      row('Record states', (r) => Object.entries(r.checks.states).map(([k, v]) => `${k} ${fmtInt(v)}`).join(', ')),
+      row(
+        'SLOWLOG entries ≥ 10 ms (burst)',
+        (r) => `${r.slowlog.count}${r.slowlog.count ? `, longest ${fmtInt(r.slowlog.longestUs)} µs (${r.slowlog.longestCommand})` : ''}`,
+      ),
+      row('Record states', (r) =>
+        Object.entries(r.checks.states)
+          .map(([k, v]) => `${k} ${fmtInt(v)}`)
+          .join(', '),
+      ),
       row('Unpaid orders with exactly one reminder / none', (r) => `${fmtInt(r.checks.unpaidWithOne)} / ${fmtInt(r.checks.unpaidWithNone)}`),
-      row('Duplicates; paid orders with a reminder; paid records not cancelled', (r) => `${r.checks.duplicates}; ${r.checks.paidWithReminder}; ${r.checks.paidRecordsNotCancelled}`),
+      row(
+        'Duplicates; paid orders with a reminder; paid records not cancelled',
+        (r) => `${r.checks.duplicates}; ${r.checks.paidWithReminder}; ${r.checks.paidRecordsNotCancelled}`,
+      ),
     ],
     ['left', ...rs.map(() => 'right' as const)],
   );
@@ -880,7 +938,16 @@ function cancelTable(rs: SizeResult[]): string {
     ]);
   }
   return markdownTable(
-    ['Queue', 'Design', 'Cancels measured', 'Cancel p50 / p99 / max (ms)', 'PING p50 / p99 (ms)', 'All paid cancels, one at a time', 'redis-server CPU', 'SLOWLOG ≥ 10 ms'],
+    [
+      'Queue',
+      'Design',
+      'Cancels measured',
+      'Cancel p50 / p99 / max (ms)',
+      'PING p50 / p99 (ms)',
+      'All paid cancels, one at a time',
+      'redis-server CPU',
+      'SLOWLOG ≥ 10 ms',
+    ],
     rows,
     ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'left'],
   );
@@ -955,7 +1022,7 @@ export async function main(args: string[]): Promise<void> {
     'an order created δ into window i (t0 + i s + δ) is due at t0 + 60·expireMinutes − L0 + δ, the same second for every window.',
     `New creations start only in the first ${WINDOW_OPEN_MS} ms of a second, so a create still queued at the window's end lands inside it; the dueAt of every record is read back and its spread is in the table below.`,
     `Orders are created in this process by the build's \`OrdersService.createForBuyer\` (a Nest application context on the same Redis whose background workers are stopped at once), ${CREATE_CONCURRENCY} in flight, each for its own payer; every even one is then paid in the same way through the payment plans (create plan + pay, ${PAY_CONCURRENCY} in flight), before anything is due.`,
-    "The reminders are scheduled and cancelled by the service alone, from the order events (the `close-reminder` consumer group), and sent by its delay-queue processor. expireMinutes is chosen so that the orders close at least 10 minutes after the burst.",
+    'The reminders are scheduled and cancelled by the service alone, from the order events (the `close-reminder` consumer group), and sent by its delay-queue processor. expireMinutes is chosen so that the orders close at least 10 minutes after the burst.',
     '',
     '## End to end',
     '',
@@ -963,7 +1030,7 @@ export async function main(args: string[]): Promise<void> {
     '',
     `Lateness plot: [${svgRef}](${svgRef}).`,
     '',
-    'The scheduling lag is measured from the order.created stream id (the time the event was written, ms) to the record\'s scheduledAt (Redis time of the schedule script); the events are handled while the orders are being created, so a lag that grows means the consumer was behind the creation (its rate is then its capacity with this process creating orders on the same two cores).',
+    "The scheduling lag is measured from the order.created stream id (the time the event was written, ms) to the record's scheduledAt (Redis time of the schedule script); the events are handled while the orders are being created, so a lag that grows means the consumer was behind the creation (its rate is then its capacity with this process creating orders on the same two cores).",
     'The cancel lag is the same for order.paid → cancelledAt. PING is a sequential loop on its own connection; pulls are `GET /messages?limit=50` with a bearer token of a payer whose reminder is in the burst, ' +
       `${PULL_CONCURRENCY} in flight on keep-alive connections. Idle figures are taken just before the orders are created.`,
     '',
@@ -974,7 +1041,7 @@ export async function main(args: string[]): Promise<void> {
     '',
     'The same run, the same redis-server, after the burst: a queue holding one pending reminder per order (value `{"orderId": …}`, offered in creation order), then the paid half cancelled in the order they were paid, one awaited call at a time,',
     `for at most ${o.quick ? 5 : 20} s per design, with a PING loop on its own connection meanwhile. list-scan is the seed's Redisson-style delay queue (bench/lib/list-scan-queue.ts: offer = timeout zset + list, remove = one Lua script scanning the list);`,
-    "\"this delay queue\" is `DelayQueueService.cancel` of the build, the call the module makes on order.paid. \"All paid cancels\" is the measured total when every cancel ran, else a projection: a straight line fitted to latency against the cancel's rank, summed over all of them (a list-scan cancel scans past the unpaid reminders offered before its own, so later ones cost more).",
+    '"this delay queue" is `DelayQueueService.cancel` of the build, the call the module makes on order.paid. "All paid cancels" is the measured total when every cancel ran, else a projection: a straight line fitted to latency against the cancel\'s rank, summed over all of them (a list-scan cancel scans past the unpaid reminders offered before its own, so later ones cost more).',
     '',
     cancelTable(results),
     '',
