@@ -163,7 +163,10 @@ function statsDelta(a: Map<string, { calls: number; usec: number }>, b: Map<stri
   return rows.sort((x, y) => y.calls - x.calls);
 }
 
-async function slowlog(r: Redis): Promise<{ count: number; longestUs: number; longestCommand: string }> {
+async function slowlog(
+  r: Redis,
+  name: (sha: string) => string | undefined = () => undefined,
+): Promise<{ count: number; longestUs: number; longestCommand: string }> {
   const count = Number(await r.call('SLOWLOG', 'LEN'));
   const entries = (await r.call('SLOWLOG', 'GET', 128)) as [number, number, number, string[]][];
   let longestUs = 0;
@@ -171,7 +174,9 @@ async function slowlog(r: Redis): Promise<{ count: number; longestUs: number; lo
   for (const e of entries) {
     if (e[2] > longestUs) {
       longestUs = e[2];
-      longestCommand = (e[3] ?? []).slice(0, 3).join(' ');
+      const [cmd, sha] = e[3] ?? [];
+      const script = String(cmd).toLowerCase() === 'evalsha' && sha ? name(String(sha)) : undefined;
+      longestCommand = script ? `EVALSHA of ${script}` : (e[3] ?? []).slice(0, 3).join(' ');
     }
   }
   return { count, longestUs, longestCommand };
@@ -197,6 +202,8 @@ interface Creator {
   reminders(accountId: string): Promise<{ outerBizId: string; msgId: string }[]>;
   queueBusy(): Promise<{ pending: number; ready: number; inFlight: number; dead: number }>;
   eventStreams(): string[];
+  /** The script id (e.g. delay-queue/claim) of an EVALSHA digest. */
+  scriptName(sha: string): string | undefined;
   /** This service's delay queue, for the side-by-side cancels. */
   dqSchedule(queue: string, id: string, dueAt: number): Promise<void>;
   dqCancel(queue: string, id: string): Promise<boolean>;
@@ -215,6 +222,7 @@ async function startCreator(dist: string, redisUrl: string): Promise<Creator> {
   const { DelayQueueService } = load<typeof import('../src/delay-queue/delay-queue.service')>('delay-queue/delay-queue.service');
   const { CloseReminderStore } = load<typeof import('../src/close-reminder/close-reminder.store')>('close-reminder/close-reminder.store');
   const { OrderEventsService } = load<typeof import('../src/orders/order-events.service')>('orders/order-events.service');
+  const { ScriptRegistry } = load<typeof import('../src/scripts/script-registry.service')>('scripts/script-registry.service');
   const { REMINDER_QUEUE } = load<typeof import('../src/close-reminder/close-reminder.service')>('close-reminder/close-reminder.service');
   // NODE_ENV=test: development credentials are accepted (no HTTP here). No channel latency: paying is set-up, not measured.
   const config = loadConfig({
@@ -235,7 +243,14 @@ async function startCreator(dist: string, redisUrl: string): Promise<Creator> {
   const dq = app.get(DelayQueueService);
   const store = app.get(CloseReminderStore);
   const events = app.get(OrderEventsService);
+  const scriptNames = new Map(
+    app
+      .get(ScriptRegistry)
+      .list()
+      .map((d) => [d.sha, d.id]),
+  );
   return {
+    scriptName: (sha) => scriptNames.get(sha),
     createForBuyer: (c) => orders.createForBuyer(c),
     async pay(accountId, orderId) {
       const { plan } = await plans.create({ accountId, orderId, instructions: [{ method: 'quickpay', amount: AMOUNT }] });
@@ -523,7 +538,7 @@ async function measureSize(
     const cpu = { serviceS: (cpuSeconds(service.pid) ?? 0) - cpuS0, redisS: (cpuSeconds(redis.process.pid) ?? 0) - cpuR0, wallS };
     const idleRate = new Map(idleCommands.map((c) => [c.command, c.calls / idleWallS]));
     const commands = statsDelta(stats0, await commandStats(admin)).map((c) => ({ ...c, idleCalls: Math.round((idleRate.get(c.command) ?? 0) * wallS) }));
-    const slow = await slowlog(admin);
+    const slow = await slowlog(admin, (sha) => creator.scriptName(sha));
     const burstPullErrors = pullErrors;
     console.error(`[bench] ${size}: burst drained; PING p99 ${fmtMs(duringPing.p99)} ms, pull p99 ${fmtMs(duringPull.p99)} ms, slowlog ${slow.count}`);
 
@@ -976,12 +991,30 @@ function missedNotes(rs: SizeResult[], gl: GoalLine[]): string[] {
   const out: string[] = [];
   for (const g of gl) if (g.met === false) out.push(`- **${g.goal}**: target ${g.target}, measured ${g.measured}.`);
   if (out.length === 0) return [];
-  const cpu = rs.map(
-    (r) =>
-      `- ${r.size}: from the due second until the queue was empty the service used ${fmtNum((100 * r.drainCpu.serviceS) / r.drainCpu.wallS, 0)}% of a core and redis-server ${fmtNum((100 * r.drainCpu.redisS) / r.drainCpu.wallS, 0)}%; ` +
-      `${fmtNum(r.commandsPerReminder, 1)} Redis commands per sent reminder (all clients).`,
-  );
-  return ['## Goals missed', '', ...out, '', 'Where the time went:', '', ...cpu, ''];
+  const why: string[] = [];
+  for (const r of rs) {
+    const sent = Math.max(1, r.checks.states.sent ?? 0);
+    const c = r.drainCpu;
+    const per = (x: number) => (1e6 * x) / sent;
+    const totalUs = per(c.serviceS) + per(c.redisS) + per(c.benchS) + per(Number.isFinite(c.otherS) ? c.otherS : 0);
+    why.push(
+      `- ${r.size}: from the due second until the queue was empty (${fmtNum(c.wallS, 2)} s) the service used ${fmtNum((100 * c.serviceS) / c.wallS, 0)}% of a core, ` +
+        `redis-server ${fmtNum((100 * c.redisS) / c.wallS, 0)}%, this process (PING and pull loops, polls) ${fmtNum((100 * c.benchS) / c.wallS, 0)}% and everything else on the machine ` +
+        `${fmtNum((100 * c.otherS) / c.wallS, 0)}%: ${fmtInt(per(c.serviceS))} µs of service CPU and ${fmtInt(per(c.redisS))} µs of Redis CPU per sent reminder, ` +
+        `${fmtInt(totalUs)} µs of machine CPU in all, so two cores top out near ${fmtInt(2e6 / totalUs)} reminders/s at this cost. ` +
+        `${fmtNum(r.commandsPerReminder, 1)} Redis commands per sent reminder, script internals included (burst window minus the same window idle).`,
+    );
+    if (r.slowlog.count) why.push(`- ${r.size}: the slowest SLOWLOG entry (${fmtInt(r.slowlog.longestUs)} µs) is ${r.slowlog.longestCommand}.`);
+  }
+  const s100 = rs.find((r) => r.size === '100k');
+  if (s100 && s100.sentPerS < GOALS.sentPerS)
+    why.push(`- The send rate is ${fmtNum(100 * (1 - s100.sentPerS / GOALS.sentPerS), 0)}% short of ${fmtInt(GOALS.sentPerS)}/s.`);
+  const pingWorst = Math.max(...rs.map((r) => r.during.ping.p99));
+  if (pingWorst > GOALS.pingP99Ms)
+    why.push(
+      `- PING p99 is ${fmtNum(100 * (pingWorst / GOALS.pingP99Ms - 1), 0)}% over ${GOALS.pingP99Ms} ms: a PING waits for the script Redis is running (the claim script moves up to 1,000 due reminders to ready per call) and for a core, which redis-server shares with the service, this process and other jobs.`,
+    );
+  return ['## Goals missed', '', ...out, '', 'Where the time went:', '', ...why, ''];
 }
 
 // ---------------------------------------------------------------------------------------------
