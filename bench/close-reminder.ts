@@ -856,7 +856,7 @@ function latenessSvg(rs: SizeResult[]): string {
     const ly = m.t + 14 + k * 22;
     const lx = m.l + pw + 16;
     out.push(`<line x1="${lx}" x2="${lx + 26}" y1="${ly}" y2="${ly}" stroke="${colour[k % colour.length]}" stroke-width="2"/>`);
-    out.push(`<text x="${lx + 32}" y="${ly + 4}">${fmtInt(r.unpaid)} sent (${r.size} due)</text>`);
+    out.push(`<text x="${lx + 32}" y="${ly + 4}">${r.size} due: ${fmtInt(r.unpaid)} sent</text>`);
   });
   out.push('</svg>');
   return out.join('\n') + '\n';
