@@ -898,7 +898,7 @@ function sizeTable(rs: SizeResult[]): string {
           `${fmtNum(r.cpu.serviceS, 2)} s / ${fmtNum(r.cpu.redisS, 2)} s in ${fmtNum(r.cpu.wallS, 2)} s (${fmtNum((100 * r.cpu.serviceS) / r.cpu.wallS, 0)}% / ${fmtNum((100 * r.cpu.redisS) / r.cpu.wallS, 0)}% of a core)`,
       ),
       row(
-        'CPU from the due second until the queue was empty: service / redis-server / this process (PING, pulls, polls) / other jobs',
+        'CPU from the due second until the queue was empty: service / redis-server / this process (PING, pulls, polls) / everything else (other processes, CPU charged to none)',
         (r) =>
           `${[r.drainCpu.serviceS, r.drainCpu.redisS, r.drainCpu.benchS, r.drainCpu.otherS].map((c) => fmtNum((100 * c) / r.drainCpu.wallS, 0)).join('% / ')}% of a core over ${fmtNum(r.drainCpu.wallS, 2)} s; ${fmtInt((1e6 * r.drainCpu.serviceS) / Math.max(1, r.checks.states.sent ?? 0))} / ${fmtInt((1e6 * r.drainCpu.redisS) / Math.max(1, r.checks.states.sent ?? 0))} µs per sent reminder`,
       ),
