@@ -1063,7 +1063,7 @@ export async function main(args: string[]): Promise<void> {
     '',
     `Lateness plot: [${svgRef}](${svgRef}).`,
     '',
-    "The scheduling lag is measured from the order.created stream id (the time the event was written, ms) to the record's scheduledAt (Redis time of the schedule script); the events are handled while the orders are being created, so a lag that grows means the consumer was behind the creation (its rate is then its capacity with this process creating orders on the same two cores).",
+    "The scheduling lag is measured from the order.created stream id (the time the event was written, ms) to the record's scheduledAt (Redis time of the schedule script); at 10k the events are handled while the orders are being created (a lag that grows would mean the consumer fell behind the creation); at 100k the service is stopped while the orders are created and started again afterwards, so the lag there is mostly the wait in that backlog and the rate is the consumer group's capacity.",
     'The cancel lag is the same for order.paid → cancelledAt. PING is a sequential loop on its own connection; pulls are `GET /messages?limit=50` with a bearer token of a payer whose reminder is in the burst, ' +
       `${PULL_CONCURRENCY} in flight on keep-alive connections. Idle figures are taken just before the orders are created.`,
     '',
