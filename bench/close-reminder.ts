@@ -109,7 +109,14 @@ async function forEachLimit(n: number, inFlight: number, fn: (i: number) => Prom
 }
 
 /** A loop that measures one awaited call at a time until stopped. */
-function loop(call: () => Promise<void>, parallel = 1): { stop(): Promise<number[]> } {
+/**
+ * Calls `call` over and over (`parallel` at once), pausing `gapMs` after each call: a probe, paced so that
+ * the measuring itself does not take the cores the service and Redis share with it.
+ */
+/** Pause after each probe call, ms: about 1,000 PINGs and 300 pulls a second. */
+const PROBE_GAP_MS = { ping: 1, pull: 5 };
+
+function loop(call: () => Promise<void>, parallel = 1, gapMs = PROBE_GAP_MS.ping): { stop(): Promise<number[]> } {
   let running = true;
   const lat: number[] = [];
   const workers = Array.from({ length: parallel }, async () => {
@@ -117,6 +124,7 @@ function loop(call: () => Promise<void>, parallel = 1): { stop(): Promise<number
       const t = performance.now();
       await call();
       lat.push(performance.now() - t);
+      await sleep(gapMs);
     }
   });
   return {
@@ -418,7 +426,7 @@ async function measureSize(
     const idleStats0 = await commandStats(admin);
     const idleT0 = performance.now();
     const idlePingLoop = loop(async () => void (await pinger.ping()));
-    const idlePullLoop = loop(pullOnce, PULL_CONCURRENCY);
+    const idlePullLoop = loop(pullOnce, PULL_CONCURRENCY, PROBE_GAP_MS.pull);
     await sleep(3000);
     const idlePing = distribution(await idlePingLoop.stop());
     const idlePull = distribution(await idlePullLoop.stop());
@@ -508,7 +516,7 @@ async function measureSize(
     const cpuR0 = cpuSeconds(redis.process.pid) ?? 0;
     const w0 = performance.now();
     const pingLoop = loop(async () => void (await pinger.ping()));
-    const pullLoop = loop(pullOnce, PULL_CONCURRENCY);
+    const pullLoop = loop(pullOnce, PULL_CONCURRENCY, PROBE_GAP_MS.pull);
     await sleep(burstAt - Date.now());
     const dueCpuS = cpuSeconds(service.pid) ?? 0;
     const dueCpuR = cpuSeconds(redis.process.pid) ?? 0;
@@ -1064,8 +1072,9 @@ export async function main(args: string[]): Promise<void> {
     `Lateness plot: [${svgRef}](${svgRef}).`,
     '',
     "The scheduling lag is measured from the order.created stream id (the time the event was written, ms) to the record's scheduledAt (Redis time of the schedule script); at 10k the events are handled while the orders are being created (a lag that grows would mean the consumer fell behind the creation); at 100k the service is stopped while the orders are created and started again afterwards, so the lag there is mostly the wait in that backlog and the rate is the consumer group's capacity.",
-    'The cancel lag is the same for order.paid → cancelledAt. PING is a sequential loop on its own connection; pulls are `GET /messages?limit=50` with a bearer token of a payer whose reminder is in the burst, ' +
-      `${PULL_CONCURRENCY} in flight on keep-alive connections. Idle figures are taken just before the orders are created.`,
+    'The cancel lag is the same for order.paid → cancelledAt. PING is a sequential loop on its own connection, ' +
+      `pausing ${PROBE_GAP_MS.ping} ms after each reply; pulls are \`GET /messages?limit=50\` with a bearer token of a payer whose reminder is in the burst, ` +
+      `${PULL_CONCURRENCY} loops on keep-alive connections, each pausing ${PROBE_GAP_MS.pull} ms after each reply (probes paced so that they do not take the cores they measure). Idle figures are taken just before the orders are created.`,
     '',
   );
   for (const r of results) md.push(`### Redis commands during the ${r.size} burst (INFO commandstats delta, every client)`, '', commandsTable(r), '');

@@ -22,6 +22,13 @@ export class CloseReminderEnv {
   @IsOptional()
   @Transform(toInt)
   @IsInt()
+  @Min(10)
+  @Max(1000)
+  CLOSE_REMINDER_PROMOTE_BATCH?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
   @Min(1)
   @Max(1000)
   CLOSE_REMINDER_EVENT_CONCURRENCY?: number;
@@ -54,6 +61,8 @@ export class CloseReminderConfig {
   sendConcurrency!: number;
   /** Most reminders one claim script call hands out (the work per script call). */
   claimBatch!: number;
+  /** Most due reminders one claim script call moves to ready (the other bound on one call's time inside Redis). */
+  promoteBatch!: number;
   /** Order events of one shard handled at once by one instance. */
   eventConcurrency!: number;
   /** A reminder whose due time has passed when its order.created is handled is still sent while this much is left before the close, ms. */
@@ -72,6 +81,7 @@ export const closeReminderConfig = defineConfigSlice({
   build: (s): CloseReminderConfig => ({
     sendConcurrency: s.CLOSE_REMINDER_SEND_CONCURRENCY ?? 200,
     claimBatch: s.CLOSE_REMINDER_CLAIM_BATCH ?? 100,
+    promoteBatch: s.CLOSE_REMINDER_PROMOTE_BATCH ?? 250,
     eventConcurrency: s.CLOSE_REMINDER_EVENT_CONCURRENCY ?? 32,
     minLeftMs: (s.CLOSE_REMINDER_MIN_LEFT_SECONDS ?? 60) * 1000,
     recordRetentionMs: (s.CLOSE_REMINDER_RECORD_RETENTION_SECONDS ?? 86_400) * 1000,

@@ -72,6 +72,7 @@ export class CloseReminderService implements OnApplicationBootstrap {
     await this.queue.process<{ orderId: string }>(REMINDER_QUEUE, (d) => this.send(d), {
       concurrency: this.config.sendConcurrency,
       claimBatch: this.config.claimBatch,
+      promoteBatch: this.config.promoteBatch,
       visibilityTimeoutMs: this.config.visibilityTimeoutMs,
       maxAttempts: 10,
       backoff: { initialMs: 1000, maxMs: 30_000 },
