@@ -1020,7 +1020,7 @@ function missedNotes(rs: SizeResult[], gl: GoalLine[]): string[] {
   const pingWorst = Math.max(...rs.map((r) => r.during.ping.p99));
   if (pingWorst > GOALS.pingP99Ms)
     why.push(
-      `- PING p99 is ${fmtNum(100 * (pingWorst / GOALS.pingP99Ms - 1), 0)}% over ${GOALS.pingP99Ms} ms: a PING waits for the script Redis is running (the claim script moves up to 1,000 due reminders to ready per call) and for a core, which redis-server shares with the service, this process and other jobs.`,
+      `- PING p99 is ${fmtNum(100 * (pingWorst / GOALS.pingP99Ms - 1), 0)}% over ${GOALS.pingP99Ms} ms: a PING waits behind the commands the service already sent (up to CLOSE_REMINDER_SEND_CONCURRENCY sends in flight, each with a script on the wire; Redis runs what it read from one connection before it reads the next) and for a core, which redis-server shares with the service, this process and other jobs. Fewer sends in flight trade send rate for PING latency: see docs/benchmarks.md.`,
     );
   return ['## Goals missed', '', ...out, '', 'Where the time went:', '', ...why, ''];
 }

@@ -120,10 +120,20 @@ export class CloseReminderService implements OnApplicationBootstrap {
       withdraw = !(c.wasPending && c.attempts === 0);
     }
     if (!withdraw) return;
-    const removed = s.payer ? (await this.messages.withdraw({ accountId: s.payer, bizType: REMINDER_BIZ_TYPE, outerBizId: e.orderId })).withdrawn : false;
-    if (s.case !== 'withdraw') return; // a cancelled record stays cancelled
-    const t = await this.store.transition(e.orderId, ['withdrawing'], removed ? 'withdrawn' : 'cancelled', removed ? 'withdrawnAt' : 'cancelledAt');
-    if (t.moved) (removed ? this.metrics.withdrawn : this.metrics.cancelled).inc();
+    const removed = s.payer ? await this.withdraw(e.orderId, s.payer) : false;
+    if (removed || s.case !== 'withdraw') return;
+    const t = await this.store.transition(e.orderId, ['withdrawing'], 'cancelled', 'cancelledAt');
+    if (t.moved) this.metrics.cancelled.inc();
+  }
+
+  /**
+   * Takes (CLOSE_REMINDER, orderId) out of the payer's inbox and keeps it out. When a message the app could see
+   * was removed, the record says `withdrawn` (from `withdrawing`, or from `cancelled` when a send raced the settle).
+   */
+  private async withdraw(orderId: string, payer: string): Promise<boolean> {
+    const { withdrawn } = await this.messages.withdraw({ accountId: payer, bizType: REMINDER_BIZ_TYPE, outerBizId: orderId });
+    if (withdrawn && (await this.store.transition(orderId, ['withdrawing', 'cancelled'], 'withdrawn', 'withdrawnAt')).moved) this.metrics.withdrawn.inc();
+    return withdrawn;
   }
 
   /** A reminder came due. Sends only while the record is `scheduled`: the order's settle may have come first. */
@@ -152,7 +162,7 @@ export class CloseReminderService implements OnApplicationBootstrap {
     if (!sent.moved) {
       // Settled (or sent by an earlier delivery) meanwhile. Settled: take back what this delivery wrote; the settle
       // withdraws too, since it found the delivery in flight. Sent already: the write above was that message again.
-      if (sent.state !== 'sent') await this.messages.withdraw({ accountId: payer, bizType: REMINDER_BIZ_TYPE, outerBizId: orderId });
+      if (sent.state !== 'sent') await this.withdraw(orderId, payer);
       return;
     }
     this.metrics.sent.inc();
