@@ -1,7 +1,9 @@
 --[[
-  Acknowledges one delivery: the item is done and removed. Does nothing when
-  the delivery is no longer the live one (cancelled, replaced, or delivered
-  again after its visibility timeout).
+  Acknowledges deliveries of one queue: each item is done and removed. An
+  entry whose delivery is no longer the live one (cancelled, replaced, or
+  delivered again after its visibility timeout) is left alone. The worker
+  sends the acks of one event-loop turn together, so a burst of finished
+  handlers costs one call, not one each.
 
   KEYS[1]  pending zset
   KEYS[2]  ready zset
@@ -12,15 +14,21 @@
   KEYS[7]  errors hash
   KEYS[8]  lease hash (id -> fencing token of the live delivery)
   KEYS[9]  fencing-token counter
-  ARGV[1]  the item id
-  ARGV[2]  the delivery's fencing token
+  ARGV[1]  the first item id
+  ARGV[2]  its delivery's fencing token, then more (item id, token) pairs
 
-  Returns: 1 acked, 0 the delivery was no longer current
+  Returns: {acked1, acked2, ...} one per pair: 1 acked, 0 the delivery was no longer current
 ]]
 --- @include "includes/delay-queue-state"
-local id = ARGV[1]
-local token = ARGV[2]
-
-if not isCurrent(id, token) then return 0 end
-forget(id)
-return 1
+local acked = {}
+for i = 1, #ARGV - 1, 2 do
+  local id = ARGV[i]
+  local token = ARGV[i + 1]
+  if isCurrent(id, token) then
+    forget(id)
+    acked[#acked + 1] = 1
+  else
+    acked[#acked + 1] = 0
+  end
+end
+return acked

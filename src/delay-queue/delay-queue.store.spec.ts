@@ -99,13 +99,36 @@ describe(DelayQueueStore.name, () => {
     });
   });
 
-  it('turns extend and ack replies into booleans', async () => {
+  it('turns extend replies into booleans', async () => {
     const yes = storeAnswering(1);
     expect(await yes.store.extend(yes.k, 'a', 7, 3000)).toBe(true);
     expect(yes.calls[0].args).toEqual(['a', 7, 3000]);
-    expect(await yes.store.ack(yes.k, 'a', 7)).toBe(true);
     const no = storeAnswering(0);
     expect(await no.store.extend(no.k, 'a', 7, 3000)).toBe(false);
-    expect(await no.store.ack(no.k, 'a', 7)).toBe(false);
+  });
+
+  it('sends the acks of one event-loop turn as one call, and gives each caller its own answer', async () => {
+    const s = storeAnswering([1, 0, 1]);
+    const answers = await Promise.all([s.store.ack(s.k, 'a', 7), s.store.ack(s.k, 'b', 8), s.store.ack(s.k, 'c', 9)]);
+    expect(answers).toEqual([true, false, true]);
+    expect(s.calls).toEqual([{ id: 'delay-queue/ack', keys: s.k.keys, args: ['a', 7, 'b', 8, 'c', 9] }]);
+    // The next turn starts a new call.
+    expect(await s.store.ack(s.k, 'd', 10)).toBe(true);
+    expect(s.calls).toHaveLength(2);
+  });
+
+  it('hands a failed ack call’s error to every caller of that turn', async () => {
+    const calls: unknown[] = [];
+    const scripts = {
+      run: (...a: unknown[]) => {
+        calls.push(a);
+        return Promise.reject(new Error('redis down'));
+      },
+    } as unknown as ScriptRegistry;
+    const store = new DelayQueueStore(scripts, {} as RedisService, new KeyBuilder({ redis: { keyPrefix: 'rp' } } as AppConfig));
+    const k = store.keys('q1');
+    const results = await Promise.allSettled([store.ack(k, 'a', 1), store.ack(k, 'b', 2)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(calls).toHaveLength(1);
   });
 });

@@ -29,6 +29,15 @@ const CLAIMED_FIELDS = 5;
 /** Fields per dead letter in a dead-page reply, after the total. */
 const DEAD_FIELDS = 5;
 
+/** Most acks one ack script call carries. */
+export const ACK_BATCH = 500;
+
+interface AckBatch {
+  /** id, token, id, token, ... */
+  pairs: Array<string | number>;
+  waiters: Array<{ resolve: (acked: boolean) => void; reject: (err: unknown) => void }>;
+}
+
 /** Where an item is kept: `'delay'` counts from the Redis clock, `'at'` is epoch ms. */
 export type TimeMode = 'delay' | 'at';
 
@@ -94,6 +103,8 @@ export type FailOutcome = 'retried' | 'dead' | 'stale';
 @Injectable()
 export class DelayQueueStore {
   private readonly keyCache = new Map<string, QueueKeys>();
+  /** Acks waiting for the end of this event-loop turn, by queue (its cached keys). */
+  private readonly acks = new Map<QueueKeys, AckBatch>();
 
   constructor(
     private readonly scripts: ScriptRegistry,
@@ -197,8 +208,32 @@ export class DelayQueueStore {
   }
 
   /** True when the delivery was the live one and the item is now gone. */
-  async ack(k: QueueKeys, id: string, token: number): Promise<boolean> {
-    return (await this.scripts.run<number>('delay-queue/ack', k.keys, [id, token])) === 1;
+  /**
+   * Acknowledges a delivery; true when it was still the live one. Acks of one queue asked for in the same
+   * event-loop turn go to Redis as one script call (at most ACK_BATCH pairs each), so a burst of finished
+   * handlers costs one call, not one each; each caller still gets its own answer, or the call's error.
+   */
+  ack(k: QueueKeys, id: string, token: number): Promise<boolean> {
+    let batch = this.acks.get(k);
+    if (!batch || batch.pairs.length >= ACK_BATCH) {
+      batch = { pairs: [], waiters: [] };
+      this.acks.set(k, batch);
+      const taken = batch;
+      setImmediate(() => void this.flushAcks(k, taken));
+    }
+    const open = batch;
+    open.pairs.push(id, token);
+    return new Promise<boolean>((resolve, reject) => open.waiters.push({ resolve, reject }));
+  }
+
+  private async flushAcks(k: QueueKeys, batch: AckBatch): Promise<void> {
+    if (this.acks.get(k) === batch) this.acks.delete(k);
+    try {
+      const acked = await this.scripts.run<number[]>('delay-queue/ack', k.keys, batch.pairs);
+      batch.waiters.forEach((w, i) => w.resolve(acked[i] === 1));
+    } catch (err) {
+      for (const w of batch.waiters) w.reject(err);
+    }
   }
 
   /** Records a failed delivery: a retry after `retryDelayMs`, or dead once it had `maxAttempts` deliveries. */
