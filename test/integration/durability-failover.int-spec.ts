@@ -68,6 +68,14 @@ async function loseTheMaster(replicas: string) {
     }
     // The old master comes back; Sentinel makes it a replica of the new one (with 1, writes need a replica again).
     await s.replica.start();
+    // Until Sentinel turns it into a replica it answers as a master with its old data; once it follows the new
+    // master (a full resync replaces that data), nothing can read from or write to the old timeline.
+    await waitUntil(
+      'the old master to follow the new one',
+      () => withConnection(s.replica, async (c) => /role:slave/.test(await c.info('replication')) && /master_link_status:up/.test(await c.info('replication'))),
+      20_000,
+      100,
+    );
     // The app follows Sentinel to the new master.
     await waitUntil('a write on the new master', async () => (await send(app, writes(1)[0])).status === 201 || 'not yet', 20_000, 200);
 
