@@ -46,17 +46,13 @@ export interface ScheduleDecision {
   state: string;
 }
 
-/** The record after a transition: see lua/close-reminder/transition-1.lua. */
+/** What a transition did: see lua/close-reminder/transition-1.lua. */
 export interface Transition {
   moved: boolean;
+  /** The Redis clock at the transition, epoch ms. */
   now: number;
   /** The state it moved from, or the current one when refused ('' for none). */
   state: string;
-  merchantId: string;
-  dueAt: number;
-  expiresAt: number;
-  payer: string;
-  msgId: string;
 }
 
 /** What the settle script did: see lua/close-reminder/settle-1.lua. */
@@ -125,13 +121,12 @@ export class CloseReminderStore {
 
   /** Moves the record from one of `from` to `to`, stamping `stamp` with the Redis clock and setting `fields`. */
   async transition(orderId: string, from: ReminderState[], to: ReminderState, stamp: string, fields: Record<string, string> = {}): Promise<Transition> {
-    const r = await this.scripts.run<[number, number, string, string, string, string, string, string]>(
+    const [c, now, state] = await this.scripts.run<[number, number, string]>(
       'close-reminder/transition',
       [reminderKey(this.keys, orderId)],
       [from.join(' '), to, stamp, JSON.stringify(fields)],
     );
-    const [c, now, state, merchantId, dueAt, expiresAt, payer, msgId] = r;
-    return { moved: c === 0, now, state, merchantId, dueAt: Number(dueAt || 0), expiresAt: Number(expiresAt || 0), payer, msgId };
+    return { moved: c === 0, now, state };
   }
 
   async settle(
