@@ -53,7 +53,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseSectionArgs } from './lib/args';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
+import { CommandStat, parseCommandStats } from './lib/command-stats';
 import { BENCH_ADMIN_KEY, fullEnv, requireFromBuild, ROOT, snapshotBuild, spawnFullStack, userToken } from './lib/full-stack';
+import { forEachLimit } from './lib/limit';
 import { ListScanQueue } from './lib/list-scan-queue';
 import { dist as distribution, type Dist, ms as fmtMs } from './lib/measure';
 import { freePort } from './lib/net';
@@ -98,15 +100,6 @@ type Load = <T>(path: string) => T;
 // Small helpers
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-
-async function forEachLimit(n: number, inFlight: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(inFlight, n) }, async () => {
-      for (let i = next++; i < n; i = next++) await fn(i);
-    }),
-  );
-}
 
 /** A loop that measures one awaited call at a time until stopped. */
 /**
@@ -153,16 +146,9 @@ function http(port: number, method: string, path: string, headers: Record<string
 }
 
 /** INFO commandstats as command → {calls, usec}. */
-async function commandStats(r: Redis): Promise<Map<string, { calls: number; usec: number }>> {
-  const out = new Map<string, { calls: number; usec: number }>();
-  for (const line of (await r.info('commandstats')).split('\n')) {
-    const m = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
-    if (m) out.set(m[1], { calls: Number(m[2]), usec: Number(m[3]) });
-  }
-  return out;
-}
+const commandStats = async (r: Redis) => parseCommandStats(await r.info('commandstats'));
 
-function statsDelta(a: Map<string, { calls: number; usec: number }>, b: Map<string, { calls: number; usec: number }>) {
+function statsDelta(a: Map<string, CommandStat>, b: Map<string, CommandStat>) {
   const rows: { command: string; calls: number; usec: number }[] = [];
   for (const [k, v] of b) {
     const before = a.get(k) ?? { calls: 0, usec: 0 };

@@ -23,6 +23,7 @@ import Redis from 'ioredis';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchWorkDir } from './lib/cleanup';
+import { parseCommandStats } from './lib/command-stats';
 import { assertBuilt, fullEnv, ROOT, snapshotBuild, spawnBareServer } from './lib/full-stack';
 import { freePort } from './lib/net';
 import { waitUntilServing } from './lib/proc';
@@ -83,11 +84,7 @@ function parseArgs(args: string[]): Options {
 }
 
 /** `INFO commandstats` as calls by command name. */
-function commandCalls(info: string): Map<string, number> {
-  const calls = new Map<string, number>();
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1], Number(m[2]));
-  return calls;
-}
+const commandCalls = (info: string) => new Map([...parseCommandStats(info)].map(([name, s]) => [name, s.calls]));
 
 async function measure(label: string, distDir: string, o: Options): Promise<Measured> {
   const work = benchWorkDir(`rp-idle-${label}-`);

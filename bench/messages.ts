@@ -50,6 +50,7 @@ import { connectScriptRedis, redisWritesFromEnv, ScriptRedis } from './lib/bare-
 import { onCleanup } from './lib/cleanup';
 import { Layer, profileMarkdown, ProfileSummary, summariseProfileDir } from './lib/cpu-profile';
 import { BENCH_SERVICE_TOKEN, fullEnv, requireFromBuild, ROOT, SERVICE_LAYERS, spawnBareServer, spawnFullStack, userToken } from './lib/full-stack';
+import { forEachLimit } from './lib/limit';
 import { LoadRequest, runLoad } from './lib/load';
 import { cpuShares, Measured, measuredLoad, median, medianBy, otherShare, runLine, runSchedule, serverUsPerRequest } from './lib/measure';
 import { freePort, httpRequest } from './lib/net';
@@ -232,16 +233,6 @@ async function benchStore(dist: string, redis: BenchRedis): Promise<BenchStore> 
     toStored,
     keysOf: (accountId) => inboxKeys(keys, accountId),
   };
-}
-
-/** Runs `fn(i)` for i in [0, n) with `inFlight` calls at a time. */
-async function forEachLimit(n: number, inFlight: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, inFlight) }, async () => {
-      while (next < n) await fn(next++);
-    }),
-  );
 }
 
 /** Writes `count` messages into `accountId`'s inbox through the service's store; returns the msgIds, oldest first. */
