@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import type Redis from 'ioredis';
-import { join } from 'node:path';
-import { HostPort, RedisProcess, freePorts, makeTempDir, rawConnection, removeDir, waitUntil, withConnection } from './redis-process';
+import { dataNodeArgs, HostPort, RedisProcess, freePorts, makeTempDir, rawConnection, removeDir, waitUntil, withConnection } from './redis-process';
 
 export type { HostPort };
 
@@ -79,37 +78,21 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
         const port = ports[i];
         const busPort = ports[total + i];
         const dir = makeTempDir('rp-cluster-');
-        return new RedisProcess(port, dir, [
-          '--port',
-          String(port),
-          // The bus port is chosen explicitly: port + 10000 may be above 65535 for an ephemeral port.
-          '--cluster-port',
-          String(busPort),
-          '--bind',
-          '127.0.0.1',
-          '--dir',
+        return new RedisProcess(
+          port,
           dir,
-          '--logfile',
-          join(dir, 'redis.log'),
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          'nodes.conf',
-          '--cluster-node-timeout',
-          '5000',
-          '--appendonly',
-          'yes',
-          '--appendfsync',
-          'everysec',
-          '--save',
-          '',
-          '--maxmemory-policy',
-          'noeviction',
-          '--daemonize',
-          'no',
-          '--loglevel',
-          'warning',
-        ]);
+          dataNodeArgs(port, dir, {}, [
+            // The bus port is chosen explicitly: port + 10000 may be above 65535 for an ephemeral port.
+            '--cluster-port',
+            String(busPort),
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            'nodes.conf',
+            '--cluster-node-timeout',
+            '5000',
+          ]),
+        );
       });
       procs.push(...batch);
       const started = await Promise.allSettled(batch.map((p) => p.start()));

@@ -58,6 +58,42 @@ function tellWatchdog(op: '+' | '-', kind: 'pid' | 'dir', value: string | number
   watchdog.stdin!.write(`${op}\t${kind}\t${value}\n`);
 }
 
+/**
+ * The arguments every harness data node starts with: loopback on `port`, its files in `dir` (log
+ * included), AOF with `appendfsync` (or none), no RDB snapshots, no eviction, in the foreground, quiet.
+ * Topology-specific ones come in `extra`.
+ */
+export function dataNodeArgs(
+  port: number,
+  dir: string,
+  opts: { appendonly?: boolean; appendfsync?: 'always' | 'everysec' } = {},
+  extra: string[] = [],
+): string[] {
+  return [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--logfile',
+    join(dir, 'redis.log'),
+    '--appendonly',
+    opts.appendonly === false ? 'no' : 'yes',
+    '--appendfsync',
+    opts.appendfsync ?? 'everysec',
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
+    '--daemonize',
+    'no',
+    '--loglevel',
+    'warning',
+    ...extra,
+  ];
+}
+
 /** Creates a temporary folder that is deleted with `removeDir`, or by the watchdog at the latest. */
 export function makeTempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));

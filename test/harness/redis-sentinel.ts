@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { HostPort, RedisProcess, freePorts, makeTempDir, removeDir, waitUntil, withConnection } from './redis-process';
+import { dataNodeArgs, HostPort, RedisProcess, freePorts, makeTempDir, removeDir, waitUntil, withConnection } from './redis-process';
 
 export interface RedisSentinelHandle {
   sentinels: HostPort[];
@@ -68,32 +68,9 @@ export async function startRedisSentinel(opts: RedisSentinelOptions = {}): Promi
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const quorum = Math.floor(count / 2) + 1;
 
-  const dataArgs = (port: number, dir: string, extra: string[] = []) => [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--dir',
-    dir,
-    '--logfile',
-    join(dir, 'redis.log'),
-    '--appendonly',
-    'yes',
-    '--appendfsync',
-    'everysec',
-    '--save',
-    '',
-    '--maxmemory-policy',
-    'noeviction',
+  const dataArgs = (port: number, dir: string, extra: string[] = []) =>
     // A replica's full sync otherwise waits 5 s for more replicas to join the diskless transfer.
-    '--repl-diskless-sync-delay',
-    '0',
-    '--daemonize',
-    'no',
-    '--loglevel',
-    'warning',
-    ...extra,
-  ];
+    dataNodeArgs(port, dir, {}, ['--repl-diskless-sync-delay', '0', ...extra]);
 
   const all: RedisProcess[] = [];
   const teardown = async (sentinelProcs: RedisProcess[]) => {

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { freePort } from './free-port';
-import { makeTempDir, RedisProcess, removeDir } from './redis-process';
+import { dataNodeArgs, makeTempDir, RedisProcess, removeDir } from './redis-process';
 
 /** A real `redis-server` on a free loopback port, owned by one test suite. */
 export interface RedisServerHandle {
@@ -38,29 +37,7 @@ export interface RedisServerOptions {
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServerHandle> {
   const port = opts.port ?? (await freePort());
   const dir = makeTempDir('rp-redis-');
-  const proc = new RedisProcess(port, dir, [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--dir',
-    dir,
-    '--logfile',
-    join(dir, 'redis.log'),
-    '--appendonly',
-    opts.appendonly === false ? 'no' : 'yes',
-    '--appendfsync',
-    'always',
-    '--save',
-    '',
-    '--maxmemory-policy',
-    'noeviction',
-    '--daemonize',
-    'no',
-    '--loglevel',
-    'warning',
-    ...(opts.args ?? []),
-  ]);
+  const proc = new RedisProcess(port, dir, dataNodeArgs(port, dir, { appendonly: opts.appendonly !== false, appendfsync: 'always' }, opts.args ?? []));
   const handle: RedisServerHandle = {
     host: '127.0.0.1',
     port,
