@@ -44,6 +44,7 @@ import { dist as distribution, type Dist, medianBy, ms as fmtMs } from './lib/me
 import { benchWorkDir, onCleanup } from './lib/cleanup';
 import { snapshotBuild } from './lib/full-stack';
 import { ListScanQueue } from './lib/list-scan-queue';
+import { memoryUsage, usedMemory } from './lib/redis-memory';
 import { cpuSeconds, machineCpuSeconds, ManagedProcess, selfCpuSeconds, spawnManaged } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
@@ -315,26 +316,6 @@ async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
     cursor = next;
   } while (cursor !== '0');
   return keys;
-}
-
-/** MEMORY USAGE … SAMPLES 0 (exact) summed over `keys`, pipelined, grouped by `groupOf(key)`. */
-async function memoryUsage(redis: Redis, keys: string[], groupOf: (key: string) => string): Promise<Map<string, number>> {
-  const groups = new Map<string, number>();
-  for (let i = 0; i < keys.length; i += 1000) {
-    const batch = keys.slice(i, i + 1000);
-    const p = redis.pipeline();
-    for (const k of batch) p.call('MEMORY', 'USAGE', k, 'SAMPLES', '0');
-    ((await p.exec()) ?? []).forEach(([err, v], n) => {
-      if (err) throw err;
-      const g = groupOf(batch[n]);
-      groups.set(g, (groups.get(g) ?? 0) + Number(v ?? 0));
-    });
-  }
-  return groups;
-}
-
-async function usedMemory(redis: Redis): Promise<number> {
-  return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? NaN);
 }
 
 // ---------------------------------------------------------------------------------------------
