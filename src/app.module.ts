@@ -3,6 +3,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { AuthGuard } from './auth/auth.guard';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { AuthModule } from './auth/auth.module';
+import { CacheModule } from './cache/cache.module';
 import { CloseReminderModule } from './close-reminder/close-reminder.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -31,6 +32,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         MetricsModule,
         RedisModule,
+        CacheModule,
         AuthModule,
         RateLimitModule,
         DelayQueueModule,

@@ -36,6 +36,14 @@ export interface DurabilityConfig {
   timeoutMs: number;
 }
 
+/** The cache role: where caches live and how long a cache command may take before it counts as a miss. */
+export interface CacheConfig {
+  /** A separate Redis (redis:// or rediss://) used only for caches; undefined = caches use the main connection. */
+  url?: string;
+  /** A cache read or write slower than this is given up: a read becomes a miss, a write is dropped. */
+  commandTimeoutMs: number;
+}
+
 export interface JwtConfig {
   algorithm: 'HS256' | 'RS256' | 'ES256';
   /** HS256 secret or PEM public key. */
@@ -79,6 +87,8 @@ export class AppConfig {
   adminKeys!: ReadonlyMap<string, string>;
   rateLimit!: RateLimitConfig;
   durability!: DurabilityConfig;
+  /** The cache role (REDIS_CACHE_URL, CACHE_COMMAND_TIMEOUT_MS): see docs/modules/cache.md. */
+  cache!: CacheConfig;
   /**
    * Each feature module's own settings, by slice name, built by `loadConfig` from every
    * slice defined with `defineConfigSlice`. Modules inject their slice's token, never this map.

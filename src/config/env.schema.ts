@@ -162,6 +162,20 @@ export class EnvSchema {
   @Max(10_000)
   DURABILITY_TIMEOUT_MS?: number;
 
+  /** A separate Redis used only for caches (page caches); unset, caches use the main connection. */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @Matches(/^rediss?:\/\/.+/, { message: 'must be a redis:// or rediss:// URL' })
+  REDIS_CACHE_URL?: string;
+
+  /** A cache read or write slower than this is given up and treated as a miss. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(5)
+  @Max(2000)
+  CACHE_COMMAND_TIMEOUT_MS?: number;
+
   @IsOptional()
   @Transform(toInt)
   @IsInt()

@@ -94,6 +94,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   };
 
   cfg.durability = durability(s, cfg.redis);
+  cfg.cache = {
+    url: s.REDIS_CACHE_URL,
+    commandTimeoutMs: s.CACHE_COMMAND_TIMEOUT_MS ?? 50,
+  };
 
   const algorithm = s.JWT_ALGORITHM ?? (s.JWT_PUBLIC_KEY ? 'RS256' : 'HS256');
   let key: string;
