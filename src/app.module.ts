@@ -5,6 +5,7 @@ import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { AuthModule } from './auth/auth.module';
 import { CacheModule } from './cache/cache.module';
 import { CloseReminderModule } from './close-reminder/close-reminder.module';
+import { SeckillModule } from './seckill/seckill.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DelayQueueModule } from './delay-queue/delay-queue.module';
@@ -42,6 +43,7 @@ export class AppModule {
         MessagesModule,
         OrdersModule,
         CloseReminderModule,
+        SeckillModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },

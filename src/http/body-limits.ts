@@ -7,4 +7,7 @@ export const ROUTE_BODY_LIMITS: ReadonlyMap<string, number> = new Map([
   ['POST /messages/batch', 4 * 1024 * 1024],
   // 10,000 account ids of up to 64 characters.
   ['POST /admin/messages/broadcast', 1024 * 1024],
+  // 10,000 products of up to ~400 bytes and 50,000 eligible account ids of up to 64 characters.
+  ['POST /admin/seckill/activities', 8 * 1024 * 1024],
+  ['PUT /admin/seckill/activities/:activityId', 8 * 1024 * 1024],
 ]);

@@ -30,13 +30,17 @@ describe(parseContract.name, () => {
 });
 
 describe('the durable scripts', () => {
-  it('are the orders write (money) and the message writes (messages), and no other', () => {
+  it('are the orders write and the flash-sale stock moves (money) and the message writes (messages), and no other', () => {
     const durable = [...loadAllScripts().values()].filter((d) => d.contract.durable).map((d) => [d.id, d.contract.durable]);
     expect(durable.sort()).toEqual([
       ['messages/broadcast', 'messages'],
       ['messages/withdraw', 'messages'],
       ['messages/write', 'messages'],
       ['orders/write', 'money'],
+      ['seckill/release', 'money'],
+      ['seckill/reserve', 'money'],
+      ['seckill/sell', 'money'],
+      ['seckill/take', 'money'],
     ]);
   });
 });

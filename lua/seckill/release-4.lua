@@ -1,0 +1,69 @@
+--[[
+  Gives a reservation back: on the shard that holds its units, RESERVED ->
+  RELEASED and the units return to available, exactly once; on the buyer's
+  home shard, the units held against the per-user limit are freed (the
+  reservation's own record when it was taken there, or its claim when it was
+  taken elsewhere). A reservation taken on another shard is released by
+  calling this on both shards. When the shard had nothing left before, the
+  product's key is published on ARGV[3], so that instances forget that it
+  sold out. A SOLD reservation is never released.
+
+  KEYS[1]  the shard's stock hash
+  KEYS[2]  the shard's reservations hash
+  KEYS[3]  the shard's holds hash
+  KEYS[4]  the shard's claims hash
+  ARGV[1]  reservation id
+  ARGV[2]  account id (whose holds a claim frees)
+  ARGV[3]  the restock channel
+  ARGV[4]  the message published on it (the product)
+
+  Returns: {stock, claim, available}
+    stock      'RELEASED' now, 'ALREADY' released before, 'SOLD' (refused), 'NONE' not on this shard
+    claim      1 when a claim here was freed, else 0
+    available  this shard's available units after it
+
+  Durable: money
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/seckill-shard"
+local stockKey = KEYS[1]
+local rsvKey = KEYS[2]
+local holdsKey = KEYS[3]
+local claimsKey = KEYS[4]
+local rsvId = ARGV[1]
+local account = ARGV[2]
+local channel = ARGV[3]
+local product = ARGV[4]
+
+local stock = 'NONE'
+local raw = redis.call('HGET', rsvKey, rsvId)
+if raw then
+  local rec = cjson.decode(raw)
+  if rec.s == 'RESERVED' then
+    local before = shardNumber(stockKey, 'available')
+    redis.call('HINCRBY', stockKey, 'available', rec.q)
+    redis.call('HINCRBY', stockKey, 'reserved', -rec.q)
+    redis.call('HINCRBY', stockKey, 'released', rec.q)
+    if rec.h == shardNumber(stockKey, 'shard') then
+      if redis.call('HINCRBY', holdsKey, rec.a, -rec.q) <= 0 then redis.call('HDEL', holdsKey, rec.a) end
+    end
+    rec.s = 'RELEASED'
+    rec.t = serverTimeMs()
+    redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))
+    if before <= 0 then redis.call('PUBLISH', channel, product) end
+    stock = 'RELEASED'
+  elseif rec.s == 'RELEASED' then
+    stock = 'ALREADY'
+  else
+    stock = 'SOLD'
+  end
+end
+
+local claim = 0
+local claimed = tonumber(redis.call('HGET', claimsKey, rsvId) or '0')
+if claimed > 0 then
+  redis.call('HDEL', claimsKey, rsvId)
+  if redis.call('HINCRBY', holdsKey, account, -claimed) <= 0 then redis.call('HDEL', holdsKey, account) end
+  claim = 1
+end
+return {stock, claim, shardNumber(stockKey, 'available')}

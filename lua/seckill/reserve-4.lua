@@ -1,0 +1,74 @@
+--[[
+  A buyer reserves units of a product on their home shard (the shard a hash
+  of the account picks): the sale window on the Redis clock, eligibility, the
+  per-user limit and the stock, checked and taken in one step. The per-user
+  limit counts everything the buyer holds of the product, reserved or sold,
+  on every shard: the home shard keeps the buyer's total (holds), and a
+  reservation taken from another shard (fall-over) is first claimed here
+  (claims), so the limit is checked in one place. Idempotent on the
+  reservation id (made from the account and the request id).
+
+  KEYS[1]  the home shard's stock hash
+  KEYS[2]  the home shard's reservations hash (id -> record JSON)
+  KEYS[3]  the home shard's holds hash (account -> units held of the product)
+  KEYS[4]  the home shard's claims hash (reservation id -> units, for reservations taken on other shards)
+  ARGV[1]  reservation id
+  ARGV[2]  account id
+  ARGV[3]  quantity (1..)
+  ARGV[4]  1 when the account may buy in this activity, 0 when not
+  ARGV[5]  the pay window, ms: the reservation expires this long after now
+  ARGV[6]  1 when the product has other shards to fall over to, 0 when not
+
+  Returns: {outcome, detail...}
+    {'RESERVED', expiresAt, available left here}   taken here
+    {'EXISTING', record JSON}                      this reservation exists here (nothing changed)
+    {'CLAIMED', units}                             claimed here earlier for another shard: find it there
+    {'FALL_OVER', available here}                  nothing left here; the units are claimed, take them elsewhere
+    {'SOLD_OUT', available here}                   not enough left (no other shard)
+    {'LIMIT_EXCEEDED', held, limit}
+    {'NOT_STARTED'} {'ENDED'} {'NOT_ELIGIBLE'}
+    {'NO_PRODUCT'}                                 the shard is not loaded
+
+  Durable: money
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/seckill-shard"
+local stockKey = KEYS[1]
+local rsvKey = KEYS[2]
+local holdsKey = KEYS[3]
+local claimsKey = KEYS[4]
+local rsvId = ARGV[1]
+local account = ARGV[2]
+local qty = tonumber(ARGV[3])
+local eligible = ARGV[4] == '1'
+local payWindowMs = tonumber(ARGV[5])
+local canFallOver = ARGV[6] == '1'
+
+if redis.call('EXISTS', stockKey) == 0 then return {'NO_PRODUCT'} end
+local existing = redis.call('HGET', rsvKey, rsvId)
+if existing then return {'EXISTING', existing} end
+local claimed = redis.call('HGET', claimsKey, rsvId)
+if claimed then return {'CLAIMED', claimed} end
+
+local now = serverTimeMs()
+local refusal = windowRefusal(stockKey, now)
+if refusal then return {refusal} end
+if not eligible then return {'NOT_ELIGIBLE'} end
+local held = tonumber(redis.call('HGET', holdsKey, account) or '0')
+local limit = shardNumber(stockKey, 'limit')
+if held + qty > limit then return {'LIMIT_EXCEEDED', held, limit} end
+
+local available = shardNumber(stockKey, 'available')
+if available >= qty then
+  local home = shardNumber(stockKey, 'shard')
+  local rec = takeStock(stockKey, rsvKey, rsvId, account, qty, now + payWindowMs, home, now)
+  redis.call('HINCRBY', holdsKey, account, qty)
+  sameExpiry(stockKey, holdsKey)
+  return {'RESERVED', rec.e, available - qty}
+end
+if not canFallOver then return {'SOLD_OUT', available} end
+redis.call('HINCRBY', holdsKey, account, qty)
+redis.call('HSET', claimsKey, rsvId, qty)
+sameExpiry(stockKey, holdsKey)
+sameExpiry(stockKey, claimsKey)
+return {'FALL_OVER', available}

@@ -1,0 +1,34 @@
+--[[
+  The reservation's order is paid: RESERVED -> SOLD, its units move from
+  reserved to sold (they still count against the buyer's limit), and the
+  buyer joins the shard's buyers. Idempotent.
+
+  KEYS[1]  the shard's stock hash
+  KEYS[2]  the shard's reservations hash
+  KEYS[3]  the shard's buyers set
+  ARGV[1]  reservation id
+
+  Returns: {outcome}  'SOLD' now, 'ALREADY' sold before, 'RELEASED' (refused: it was given back), 'NONE' not here
+
+  Durable: money
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/seckill-shard"
+local stockKey = KEYS[1]
+local rsvKey = KEYS[2]
+local buyersKey = KEYS[3]
+local rsvId = ARGV[1]
+
+local raw = redis.call('HGET', rsvKey, rsvId)
+if not raw then return {'NONE'} end
+local rec = cjson.decode(raw)
+if rec.s == 'SOLD' then return {'ALREADY'} end
+if rec.s == 'RELEASED' then return {'RELEASED'} end
+redis.call('HINCRBY', stockKey, 'reserved', -rec.q)
+redis.call('HINCRBY', stockKey, 'sold', rec.q)
+rec.s = 'SOLD'
+rec.t = serverTimeMs()
+redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))
+redis.call('SADD', buyersKey, rec.a)
+sameExpiry(stockKey, buyersKey)
+return {'SOLD'}

@@ -1,0 +1,2 @@
+export * from './activity.dto';
+export * from './reservation.dto';

@@ -1,0 +1,375 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { DelayQueueService } from '../delay-queue/delay-queue.service';
+import type { Delivery } from '../delay-queue/delay-queue.types';
+import { DomainError } from '../errors/domain-error';
+import type { OrderEvent } from '../orders/order-event';
+import { OrderEventsService } from '../orders/order-events.service';
+import { orderIdFor } from '../orders/order-keys';
+import { OrdersService } from '../orders/orders.service';
+import type { OrderView } from '../orders/order-views';
+import { type Activity, ActivityCatalog } from './activity-catalog';
+import { homeShard, RESERVATION_ID_RE, reservationIdFor } from './seckill-keys';
+import type { ReserveCommand } from './seckill-commands';
+import { SeckillConfig } from './seckill.config';
+import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.errors';
+import { SeckillMetrics } from './seckill.metrics';
+import { SeckillStore } from './seckill.store';
+import type { ProductRecord, ReservationLocation, ReservationRecord, ReservationState } from './seckill.types';
+import { productTopic, SoldOutMemory } from './sold-out-memory';
+
+/** The safety net's delay queue: one entry per reservation, due a little after it expires. */
+export const SAFETY_NET_QUEUE = 'seckill-reservations';
+/** The consumer group of the order events. */
+export const EVENTS_GROUP = 'seckill';
+
+/** A reservation as its buyer sees it. */
+export interface ReservationView {
+  reservationId: string;
+  activityId: string;
+  productId: string;
+  quantity: number;
+  /** Minor units: price × quantity. */
+  amount: number;
+  currency: string;
+  orderId: string;
+  state: ReservationState;
+  /** Epoch ms. */
+  expiresAt: number;
+  createdAt: number;
+}
+
+interface SafetyNetPayload extends ReservationLocation {
+  accountId: string;
+}
+
+/**
+ * Reservations: one script on the product's shard takes the stock (window, eligibility, per-user limit, stock),
+ * then the master order is created through the orders module. The order's outcome settles the reservation:
+ * paid → SOLD; closed (expired, closed, cancelled by the buyer) → RELEASED, its units back in stock exactly once.
+ *
+ * No stock is lost between the two steps: the safety net's delay-queue entry is scheduled before the script,
+ * and releases the reservation a little after it expires unless its order is paid; a failed order creation
+ * releases it at once. Releasing always closes the order first (creating it when it is missing), so a released
+ * reservation's order can never be paid.
+ */
+@Injectable()
+export class ReservationsService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(ReservationsService.name);
+
+  constructor(
+    private readonly store: SeckillStore,
+    private readonly catalog: ActivityCatalog,
+    private readonly soldOut: SoldOutMemory,
+    private readonly orders: OrdersService,
+    private readonly events: OrderEventsService,
+    private readonly queue: DelayQueueService,
+    private readonly metrics: SeckillMetrics,
+    private readonly config: SeckillConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.queue.process<SafetyNetPayload>(SAFETY_NET_QUEUE, (d) => this.safetyNet(d), {
+      concurrency: 20,
+      maxAttempts: 50,
+      backoff: { initialMs: 1000, maxMs: 60_000 },
+    });
+    await this.events.consume(EVENTS_GROUP, (e) => this.onEvent(e), { concurrency: this.config.eventConcurrency, batchSize: 100 });
+  }
+
+  /** Reserves units for the buyer; the same (account, requestId) again answers the same reservation (`created` false). */
+  async reserve(cmd: ReserveCommand): Promise<{ view: ReservationView; created: boolean }> {
+    const a = await this.activity(cmd.activityId);
+    const p = a.productsById.get(cmd.productId);
+    if (!p) throw new SeckillNotFoundError('product');
+    if (this.soldOut.isSoldOut(a.activityId, p.productId)) {
+      this.metrics.refused.inc({ reason: 'SOLD_OUT_LOCAL' });
+      throw REFUSALS.soldOut(0);
+    }
+    const rsvId = reservationIdFor(a.activityId, p.productId, cmd.accountId, cmd.requestId);
+    const home = homeShard(cmd.accountId, p.productId, p.shards);
+    const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: home, home, requestId: cmd.requestId };
+    const payWindowMs = a.payWindowMinutes * 60_000;
+    const eligible = !a.restricted || (await this.store.isEligible(a.activityId, cmd.accountId));
+    // First, so that a process killed anywhere after the script leaves nothing the net does not release.
+    await this.queue.schedule(
+      SAFETY_NET_QUEUE,
+      rsvId,
+      { dueAt: Date.now() + payWindowMs + this.config.safetyNetGraceMs },
+      { ...loc, accountId: cmd.accountId } satisfies SafetyNetPayload,
+      { ifExists: 'keep' },
+    );
+    const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs).catch((err: unknown) => {
+      // Refused (or failed): nothing to release. A leftover entry would find nothing and do nothing.
+      if (err instanceof DomainError) void this.queue.cancel(SAFETY_NET_QUEUE, rsvId).catch(() => undefined);
+      throw err;
+    });
+    const view = viewOf(a, p, rsvId, taken.record);
+    if (taken.record.s === 'RESERVED') {
+      try {
+        await Promise.all([
+          this.createOrder(a, p, rsvId, taken.record),
+          this.store.remember(cmd.accountId, rsvId, loc, a.endsAt + this.config.liveRetentionMs),
+        ]);
+      } catch (err) {
+        // No order, no way to pay: give the units back now (the safety net does it later if this fails too).
+        this.metrics.compensations.inc();
+        await this.settle(cmd.accountId, rsvId, loc, 'close').catch((e: Error) =>
+          this.logger.warn({ rsvId, err: e.message }, 'could not release a reservation whose order failed; the safety net will'),
+        );
+        throw err;
+      }
+    } else {
+      await this.store.remember(cmd.accountId, rsvId, loc, a.endsAt + this.config.liveRetentionMs);
+    }
+    if (taken.created) this.metrics.reserved.inc();
+    return { view, created: taken.created };
+  }
+
+  /** One of the buyer's reservations (another account's: 404). */
+  async get(accountId: string, rsvId: string): Promise<ReservationView> {
+    const found = await this.find(accountId, rsvId);
+    if (!found) throw new SeckillNotFoundError('reservation');
+    return viewOf(found.a, found.p, rsvId, found.record);
+  }
+
+  /** The buyer's reservations, of one activity or all. */
+  async list(accountId: string, activityId?: string): Promise<ReservationView[]> {
+    const located = await this.store.located(accountId, 200);
+    const views = await Promise.all(
+      located
+        .filter(([, loc]) => !activityId || loc.activityId === activityId)
+        .map(async ([rsvId, loc]) => {
+          const a = await this.catalog.get(loc.activityId);
+          const p = a?.productsById.get(loc.productId);
+          const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
+          return a && p && record ? viewOf(a, p, rsvId, record) : null;
+        }),
+    );
+    return views.filter((v): v is ReservationView => v !== null).sort((x, y) => y.createdAt - x.createdAt);
+  }
+
+  /** The buyer cancels before paying: the order is closed and the units go back. Paid or being paid: 409. */
+  async cancel(accountId: string, rsvId: string): Promise<ReservationView> {
+    const loc = await this.store.locate(accountId, rsvId);
+    if (!loc) throw new SeckillNotFoundError('reservation');
+    const state = await this.settle(accountId, rsvId, loc, 'close');
+    if (state === 'SOLD') throw seckillConflict('RESERVATION_PAID', 'The reservation is paid');
+    return this.get(accountId, rsvId);
+  }
+
+  /** An order event: paid → SOLD; closed → RELEASED. Only the orders of reservations count. */
+  async onEvent(e: OrderEvent): Promise<void> {
+    if ((e.type !== 'order.paid' && e.type !== 'order.closed') || !RESERVATION_ID_RE.test(e.merchantOrderNo) || !e.accountId) return;
+    const loc = await this.store.locate(e.accountId, e.merchantOrderNo);
+    if (!loc) return;
+    const a = await this.catalog.get(loc.activityId);
+    if (!a || a.merchantId !== e.merchantId || orderIdFor(a.merchantId, e.merchantOrderNo) !== e.orderId) return;
+    await this.settle(e.accountId, e.merchantOrderNo, loc, e.type === 'order.paid' ? 'paid' : 'closed');
+  }
+
+  /**
+   * Settles a reservation from its order, once:
+   * - `paid`: its order is paid → SOLD;
+   * - `closed`: its order is closed → RELEASED;
+   * - `close`: closes the order (creating it first when it is missing, so that it can never be paid later), then
+   *   RELEASED; an order found paid makes it SOLD instead.
+   * Returns the state it ends in ('NONE' when the reservation was never made).
+   */
+  async settle(accountId: string, rsvId: string, loc: ReservationLocation, how: 'paid' | 'closed' | 'close'): Promise<ReservationState | 'NONE'> {
+    const a = await this.catalog.get(loc.activityId);
+    const p = a?.productsById.get(loc.productId);
+    if (!a || !p) return 'NONE';
+    const home = this.store.shard(a.activityId, p, loc.home);
+    const shard = this.store.shard(a.activityId, p, loc.shard);
+    const record = await this.store.record(shard, rsvId);
+    if (!record) {
+      // The script never took the units here: free a claim the home shard may hold for it.
+      if (await this.store.hasClaim(home, rsvId)) await this.store.release(home, rsvId, accountId, productTopic(a.activityId, p.productId));
+      return 'NONE';
+    }
+    let sell = how === 'paid';
+    if (how === 'close' && record.s === 'RESERVED') {
+      const order = await this.closeOrder(a, p, rsvId, record);
+      sell = order === 'PAID';
+    }
+    if (sell) {
+      const r = await this.store.sell(shard, rsvId);
+      if (r === 'SOLD') this.metrics.sold.inc({});
+      if (r === 'RELEASED') this.logger.error({ rsvId }, 'a paid order’s reservation was released before: its units were sold again');
+      void this.queue.cancel(SAFETY_NET_QUEUE, rsvId).catch(() => undefined);
+      return r === 'RELEASED' ? 'RELEASED' : 'SOLD';
+    }
+    const topic = productTopic(a.activityId, p.productId);
+    const r = await this.store.release(shard, rsvId, accountId, topic);
+    if (loc.shard !== loc.home) await this.store.release(home, rsvId, accountId, topic);
+    if (r.stock === 'RELEASED') {
+      this.metrics.released.inc();
+      this.soldOut.forget(a.activityId, p.productId);
+    }
+    void this.queue.cancel(SAFETY_NET_QUEUE, rsvId).catch(() => undefined);
+    return r.stock === 'SOLD' ? 'SOLD' : 'RELEASED';
+  }
+
+  /** The safety net: a reservation still RESERVED a little after its expiry is released (its order closed first). */
+  private async safetyNet(d: Delivery<SafetyNetPayload>): Promise<void> {
+    const { accountId, ...fromPayload } = d.payload;
+    const loc = (await this.store.locate(accountId, d.id)) ?? (await this.probe(d.id, fromPayload));
+    if (!loc) return;
+    const state = await this.settle(accountId, d.id, loc, 'close');
+    if (state === 'RELEASED') this.metrics.safetyNetReleases.inc();
+  }
+
+  /** Where a reservation the buyer's index does not know is: the shard that holds its record, else its home. */
+  private async probe(rsvId: string, loc: ReservationLocation): Promise<ReservationLocation | null> {
+    const a = await this.catalog.get(loc.activityId);
+    const p = a?.productsById.get(loc.productId);
+    if (!a || !p) return null;
+    for (let k = 0; k < p.shards; k++) {
+      if (await this.store.record(this.store.shard(a.activityId, p, k), rsvId)) return { ...loc, shard: k };
+    }
+    return loc;
+  }
+
+  /** The script step: the home shard, then (sharded products) bounded fall-over to the others. */
+  private async take(
+    a: Activity,
+    p: ProductRecord,
+    loc: ReservationLocation,
+    rsvId: string,
+    cmd: ReserveCommand,
+    eligible: boolean,
+    payWindowMs: number,
+  ): Promise<{ record: ReservationRecord; created: boolean }> {
+    const homeKeys = this.store.shard(a.activityId, p, loc.home);
+    const r = await this.store.reserve(homeKeys, { rsvId, account: cmd.accountId, qty: cmd.quantity, eligible, payWindowMs, canFallOver: p.shards > 1 });
+    switch (r.outcome) {
+      case 'RESERVED':
+        return { record: recordOf(cmd, r.expiresAt, loc.home, payWindowMs), created: true };
+      case 'EXISTING':
+        return { record: r.record, created: false };
+      case 'SOLD_OUT':
+        return this.refuseSoldOut(a, p, r.available);
+      case 'LIMIT_EXCEEDED':
+        throw this.refused(REFUSALS.limit(r.held, r.limit));
+      case 'NOT_STARTED':
+        throw this.refused(REFUSALS.notStarted());
+      case 'ENDED':
+        throw this.refused(REFUSALS.ended());
+      case 'NOT_ELIGIBLE':
+        throw this.refused(REFUSALS.notEligible());
+      case 'NO_PRODUCT':
+        throw new SeckillNotFoundError('product');
+      case 'CLAIMED':
+      case 'FALL_OVER':
+        return this.fallOver(a, p, loc, rsvId, cmd, payWindowMs, r.outcome === 'CLAIMED');
+    }
+  }
+
+  /**
+   * The units are claimed on the home shard (the per-user limit is checked there, for every shard); take them from
+   * the next shards in turn, at most SECKILL_FALLOVER_TRIES of them. None has enough: the claim is freed and the
+   * answer is SOLD_OUT. A retried request first looks for the reservation it may have made already.
+   */
+  private async fallOver(
+    a: Activity,
+    p: ProductRecord,
+    loc: ReservationLocation,
+    rsvId: string,
+    cmd: ReserveCommand,
+    payWindowMs: number,
+    retried: boolean,
+  ): Promise<{ record: ReservationRecord; created: boolean }> {
+    const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
+    if (retried) {
+      for (const k of others) {
+        const record = await this.store.record(this.store.shard(a.activityId, p, k), rsvId);
+        if (record) return ((loc.shard = k), { record, created: false });
+      }
+    }
+    let available = 0;
+    for (const k of others.slice(0, this.config.fallOverTries)) {
+      const t = await this.store.take(this.store.shard(a.activityId, p, k), { rsvId, account: cmd.accountId, qty: cmd.quantity, payWindowMs, home: loc.home });
+      if (t.outcome === 'RESERVED' || t.outcome === 'EXISTING') {
+        loc.shard = k;
+        this.metrics.fallOvers.inc();
+        return t.outcome === 'RESERVED' ? { record: recordOf(cmd, t.expiresAt, loc.home, payWindowMs), created: true } : { record: t.record, created: false };
+      }
+      if (t.outcome === 'EMPTY') available += t.available;
+    }
+    await this.store.release(this.store.shard(a.activityId, p, loc.home), rsvId, cmd.accountId, productTopic(a.activityId, p.productId));
+    return this.refuseSoldOut(a, p, available, others.length > this.config.fallOverTries);
+  }
+
+  private refuseSoldOut(a: Activity, p: ProductRecord, available: number, partial = false): never {
+    // Every shard was seen empty: this instance refuses the product without Redis until stock comes back.
+    if (available === 0 && !partial) this.soldOut.remember(a.activityId, p.productId);
+    throw this.refused(REFUSALS.soldOut(available));
+  }
+
+  private refused<E extends DomainError>(err: E): E {
+    this.metrics.refused.inc({ reason: err.code });
+    return err;
+  }
+
+  private async activity(activityId: string): Promise<Activity> {
+    const a = await this.catalog.get(activityId);
+    if (!a) throw new SeckillNotFoundError('activity');
+    return a;
+  }
+
+  private async find(accountId: string, rsvId: string) {
+    const loc = await this.store.locate(accountId, rsvId);
+    if (!loc) return null;
+    const a = await this.catalog.get(loc.activityId);
+    const p = a?.productsById.get(loc.productId);
+    const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
+    return a && p && record ? { a, p, record } : null;
+  }
+
+  private createOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<{ order: OrderView; created: boolean }> {
+    return this.orders.createForBuyer({
+      merchantId: a.merchantId,
+      merchantOrderNo: rsvId,
+      amount: p.price * r.q,
+      currency: p.currency,
+      subject: `${a.title}: ${p.title}`.slice(0, 128),
+      expireMinutes: a.payWindowMinutes,
+      payerAccountId: r.a,
+    });
+  }
+
+  /** Makes sure the reservation's order can no longer be paid: created if missing, then closed. Answers PAID or CLOSED. */
+  private async closeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<'PAID' | 'CLOSED'> {
+    const { order } = await this.createOrder(a, p, rsvId, r);
+    if (order.status === 'PAID') return 'PAID';
+    if (order.status === 'CLOSED') return 'CLOSED';
+    try {
+      await this.orders.close(a.merchantId, rsvId);
+      return 'CLOSED';
+    } catch (err) {
+      const code = (err as DomainError).code;
+      if (code === 'ORDER_PAID') return 'PAID';
+      if (code === 'ORDER_PAYING') throw seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid');
+      throw err;
+    }
+  }
+}
+
+function recordOf(cmd: ReserveCommand, expiresAt: number, home: number, payWindowMs: number): ReservationRecord {
+  return { s: 'RESERVED', a: cmd.accountId, q: cmd.quantity, e: expiresAt, h: home, c: expiresAt - payWindowMs, t: 0 };
+}
+
+function viewOf(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): ReservationView {
+  return {
+    reservationId: rsvId,
+    activityId: a.activityId,
+    productId: p.productId,
+    quantity: r.q,
+    amount: p.price * r.q,
+    currency: p.currency,
+    orderId: orderIdFor(a.merchantId, rsvId),
+    state: r.s,
+    expiresAt: r.e,
+    createdAt: r.c,
+  };
+}

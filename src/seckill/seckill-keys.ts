@@ -1,0 +1,66 @@
+import { createHash } from 'node:crypto';
+import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
+
+/**
+ * The flash sales' keys:
+ * - `{a:<activityId>}`: an activity's configuration, its eligibility list and its results;
+ * - `{p:<activityId>:<productId>:<shard>[:<salt>]}`: one product shard's stock, reservations, holds, claims and buyers
+ *   (the salt, when there is one, moves the shard to a slot on another cluster master);
+ * - `{u:<accountId>}`: where each of a buyer's reservations is;
+ * - `{i}`: the index of activities by end time.
+ */
+export const SECKILL_KEYS = defineKeySpace('seckill', { a: 'id', p: 'id', u: 'id', i: 'fixed' });
+
+/** Activity ids: short, because they are part of every product shard's tag. */
+export const ACTIVITY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
+export const PRODUCT_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+export const RESERVATION_ID_RE = /^sk_[0-9a-f]{24}$/;
+export { ACCOUNT_ID_RE } from '../orders/order-keys';
+
+/** The parts of a product shard, in the load script's KEYS order. */
+export const SHARD_PARTS = ['stock', 'rsv', 'holds', 'claims', 'buyers'] as const;
+export type ShardPart = (typeof SHARD_PARTS)[number];
+export type ShardKeys = Record<ShardPart, string>;
+
+/** The activity's parts. */
+export const ACTIVITY_PARTS = ['config', 'eligible', 'results'] as const;
+
+/** One product shard's keys. `salt` 0 adds nothing to the tag. */
+export function shardKeys(builder: KeyBuilder, activityId: string, productId: string, shard: number, salt = 0): ShardKeys {
+  const t = builder.tagged(SECKILL_KEYS, 'p', shardTagId(activityId, productId, shard, salt));
+  return { stock: t.key('stock'), rsv: t.key('rsv'), holds: t.key('holds'), claims: t.key('claims'), buyers: t.key('buyers') };
+}
+
+/** The id in a product shard's hash tag. */
+export const shardTagId = (activityId: string, productId: string, shard: number, salt = 0) => `${activityId}:${productId}:${shard}${salt ? `:${salt}` : ''}`;
+
+export function activityKeys(builder: KeyBuilder, activityId: string): Record<(typeof ACTIVITY_PARTS)[number], string> {
+  const t = builder.tagged(SECKILL_KEYS, 'a', activityId);
+  return { config: t.key('config'), eligible: t.key('eligible'), results: t.key('results') };
+}
+
+/** Where each of the buyer's reservations is (a hash: reservation id -> location JSON). */
+export function buyerIndexKey(builder: KeyBuilder, accountId: string): string {
+  return builder.tagged(SECKILL_KEYS, 'u', accountId).key('reservations');
+}
+
+/** Activities by end time (a zset), for the app's list of current and upcoming sales. */
+export function activityIndexKey(builder: KeyBuilder): string {
+  return builder.tagged(SECKILL_KEYS, 'i').key('activities');
+}
+
+/** The restock channel: release-4.lua publishes a product there when its stock comes back. */
+export function restockChannel(builder: KeyBuilder): string {
+  return `${builder.prefix}:seckill:restock`;
+}
+
+/** A reservation's id: deterministic from what makes a request the same, so a retried request finds its reservation. */
+export function reservationIdFor(activityId: string, productId: string, accountId: string, requestId: string): string {
+  return `sk_${createHash('sha256').update(`${activityId}\n${productId}\n${accountId}\n${requestId}`).digest('hex').slice(0, 24)}`;
+}
+
+/** The buyer's home shard of a product: a hash of the account. */
+export function homeShard(accountId: string, productId: string, shards: number): number {
+  if (shards <= 1) return 0;
+  return createHash('md5').update(`${accountId}\n${productId}`).digest().readUInt32BE(0) % shards;
+}

@@ -1,0 +1,110 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { defineConfigSlice } from '../config/config-slice';
+import { toInt } from '../config/env-validation';
+
+/** The flash sales' environment variables (see `.env.example`). */
+export class SeckillEnv {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(200)
+  @Max(60_000)
+  SECKILL_LISTING_TTL_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  SECKILL_SOLD_OUT_MEMORY_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(5)
+  @Max(3600)
+  SECKILL_SAFETY_NET_GRACE_SECONDS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(60)
+  @Max(90 * 86_400)
+  SECKILL_LIVE_RETENTION_SECONDS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(365)
+  SECKILL_RESULTS_RETENTION_DAYS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  SECKILL_MAX_PRODUCTS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  SECKILL_MAX_SHARDS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(63)
+  SECKILL_FALLOVER_TRIES?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  SECKILL_EVENT_CONCURRENCY?: number;
+}
+
+/** The flash sales' settings. Injected by this type. */
+export class SeckillConfig {
+  /** How long a listing page is cached (and so how stale its `available` may be), ms. */
+  listingTtlMs!: number;
+  /** How long an instance refuses a product it saw sold out without asking Redis, unless a restock message comes first, ms (0: never). */
+  soldOutMemoryMs!: number;
+  /** A reservation not settled this long after its expiry is released by the safety net, ms. */
+  safetyNetGraceMs!: number;
+  /** How long an activity's live keys (stock, reservations) are kept after its end, ms. */
+  liveRetentionMs!: number;
+  /** How long an activity's results are kept, ms. */
+  resultsRetentionMs!: number;
+  /** Most products of one activity. */
+  maxProducts!: number;
+  /** Most shards of one product. */
+  maxShards!: number;
+  /** Other shards a buyer whose home shard is empty tries, at most. */
+  fallOverTries!: number;
+  /** Order events handled at once per shard by one instance. */
+  eventConcurrency!: number;
+}
+
+/** The flash-sale slice of the configuration: list `seckillConfig.provider` in the module's providers. */
+export const seckillConfig = defineConfigSlice({
+  name: 'seckill',
+  token: SeckillConfig,
+  schema: SeckillEnv,
+  build: (s): SeckillConfig => ({
+    listingTtlMs: s.SECKILL_LISTING_TTL_MS ?? 2000,
+    soldOutMemoryMs: s.SECKILL_SOLD_OUT_MEMORY_MS ?? 5000,
+    safetyNetGraceMs: (s.SECKILL_SAFETY_NET_GRACE_SECONDS ?? 30) * 1000,
+    liveRetentionMs: (s.SECKILL_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
+    resultsRetentionMs: (s.SECKILL_RESULTS_RETENTION_DAYS ?? 90) * 86_400_000,
+    maxProducts: s.SECKILL_MAX_PRODUCTS ?? 10_000,
+    maxShards: s.SECKILL_MAX_SHARDS ?? 16,
+    fallOverTries: s.SECKILL_FALLOVER_TRIES ?? 3,
+    eventConcurrency: s.SECKILL_EVENT_CONCURRENCY ?? 32,
+  }),
+});

@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { LocksModule } from '../locks/locks.module';
+import { OrdersModule } from '../orders/orders.module';
+import { ActivitiesService } from './activities.service';
+import { ActivityCatalog } from './activity-catalog';
+import { ListingService } from './listing.service';
+import { ReservationsService } from './reservations.service';
+import { SeckillAdminController } from './seckill-admin.controller';
+import { SeckillController } from './seckill.controller';
+import { seckillConfig } from './seckill.config';
+import { SeckillMetrics } from './seckill.metrics';
+import { SeckillStore } from './seckill.store';
+import { SoldOutMemory } from './sold-out-memory';
+
+/** Flash sales: weekly activities, a cached listing, one-script reservations that never oversell, stock returned when a payment fails. */
+@Module({
+  imports: [OrdersModule, LocksModule.forFeature('seckill', { 'seckill-activity': { leaseMs: 120_000, waitMs: 0 } })],
+  controllers: [SeckillController, SeckillAdminController],
+  providers: [seckillConfig.provider, SeckillStore, ActivityCatalog, SoldOutMemory, ActivitiesService, ReservationsService, ListingService, SeckillMetrics],
+})
+export class SeckillModule {}

@@ -1,0 +1,262 @@
+import { Injectable } from '@nestjs/common';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster } from 'ioredis';
+import { KeyBuilder } from '../redis/key-builder';
+import { RedisService } from '../redis/redis.service';
+import { ScriptRegistry } from '../scripts/script-registry.service';
+import { activityIndexKey, activityKeys, buyerIndexKey, restockChannel, SHARD_PARTS, shardKeys, type ShardKeys } from './seckill-keys';
+import type { ActivityRecord, ProductRecord, ReservationLocation, ReservationRecord, ShardStock } from './seckill.types';
+
+/** What reserve-4.lua answered. */
+export type ReserveReply =
+  | { outcome: 'RESERVED'; expiresAt: number; left: number }
+  | { outcome: 'EXISTING'; record: ReservationRecord }
+  | { outcome: 'CLAIMED'; units: number }
+  | { outcome: 'FALL_OVER' | 'SOLD_OUT'; available: number }
+  | { outcome: 'LIMIT_EXCEEDED'; held: number; limit: number }
+  | { outcome: 'NOT_STARTED' | 'ENDED' | 'NOT_ELIGIBLE' | 'NO_PRODUCT' };
+
+/** What take-2.lua answered. */
+export type TakeReply =
+  | { outcome: 'RESERVED'; expiresAt: number; left: number }
+  | { outcome: 'EXISTING'; record: ReservationRecord }
+  | { outcome: 'EMPTY'; available: number }
+  | { outcome: 'NOT_STARTED' | 'ENDED' | 'NO_PRODUCT' };
+
+/** What release-4.lua did on one shard. */
+export interface ReleaseReply {
+  stock: 'RELEASED' | 'ALREADY' | 'SOLD' | 'NONE';
+  claimFreed: boolean;
+  available: number;
+}
+
+const STOCK_FIELDS = ['gen', 'initial', 'available', 'reserved', 'sold', 'released', 'startsAt', 'endsAt', 'endedAt', 'limit'] as const;
+
+/** The one typed wrapper of the lua/seckill scripts and the flash sales' keys. */
+@Injectable()
+export class SeckillStore {
+  constructor(
+    private readonly scripts: ScriptRegistry,
+    private readonly redis: RedisService,
+    private readonly keys: KeyBuilder,
+  ) {}
+
+  /** A product shard's keys. */
+  shard(activityId: string, p: ProductRecord, shard: number): ShardKeys {
+    return shardKeys(this.keys, activityId, p.productId, shard, p.salts?.[shard] ?? 0);
+  }
+
+  get restockChannel(): string {
+    return restockChannel(this.keys);
+  }
+
+  // ---- activities
+
+  async activity(activityId: string): Promise<ActivityRecord | null> {
+    const raw = await this.redis.command((c) => c.get(activityKeys(this.keys, activityId).config));
+    return raw ? (JSON.parse(raw) as ActivityRecord) : null;
+  }
+
+  /** Stores the activity (NX: only when it does not exist; returns false then), expiring with its live keys. */
+  async saveActivity(a: ActivityRecord, expireAt: number, onlyIfNew: boolean): Promise<boolean> {
+    const k = activityKeys(this.keys, a.activityId).config;
+    const json = JSON.stringify(a);
+    const r = await this.redis.command((c) => (onlyIfNew ? c.set(k, json, 'PXAT', expireAt, 'NX') : c.set(k, json, 'PXAT', expireAt)));
+    if (r === 'OK') await this.redis.command((c) => c.zadd(activityIndexKey(this.keys), a.endsAt, a.activityId));
+    return r === 'OK';
+  }
+
+  /** Replaces the activity's eligibility list (none: anyone may buy). */
+  async saveEligible(activityId: string, accounts: readonly string[], expireAt: number): Promise<void> {
+    const k = activityKeys(this.keys, activityId).eligible;
+    await this.redis.command((c) => c.del(k));
+    for (let i = 0; i < accounts.length; i += 5000) {
+      const chunk = accounts.slice(i, i + 5000);
+      await this.redis.command((c) => c.sadd(k, ...chunk));
+    }
+    if (accounts.length) await this.redis.command((c) => c.pexpireat(k, expireAt));
+  }
+
+  async isEligible(activityId: string, accountId: string): Promise<boolean> {
+    return (await this.redis.command((c) => c.sismember(activityKeys(this.keys, activityId).eligible, accountId))) === 1;
+  }
+
+  /** Activity ids whose end is at or after `from` (current and upcoming), soonest end first. */
+  async activityIds(from: number, limit: number): Promise<string[]> {
+    return this.redis.command((c) => c.zrangebyscore(activityIndexKey(this.keys), from, '+inf', 'LIMIT', 0, limit));
+  }
+
+  async results(activityId: string): Promise<unknown> {
+    const raw = await this.redis.command((c) => c.get(activityKeys(this.keys, activityId).results));
+    return raw ? JSON.parse(raw) : null;
+  }
+
+  async saveResults(activityId: string, results: unknown, keepMs: number): Promise<void> {
+    await this.redis.command((c) => c.set(activityKeys(this.keys, activityId).results, JSON.stringify(results), 'PX', keepMs));
+  }
+
+  /** The Redis clock, epoch ms. */
+  async now(): Promise<number> {
+    const [s, us] = await this.redis.command((c) => c.time());
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  }
+
+  // ---- product shards
+
+  async load(k: ShardKeys, a: { gen: string; stock: number; startsAt: number; endsAt: number; limit: number; shard: number; expireAt: number }) {
+    const [ok, reserved, sold] = await this.scripts.run<[number, number?, number?]>(
+      'seckill/load',
+      SHARD_PARTS.map((p) => k[p]),
+      [a.gen, a.stock, a.startsAt, a.endsAt, a.limit, a.shard, a.expireAt],
+    );
+    return ok === 1 ? { loaded: true as const } : { loaded: false as const, reserved: reserved ?? 0, sold: sold ?? 0 };
+  }
+
+  async endShard(k: ShardKeys): Promise<number> {
+    const [endedAt] = await this.scripts.run<[number]>('seckill/end', [k.stock]);
+    return endedAt;
+  }
+
+  /** Deletes a shard's keys (a product or shard an edit removed, before the sale). */
+  async dropShard(k: ShardKeys): Promise<void> {
+    await Promise.all(SHARD_PARTS.map((p) => this.redis.command((c) => c.del(k[p]))));
+  }
+
+  /** Which of the shard's keys exist (for the pre-sale check's leftovers). */
+  async existingParts(k: ShardKeys): Promise<string[]> {
+    const found = await Promise.all(SHARD_PARTS.map((p) => this.redis.command((c) => c.exists(k[p]))));
+    return SHARD_PARTS.filter((_, i) => found[i] === 1);
+  }
+
+  async stock(k: ShardKeys): Promise<ShardStock | null> {
+    const v = await this.redis.command((c) => c.hmget(k.stock, ...STOCK_FIELDS));
+    if (v[0] === null) return null;
+    const out: Record<string, string | number> = {};
+    STOCK_FIELDS.forEach((f, i) => (out[f] = f === 'gen' ? (v[i] ?? '') : Number(v[i] ?? 0)));
+    return out as unknown as ShardStock;
+  }
+
+  /** The shard's available units only (the listing's read). */
+  async available(k: ShardKeys): Promise<number> {
+    return Number((await this.redis.command((c) => c.hget(k.stock, 'available'))) ?? 0);
+  }
+
+  async counts(k: ShardKeys): Promise<{ holds: number; claims: number; reservations: number; buyers: number }> {
+    const [holds, claims, reservations, buyers] = await Promise.all([
+      this.redis.command((c) => c.hlen(k.holds)),
+      this.redis.command((c) => c.hlen(k.claims)),
+      this.redis.command((c) => c.hlen(k.rsv)),
+      this.redis.command((c) => c.scard(k.buyers)),
+    ]);
+    return { holds, claims, reservations, buyers };
+  }
+
+  async buyers(k: ShardKeys): Promise<string[]> {
+    return this.redis.command((c) => c.smembers(k.buyers));
+  }
+
+  async record(k: ShardKeys, rsvId: string): Promise<ReservationRecord | null> {
+    const raw = await this.redis.command((c) => c.hget(k.rsv, rsvId));
+    return raw ? (JSON.parse(raw) as ReservationRecord) : null;
+  }
+
+  async hasClaim(k: ShardKeys, rsvId: string): Promise<boolean> {
+    return (await this.redis.command((c) => c.hexists(k.claims, rsvId))) === 1;
+  }
+
+  // ---- reservations
+
+  async reserve(k: ShardKeys, a: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean }) {
+    const r = await this.scripts.run<[string, ...(string | number)[]]>(
+      'seckill/reserve',
+      [k.stock, k.rsv, k.holds, k.claims],
+      [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0],
+    );
+    return decodeReserve(r);
+  }
+
+  async take(k: ShardKeys, a: { rsvId: string; account: string; qty: number; payWindowMs: number; home: number }): Promise<TakeReply> {
+    const r = await this.scripts.run<[string, ...(string | number)[]]>('seckill/take', [k.stock, k.rsv], [a.rsvId, a.account, a.qty, a.payWindowMs, a.home]);
+    return decodeReserve(r) as TakeReply;
+  }
+
+  async release(k: ShardKeys, rsvId: string, account: string, product: string): Promise<ReleaseReply> {
+    const [stock, claim, available] = await this.scripts.run<[ReleaseReply['stock'], number, number]>(
+      'seckill/release',
+      [k.stock, k.rsv, k.holds, k.claims],
+      [rsvId, account, this.restockChannel, product],
+    );
+    return { stock, claimFreed: claim === 1, available };
+  }
+
+  async sell(k: ShardKeys, rsvId: string): Promise<'SOLD' | 'ALREADY' | 'RELEASED' | 'NONE'> {
+    const [outcome] = await this.scripts.run<['SOLD' | 'ALREADY' | 'RELEASED' | 'NONE']>('seckill/sell', [k.stock, k.rsv, k.buyers], [rsvId]);
+    return outcome;
+  }
+
+  // ---- the buyers' index
+
+  async locate(accountId: string, rsvId: string): Promise<ReservationLocation | null> {
+    const raw = await this.redis.command((c) => c.hget(buyerIndexKey(this.keys, accountId), rsvId));
+    return raw ? (JSON.parse(raw) as ReservationLocation) : null;
+  }
+
+  async remember(accountId: string, rsvId: string, at: ReservationLocation, keepUntil: number): Promise<void> {
+    const k = buyerIndexKey(this.keys, accountId);
+    await this.redis.command((c) => c.hset(k, rsvId, JSON.stringify(at)));
+    await this.redis.command((c) => c.pexpireat(k, keepUntil, 'GT')).catch(() => this.redis.command((c) => c.pexpireat(k, keepUntil)));
+  }
+
+  /** Every reservation of the account, with where it is (at most `limit`). */
+  async located(accountId: string, limit: number): Promise<[string, ReservationLocation][]> {
+    const all = await this.redis.command((c) => c.hgetall(buyerIndexKey(this.keys, accountId)));
+    return Object.entries(all)
+      .slice(0, limit)
+      .map(([id, raw]) => [id, JSON.parse(raw) as ReservationLocation]);
+  }
+
+  // ---- cluster placement
+
+  /**
+   * Per shard of a product, a tag salt that puts the shard on its own master (shard k on the k-th master, round
+   * robin), so that one hot product spreads over the cluster. Standalone and Sentinel: none.
+   */
+  saltsFor(activityId: string, productId: string, shards: number): number[] | undefined {
+    const client = this.redis.client;
+    if (!(client instanceof Cluster) || shards <= 1) return undefined;
+    const masters = [...new Set(client.nodes('master').map((n) => `${n.options.host}:${n.options.port}`))].sort();
+    const slots = (client as unknown as { slots: string[][] }).slots;
+    if (masters.length < 2 || !slots?.length) return undefined;
+    const salts: number[] = [];
+    for (let shard = 0; shard < shards; shard++) {
+      const want = masters[shard % masters.length];
+      let salt = 0;
+      for (; salt < 10_000; salt++) {
+        const slot = calculateSlot(shardKeys(this.keys, activityId, productId, shard, salt).stock);
+        if (slots[slot]?.[0] === want) break;
+      }
+      salts.push(salt < 10_000 ? salt : 0);
+    }
+    return salts.some((s) => s > 0) ? salts : undefined;
+  }
+}
+
+function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply {
+  const [outcome, a, b] = r;
+  switch (outcome) {
+    case 'RESERVED':
+      return { outcome, expiresAt: Number(a), left: Number(b) };
+    case 'EXISTING':
+      return { outcome, record: JSON.parse(String(a)) as ReservationRecord };
+    case 'CLAIMED':
+      return { outcome, units: Number(a) };
+    case 'FALL_OVER':
+    case 'SOLD_OUT':
+    case 'EMPTY' as string:
+      return { outcome: outcome as 'FALL_OVER', available: Number(a) };
+    case 'LIMIT_EXCEEDED':
+      return { outcome, held: Number(a), limit: Number(b) };
+    default:
+      return { outcome: outcome as 'NOT_STARTED' };
+  }
+}

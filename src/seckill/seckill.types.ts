@@ -1,0 +1,82 @@
+/** A product of an activity, as stored. */
+export interface ProductRecord {
+  productId: string;
+  title: string;
+  /** Minor units. */
+  price: number;
+  currency: string;
+  stock: number;
+  /** Overrides the activity's per-user limit for this product. */
+  perUserLimit?: number;
+  /** Sub-stocks on different hash slots (1: none). */
+  shards: number;
+  /** Per shard, the tag salt that places it on its cluster master (absent or 0: none). */
+  salts?: number[];
+}
+
+/** An activity as stored (times epoch ms). */
+export interface ActivityRecord {
+  activityId: string;
+  merchantId: string;
+  title: string;
+  startsAt: number;
+  endsAt: number;
+  payWindowMinutes: number;
+  perUserLimit: number;
+  /** True when an eligibility list was given: only those accounts may buy. */
+  restricted: boolean;
+  eligibleCount: number;
+  products: ProductRecord[];
+  /** This load's id: every product shard carries it, so a leftover of another load is told apart. */
+  gen: string;
+  /** sha256 of the create request's payload: the same activityId with another payload is a 409 (edit with PUT). */
+  fingerprint: string;
+  createdAt: number;
+  updatedAt: number;
+  /** When ops ended the sale early (0: not). */
+  endedAt: number;
+}
+
+/** One shard's live stock. */
+export interface ShardStock {
+  gen: string;
+  initial: number;
+  available: number;
+  reserved: number;
+  sold: number;
+  released: number;
+  startsAt: number;
+  endsAt: number;
+  endedAt: number;
+  limit: number;
+}
+
+export type ReservationState = 'RESERVED' | 'SOLD' | 'RELEASED';
+
+/** A reservation record as the scripts store it (see lua/includes/seckill-shard.lua). */
+export interface ReservationRecord {
+  s: ReservationState;
+  /** Account. */
+  a: string;
+  /** Quantity. */
+  q: number;
+  /** Expires at. */
+  e: number;
+  /** The buyer's home shard. */
+  h: number;
+  /** Created at. */
+  c: number;
+  /** Settled at (sold or released; 0 until then). */
+  t: number;
+}
+
+/** Where a reservation is: what the buyer's index keeps. */
+export interface ReservationLocation {
+  activityId: string;
+  productId: string;
+  /** The shard holding its units. */
+  shard: number;
+  /** The buyer's home shard (holds its units against the per-user limit). */
+  home: number;
+  requestId: string;
+}

@@ -1,0 +1,137 @@
+import request from 'supertest';
+import { OrderEventsService } from '../../src/orders/order-events.service';
+import { OrdersService } from '../../src/orders/orders.service';
+import { PaymentPlansService } from '../../src/orders/payment-plans.service';
+import { PaymentRunner } from '../../src/orders/payment-runner.service';
+import { ActivitiesService } from '../../src/seckill/activities.service';
+import { ReservationsService } from '../../src/seckill/reservations.service';
+import { SeckillStore } from '../../src/seckill/seckill.store';
+import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
+import { CREDS, type TestApp, userToken } from './test-app';
+
+let seq = 0;
+/** A fresh activity id (at most 32 characters). */
+export const activityId = (tag = 'a') => `${tag}-${process.pid.toString(36)}-${Date.now().toString(36)}-${(++seq).toString(36)}`.slice(0, 32);
+
+export interface ProductSpec {
+  productId: string;
+  title?: string;
+  price?: number;
+  currency?: string;
+  stock: number;
+  perUserLimit?: number;
+  shards?: number;
+}
+
+/** An activity body: open from a second ago for an hour unless told otherwise. */
+export function activityBody(
+  id: string,
+  products: ProductSpec[],
+  over: Partial<{
+    startsAt: string;
+    endsAt: string;
+    perUserLimit: number;
+    payWindowMinutes: number;
+    eligibleAccounts: string[];
+    merchantId: string;
+    title: string;
+  }> = {},
+) {
+  return {
+    activityId: id,
+    merchantId: over.merchantId ?? CREDS.merchantId,
+    title: over.title ?? 'Flash sale',
+    startsAt: over.startsAt ?? new Date(Date.now() - 1000).toISOString(),
+    endsAt: over.endsAt ?? new Date(Date.now() + 3600_000).toISOString(),
+    payWindowMinutes: over.payWindowMinutes ?? 15,
+    perUserLimit: over.perUserLimit ?? 1,
+    ...(over.eligibleAccounts ? { eligibleAccounts: over.eligibleAccounts } : {}),
+    products: products.map((p) => ({ title: `Product ${p.productId}`, price: 990, currency: 'CNY', ...p })),
+  };
+}
+
+const ADMIN = { 'x-admin-key': CREDS.adminKey };
+
+/** The flash-sale module in one running app, with the steps the seckill suites repeat, all over HTTP unless named otherwise. */
+export function seckillKit(t: TestApp) {
+  const get = t.app.get.bind(t.app);
+  const plans = get(PaymentPlansService);
+  const runner = get(PaymentRunner);
+  const kit = {
+    t,
+    orders: get(OrdersService),
+    events: get(OrderEventsService),
+    queue: get(DelayQueueService),
+    store: get(SeckillStore),
+    activities: get(ActivitiesService),
+    reservations: get(ReservationsService),
+
+    admin: () => ({
+      post: (path: string, body?: unknown) =>
+        request(t.server)
+          .post(path)
+          .set(ADMIN)
+          .send(body as object),
+      put: (path: string, body: unknown) =>
+        request(t.server)
+          .put(path)
+          .set(ADMIN)
+          .send(body as object),
+      get: (path: string) => request(t.server).get(path).set(ADMIN),
+    }),
+    user: (account: string) => {
+      const auth = { authorization: `Bearer ${userToken(account)}` };
+      return {
+        get: (path: string) => request(t.server).get(path).set(auth),
+        post: (path: string, body?: unknown) =>
+          request(t.server)
+            .post(path)
+            .set(auth)
+            .send(body as object),
+        delete: (path: string) => request(t.server).delete(path).set(auth),
+      };
+    },
+
+    async create(body: ReturnType<typeof activityBody>) {
+      const res = await kit.admin().post('/admin/seckill/activities', body);
+      if (res.status !== 201) throw new Error(`create activity: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body as { products: { productId: string; available: number; reserved: number; sold: number; returned: number; stock: number }[] };
+    },
+
+    reserve: (account: string, activity: string, productId: string, quantity = 1, requestId = `r-${++seq}`) =>
+      kit.user(account).post(`/seckill/activities/${activity}/products/${productId}/reservations`, { quantity, requestId }),
+
+    /** Each product's live counts, from the ops endpoint. */
+    async stock(activity: string) {
+      const res = await kit.admin().get(`/admin/seckill/activities/${activity}`);
+      if (res.status !== 200) throw new Error(`read activity: ${res.status} ${JSON.stringify(res.body)}`);
+      return new Map(
+        (res.body.products as { productId: string; stock: number; available: number; reserved: number; sold: number; returned: number }[]).map((p) => [
+          p.productId,
+          p,
+        ]),
+      );
+    },
+
+    /** The stock invariant of every product: initial = available + reserved + sold, none negative. Returns the counts. */
+    async expectInvariant(activity: string) {
+      const stock = await kit.stock(activity);
+      for (const p of stock.values()) {
+        expect({ productId: p.productId, sum: p.available + p.reserved + p.sold }).toEqual({ productId: p.productId, sum: p.stock });
+        expect(Math.min(p.available, p.reserved, p.sold)).toBeGreaterThanOrEqual(0);
+      }
+      const check = await kit.admin().get(`/admin/seckill/activities/${activity}/check`);
+      expect(check.body.problems.filter((x: string) => x.includes('!='))).toEqual([]);
+      return stock;
+    },
+
+    /** `payer` pays the order in full (in process, through the payment-plan services); resolves with the plan's final status. */
+    async pay(payer: string, orderId: string, amount: number): Promise<string> {
+      const { plan } = await plans.create({ accountId: payer, orderId, instructions: [{ method: 'quickpay', amount }] });
+      return (await runner.pay({ accountId: payer, planId: plan.planId })).status;
+    },
+  };
+  return kit;
+}
+
+export type SeckillKit = ReturnType<typeof seckillKit>;
