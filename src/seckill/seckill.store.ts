@@ -172,7 +172,7 @@ export class SeckillStore {
       [k.stock, k.rsv, k.holds, k.claims],
       [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0],
     );
-    return decodeReserve(r);
+    return decodeReserve(r) as ReserveReply;
   }
 
   async take(k: ShardKeys, a: { rsvId: string; account: string; qty: number; payWindowMs: number; home: number }): Promise<TakeReply> {
@@ -241,7 +241,8 @@ export class SeckillStore {
   }
 }
 
-function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply {
+/** The replies of reserve-4.lua and take-2.lua: an outcome, then its details (see the scripts' contracts). */
+function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply | TakeReply {
   const [outcome, a, b] = r;
   switch (outcome) {
     case 'RESERVED':
@@ -252,11 +253,11 @@ function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply {
       return { outcome, units: Number(a) };
     case 'FALL_OVER':
     case 'SOLD_OUT':
-    case 'EMPTY' as string:
-      return { outcome: outcome as 'FALL_OVER', available: Number(a) };
+    case 'EMPTY':
+      return { outcome, available: Number(a) };
     case 'LIMIT_EXCEEDED':
       return { outcome, held: Number(a), limit: Number(b) };
     default:
-      return { outcome: outcome as 'NOT_STARTED' };
+      return { outcome: outcome as 'NOT_STARTED' | 'ENDED' | 'NOT_ELIGIBLE' | 'NO_PRODUCT' };
   }
 }
