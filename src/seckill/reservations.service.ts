@@ -201,7 +201,8 @@ export class ReservationsService implements OnApplicationBootstrap {
     }
     const topic = productTopic(a.activityId, p.productId);
     const r = await this.store.release(shard, rsvId, accountId, topic);
-    if (loc.shard !== loc.home) await this.store.release(home, rsvId, accountId, topic);
+    // A sold reservation keeps its claim: its units count against the buyer's limit for good.
+    if (loc.shard !== loc.home && r.stock !== 'SOLD') await this.store.release(home, rsvId, accountId, topic);
     if (r.stock === 'RELEASED') {
       this.metrics.released.inc();
       this.soldOut.forget(a.activityId, p.productId);

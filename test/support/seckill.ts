@@ -125,6 +125,20 @@ export function seckillKit(t: TestApp) {
       return stock;
     },
 
+    /** The activity as stored, and the keys of each shard of one of its products. */
+    async shards(activity: string, productId: string) {
+      const a = await kit.store.activity(activity);
+      const p = a?.products.find((x) => x.productId === productId);
+      if (!p) throw new Error(`no product ${productId} in ${activity}`);
+      return { p, keys: Array.from({ length: p.shards }, (_, k) => kit.store.shard(activity, p, k)) };
+    },
+
+    /** The seckill_* and page_cache_* counters of this instance, by `name{labels}`. */
+    async metrics(): Promise<Record<string, number>> {
+      const res = await request(t.server).get('/metrics').set(ADMIN);
+      return parseSeckillMetrics(res.text);
+    },
+
     /** `payer` pays the order in full (in process, through the payment-plan services); resolves with the plan's final status. */
     async pay(payer: string, orderId: string, amount: number): Promise<string> {
       const { plan } = await plans.create({ accountId: payer, orderId, instructions: [{ method: 'quickpay', amount }] });
@@ -132,6 +146,16 @@ export function seckillKit(t: TestApp) {
     },
   };
   return kit;
+}
+
+/** The seckill_* and page_cache_* counters of a Prometheus text exposition, by `name{labels}`. */
+export function parseSeckillMetrics(text: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const m = /^((?:seckill|page_cache)_[a-z_]+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (m) out[m[1]] = Number(m[2]);
+  }
+  return out;
 }
 
 export type SeckillKit = ReturnType<typeof seckillKit>;

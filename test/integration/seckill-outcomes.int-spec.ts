@@ -1,0 +1,246 @@
+import { EXPIRY_QUEUE } from '../../src/orders/order-queues';
+import type { OrderEvent } from '../../src/orders/order-event';
+import { orderIdFor } from '../../src/orders/order-keys';
+import { OrdersService } from '../../src/orders/orders.service';
+import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
+import { SAFETY_NET_QUEUE } from '../../src/seckill/reservations.service';
+import { homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
+import { waitUntil } from '../harness/redis-process';
+import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
+import { CREDS, useAppOnOwnRedis } from '../support/test-app';
+
+/**
+ * What settles a reservation, on a real Redis: an order creation that fails after the script (the units back at
+ * once, the error answered), a process that dies between the script and the order (the safety net releases the
+ * units when its entry comes due and closes the order, so it can never be paid), and the order events (paid →
+ * SOLD, closed by the merchant or by expiry → RELEASED), delivered twice, out of order, or for another merchant's
+ * order. After every test, each product's stock still adds up: initial = available + reserved + sold.
+ */
+
+const ctx = useAppOnOwnRedis({ RATE_LIMIT_ENABLED: 'false', SECKILL_SAFETY_NET_GRACE_SECONDS: '5', CHANNEL_LATENCY_MS: '2' });
+let kit: SeckillKit;
+const touched: string[] = [];
+beforeAll(() => (kit = seckillKit(ctx.t)));
+afterEach(async () => {
+  jest.restoreAllMocks();
+  for (const id of touched.splice(0)) await kit.expectInvariant(id);
+});
+
+async function sale(products: Parameters<typeof activityBody>[1], over: Parameters<typeof activityBody>[2] = {}) {
+  const id = activityId('o');
+  await kit.create(activityBody(id, products, { payWindowMinutes: 1, ...over }));
+  touched.push(id);
+  return id;
+}
+
+const stateOf = async (account: string, rsvId: string) => (await kit.user(account).get(`/seckill/reservations/${rsvId}`)).body.state as string;
+const waitState = (account: string, rsvId: string, state: string) =>
+  waitUntil(`${rsvId} to be ${state}`, async () => (await stateOf(account, rsvId)) === state || 'not yet', 10_000, 20);
+const orderStatus = async (orderId: string) => (await kit.orders.findById(orderId))?.status;
+/** Pays, answering the plan's status or the refusal's code. */
+const tryPay = (payer: string, orderId: string, amount: number) => kit.pay(payer, orderId, amount).catch((e: { code?: string }) => e.code ?? 'ERROR');
+
+describe('order creation failing after the script', () => {
+  it.each([
+    ['Redis unavailable', 503, () => new RedisUnavailableError()],
+    ['any other failure', 500, () => new Error('orders exploded')],
+  ])('%s: the answer is the error (%i) and the units are back in stock at once', async (_what, status, error) => {
+    const id = await sale([{ productId: 'p', stock: 1 }]);
+    const before = await kit.metrics();
+    jest.spyOn(OrdersService.prototype, 'createForBuyer').mockRejectedValueOnce(error());
+    const res = await kit.reserve('acc_fail', id, 'p', 1, 'req-f');
+    expect(res.status).toBe(status);
+    // At once: no wait before reading the stock.
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 0, sold: 0, returned: 1 });
+    const rsvId = reservationIdFor(id, 'p', 'acc_fail', 'req-f');
+    const { keys } = await kit.shards(id, 'p');
+    expect(await kit.store.record(keys[0], rsvId)).toMatchObject({ s: 'RELEASED' });
+    // The order the release made sure of is closed: it can never be paid.
+    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
+    expect(await tryPay('acc_fail', orderIdFor(CREDS.merchantId, rsvId), 990)).not.toBe('PAID');
+    expect((await kit.metrics()).seckill_order_failures_total - (before.seckill_order_failures_total ?? 0)).toBe(1);
+    await waitUntil('the safety net entry to be cancelled', async () => (await kit.queue.get(SAFETY_NET_QUEUE, rsvId)) === null, 5000);
+    // Another buyer gets the unit.
+    expect((await kit.reserve('acc_next', id, 'p')).status).toBe(201);
+  });
+});
+
+describe('the safety net', () => {
+  it('a process killed between the script and the order: the net releases the units when due and closes the order', async () => {
+    const id = await sale([{ productId: 'p', stock: 2 }], { perUserLimit: 2 });
+    const { p, keys } = await kit.shards(id, 'p');
+    const account = 'acc_killed';
+    const rsvId = reservationIdFor(id, 'p', account, 'req-k');
+    const home = homeShard(account, 'p', 1);
+    // What reserve() does before it dies: the net's entry first, then the script; no order, no buyer index.
+    const a = (await kit.store.activity(id))!;
+    await kit.queue.schedule(
+      SAFETY_NET_QUEUE,
+      rsvId,
+      { dueAt: Date.now() + a.payWindowMinutes * 60_000 + 5000 },
+      { activityId: id, productId: 'p', shard: home, home, requestId: 'req-k', accountId: account },
+    );
+    expect(
+      (await kit.store.reserve(kit.store.shard(id, p, home), { rsvId, account, qty: 2, eligible: true, payWindowMs: 60_000, canFallOver: false })).outcome,
+    ).toBe('RESERVED');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 2 });
+    expect((await kit.reserve('acc_other', id, 'p')).status).toBe(409);
+    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBeUndefined();
+
+    const before = await kit.metrics();
+    // The entry comes due now rather than in 65 s.
+    expect(await kit.queue.reschedule(SAFETY_NET_QUEUE, rsvId, { dueAt: Date.now() })).toBeGreaterThan(0);
+    await waitUntil('the net to release the units', async () => (await kit.store.record(keys[0], rsvId))?.s === 'RELEASED' || 'not yet', 10_000, 20);
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, reserved: 0, sold: 0, returned: 2 });
+    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
+    expect(await tryPay(account, orderIdFor(CREDS.merchantId, rsvId), 1980)).not.toBe('PAID');
+    expect((await kit.metrics()).seckill_safety_net_releases_total - (before.seckill_safety_net_releases_total ?? 0)).toBe(1);
+    expect(await kit.queue.get(SAFETY_NET_QUEUE, rsvId)).toBeNull();
+  });
+
+  it('a net entry for a paid reservation leaves it SOLD; one for a refused request finds nothing and changes nothing', async () => {
+    const id = await sale([{ productId: 'p', stock: 1 }]);
+    const r = await kit.reserve('acc_paid', id, 'p', 1, 'req-p');
+    expect(r.status).toBe(201);
+    expect(await kit.pay('acc_paid', r.body.orderId, 990)).toBe('PAID');
+    await waitState('acc_paid', r.body.reservationId, 'SOLD');
+    const loc = { activityId: id, productId: 'p', shard: 0, home: 0, accountId: 'acc_paid' };
+    await kit.queue.schedule(SAFETY_NET_QUEUE, r.body.reservationId, { dueAt: Date.now() }, { ...loc, requestId: 'req-p' });
+    const ghost = reservationIdFor(id, 'p', 'acc_ghost', 'never');
+    await kit.queue.schedule(SAFETY_NET_QUEUE, ghost, { dueAt: Date.now() }, { ...loc, accountId: 'acc_ghost', requestId: 'never' });
+    await waitUntil(
+      'both entries to be handled',
+      async () => (await kit.queue.get(SAFETY_NET_QUEUE, r.body.reservationId)) === null && (await kit.queue.get(SAFETY_NET_QUEUE, ghost)) === null,
+      10_000,
+    );
+    expect(await stateOf('acc_paid', r.body.reservationId)).toBe('SOLD');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 0, sold: 1 });
+    expect(await orderStatus(orderIdFor(CREDS.merchantId, ghost))).toBeUndefined();
+  });
+});
+
+describe('outcomes from order events', () => {
+  it('paid → SOLD; merchant close → RELEASED; expiry → RELEASED; each once', async () => {
+    const id = await sale([{ productId: 'p', stock: 3 }]);
+    const [paid, closed, expired] = await Promise.all(['acc_e1', 'acc_e2', 'acc_e3'].map((acc) => kit.reserve(acc, id, 'p')));
+    expect([paid.status, closed.status, expired.status]).toEqual([201, 201, 201]);
+    expect(await kit.pay('acc_e1', paid.body.orderId, 990)).toBe('PAID');
+    await kit.orders.close(CREDS.merchantId, closed.body.reservationId);
+    await kit.queue.reschedule(EXPIRY_QUEUE, expired.body.orderId, { dueAt: Date.now() });
+    await waitState('acc_e1', paid.body.reservationId, 'SOLD');
+    await waitState('acc_e2', closed.body.reservationId, 'RELEASED');
+    await waitState('acc_e3', expired.body.reservationId, 'RELEASED');
+    expect(await orderStatus(expired.body.orderId)).toBe('CLOSED');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, reserved: 0, sold: 1, returned: 2 });
+    expect(await tryPay('acc_e3', expired.body.orderId, 990)).not.toBe('PAID');
+    // DELETE of a paid reservation: 409, nothing released.
+    const del = await kit.user('acc_e1').delete(`/seckill/reservations/${paid.body.reservationId}`);
+    expect([del.status, del.body.error]).toEqual([409, 'RESERVATION_PAID']);
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, sold: 1 });
+  });
+
+  it('the same event twice, and closed before paid: units back once, a released reservation never sold', async () => {
+    const id = await sale([{ productId: 'p', stock: 2 }]);
+    const r = await kit.reserve('acc_dup', id, 'p');
+    const rsvId = r.body.reservationId as string;
+    await kit.orders.close(CREDS.merchantId, rsvId);
+    await waitState('acc_dup', rsvId, 'RELEASED');
+    const base: OrderEvent = {
+      id: '1-0',
+      stream: 'test',
+      type: 'order.closed',
+      at: Date.now(),
+      orderId: r.body.orderId,
+      merchantId: CREDS.merchantId,
+      merchantOrderNo: rsvId,
+      amount: 990,
+      currency: 'CNY',
+      status: 'CLOSED',
+      version: 2,
+      expiresAt: Date.now(),
+      accountId: 'acc_dup',
+    };
+    const before = await kit.metrics();
+    await kit.reservations.onEvent(base);
+    await kit.reservations.onEvent(base);
+    // A paid event arriving after the close (out of order): refused, the units stay in stock.
+    await kit.reservations.onEvent({ ...base, type: 'order.paid', status: 'PAID', version: 1 });
+    const after = await kit.metrics();
+    expect((after.seckill_released_total ?? 0) - (before.seckill_released_total ?? 0)).toBe(0);
+    expect((after.seckill_sold_total ?? 0) - (before.seckill_sold_total ?? 0)).toBe(0);
+    expect(await stateOf('acc_dup', rsvId)).toBe('RELEASED');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, reserved: 0, sold: 0, returned: 1 });
+
+    // Paid, then a stale closed event twice: it stays SOLD.
+    const s = await kit.reserve('acc_dup2', id, 'p');
+    expect(await kit.pay('acc_dup2', s.body.orderId, 990)).toBe('PAID');
+    await waitState('acc_dup2', s.body.reservationId, 'SOLD');
+    const stale = { ...base, orderId: s.body.orderId, merchantOrderNo: s.body.reservationId, accountId: 'acc_dup2' };
+    await kit.reservations.onEvent(stale);
+    await kit.reservations.onEvent({ ...stale, type: 'order.paid', status: 'PAID' });
+    expect(await stateOf('acc_dup2', s.body.reservationId)).toBe('SOLD');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 0, sold: 1 });
+  });
+
+  it("another merchant's order under a reservation's number is ignored, from the stream and called directly", async () => {
+    const id = await sale([{ productId: 'p', stock: 1 }]);
+    const r = await kit.reserve('acc_x', id, 'p');
+    const rsvId = r.body.reservationId as string;
+    const before = await kit.metrics();
+    // A real order of the other merchant with the same number and payer, paid and closed events on the stream.
+    const { order } = await kit.orders.createForBuyer({
+      merchantId: CREDS.otherMerchantId,
+      merchantOrderNo: rsvId,
+      amount: 990,
+      currency: 'CNY',
+      subject: 'Not a flash sale',
+      expireMinutes: 1,
+      payerAccountId: 'acc_x',
+    });
+    await kit.orders.close(CREDS.otherMerchantId, rsvId);
+    const event: OrderEvent = {
+      id: '1-0',
+      stream: 'test',
+      type: 'order.closed',
+      at: Date.now(),
+      orderId: order.orderId,
+      merchantId: CREDS.otherMerchantId,
+      merchantOrderNo: rsvId,
+      amount: 990,
+      currency: 'CNY',
+      status: 'CLOSED',
+      version: 2,
+      expiresAt: Date.now(),
+      accountId: 'acc_x',
+    };
+    await kit.reservations.onEvent(event);
+    await kit.reservations.onEvent({ ...event, type: 'order.paid', status: 'PAID' });
+    // The right merchant but another order id (not the reservation's): ignored too.
+    await kit.reservations.onEvent({ ...event, merchantId: CREDS.merchantId });
+    // Let the consumer see the real events of the other merchant's order.
+    await new Promise((res) => setTimeout(res, 500));
+    expect(await stateOf('acc_x', rsvId)).toBe('RESERVED');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 1, sold: 0 });
+    const after = await kit.metrics();
+    expect((after.seckill_released_total ?? 0) - (before.seckill_released_total ?? 0)).toBe(0);
+    expect(await orderStatus(r.body.orderId)).toBe('CREATED');
+  });
+
+  it('a fall-over reservation that is paid keeps counting against the per-user limit after a cancel attempt', async () => {
+    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
+    // Two buyers whose home is shard 0: the first takes its unit, the second falls over to shard 1.
+    const onZero = Array.from({ length: 200 }, (_, i) => `acc_h${i}`).filter((a) => homeShard(a, 'p', 2) === 0);
+    const [first, second] = onZero;
+    const a = await kit.reserve(first, id, 'p');
+    const b = await kit.reserve(second, id, 'p');
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect((await kit.user(second).get(`/seckill/reservations/${b.body.reservationId}`)).body.state).toBe('RESERVED');
+    expect(await kit.pay(second, b.body.orderId, 990)).toBe('PAID');
+    await waitState(second, b.body.reservationId, 'SOLD');
+    expect((await kit.user(second).delete(`/seckill/reservations/${b.body.reservationId}`)).status).toBe(409);
+    // The first buyer gives their unit back: shard 0 has stock again.
+    expect((await kit.user(first).delete(`/seckill/reservations/${a.body.reservationId}`)).body.state).toBe('RELEASED');
+    const again = await kit.reserve(second, id, 'p', 1, 'second-try');
+    expect([again.status, again.body.error]).toEqual([409, 'LIMIT_EXCEEDED']);
+  });
+});
