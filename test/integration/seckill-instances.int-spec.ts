@@ -157,8 +157,8 @@ describe('flash sales across instances', () => {
     // A few buyers pay in time (those whose order was created): they keep their units.
     const withOrder: string[] = [];
     for (const [rsvId] of reserved) if ((await kit.orders.findById(orderIdFor(CREDS.merchantId, rsvId)))?.status === 'CREATED') withOrder.push(rsvId);
-    // The kill landed between the script and the order for some of them (30 requests were in flight).
-    expect(withOrder.length).toBeLessThan(reserved.length);
+    // Usually the kill also lands between the script and the order for some of them (30 requests are in flight), but
+    // not always: the in-process case in seckill-outcomes.int-spec.ts makes that gap for certain.
     const payers = withOrder.slice(0, 5);
     for (const rsvId of payers) expect(await kit.pay(all.get(rsvId)!.a, orderIdFor(CREDS.merchantId, rsvId), 990)).toBe('PAID');
     expect(payers.length).toBeGreaterThan(0);
