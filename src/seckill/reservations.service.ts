@@ -261,14 +261,16 @@ export class ReservationsService implements OnApplicationBootstrap {
         throw new SeckillNotFoundError('product');
       case 'CLAIMED':
       case 'FALL_OVER':
-        return this.fallOver(a, p, loc, rsvId, cmd, payWindowMs, r.outcome === 'CLAIMED');
+        return this.fallOver(a, p, loc, rsvId, cmd, payWindowMs, r.outcome === 'CLAIMED' ? null : r.available);
     }
   }
 
   /**
    * The units are claimed on the home shard (the per-user limit is checked there, for every shard); take them from
    * the next shards in turn, at most SECKILL_FALLOVER_TRIES of them. None has enough: the claim is freed and the
-   * answer is SOLD_OUT. A retried request first looks for the reservation it may have made already.
+   * answer is SOLD_OUT, counting what the home shard had (`homeAvailable`; null for a retried request, whose home
+   * shard was not read: then the product is not remembered as sold out). A retried request first looks for the
+   * reservation it may have made already.
    */
   private async fallOver(
     a: Activity,
@@ -277,8 +279,9 @@ export class ReservationsService implements OnApplicationBootstrap {
     rsvId: string,
     cmd: ReserveCommand,
     payWindowMs: number,
-    retried: boolean,
+    homeAvailable: number | null,
   ): Promise<{ record: ReservationRecord; created: boolean }> {
+    const retried = homeAvailable === null;
     const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
     if (retried) {
       for (const k of others) {
@@ -286,7 +289,7 @@ export class ReservationsService implements OnApplicationBootstrap {
         if (record) return ((loc.shard = k), { record, created: false });
       }
     }
-    let available = 0;
+    let available = homeAvailable ?? 0;
     for (const k of others.slice(0, this.config.fallOverTries)) {
       const t = await this.store.take(this.store.shard(a.activityId, p, k), { rsvId, account: cmd.accountId, qty: cmd.quantity, payWindowMs, home: loc.home });
       if (t.outcome === 'RESERVED' || t.outcome === 'EXISTING') {
@@ -297,7 +300,7 @@ export class ReservationsService implements OnApplicationBootstrap {
       if (t.outcome === 'EMPTY') available += t.available;
     }
     await this.store.release(this.store.shard(a.activityId, p, loc.home), rsvId, cmd.accountId, productTopic(a.activityId, p.productId));
-    return this.refuseSoldOut(a, p, available, others.length > this.config.fallOverTries);
+    return this.refuseSoldOut(a, p, available, retried || others.length > this.config.fallOverTries);
   }
 
   private refuseSoldOut(a: Activity, p: ProductRecord, available: number, partial = false): never {
