@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { homeShard } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, merchantHeaders, useAppOnOwnRedis } from '../support/test-app';
@@ -203,6 +204,45 @@ describe('seckill reservations: the per-user limit under concurrency', () => {
     expect((await kit.reserve('acc_q', id, 'p1', 1)).status).toBe(201);
     expect((await kit.reserve('acc_q', id, 'p1', 1)).status).toBe(201);
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 2 });
+  });
+});
+
+describe('seckill reservations: sharded products', () => {
+  /** An account whose home shard of `productId` (of `shards`) is `shard`. */
+  const accountOnShard = (tag: string, productId: string, shards: number, shard: number) => {
+    for (let i = 0; ; i++) if (homeShard(`acc_${tag}_${i}`, productId, shards) === shard) return `acc_${tag}_${i}`;
+  };
+
+  it('a buyer of 2 whose home shard has 1 left and the others none: SOLD_OUT naming 1 left, and that unit still sells', async () => {
+    const id = activityId('last');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2, shards: 2 }], { perUserLimit: 2 }));
+    const buyer = accountOnShard('two', 'p1', 2, 0);
+    const drainer = accountOnShard('drain', 'p1', 2, 1);
+    expect((await kit.reserve(drainer, id, 'p1', 1)).status).toBe(201);
+    const two = await kit.reserve(buyer, id, 'p1', 2);
+    expect(two.status).toBe(409);
+    expect(two.body).toMatchObject({ error: 'SOLD_OUT', details: { available: 1 } });
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 1, reserved: 1 });
+    // The last unit is not refused by this instance's sold-out memory.
+    const last = await kit.reserve(accountOnShard('one', 'p1', 2, 1), id, 'p1', 1);
+    expect(last.status).toBe(201);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 0, reserved: 2 });
+  });
+
+  it('1,000 concurrent reservations with one requestId by a buyer whose home shard is empty: one reservation, taken on another shard', async () => {
+    const id = activityId('idemf');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 8, shards: 4 }]));
+    const buyer = accountOnShard('idf', 'p1', 4, 2);
+    for (let i = 0; i < 2; i++) expect((await kit.reserve(accountOnShard(`home2x${i}`, 'p1', 4, 2), id, 'p1')).status).toBe(201);
+    const all = await Promise.all(Array.from({ length: 1000 }, () => kit.reserve(buyer, id, 'p1', 1, 'tap-f')));
+    const statuses = all.map((r) => r.status);
+    expect({ created: count(statuses, (x) => x === 201), ok: count(statuses, (x) => x === 200) }).toEqual({ created: 1, ok: 999 });
+    expect(new Set(all.map((r) => r.body.reservationId)).size).toBe(1);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 5, reserved: 3 });
+    // Cancelling it gives back one unit and frees the buyer's limit.
+    expect((await kit.user(buyer).delete(rsvPath(all[0].body.reservationId))).body.state).toBe('RELEASED');
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 6, reserved: 2, returned: 1 });
+    expect((await kit.reserve(buyer, id, 'p1', 1, 'tap-g')).status).toBe(201);
   });
 });
 
