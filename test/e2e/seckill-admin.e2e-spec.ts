@@ -140,6 +140,38 @@ describe('seckill admin: bad input (400 naming the field, nothing stored)', () =
   });
 });
 
+describe('seckill admin: path ids and repeated creates', () => {
+  it.each([
+    ['GET', (id: string) => kit.admin().get(`/admin/seckill/activities/${id}`)],
+    ['check', (id: string) => kit.admin().get(`/admin/seckill/activities/${id}/check`)],
+    ['end', (id: string) => kit.admin().post(`/admin/seckill/activities/${id}/end`)],
+    ['results', (id: string) => kit.admin().get(`/admin/seckill/activities/${id}/results`)],
+    ['PUT', (id: string) => kit.admin().put(`/admin/seckill/activities/${id}`, activityBody(id, [{ productId: 'p1', stock: 1 }]))],
+  ])('%s: a malformed activity id is a 400 naming activityId, an unknown one a 404', async (_what, call) => {
+    for (const bad of ['x'.repeat(33), 'a.b', 'a%20b']) {
+      const res = await call(bad);
+      expect(res.status).toBe(400);
+      expect(fieldsOf(res.body)).toContain('activityId');
+    }
+    const unknown = activityId('unk');
+    expect((await call(unknown)).status).toBe(404);
+    expect(await exists(unknown)).toBe(404);
+  });
+
+  it('the same body again: 200 and the same activity; 10 at once: one 201, the others 200 or LOCK_CONTENDED, loaded once', async () => {
+    const id = activityId('dup');
+    const body = activityBody(id, [{ productId: 'p1', stock: 7, shards: 2 }], { startsAt: iso(60_000) });
+    const all = await Promise.all(Array.from({ length: 10 }, () => kit.admin().post('/admin/seckill/activities', body)));
+    expect(all.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of all.filter((x) => x.status !== 201)) expect(r.status === 200 ? 'OK' : r.body.error).toMatch(/^(OK|LOCK_CONTENDED)$/);
+    const again = await kit.admin().post('/admin/seckill/activities', body);
+    expect(again.status).toBe(200);
+    expect(again.body.updatedAt).toBe(all.find((r) => r.status === 201)!.body.updatedAt);
+    expect((await kit.admin().get(`/admin/seckill/activities/${id}/check`)).body).toMatchObject({ ok: true, problems: [] });
+    expect((await kit.stock(id)).get('p1')).toMatchObject({ stock: 7, available: 7 });
+  });
+});
+
 describe('seckill admin: the window on the Redis clock', () => {
   it('NOT_STARTED before startsAt, 201 after it', async () => {
     const id = activityId('win');
@@ -236,6 +268,47 @@ describe('seckill admin: the window on the Redis clock', () => {
     // The removed product's shards are gone.
     const keys = new KeyBuilder(ctx.t.config);
     for (let k = 0; k < 4; k++) expect(await ctx.raw.exists(shardKeys(keys, id, 'p2', k).stock)).toBe(0);
+  });
+});
+
+describe('seckill admin: edits and the end seen by buyers', () => {
+  it('a PUT before the start replaces the eligibility list and the limit; after the start the new rules apply', async () => {
+    const id = activityId('rules');
+    const startsAt = Date.now() + 1500;
+    const body = activityBody(id, [{ productId: 'p1', stock: 10, shards: 2 }], { startsAt: new Date(startsAt).toISOString(), eligibleAccounts: ['acc_old'] });
+    await kit.create(body);
+    expect((await kit.reserve('acc_new', id, 'p1')).body.error).toBe('NOT_STARTED');
+    const put = await kit.admin().put(`/admin/seckill/activities/${id}`, { ...body, perUserLimit: 3, eligibleAccounts: ['acc_new'] });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ perUserLimit: 3, restricted: true, eligibleCount: 1 });
+    await new Promise((r) => setTimeout(r, Math.max(0, startsAt - Date.now()) + 150));
+    expect((await kit.reserve('acc_old', id, 'p1')).body.error).toBe('NOT_ELIGIBLE');
+    expect((await kit.reserve('acc_new', id, 'p1', 3)).status).toBe(201);
+    expect((await kit.reserve('acc_new', id, 'p1', 1)).body.error).toBe('LIMIT_EXCEEDED');
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 7, reserved: 3 });
+  });
+
+  it('a PUT before the start that lifts the eligibility list lets any account buy', async () => {
+    const id = activityId('open');
+    const startsAt = Date.now() + 1500;
+    const body = activityBody(id, [{ productId: 'p1', stock: 3 }], { startsAt: new Date(startsAt).toISOString(), eligibleAccounts: ['acc_only'] });
+    await kit.create(body);
+    const { eligibleAccounts: _dropped, ...open } = body;
+    expect((await kit.admin().put(`/admin/seckill/activities/${id}`, open)).body).toMatchObject({ restricted: false, eligibleCount: 0 });
+    await new Promise((r) => setTimeout(r, Math.max(0, startsAt - Date.now()) + 150));
+    expect((await kit.reserve('acc_anyone', id, 'p1')).status).toBe(201);
+    await kit.expectInvariant(id);
+  });
+
+  it('an ended activity leaves the app’s list, and its listing says ENDED', async () => {
+    const id = activityId('gone');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 3 }]));
+    const listed = async () =>
+      ((await kit.user('acc_l').get('/seckill/activities')).body.items as { activityId: string; state: string }[]).find((a) => a.activityId === id);
+    expect(await listed()).toMatchObject({ state: 'OPEN' });
+    expect((await kit.admin().post(`/admin/seckill/activities/${id}/end`)).status).toBe(200);
+    expect(await listed()).toBeUndefined();
+    expect((await kit.user('acc_l').get(`/seckill/activities/${id}/products`)).body.state).toBe('ENDED');
   });
 });
 
