@@ -338,6 +338,42 @@ describe('seckill reservations: paid, cancelled and closed', () => {
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
   });
 
+  it('a cancelled reservation’s order can no longer be paid; the same request again answers the released reservation', async () => {
+    const id = activityId('nopay');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2, price: 700 }]));
+    const r = await kit.reserve('acc_late', id, 'p1', 1, 'tap-late');
+    expect((await kit.user('acc_late').delete(rsvPath(r.body.reservationId))).body.state).toBe('RELEASED');
+    await expect(kit.pay('acc_late', r.body.orderId, 700)).rejects.toThrow();
+    expect((await kit.orders.findById(r.body.orderId))?.status).toBe('CLOSED');
+    const again = await kit.reserve('acc_late', id, 'p1', 1, 'tap-late');
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ reservationId: r.body.reservationId, state: 'RELEASED' });
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, sold: 0, returned: 1 });
+  });
+
+  it('a reservation taken on another shard, paid after the end: SOLD, and the results count it', async () => {
+    const id = activityId('fopay');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2, shards: 2, price: 400 }]));
+    const buyer = 'acc_fo_buyer';
+    const home = homeShard(buyer, 'p1', 2);
+    let drainer = '';
+    for (let i = 0; !drainer; i++) if (homeShard(`acc_fo_${i}`, 'p1', 2) === home) drainer = `acc_fo_${i}`;
+    expect((await kit.reserve(drainer, id, 'p1')).status).toBe(201);
+    const r = await kit.reserve(buyer, id, 'p1');
+    expect(r.status).toBe(201);
+    expect((await kit.admin().post(`/admin/seckill/activities/${id}/end`)).status).toBe(200);
+    expect(await kit.pay(buyer, r.body.orderId, 400)).toBe('PAID');
+    await waitUntil('SOLD', async () => (await stateOf(buyer, r.body.reservationId)) === 'SOLD', 10_000);
+    expect((await kit.user(drainer).delete(rsvPath((await kit.user(drainer).get('/seckill/reservations')).body.items[0].reservationId))).status).toBe(200);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 1, reserved: 0, sold: 1, returned: 1 });
+    const results = await kit.admin().get(`/admin/seckill/activities/${id}/results`);
+    expect(results.body).toMatchObject({
+      final: true,
+      products: [{ productId: 'p1', sold: 1, returned: 1, reserved: 0, buyers: 1, revenue: 400 }],
+      revenue: { CNY: 400 },
+    });
+  });
+
   it('the merchant closes the order → RELEASED, the unit back once', async () => {
     const id = activityId('mclose');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
