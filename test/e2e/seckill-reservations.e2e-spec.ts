@@ -244,6 +244,46 @@ describe('seckill reservations: sharded products', () => {
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 6, reserved: 2, returned: 1 });
     expect((await kit.reserve(buyer, id, 'p1', 1, 'tap-g')).status).toBe(201);
   });
+
+  it('the same request again after a fall-over reservation was cancelled answers the released reservation, taking nothing', async () => {
+    const id = activityId('refo');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 8, shards: 4 }]));
+    const buyer = accountOnShard('refo', 'p1', 4, 1);
+    for (const acc of [accountOnShard('refoa', 'p1', 4, 1), accountOnShard('refob', 'p1', 4, 1)]) expect((await kit.reserve(acc, id, 'p1')).status).toBe(201);
+    const first = await kit.reserve(buyer, id, 'p1', 1, 'tap-fo');
+    expect(first.status).toBe(201);
+    expect((await kit.user(buyer).delete(rsvPath(first.body.reservationId))).body.state).toBe('RELEASED');
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 6, reserved: 2, returned: 1 });
+    const again = await kit.reserve(buyer, id, 'p1', 1, 'tap-fo');
+    expect({ status: again.status, state: again.body.state }).toEqual({ status: 200, state: 'RELEASED' });
+    expect(again.body.reservationId).toBe(first.body.reservationId);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 6, reserved: 2, returned: 1 });
+    // The answer held nothing against the buyer's limit (1): a new request reserves.
+    expect((await kit.reserve(buyer, id, 'p1', 1, 'tap-fo-2')).status).toBe(201);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 5, reserved: 3, returned: 1 });
+  });
+
+  it('the same request again after a fall-over reservation was cancelled, with a unit back on an earlier shard: still the released reservation', async () => {
+    const id = activityId('refo2');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 8, shards: 4 }]));
+    const buyer = accountOnShard('refo2', 'p1', 4, 1);
+    for (const acc of [accountOnShard('r2a', 'p1', 4, 1), accountOnShard('r2b', 'p1', 4, 1)]) expect((await kit.reserve(acc, id, 'p1')).status).toBe(201);
+    const next = [accountOnShard('r2c', 'p1', 4, 2), accountOnShard('r2d', 'p1', 4, 2)];
+    const onNext = [];
+    for (const acc of next) onNext.push(await kit.reserve(acc, id, 'p1'));
+    const first = await kit.reserve(buyer, id, 'p1', 1, 'tap-fo');
+    expect(first.status).toBe(201);
+    expect((await kit.user(buyer).delete(rsvPath(first.body.reservationId))).body.state).toBe('RELEASED');
+    expect((await kit.user(next[0]).delete(rsvPath(onNext[0].body.reservationId))).body.state).toBe('RELEASED');
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 5, reserved: 3, returned: 2 });
+    const again = await kit.reserve(buyer, id, 'p1', 1, 'tap-fo');
+    expect({ status: again.status, state: again.body.state, id: again.body.reservationId }).toEqual({
+      status: 200,
+      state: 'RELEASED',
+      id: first.body.reservationId,
+    });
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 5, reserved: 3, returned: 2 });
+  });
 });
 
 describe('seckill reservations: no oversell', () => {
