@@ -262,14 +262,19 @@ export class ReservationsService implements OnApplicationBootstrap {
         throw new SeckillNotFoundError('product');
       case 'CLAIMED':
       case 'FALL_OVER':
-        return this.fallOver(a, p, loc, rsvId, cmd, payWindowMs, r.outcome === 'CLAIMED');
+        return this.fallOver(a, p, loc, rsvId, cmd, payWindowMs, r.outcome === 'CLAIMED' ? null : r.available);
     }
   }
 
   /**
    * The units are claimed on the home shard (the per-user limit is checked there, for every shard); take them from
    * the next shards in turn, at most SECKILL_FALLOVER_TRIES of them. None has enough: the claim is freed and the
-   * answer is SOLD_OUT. A retried request first looks for the reservation it may have made already.
+   * answer is SOLD_OUT, counting what the home shard had (`homeAvailable`; null for a retried request, whose home
+   * shard was not read: then the product is not remembered as sold out).
+   *
+   * The request may have been made before (its reservation taken on another shard, and maybe released since, which
+   * freed its claim): the other shards are read first, so that it answers that reservation instead of taking a second
+   * one under the same id where a unit came back. A released one found frees the claim this request just made.
    */
   private async fallOver(
     a: Activity,
@@ -278,27 +283,43 @@ export class ReservationsService implements OnApplicationBootstrap {
     rsvId: string,
     cmd: ReserveCommand,
     payWindowMs: number,
-    retried: boolean,
+    homeAvailable: number | null,
   ): Promise<{ record: ReservationRecord; created: boolean }> {
+    const retried = homeAvailable === null;
     const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
-    if (retried) {
-      for (const k of others) {
-        const record = await this.store.record(this.store.shard(a.activityId, p, k), rsvId);
-        if (record) return ((loc.shard = k), { record, created: false });
-      }
-    }
-    let available = 0;
+    const found = await Promise.all(others.map((k) => this.store.record(this.store.shard(a.activityId, p, k), rsvId)));
+    const at = found.findIndex((r) => r !== null);
+    if (at >= 0) return this.madeBefore(a, p, loc, rsvId, cmd, others[at], found[at]!);
+    let available = homeAvailable ?? 0;
     for (const k of others.slice(0, this.config.fallOverTries)) {
       const t = await this.store.take(this.store.shard(a.activityId, p, k), { rsvId, account: cmd.accountId, qty: cmd.quantity, payWindowMs, home: loc.home });
-      if (t.outcome === 'RESERVED' || t.outcome === 'EXISTING') {
+      if (t.outcome === 'RESERVED') {
         loc.shard = k;
         this.metrics.fallOvers.inc();
-        return t.outcome === 'RESERVED' ? { record: recordOf(cmd, t.expiresAt, loc.home, payWindowMs), created: true } : { record: t.record, created: false };
+        return { record: recordOf(cmd, t.expiresAt, loc.home, payWindowMs), created: true };
       }
+      if (t.outcome === 'EXISTING') return this.madeBefore(a, p, loc, rsvId, cmd, k, t.record);
       if (t.outcome === 'EMPTY') available += t.available;
     }
     await this.store.release(this.store.shard(a.activityId, p, loc.home), rsvId, cmd.accountId, productTopic(a.activityId, p.productId));
-    return this.refuseSoldOut(a, p, available, others.length > this.config.fallOverTries);
+    return this.refuseSoldOut(a, p, available, retried || others.length > this.config.fallOverTries);
+  }
+
+  /** The request's reservation, found on shard `k`; released, it holds nothing: the claim on the home shard is freed. */
+  private async madeBefore(
+    a: Activity,
+    p: ProductRecord,
+    loc: ReservationLocation,
+    rsvId: string,
+    cmd: ReserveCommand,
+    k: number,
+    record: ReservationRecord,
+  ): Promise<{ record: ReservationRecord; created: boolean }> {
+    loc.shard = k;
+    if (record.s === 'RELEASED') {
+      await this.store.release(this.store.shard(a.activityId, p, loc.home), rsvId, cmd.accountId, productTopic(a.activityId, p.productId));
+    }
+    return { record, created: false };
   }
 
   private refuseSoldOut(a: Activity, p: ProductRecord, available: number, partial = false): never {

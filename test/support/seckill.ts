@@ -139,6 +139,17 @@ export function seckillKit(t: TestApp) {
       return parseSeckillMetrics(res.text);
     },
 
+    /** The sum of a counter's samples on GET /metrics (`name` without any redis_pay_ prefix), of those whose labels contain `labels`. */
+    async metric(name: string, labels = ''): Promise<number> {
+      const text = (await kit.admin().get('/metrics')).text;
+      let sum = 0;
+      for (const line of text.split('\n')) {
+        const m = /^(?:redis_pay_)?(\w+?)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line);
+        if (m && m[1] === name && (m[2] ?? '').includes(labels)) sum += Number(m[3]);
+      }
+      return sum;
+    },
+
     /** `payer` pays the order in full (in process, through the payment-plan services); resolves with the plan's final status. */
     async pay(payer: string, orderId: string, amount: number): Promise<string> {
       const { plan } = await plans.create({ accountId: payer, orderId, instructions: [{ method: 'quickpay', amount }] });
