@@ -3,6 +3,7 @@ import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestj
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth.decorators';
 import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
+import { LockContendedError } from '../locks/lock.errors';
 import { ActivitiesService } from './activities.service';
 import { ActivityDto, ActivityIdParamDto, ActivityViewDto, CheckDto, ResultsDto } from './dto';
 import { toActivityCommand } from './activity-command';
@@ -11,6 +12,7 @@ import { seckillConflict, SeckillNotFoundError } from './seckill.errors';
 
 const noActivity: ErrorsThrown = { description: 'No such activity', errors: [new SeckillNotFoundError('activity')] };
 const started = seckillConflict('ACTIVITY_STARTED', 'The activity has started; it can only be ended');
+const busy = new LockContendedError('seckill-activity:w48-data', 4200);
 const leftovers = seckillConflict('LEFTOVER_KEYS', 'Products of an earlier activity with these ids still hold reservations or sales', {
   problems: ['product data-10g shard 0: 3 reserved and 12 sold by an earlier activity'],
 });
@@ -32,8 +34,8 @@ export class SeckillAdminController {
   @ApiOkResponse({ type: ActivityViewDto, description: 'It existed with this configuration' })
   @ApiErrors({
     409: {
-      description: 'ACTIVITY_EXISTS (another configuration: edit it with PUT), LEFTOVER_KEYS',
-      errors: [seckillConflict('ACTIVITY_EXISTS', 'Activity w48-data exists with another configuration; edit it with PUT before it starts'), leftovers],
+      description: 'ACTIVITY_EXISTS (another configuration: edit it with PUT), LEFTOVER_KEYS, LOCK_CONTENDED (another request is changing it)',
+      errors: [seckillConflict('ACTIVITY_EXISTS', 'Activity w48-data exists with another configuration; edit it with PUT before it starts'), leftovers, busy],
     },
   })
   async create(@Body() dto: ActivityDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<ActivityViewDto> {
@@ -45,7 +47,7 @@ export class SeckillAdminController {
   @Put(':activityId')
   @ApiOperation({ summary: 'Replace an activity’s configuration and reload its stock; only before it starts' })
   @ApiOkResponse({ type: ActivityViewDto })
-  @ApiErrors({ 404: noActivity, 409: { description: 'ACTIVITY_STARTED, LEFTOVER_KEYS', errors: [started, leftovers] } })
+  @ApiErrors({ 404: noActivity, 409: { description: 'ACTIVITY_STARTED, LEFTOVER_KEYS, LOCK_CONTENDED', errors: [started, leftovers, busy] } })
   async edit(@Param() p: ActivityIdParamDto, @Body() dto: ActivityDto): Promise<ActivityViewDto> {
     const activity = await this.activities.edit(toActivityCommand(dto, this.activities.limits, p.activityId));
     return activityView(activity, await this.activities.stockOf(activity));
@@ -73,7 +75,7 @@ export class SeckillAdminController {
   @HttpCode(200)
   @ApiOperation({ summary: 'End the sale now (reservations already made stay, and are paid or released as usual)' })
   @ApiOkResponse({ type: ActivityViewDto })
-  @ApiErrors({ 404: noActivity })
+  @ApiErrors({ 404: noActivity, 409: { description: 'LOCK_CONTENDED (another request is changing it)', errors: [busy] } })
   async end(@Param() p: ActivityIdParamDto): Promise<ActivityViewDto> {
     const a = await this.activities.end(p.activityId);
     return activityView(a, await this.activities.stockOf(a));

@@ -4,6 +4,9 @@ import type { FastifyReply } from 'fastify';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
 import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
+import { LockContendedError } from '../locks/lock.errors';
+import { orderLockName } from '../orders/order-locks';
+import { EXAMPLE_ORDER_ID } from '../orders/orders-api.decorators';
 
 const BadInput = () => ApiErrors({ 400: 'Invalid path, query or body; the fields are named and nothing is stored' });
 import {
@@ -106,8 +109,12 @@ export class SeckillController {
   @ApiErrors({
     404: noReservation,
     409: {
-      description: 'RESERVATION_PAID, RESERVATION_PAYING',
-      errors: [seckillConflict('RESERVATION_PAID', 'The reservation is paid'), seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid')],
+      description: 'RESERVATION_PAID, RESERVATION_PAYING, LOCK_CONTENDED (the order is held by another request: retry)',
+      errors: [
+        seckillConflict('RESERVATION_PAID', 'The reservation is paid'),
+        seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid'),
+        new LockContendedError(orderLockName(EXAMPLE_ORDER_ID), 2400),
+      ],
     },
   })
   async cancel(@CurrentCaller() caller: Caller, @Param() p: ReservationIdParamDto): Promise<ReservationDto> {
