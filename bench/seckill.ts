@@ -488,6 +488,8 @@ interface ThroughputRow {
   serverCpuS?: number;
   redisCpuS?: number;
   otherCpuS?: number;
+  /** CPU of this process (autocannon). */
+  loadCpuS: number;
   wallS: number;
 }
 
@@ -518,6 +520,7 @@ async function measure(
     serverCpuS: m.serverCpuS,
     redisCpuS: m.redisCpuS,
     otherCpuS: m.otherCpuS,
+    loadCpuS: m.loadCpuS,
     wallS: m.wallS,
   };
   console.log(`[bench] ${scenario} / ${target}: ${fmtInt(row.rps)} req/s, p99 ${row.p99} ms, ${fmtNum(row.commandsPerRequest, 2)} Redis commands/request`);
@@ -816,11 +819,57 @@ function goals(c: CorrectnessResult | undefined, b: BaselineRunResult[], t: Thro
   return lines;
 }
 
+/** Per request of a row: µs of CPU of the server, Redis and autocannon, and EVALSHA sent. */
+function perRequest(r: ThroughputRow) {
+  const n = Math.max(1, r.rps * r.wallS);
+  const us = (x: number | undefined) => (x === undefined ? NaN : (1e6 * x) / n);
+  return { server: us(r.serverCpuS), redis: us(r.redisCpuS), load: us(r.loadCpuS), evalsha: (r.commands.evalsha ?? 0) / n };
+}
+
 function missedNotes(gl: GoalLine[], t: ThroughputRow[]): string[] {
   const missed = gl.filter((g) => g.met === false);
   if (missed.length === 0) return [];
   const out = ['## Goals missed', ''];
   for (const g of missed) out.push(`- **${g.goal}**: target ${g.target}, measured ${g.measured}.`);
+  const row = (s: string, a: string) => t.find((r) => r.scenario === s && r.target === a);
+  const why: string[] = [];
+  const pair = (s: string) => {
+    const a = row(s, 'service');
+    const b = row(s, 'floor');
+    return a && b ? { a, b, pa: perRequest(a), pb: perRequest(b) } : undefined;
+  };
+  const res = pair('reserve');
+  if (res && res.a.rps / res.b.rps < GOALS.floorRatio)
+    why.push(
+      `- Reserve is ${fmtNum(100 * (1 - res.a.rps / res.b.rps / GOALS.floorRatio), 0)}% short of ${GOALS.floorRatio} × floor. The floor runs one script; a reservation through the service sends ${fmtNum(res.pa.evalsha, 1)} scripts per request (the safety-net delay-queue entry scheduled first, reserve-4.lua, the order created through the orders module with its order.created event, the buyer index) and ${fmtNum(res.a.commandsPerRequest, 1)} Redis commands in all against ${fmtNum(res.b.commandsPerRequest, 1)} (background work in the window included: every consumer group of the order events reads each order.created). ` +
+        `Server CPU is ${fmtInt(res.pa.server)} µs per request against ${fmtInt(res.pb.server)} µs, Redis CPU ${fmtInt(res.pa.redis)} µs against ${fmtInt(res.pb.redis)} µs: the service does a reservation and an order, the floor only the reservation.`,
+    );
+  const lst = pair('listing (cache hits)');
+  if (lst && lst.a.rps / lst.b.rps < GOALS.floorRatio)
+    why.push(
+      `- Listing is ${fmtNum(100 * (1 - lst.a.rps / lst.b.rps / GOALS.floorRatio), 0)}% short. Redis work is the same (${fmtNum(lst.a.commandsPerRequest, 2)} against ${fmtNum(lst.b.commandsPerRequest, 2)} commands per request: one GET of the page); the gap is in the server: ${fmtInt(lst.pa.server)} µs of CPU per request against ${fmtInt(lst.pb.server)} µs. ` +
+        `The floor answers the cached string as it is; the service verifies a JWT, runs its guards (rate limit), validates the path and query DTOs, logs, counts metrics, reads the activity from its in-process catalog, parses the cached page and serialises it again. ` +
+        'bench/results/http-floor.md measures the same stack at about 44 µs per request for its simplest route against a floor doing an EVALSHA; a bare GET of a cached string is a far lower floor. ' +
+        `autocannon runs in this process on the same two cores (${fmtInt(lst.pb.load)} µs of its CPU per floor request), so the floor row is partly bound by the load generator.`,
+    );
+  const mix = row('60% listing / 40% reserve', 'service');
+  if (mix && mix.rps < GOALS.mixRps) {
+    const p = perRequest(mix);
+    const total = p.server + p.redis + p.load;
+    why.push(
+      `- The mix is ${fmtNum(100 * (1 - mix.rps / GOALS.mixRps), 0)}% short of ${fmtInt(GOALS.mixRps)} req/s. Per request it cost ${fmtInt(p.server)} µs of service CPU, ${fmtInt(p.redis)} µs of Redis CPU and ${fmtInt(p.load)} µs of autocannon CPU: ${fmtInt(total)} µs of the machine's 2,000,000 µs per second, so two cores top out near ${fmtInt(2e6 / total)} req/s at this cost` +
+        (mix.otherCpuS !== undefined ? `, and other jobs took ${fmtNum((100 * mix.otherCpuS) / mix.wallS, 0)}% of a core during the run` : '') +
+        '. 40% of the requests are reservations, each creating an order (see reserve above).',
+    );
+  }
+  const off = row('sold-out storm', 'service, sold-out memory off');
+  if (off) {
+    const p = perRequest(off);
+    why.push(
+      `- Seen on the way: with the sold-out memory off, a refused reservation sends ${fmtNum(p.evalsha, 1)} scripts (the safety-net entry is scheduled before reserve-4.lua and cancelled after the refusal) and ${fmtNum(off.commandsPerRequest, 1)} Redis commands in all, against 1 script for the floor.`,
+    );
+  }
+  if (why.length) out.push('', 'Why:', '', ...why);
   out.push(
     '',
     'Redis commands per request (INFO commandstats over the run: every client, commands run inside scripts and background work included; EVALSHA = scripts sent):',
@@ -832,8 +881,7 @@ function missedNotes(gl: GoalLine[], t: ThroughputRow[]): string[] {
       .slice(0, 6)
       .map(([k, v]) => `${k} ${fmtNum(v / Math.max(1, r.rps * r.wallS), 2)}`)
       .join(', ');
-    const cpu = r.serverCpuS !== undefined ? `; server CPU ${fmtInt((1e6 * r.serverCpuS) / Math.max(1, r.rps * r.wallS))} µs/request` : '';
-    out.push(`- ${r.scenario}, ${r.target}: ${fmtNum(r.commandsPerRequest, 2)} (${top})${cpu}`);
+    out.push(`- ${r.scenario}, ${r.target}: ${fmtNum(r.commandsPerRequest, 2)} (${top}); server CPU ${fmtInt(perRequest(r).server)} µs/request`);
   }
   out.push('');
   return out;
