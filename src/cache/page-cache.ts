@@ -9,8 +9,14 @@ import { CacheRedis } from './cache-redis';
 const PREFIX_RE = /^[A-Za-z0-9_.:-]{0,64}$/;
 
 /** One lookup-and-build of one key, shared by every caller that asks for the key while it runs. */
+/** A page: its JSON text, and the value when this flight built it. */
+interface Page {
+  json: string;
+  value?: unknown;
+}
+
 interface Flight {
-  promise: Promise<unknown>;
+  promise: Promise<Page>;
   /** What the lookup came to, once known: counted once per caller. */
   result?: PageCacheResult;
 }
@@ -53,40 +59,71 @@ export class PageCache {
    * `key` must come from `PageCache.keyOf` (a malformed one is a TypeError). Rejects only with `build`'s error.
    */
   async getOrBuild<T>(key: string, ttlMs: number, build: () => Promise<T>): Promise<{ value: T; hit: boolean }> {
+    const page = await this.page(key, ttlMs, build);
+    if (page.value !== undefined) return { value: page.value as T, hit: page.hit };
+    try {
+      return { value: JSON.parse(page.json) as T, hit: page.hit };
+    } catch {
+      // Shaped like JSON but not JSON (not written by this cache): built for this caller; the next miss writes over it.
+      return { value: await build(), hit: false };
+    }
+  }
+
+  /**
+   * As `getOrBuild`, answering the page as JSON text: a hit is handed on exactly as cached, never parsed, for a
+   * caller that sends it as it is (a response body).
+   */
+  async getOrBuildJson<T>(key: string, ttlMs: number, build: () => Promise<T>): Promise<{ json: string; hit: boolean }> {
+    const page = await this.page(key, ttlMs, build);
+    return { json: page.json, hit: page.hit };
+  }
+
+  private async page(key: string, ttlMs: number, build: () => Promise<unknown>): Promise<Page & { hit: boolean }> {
     if (typeof key !== 'string' || !CACHE_KEY_RE.test(key)) throw new TypeError(`invalid cache key ${JSON.stringify(key)} (make it with PageCache.keyOf)`);
     if (!Number.isInteger(ttlMs) || ttlMs < 1) throw new TypeError(`invalid cache ttl ${ttlMs} ms`);
     let flight = this.flights.get(key);
     if (flight === undefined) {
-      const started: Flight = { promise: Promise.resolve() };
+      const started: Flight = { promise: Promise.resolve({ json: '' }) };
       started.promise = this.lookUpOrBuild(cacheValueKey(this.keys, key), ttlMs, build, started).finally(() => this.flights.delete(key));
       this.flights.set(key, started);
       flight = started;
     }
     try {
-      const value = (await flight.promise) as T;
-      return { value, hit: flight.result === 'hit' };
+      return { ...(await flight.promise), hit: flight.result === 'hit' };
     } finally {
       if (flight.result !== undefined) this.metrics.requests.inc({ result: flight.result });
     }
   }
 
-  private async lookUpOrBuild<T>(redisKey: string, ttlMs: number, build: () => Promise<T>, flight: Flight): Promise<T> {
+  private async lookUpOrBuild(redisKey: string, ttlMs: number, build: () => Promise<unknown>, flight: Flight): Promise<Page> {
     const cached = await this.cache.get(redisKey);
-    if (typeof cached === 'string') {
-      try {
-        const value = JSON.parse(cached) as T;
-        flight.result = 'hit';
-        return value;
-      } catch {
-        // Not JSON (written by something else, or cut short): rebuild it and write over it.
-      }
+    // Pages are written as JSON.stringify of a value; a hit is taken as it is when it has the shape of one (an object,
+    // an array or a string), and the value is parsed only by a caller that wants it. Anything else (written by
+    // something else, or cut short) is rebuilt and written over.
+    if (typeof cached === 'string' && looksLikeJson(cached)) {
+      flight.result = 'hit';
+      return { json: cached };
     }
     flight.result = typeof cached === 'string' || cached === undefined ? 'error' : 'miss';
     this.metrics.builds.inc();
     const value = await build();
+    const json = JSON.stringify(value);
     // A cache that just failed or timed out is not written to (it is struggling); the next miss writes.
-    const serialized = cached === undefined ? undefined : JSON.stringify(value);
-    if (serialized !== undefined) void this.cache.set(redisKey, serialized, ttlMs);
-    return value;
+    if (cached !== undefined) void this.cache.set(redisKey, json, ttlMs);
+    return { json, value };
+  }
+}
+
+/** Whether a cached text can be what JSON.stringify wrote: an object, array or string by its first and last characters, or a JSON scalar. */
+function looksLikeJson(text: string): boolean {
+  const first = text[0];
+  const last = text[text.length - 1];
+  if (text.length >= 2 && ((first === '{' && last === '}') || (first === '[' && last === ']') || (first === '"' && last === '"'))) return true;
+  // A number, true, false or null: short, so parsed to be sure.
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v !== 'object' || v === null;
+  } catch {
+    return false;
   }
 }

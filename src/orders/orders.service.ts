@@ -13,7 +13,7 @@ import { expiryStepOf, orderTransition, planTransition, type Refusal } from './o
 import { checkoutView, merchantView, orderView, type OrderView, payableBy } from './order-views';
 import type { OrderRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
-import { OrdersStore, serverNow } from './orders.store';
+import { createdOrder, OrdersStore, serverNow } from './orders.store';
 
 export type CloseReason = 'MERCHANT' | 'EXPIRED';
 
@@ -148,34 +148,29 @@ export class OrdersService implements OnApplicationBootstrap {
     // The payer joins the payload only when named, so orders created without one keep their fingerprint.
     const payload: unknown[] = [command.amount, command.currency, command.subject, expireMinutes, ...(payer ? [payer] : [])];
     const fingerprint = createHash('sha256').update(JSON.stringify(payload)).digest('hex');
-    const r = await this.store.write({
+    const set = {
       orderId,
-      order: {
-        version: 0,
-        set: {
-          orderId,
-          merchantId,
-          merchantOrderNo: command.merchantOrderNo,
-          amount: command.amount,
-          currency: command.currency,
-          subject: command.subject,
-          expireMinutes,
-          fingerprint,
-          status: 'CREATED',
-          createdAt: serverNow(),
-          expiresAt: serverNow(expireMinutes * 60_000),
-          // A named payer binds the order from the start, as a first plan binds it otherwise.
-          accountId: payer,
-          payerAccountId: payer,
-          activePlan: '',
-          planSeq: 0,
-        },
-      },
-      event: 'order.created',
-    });
+      merchantId,
+      merchantOrderNo: command.merchantOrderNo,
+      amount: command.amount,
+      currency: command.currency,
+      subject: command.subject,
+      expireMinutes,
+      fingerprint,
+      status: 'CREATED',
+      createdAt: serverNow(),
+      expiresAt: serverNow(expireMinutes * 60_000),
+      // A named payer binds the order from the start, as a first plan binds it otherwise.
+      accountId: payer,
+      payerAccountId: payer,
+      activePlan: '',
+      planSeq: 0,
+    };
+    const r = await this.store.write({ orderId, order: { version: 0, set }, event: 'order.created' });
     if (r.status !== 'VERSION') expectWritten(r);
     const created = r.status === 'OK';
-    const { order } = await this.store.read(orderId);
+    // Created now: the order is what was written (no read back). Otherwise it existed: read it.
+    const order = created ? createdOrder(set, r) : (await this.store.read(orderId)).order;
     if (!order) throw orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry');
     if (!created && order.fingerprint !== fingerprint) {
       throw orderConflict(

@@ -112,6 +112,19 @@ export class OrdersStore {
   }
 }
 
+/**
+ * The order a write that created it stored (status OK from version 0): the fields as sent, each clock field at
+ * the write's Redis time plus its offset, `updatedAt` that time and `version` the new one, exactly as write-3.lua
+ * stores them, so that a create need not read the order back.
+ */
+export function createdOrder(set: FieldUpdates, r: WriteResult): OrderRecord {
+  const h: Record<string, string> = JSON.parse(encode(set).values) as Record<string, string>;
+  for (const [k, v] of Object.entries(set)) if (v instanceof ServerClock) h[k] = String(r.now + v.offsetMs);
+  h.version = String(r.orderVersion);
+  h.updatedAt = String(r.now);
+  return parseOrder(h);
+}
+
 /** write-3's arguments for one record: the stored values (a JSON object of strings) and the clock fields (name, offset pairs). */
 function encode(set: FieldUpdates | undefined): { values: string; clock: Array<string | number> } {
   const values: Record<string, string> = {};

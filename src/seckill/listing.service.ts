@@ -49,12 +49,12 @@ export class ListingService {
       }));
   }
 
-  async products(accountId: string, activityId: string, page: number, size: number): Promise<ProductPageDto> {
+  /** A page of the activity's products for this visitor, as the JSON text of a ProductPageDto (cached). */
+  async productsJson(accountId: string, activityId: string, page: number, size: number): Promise<string> {
     const a = await this.catalog.get(activityId);
     if (!a) throw new SeckillNotFoundError('activity');
     const key = PageCache.keyOf('sk:', accountId, activityId, 'products', page, size);
-    const { value } = await this.cache.getOrBuild(key, this.config.listingTtlMs, () => this.build(a, accountId, page, size));
-    return value;
+    return (await this.cache.getOrBuildJson(key, this.config.listingTtlMs, () => this.build(a, accountId, page, size))).json;
   }
 
   private async build(a: Activity, accountId: string, page: number, size: number): Promise<ProductPageDto> {

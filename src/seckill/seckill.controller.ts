@@ -58,8 +58,16 @@ export class SeckillController {
   @ApiOperation({ summary: 'A page of the activity’s products, in this visitor’s own order (cached 2 s)' })
   @ApiOkResponse({ type: ProductPageDto })
   @ApiErrors({ 404: noActivity })
-  products(@CurrentCaller() caller: Caller, @Param() p: ActivityIdParamDto, @Query() q: ProductPageQueryDto): Promise<ProductPageDto> {
-    return this.listing.products(caller.id, p.activityId, q.page ?? 1, q.size ?? 8);
+  async products(
+    @CurrentCaller() caller: Caller,
+    @Param() p: ActivityIdParamDto,
+    @Query() q: ProductPageQueryDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<string> {
+    // The cached page is sent as it is: JSON text, never parsed and serialized again.
+    const json = await this.listing.productsJson(caller.id, p.activityId, Number(q.page ?? 1), Number(q.size ?? 8));
+    void reply.type('application/json; charset=utf-8');
+    return json;
   }
 
   @Post('activities/:activityId/products/:productId/reservations')

@@ -1,7 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, Max, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Max, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { QueryInt } from '../../http/validation';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACTIVITY_ID_RE, PRODUCT_ID_RE, RESERVATION_ID_RE } from '../seckill-keys';
 import { MAX_PER_USER_LIMIT } from './activity.dto';
@@ -44,22 +43,22 @@ export class ReservationsQueryDto {
   activityId?: string;
 }
 
+/** 1..10000 and 1..50 as plain decimal digits: checked as strings, so the listing's query takes the pipe's fast path. */
+const PAGE_RE = /^(?:[1-9]\d{0,3}|10000)$/;
+const SIZE_RE = /^(?:[1-9]|[1-4]\d|50)$/;
+
 export class ProductPageQueryDto {
   @ApiPropertyOptional({ type: 'integer', default: 1, minimum: 1, maximum: 10_000 })
   @IsOptionalField()
-  @QueryInt()
-  @IsInt()
-  @Min(1)
-  @Max(10_000)
-  page?: number;
+  @IsString()
+  @Matches(PAGE_RE, { message: 'page must be an integer from 1 to 10000' })
+  page?: string;
 
   @ApiPropertyOptional({ type: 'integer', default: 8, minimum: 1, maximum: 50 })
   @IsOptionalField()
-  @QueryInt()
-  @IsInt()
-  @Min(1)
-  @Max(50)
-  size?: number;
+  @IsString()
+  @Matches(SIZE_RE, { message: 'size must be an integer from 1 to 50' })
+  size?: string;
 }
 
 export class ReservationDto {
