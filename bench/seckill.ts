@@ -843,7 +843,7 @@ function missedNotes(gl: GoalLine[], t: ThroughputRow[]): string[] {
   if (lst && lst.a.rps / lst.b.rps < GOALS.floorRatio)
     why.push(
       `- Listing is ${fmtNum(100 * (1 - lst.a.rps / lst.b.rps / GOALS.floorRatio), 0)}% short. Redis work is the same (${fmtNum(lst.a.commandsPerRequest, 2)} against ${fmtNum(lst.b.commandsPerRequest, 2)} commands per request: one GET of the page); the gap is in the server: ${fmtInt(lst.pa.server)} µs of CPU per request against ${fmtInt(lst.pb.server)} µs. ` +
-        `The floor answers the cached string as it is; the service verifies a JWT, runs its guards (rate limit), validates the path and query DTOs, logs, counts metrics, reads the activity from its in-process catalog, parses the cached page and serialises it again. ` +
+        `Both answer the cached JSON text as it is; the service also verifies a JWT, runs its guards (rate limit), validates the path and query DTOs, logs, counts metrics and reads the activity from its in-process catalog. ` +
         'bench/results/http-floor.md measures the same stack at about 44 µs per request for its simplest route against a floor doing an EVALSHA; a bare GET of a cached string is a far lower floor. ' +
         `autocannon runs in this process on the same two cores (${fmtInt(lst.pb.load)} µs of its CPU per floor request), so the floor row is partly bound by the load generator.`,
     );
