@@ -96,21 +96,26 @@ function doubleMean(remaining: number, k: number): number {
   return 2 * q + Math.floor((2 * r) / k);
 }
 
-/** xoshiro128** over a 128-bit state taken from sha256(seed). */
-class Xoshiro128ss {
+/**
+ * xoshiro128** (Blackman and Vigna), a 128-bit state of four 32-bit words. {@link Xoshiro128ss.fromSeed} is how a split
+ * seeds it; the constructor takes a state directly so the generator can be checked against the reference outputs.
+ */
+export class Xoshiro128ss {
   private s0: number;
   private s1: number;
   private s2: number;
   private s3: number;
 
-  constructor(seed: string) {
-    const digest = createHash('sha256').update(seed, 'utf8').digest();
-    this.s0 = digest.readUInt32LE(0) | 0;
-    this.s1 = digest.readUInt32LE(4) | 0;
-    this.s2 = digest.readUInt32LE(8) | 0;
-    this.s3 = digest.readUInt32LE(12) | 0;
+  constructor(state: readonly [number, number, number, number]) {
+    [this.s0, this.s1, this.s2, this.s3] = state.map((word) => word | 0);
     // The all-zero state is the one state xoshiro never leaves; sha256 will not produce it, but never run from it.
     if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1;
+  }
+
+  /** The state is the first 16 bytes of sha256(seed as UTF-8), as four little-endian 32-bit words. */
+  static fromSeed(seed: string): Xoshiro128ss {
+    const digest = createHash('sha256').update(seed, 'utf8').digest();
+    return new Xoshiro128ss([digest.readUInt32LE(0), digest.readUInt32LE(4), digest.readUInt32LE(8), digest.readUInt32LE(12)]);
   }
 
   /** The next output, an unsigned 32-bit integer. */
@@ -158,7 +163,7 @@ export function splitAmounts(opts: SplitOptions): SplitAmounts {
     throw new SplitInputError('seed', `must be a non-empty string, got ${describe(opts.seed)}`);
   }
   const { total, count, minAmount } = opts;
-  const rng = new Xoshiro128ss(opts.seed);
+  const rng = Xoshiro128ss.fromSeed(opts.seed);
   const out: SplitAmounts = total <= 0x7fff_ffff ? new Int32Array(count) : new Array<number>(count);
   let remaining = total;
   for (let i = 0; i < count - 1; i++) {
