@@ -112,6 +112,9 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   private readonly wakers = new Set<() => void>();
   private readers: Promise<void>[] = [];
   private stopped = false;
+  /** Resolves when stop() is called: a read whose connection cannot settle it (see read()) is not waited for. */
+  private readonly stopSignal: Promise<null>;
+  private signalStop!: () => void;
   private down = false;
 
   constructor(
@@ -127,6 +130,7 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     this.maxDeliveries = options.maxDeliveries ?? 20;
     this.deadLetterMaxLen = options.deadLetterMaxLen ?? 10_000;
     this.labels = { runner: options.name, group: options.group };
+    this.stopSignal = new Promise<null>((resolve) => (this.signalStop = () => resolve(null)));
     for (const s of options.streams) {
       // The dead-letter step is one script over both keys: on Redis Cluster they must share a slot.
       if (keySlot(s.key) !== keySlot(s.deadLetterKey)) throw new TypeError(`dead-letter stream ${s.deadLetterKey} is not in the slot of ${s.key}`);
@@ -169,6 +173,7 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   async stop(): Promise<void> {
     if (!this.stopped) {
       this.stopped = true;
+      this.signalStop();
       this.deps.metrics.untrack(this);
       for (const wake of this.wakers) wake();
       for (const name of this.connectionNames) this.deps.redis.closeBlocking(name);
@@ -212,17 +217,12 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
         const ids = history ?? keys.map(() => '>');
         // Blocks no longer than until the next takeover is due; the history is read without blocking.
         const block = history ? [] : ['BLOCK', Math.max(1, Math.min(this.blockMs, nextClaim - Date.now()))];
-        const reply = (await (conn.xreadgroup as XReadGroup).apply(conn, [
-          'GROUP',
-          group,
-          consumer,
-          'COUNT',
-          this.batchSize,
-          ...block,
-          'STREAMS',
-          ...keys,
-          ...ids,
-        ])) as ReadReply;
+        const read = (conn.xreadgroup as XReadGroup).apply(conn, ['GROUP', group, consumer, 'COUNT', this.batchSize, ...block, 'STREAMS', ...keys, ...ids]);
+        // stop() closes the connection, which fails a read in flight; but a read queued while the connection was
+        // reconnecting is never settled by ioredis when it is closed then. Stopping does not wait for it.
+        read.catch(() => undefined);
+        const reply = (await Promise.race([read, this.stopSignal])) as ReadReply;
+        if (this.stopped) break;
         if (history) {
           const last = new Map((reply ?? []).filter(([, e]) => e.length > 0).map(([s, e]) => [s, e[e.length - 1][0]]));
           history = last.size === 0 ? undefined : keys.map((k, i) => last.get(k) ?? history![i]);

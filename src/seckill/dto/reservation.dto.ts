@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsString, Matches, Max, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACTIVITY_ID_RE, PRODUCT_ID_RE, RESERVATION_ID_RE } from '../seckill-keys';
@@ -51,12 +51,14 @@ export class ProductPageQueryDto {
   @ApiPropertyOptional({ type: 'integer', default: 1, minimum: 1, maximum: 10_000 })
   @IsOptionalField()
   @IsString()
+  @MaxLength(5)
   @Matches(PAGE_RE, { message: 'page must be an integer from 1 to 10000' })
   page?: string;
 
   @ApiPropertyOptional({ type: 'integer', default: 8, minimum: 1, maximum: 50 })
   @IsOptionalField()
   @IsString()
+  @MaxLength(2)
   @Matches(SIZE_RE, { message: 'size must be an integer from 1 to 50' })
   size?: string;
 }
