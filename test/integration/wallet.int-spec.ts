@@ -190,7 +190,7 @@ describe('wallet', () => {
     await wallets.credit(cmd({ kind: 'merchant', id: `m_${process.pid}` }, 5, 'm', { currency: 'USD' }));
     await wallets.debit(cmd(a, 1, 'spent', { kind: 'payment' }));
     const after = await sumOfWalletBalances(raw, keys);
-    expect((after.get('CNY') ?? 0) - (before.get('CNY') ?? 0)).toBe(10_000_000_000 - 1);
-    expect((after.get('USD') ?? 0) - (before.get('USD') ?? 0)).toBe(5);
+    expect((after.get('CNY') ?? 0n) - (before.get('CNY') ?? 0n)).toBe(10_000_000_000n - 1n);
+    expect((after.get('USD') ?? 0n) - (before.get('USD') ?? 0n)).toBe(5n);
   });
 });

@@ -4,12 +4,12 @@ import { WALLET_KEYS } from '../../src/wallet/wallet-keys';
 
 /**
  * The money every wallet holds, by currency: SCANs each node (every master of a cluster) for the wallets'
- * balances hashes under the key builder's prefix and adds them up. For the conservation check
+ * balances hashes under the key builder's prefix and adds them up (as bigints: a sum over wallets may pass 2^53). For the conservation check
  * `sum of balances + money in open pools = top-ups − spent + reversals`.
  */
-export async function sumOfWalletBalances(nodes: Redis | Redis[], keys: KeyBuilder): Promise<Map<string, number>> {
+export async function sumOfWalletBalances(nodes: Redis | Redis[], keys: KeyBuilder): Promise<Map<string, bigint>> {
   const pattern = `${keys.prefix}:${WALLET_KEYS.feature}:*:balances`;
-  const totals = new Map<string, number>();
+  const totals = new Map<string, bigint>();
   for (const node of Array.isArray(nodes) ? nodes : [nodes]) {
     let cursor = '0';
     do {
@@ -17,7 +17,7 @@ export async function sumOfWalletBalances(nodes: Redis | Redis[], keys: KeyBuild
       cursor = next;
       for (const key of found) {
         if (keys.parse(key)?.feature !== WALLET_KEYS.feature) continue;
-        for (const [currency, v] of Object.entries(await node.hgetall(key))) totals.set(currency, (totals.get(currency) ?? 0) + Number(v));
+        for (const [currency, v] of Object.entries(await node.hgetall(key))) totals.set(currency, (totals.get(currency) ?? 0n) + BigInt(v));
       }
     } while (cursor !== '0');
   }
