@@ -12,9 +12,11 @@ end
 
 --- Applies `signed` (minor units, > 0 credit, < 0 debit) to `currency` once per `reference`.
 --- Returns the script's reply: {'APPLIED', entry, balance} | {'EXISTING', entry, balance} |
---- {'REUSED', entry} | {'INSUFFICIENT', balance} | {'LIMIT', balance}.
+--- {'REUSED', entry} | {'VOIDED'} | {'INSUFFICIENT', balance} | {'LIMIT', balance}.
+--- A reference voided (entry number 0, by void-2.lua) can never be applied.
 local function walletApply(balancesKey, ledgerKey, refsKey, currency, signed, reference, kind, memo)
   local seen = redis.call('HGET', refsKey, reference)
+  if seen == '0' then return {'VOIDED'} end
   if seen then
     local entry = redis.call('LINDEX', ledgerKey, tonumber(seen) - 1)
     local e = cjson.decode(entry)

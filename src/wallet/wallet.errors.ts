@@ -26,3 +26,12 @@ export class BalanceLimitError extends DomainError {
     super('BALANCE_LIMIT', 'The balance would exceed the greatest one a wallet holds; nothing was stored', details);
   }
 }
+
+/** A reference voided by a settling query (`WalletService.settle`): it can never be applied (409); nothing was stored. */
+export class ReferenceVoidedError extends DomainError {
+  readonly kind = 'conflict';
+
+  constructor(details?: { reference: string }) {
+    super('REFERENCE_VOIDED', 'This reference was settled as never applied, and can no longer be', details);
+  }
+}

@@ -10,7 +10,7 @@ export class WalletMetrics {
   constructor(metrics: MetricsService) {
     this.entries = metrics.counter(
       'wallet_operations_total',
-      'Wallet credits and debits, by direction, entry kind and outcome (applied, existing, reused, insufficient, limit)',
+      'Wallet credits and debits, by direction, entry kind and outcome (applied, existing, reused, voided, insufficient, limit)',
       ['direction', 'kind', 'outcome'],
     );
   }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InvalidArgumentError } from '../errors/domain-error';
 import { OWNER_ID_RE, type WalletOwner } from './wallet-keys';
-import { BalanceLimitError, InsufficientFundsError, ReferenceReusedError } from './wallet.errors';
+import { BalanceLimitError, InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from './wallet.errors';
 import { WalletMetrics } from './wallet.metrics';
 import { WalletStore } from './wallet.store';
 import {
@@ -62,6 +62,16 @@ export class WalletService {
     return this.store.entryOf(owner, reference);
   }
 
+  /**
+   * Settles a reference for good: the entry it made, or null, and then it can never be applied (a later credit or
+   * debit with it throws ReferenceVoidedError). For a payment channel's query, so "no such payment" stays true.
+   */
+  settle(owner: WalletOwner, reference: string): Promise<WalletEntry | null> {
+    checkOwner(owner);
+    checkReference(reference);
+    return this.store.settle(owner, reference);
+  }
+
   private async apply(direction: 'credit' | 'debit', cmd: WalletCommand): Promise<WalletResult> {
     checkCommand(cmd);
     const r = await this.store.apply(direction, cmd);
@@ -72,6 +82,8 @@ export class WalletService {
         return { applied: r.case === 'applied', entryId: r.entry.entryId, balance: r.balance };
       case 'reused':
         throw new ReferenceReusedError({ reference: cmd.reference, entryId: r.entry.entryId });
+      case 'voided':
+        throw new ReferenceVoidedError({ reference: cmd.reference });
       case 'insufficient':
         throw new InsufficientFundsError({ currency: cmd.currency, balance: r.balance, amount: cmd.amount });
       case 'limit':

@@ -9,6 +9,7 @@ import type { WalletBalance, WalletCommand, WalletEntry, WalletEntryPage } from 
 export type ApplyReply =
   | { case: 'applied' | 'existing'; entry: WalletEntry; balance: number }
   | { case: 'reused'; entry: WalletEntry }
+  | { case: 'voided' }
   | { case: 'insufficient' | 'limit'; balance: number };
 
 /** The one typed wrapper of the lua/wallet scripts and keys. */
@@ -33,6 +34,8 @@ export class WalletStore {
         return { case: c === 'APPLIED' ? 'applied' : 'existing', entry: JSON.parse(a) as WalletEntry, balance: Number(b) };
       case 'REUSED':
         return { case: 'reused', entry: JSON.parse(a) as WalletEntry };
+      case 'VOIDED':
+        return { case: 'voided' };
       case 'INSUFFICIENT':
       case 'LIMIT':
         return { case: c === 'INSUFFICIENT' ? 'insufficient' : 'limit', balance: Number(a) };
@@ -53,9 +56,16 @@ export class WalletStore {
   async entryOf(owner: WalletOwner, reference: string): Promise<WalletEntry | null> {
     const k = walletKeys(this.keys, owner);
     const seq = await this.redis.command((c) => c.hget(k.refs, reference));
-    if (seq === null) return null;
+    if (seq === null || seq === '0') return null;
     const raw = await this.redis.command((c) => c.lindex(k.ledger, Number(seq) - 1));
     return raw === null ? null : (JSON.parse(raw) as WalletEntry);
+  }
+
+  /** The entry a reference made, or null after marking it void (it can then never be applied): see lua/wallet/void-2.lua. */
+  async settle(owner: WalletOwner, reference: string): Promise<WalletEntry | null> {
+    const k = walletKeys(this.keys, owner);
+    const [c, entry] = await this.scripts.run<[string, string?]>('wallet/void', [k.ledger, k.refs], [reference]);
+    return c === 'ENTRY' ? (JSON.parse(entry!) as WalletEntry) : null;
   }
 
   /**

@@ -13,7 +13,7 @@ import { sumOfWalletBalances } from '../support/wallet';
 
 /**
  * Wallets on a 3-master Redis Cluster: each wallet's keys share its owner's tag (one slot), wallets spread
- * over the masters, both scripts run there, and the conservation sum finds every wallet on every master.
+ * over the masters, the three scripts run there, and the conservation sum finds every wallet on every master.
  */
 describe('wallets on a 3-master cluster', () => {
   let cluster: RedisClusterHandle;
@@ -57,7 +57,7 @@ describe('wallets on a 3-master cluster', () => {
     return (await raw[i].exists(key)) === 1 ? i : -1;
   };
 
-  it('credit and debit run on the cluster: idempotent, never below zero, wallets on every master, and the sum finds them all', async () => {
+  it('credit, debit and void run on the cluster: idempotent, never below zero, wallets on every master, and the sum finds them all', async () => {
     expect(t.app.get(RedisService).isCluster).toBe(true);
     const owners: WalletOwner[] = Array.from({ length: 24 }, (_, i) => ({ kind: i % 2 ? 'merchant' : 'account', id: `owner_${i}` }));
     for (const owner of owners) {
@@ -70,7 +70,11 @@ describe('wallets on a 3-master cluster', () => {
       expect(debits.filter((d) => d.status === 'fulfilled')).toHaveLength(3);
       expect(debits.every((d) => d.status === 'fulfilled' || d.reason instanceof InsufficientFundsError)).toBe(true);
     }
-    expect(ran).toEqual(new Set(['wallet/credit', 'wallet/debit']));
+    for (const owner of owners.slice(0, 6)) {
+      expect(await wallets.settle(owner, 'top')).toMatchObject({ amount: 1000 });
+      expect(await wallets.settle(owner, 'never')).toBeNull();
+    }
+    expect(ran).toEqual(new Set(['wallet/credit', 'wallet/debit', 'wallet/void']));
     const holders = new Set<number>();
     for (const owner of owners) {
       const k = walletKeys(keys, owner);

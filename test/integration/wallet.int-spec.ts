@@ -1,8 +1,9 @@
 import type Redis from 'ioredis';
 import { InvalidArgumentError } from '../../src/errors/domain-error';
+import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { walletKeys, type WalletOwner } from '../../src/wallet/wallet-keys';
-import { InsufficientFundsError, ReferenceReusedError } from '../../src/wallet/wallet.errors';
+import { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from '../../src/wallet/wallet.errors';
 import { WalletService } from '../../src/wallet/wallet.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { rawConnection } from '../harness/redis-process';
@@ -170,6 +171,34 @@ describe('wallet', () => {
       expect((err as InvalidArgumentError).details).toEqual([expect.objectContaining({ field })]);
     }
     expect(await walletKeysIn(raw, keys)).toEqual(before);
+  });
+
+  it('settle: an applied reference answers its entry; one never applied is voided, and no credit or debit applies it later', async () => {
+    const o = account();
+    await wallets.credit(cmd(o, 500, 'paid-in'));
+    expect(await wallets.settle(o, 'paid-in')).toMatchObject({ entryId: '1', amount: 500, reference: 'paid-in' });
+    expect(await wallets.settle(o, 'late')).toBeNull();
+    const before = await stored(o);
+    for (const op of ['credit', 'debit'] as const) {
+      await expect(wallets[op](cmd(o, 100, 'late', { kind: 'payment' }))).rejects.toBeInstanceOf(ReferenceVoidedError);
+    }
+    expect(await wallets.settle(o, 'late')).toBeNull();
+    expect(await wallets.entryOf(o, 'late')).toBeNull();
+    expect(await stored(o)).toEqual(before);
+  });
+
+  it('the balance channel: a query that finds no debit settles the leg as failed, so a late pay of it is refused and takes nothing', async () => {
+    const gateway = t.app.get(ChannelGateway);
+    const o = account();
+    await wallets.credit(cmd(o, 1000, 'fund'));
+    const payer = { accountId: o.id, currency: 'CNY' };
+    expect(await gateway.query('balance', 'ord_x_p1:0', payer)).toBe('failure');
+    expect(await gateway.pay('balance', 'ord_x_p1:0', 400, payer)).toBe('failure');
+    expect(await gateway.pay('balance', 'ord_x_p2:0', 400, payer)).toBe('success');
+    expect(await gateway.pay('balance', 'ord_x_p2:0', 400, payer)).toBe('success');
+    expect(await gateway.query('balance', 'ord_x_p2:0', payer)).toBe('success');
+    expect(await gateway.pay('balance', 'ord_x_p3:0', 601, payer)).toBe('failure');
+    expect(await balanceOf(o)).toBe(600);
   });
 
   it('a credit past 2^53 − 1 minor units is refused (BALANCE_LIMIT): balances stay exact integers', async () => {
