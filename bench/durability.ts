@@ -142,6 +142,8 @@ async function throughput(args: string[], build: string, workDir: string): Promi
         DURABILITY_TIMEOUT_MS: '500',
         LOG_LEVEL: 'warn',
         RATE_LIMIT_MERCHANT: '10000000',
+        // The payers are not funded: the balance leg is the simulated channel, as in the committed results.
+        BALANCE_CHANNEL: 'simulated',
       });
       const proc = spawnFullStack({ id: `durability-${replicas}`, port, dist: build, env, workDir });
       try {

@@ -6,6 +6,7 @@ import { AuthModule } from './auth/auth.module';
 import { CacheModule } from './cache/cache.module';
 import { CloseReminderModule } from './close-reminder/close-reminder.module';
 import { SeckillModule } from './seckill/seckill.module';
+import { WalletModule } from './wallet/wallet.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DelayQueueModule } from './delay-queue/delay-queue.module';
@@ -41,6 +42,7 @@ export class AppModule {
         HealthModule,
         DiagnosticsModule,
         MessagesModule,
+        WalletModule,
         OrdersModule,
         CloseReminderModule,
         SeckillModule,

@@ -10,6 +10,7 @@ describe('orders config slice', () => {
       queryDelayMs: 2000,
       channelLatencyMs: 20,
       channelOutcomes: new Map(),
+      balanceChannel: 'wallet',
     });
   });
 
@@ -20,6 +21,7 @@ describe('orders config slice', () => {
       ORDERS_QUERY_DELAY_MS: '50',
       CHANNEL_LATENCY_MS: '0',
       CHANNEL_OUTCOMES: 'quickpay.pay=unknown,quickpay.query=failure',
+      BALANCE_CHANNEL: 'simulated',
     });
     expect(cfg).toEqual({
       retentionMs: 3 * 86_400_000,
@@ -30,12 +32,14 @@ describe('orders config slice', () => {
         ['quickpay.pay', 'unknown'],
         ['quickpay.query', 'failure'],
       ]),
+      balanceChannel: 'simulated',
     });
   });
 
   it.each([
     ['ORDERS_RETENTION_SECONDS', '86400'],
     ['ORDERS_EVENTS_MAXLEN', '999'],
+    ['BALANCE_CHANNEL', 'bank'],
     ['ORDERS_QUERY_DELAY_MS', '-5'],
     ['ORDERS_QUERY_DELAY_MS', 'soon'],
     ['CHANNEL_LATENCY_MS', '60001'],

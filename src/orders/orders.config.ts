@@ -1,5 +1,5 @@
 import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { defineConfigSlice } from '../config/config-slice';
 import { emptyToUndefined, toInt } from '../config/env-validation';
 
@@ -42,6 +42,11 @@ export class OrdersEnv {
     },
   )
   CHANNEL_OUTCOMES?: string;
+
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsIn(['wallet', 'simulated'])
+  BALANCE_CHANNEL?: 'wallet' | 'simulated';
 }
 
 /** The orders module's settings. Injected by this type. */
@@ -56,6 +61,8 @@ export class OrdersConfig {
   channelLatencyMs!: number;
   /** `method.op` → outcome of the simulated channels (pay, query, reverse); success when absent. */
   channelOutcomes!: ReadonlyMap<string, 'success' | 'failure' | 'unknown'>;
+  /** What serves the `balance` method: the payer's wallet (`wallet`), or a simulated channel like the others (`simulated`). */
+  balanceChannel!: 'wallet' | 'simulated';
 }
 
 /** The orders slice of the configuration: list `ordersConfig.provider` in the module's providers. */
@@ -74,5 +81,6 @@ export const ordersConfig = defineConfigSlice({
         .filter(Boolean)
         .map((e) => e.split('=') as [string, 'success' | 'failure' | 'unknown']),
     ),
+    balanceChannel: s.BALANCE_CHANNEL ?? 'wallet',
   }),
 });

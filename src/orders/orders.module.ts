@@ -13,12 +13,24 @@ import { PaymentPlansService } from './payment-plans.service';
 import { PaymentRunner } from './payment-runner.service';
 import { PaymentsController } from './payments.controller';
 import { StreamsModule } from '../streams/streams.module';
+import { WalletModule } from '../wallet/wallet.module';
+import { WalletChannel } from './channels/wallet-channel';
 
 /** Master orders, payment plans and their execution over the payment channels, and the order events. */
 @Module({
-  imports: [LocksModule.forFeature('orders', ORDER_LOCK_POLICIES), StreamsModule],
+  imports: [LocksModule.forFeature('orders', ORDER_LOCK_POLICIES), StreamsModule, WalletModule],
   controllers: [MerchantOrdersController, PaymentsController, ChannelsAdminController],
-  providers: [ordersConfig.provider, OrdersStore, OrdersService, PaymentPlansService, PaymentRunner, ChannelGateway, OrdersMetrics, OrderEventsService],
+  providers: [
+    ordersConfig.provider,
+    OrdersStore,
+    OrdersService,
+    PaymentPlansService,
+    PaymentRunner,
+    ChannelGateway,
+    WalletChannel,
+    OrdersMetrics,
+    OrderEventsService,
+  ],
   exports: [OrdersService, OrderEventsService],
 })
 export class OrdersModule {}

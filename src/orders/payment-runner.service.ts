@@ -5,6 +5,7 @@ import { LockLostError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
 import { ChannelGateway } from './channels/channel-gateway';
+import type { Payer } from './channels/payment-channel';
 import type { PayPlanCommand } from './order-commands';
 import { expectWritten, planNotFound, refusalError } from './order-errors';
 import { PLAN_LOCK, planLockName } from './order-locks';
@@ -115,13 +116,13 @@ export class PaymentRunner implements OnApplicationBootstrap {
       let outcome;
       if (ins.status === 'SENT') {
         // An earlier run stopped during this call: never pay twice, ask the channel what happened.
-        outcome = await this.channels.query(ins.method, legId(planId, i));
+        outcome = await this.channels.query(ins.method, legId(planId, i), payerOf(run.plan));
       } else {
         if (run.lock.signal.aborted) throw run.lock.signal.reason ?? new LockLostError(run.lock.name, run.lock.owner);
         // Should this run stop during the call or after it, the resume entry finds the plan once the lock's lease is over.
         await this.armResume(run);
         await this.commitLeg(run, i, { status: 'SENT' });
-        outcome = await this.channels.pay(ins.method, legId(planId, i), ins.amount);
+        outcome = await this.channels.pay(ins.method, legId(planId, i), ins.amount, payerOf(run.plan));
       }
       if (outcome === 'unknown') {
         await this.commitLeg(run, i, { status: 'UNKNOWN' });
@@ -178,7 +179,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
   private async reverse(run: Run, index: number): Promise<void> {
     const ins = run.plan.instructions[index];
     const id = legId(run.plan.planId, index);
-    const outcome = await this.channels.reverse(ins.method, id, ins.amount);
+    const outcome = await this.channels.reverse(ins.method, id, ins.amount, payerOf(run.plan));
     if (outcome === 'success') {
       await this.commitLeg(run, index, { reversal: 'REVERSED' });
       this.metrics.reversals.inc({ outcome: 'reversed' });
@@ -233,7 +234,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
         await this.proceed(run);
         return;
       }
-      const outcome = await this.channels.query(ins.method, legId(planId, index));
+      const outcome = await this.channels.query(ins.method, legId(planId, index), payerOf(run.plan));
       this.metrics.queries.inc({ outcome });
       if (outcome === 'unknown') throw new Error(`${ins.method} still reports ${legId(planId, index)} as unknown`);
       if (outcome === 'failure') {
@@ -259,7 +260,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
     await this.underPlanLock(planId, async (run) => {
       const ins = run.plan.instructions[index];
       if (ins?.reversal !== 'PENDING') return;
-      const outcome = await this.channels.reverse(ins.method, legId(planId, index), ins.amount);
+      const outcome = await this.channels.reverse(ins.method, legId(planId, index), ins.amount, payerOf(run.plan));
       if (outcome !== 'success') {
         this.metrics.reversals.inc({ outcome: 'retry' });
         throw new Error(`${ins.method} did not confirm the reversal of ${legId(planId, index)} (${outcome})`);
@@ -309,6 +310,9 @@ export class PaymentRunner implements OnApplicationBootstrap {
     run.plan = { ...run.plan, ...resolve(change.plan), version: r.planVersion, updatedAt: r.now };
   }
 }
+
+/** Who pays the plan's legs, in its currency. */
+const payerOf = (plan: PlanRecord): Payer => ({ accountId: plan.accountId, currency: plan.currency });
 
 /** The status an allowed transition leads to; a transition the state machines refuse here is a bug. */
 function allowed<S extends string>(t: Transition<S>, action: OrderAction | PlanAction): S {

@@ -30,7 +30,7 @@ describe(parseContract.name, () => {
 });
 
 describe('the durable scripts', () => {
-  it('are the orders write and the flash-sale stock moves (money) and the message writes (messages), and no other', () => {
+  it('are the orders write, the flash-sale stock moves and the wallet scripts (money) and the message writes (messages), and no other', () => {
     const durable = [...loadAllScripts().values()].filter((d) => d.contract.durable).map((d) => [d.id, d.contract.durable]);
     expect(durable.sort()).toEqual([
       ['messages/broadcast', 'messages'],
@@ -41,6 +41,9 @@ describe('the durable scripts', () => {
       ['seckill/reserve', 'money'],
       ['seckill/sell', 'money'],
       ['seckill/take', 'money'],
+      ['wallet/credit', 'money'],
+      ['wallet/debit', 'money'],
+      ['wallet/void', 'money'],
     ]);
   });
 });

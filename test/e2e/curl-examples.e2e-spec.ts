@@ -10,7 +10,7 @@ import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
  * new user would: the signing helper piped into `curl -H @-`, its
  * process-substitution form, a signed POST whose body has an apostrophe,
  * quotes, spaces and non-ASCII characters, and scripts/order-flow-example.sh
- * (merchant order → payment plan → pay).
+ * (wallet top-up → merchant order → payment plan → pay, partly from the wallet).
  */
 
 const ROOT = resolve(__dirname, '../..');
@@ -95,7 +95,7 @@ describe('curl examples of the README against the built service', () => {
     });
   });
 
-  it('scripts/order-flow-example.sh: a signed merchant order, a payment plan by the app user, paid', async () => {
+  it('scripts/order-flow-example.sh: a wallet top-up, a signed merchant order, a payment plan by the app user, paid', async () => {
     const r = await bash('scripts/order-flow-example.sh', { BASE_URL: `http://127.0.0.1:${port}` });
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     const lines = Object.fromEntries(
@@ -104,7 +104,8 @@ describe('curl examples of the README against the built service', () => {
         .split('\n')
         .map((l) => [l.slice(0, l.indexOf(':')), JSON.parse(l.slice(l.indexOf(':') + 1))]),
     );
-    expect(Object.keys(lines)).toEqual(['order', 'plan', 'paid']);
+    expect(Object.keys(lines)).toEqual(['wallet', 'order', 'plan', 'paid']);
+    expect(lines.wallet).toMatchObject({ applied: true, currency: 'CNY', balance: expect.any(Number) });
     expect(lines.order).toMatchObject({ orderId: expect.stringMatching(/^ord_/), amount: 12800, currency: 'CNY', status: 'CREATED' });
     expect(lines.plan).toMatchObject({ orderId: lines.order.orderId, status: 'PENDING', amount: 12800 });
     expect(lines.paid).toMatchObject({

@@ -119,6 +119,7 @@ describe('OpenAPI document', () => {
       'orders (merchants)',
       'payments (app)',
       'seckill (app)',
+      'wallet (app)',
     ]);
     expect(ops.length).toBeGreaterThan(0);
     expect(Math.max(...userFacing.map(([, i]) => i))).toBeLessThan(Math.min(...ops.map(([, i]) => i)));

@@ -42,6 +42,8 @@ export async function startTestApp(redisUrl: string, env: Record<string, string>
     SERVICE_TOKENS: `${CREDS.serviceName}:${CREDS.serviceToken}`,
     ADMIN_API_KEYS: `${CREDS.adminName}:${CREDS.adminKey}`,
     SWAGGER_ENABLED: 'true',
+    // The orders suites force every outcome of the balance leg through the simulated channel; wallet suites pass 'wallet'.
+    BALANCE_CHANNEL: 'simulated',
     ...env,
   });
   const app = await createApp(config);

@@ -5,6 +5,12 @@ export type ChannelOutcome = 'success' | 'failure' | 'unknown';
 export const CHANNEL_OUTCOMES: readonly ChannelOutcome[] = ['success', 'failure', 'unknown'];
 export type ChannelOp = 'pay' | 'query' | 'reverse';
 
+/** Who pays a leg, and in which currency (the plan's): what a channel that holds accounts, such as the wallet, needs. */
+export interface Payer {
+  accountId: string;
+  currency: string;
+}
+
 /**
  * One payment channel (balance, quick pay, points, e-banking). Every call is
  * idempotent on `ref`, the instruction's stable id: a retried pay or reverse

@@ -1,0 +1,62 @@
+import type { WalletOwner } from './wallet-keys';
+
+export type { WalletOwner } from './wallet-keys';
+
+/** What an entry is for. */
+export const WALLET_ENTRY_KINDS = ['top-up', 'payment', 'reversal', 'red-envelope', 'funding', 'refund'] as const;
+export type WalletEntryKind = (typeof WALLET_ENTRY_KINDS)[number];
+
+/** References: what makes a credit or debit idempotent, per wallet. */
+export const REFERENCE_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** ISO 4217 codes. */
+export const CURRENCY_RE = /^[A-Z]{3}$/;
+export const MIN_AMOUNT = 1;
+export const MAX_AMOUNT = 10_000_000_000;
+export const MAX_MEMO = 256;
+
+/** A credit or a debit. */
+export interface WalletCommand {
+  owner: WalletOwner;
+  currency: string;
+  /** Minor units, 1..10,000,000,000. */
+  amount: number;
+  /** 1-128 of A-Z a-z 0-9 _ . : -; the same reference twice moves money once. */
+  reference: string;
+  kind: WalletEntryKind;
+  memo?: string;
+}
+
+/** What a credit or a debit did: `applied` false when the reference had been applied before (nothing moved). */
+export interface WalletResult {
+  applied: boolean;
+  entryId: string;
+  /** The balance in the command's currency now, minor units. */
+  balance: number;
+}
+
+/** One ledger entry. */
+export interface WalletEntry {
+  /** The entry's number in its wallet, from 1 (newer entries have greater numbers). */
+  entryId: string;
+  kind: WalletEntryKind;
+  currency: string;
+  /** Signed minor units: > 0 a credit, < 0 a debit. */
+  amount: number;
+  /** The balance in this currency after the entry. */
+  balanceAfter: number;
+  reference: string;
+  memo: string;
+  /** Epoch ms, Redis clock. */
+  at: number;
+}
+
+export interface WalletBalance {
+  currency: string;
+  balance: number;
+}
+
+/** A page of entries, newest first; `next` (absent on the last page) is the cursor of the next one. */
+export interface WalletEntryPage {
+  items: WalletEntry[];
+  next?: string;
+}
