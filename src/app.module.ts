@@ -6,6 +6,7 @@ import { AuthModule } from './auth/auth.module';
 import { CacheModule } from './cache/cache.module';
 import { CloseReminderModule } from './close-reminder/close-reminder.module';
 import { SeckillModule } from './seckill/seckill.module';
+import { RedEnvelopeModule } from './red-envelope/red-envelope.module';
 import { WalletModule } from './wallet/wallet.module';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
@@ -46,6 +47,7 @@ export class AppModule {
         OrdersModule,
         CloseReminderModule,
         SeckillModule,
+        RedEnvelopeModule,
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },

@@ -30,13 +30,15 @@ describe(parseContract.name, () => {
 });
 
 describe('the durable scripts', () => {
-  it('are the orders write, the flash-sale stock moves and the wallet scripts (money) and the message writes (messages), and no other', () => {
+  it('are the orders write, the flash-sale stock moves, the red-envelope grabs and the wallet scripts (money) and the message writes (messages), and no other', () => {
     const durable = [...loadAllScripts().values()].filter((d) => d.contract.durable).map((d) => [d.id, d.contract.durable]);
     expect(durable.sort()).toEqual([
       ['messages/broadcast', 'messages'],
       ['messages/withdraw', 'messages'],
       ['messages/write', 'messages'],
       ['orders/write', 'money'],
+      ['red-envelope/grab', 'money'],
+      ['red-envelope/take', 'money'],
       ['seckill/release', 'money'],
       ['seckill/reserve', 'money'],
       ['seckill/sell', 'money'],

@@ -118,6 +118,7 @@ describe('OpenAPI document', () => {
       'messages (business systems)',
       'orders (merchants)',
       'payments (app)',
+      'red envelopes (app)',
       'seckill (app)',
       'wallet (app)',
     ]);

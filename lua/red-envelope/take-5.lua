@@ -1,0 +1,38 @@
+--[[
+  Fall-over: a user whose home sub-pool is empty (and who holds a claim
+  there) takes an envelope from this sub-pool. It is recorded here in the
+  same step as the pop, so a retry finds it (EXISTING) instead of taking a
+  second one.
+
+  KEYS[1]  this sub-pool's pool list
+  KEYS[2]  its grabs hash
+  KEYS[3]  its envelopes' state hash
+  KEYS[4]  its stats hash
+  KEYS[5]  its credit stream
+  ARGV[1]  account id
+  ARGV[2]  the user's home sub-pool index
+
+  Returns: {'GRABBED', envelopeId, amount} | {'EXISTING', envelopeId, amount} | {'EMPTY'} | {'NOT_STARTED'} | {'ENDED'} | {'NOT_LOADED'}
+
+  Durable: money
+]]
+--- @include "includes/server-time-ms"
+--- @include "includes/red-envelope-pool"
+local poolKey = KEYS[1]
+local grabsKey = KEYS[2]
+local envKey = KEYS[3]
+local statsKey = KEYS[4]
+local creditsKey = KEYS[5]
+local account = ARGV[1]
+local home = ARGV[2]
+
+local held = redis.call('HGET', grabsKey, account)
+if held then
+  local envelopeId, amount = string.match(held, '^([^:]+):(%d+)')
+  return {'EXISTING', envelopeId, tonumber(amount)}
+end
+local refusal = grabWindowRefusal(statsKey, serverTimeMs())
+if refusal then return {refusal} end
+local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home)
+if envelopeId then return {'GRABBED', envelopeId, amount} end
+return {'EMPTY'}

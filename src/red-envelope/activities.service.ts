@@ -1,0 +1,283 @@
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { createHash, randomBytes } from 'node:crypto';
+import { DelayQueueService } from '../delay-queue/delay-queue.service';
+import type { Delivery } from '../delay-queue/delay-queue.types';
+import { LockService } from '../locks/lock.service';
+import { WalletService } from '../wallet/wallet.service';
+import { CreditingService } from './crediting.service';
+import { envelopeId } from './red-envelope-keys';
+import type { CreateActivityCommand } from './red-envelope-commands';
+import { RedEnvelopeConfig } from './red-envelope.config';
+import { RedEnvelopeConflictError, RedEnvelopeNotFoundError } from './red-envelope.errors';
+import { RedEnvelopeStore } from './red-envelope.store';
+import type { ActivityRecord, ActivityState, PoolStats } from './red-envelope.types';
+import { distribution, splitAmounts, verifySplit } from './split';
+
+/** The activities' jobs: `advance:<id>` (fund and load, resumed after a crash), `end:<id>` (end, refund, settle). */
+export const JOBS_QUEUE = 'red-envelope-jobs';
+const LOAD_LOCK = { policy: 'red-envelope-load' } as const;
+/** Envelopes written per staging command. */
+const STAGE_BATCH = 10_000;
+/** A load not finished this long after it began is taken up again (by any instance), ms. */
+const RESUME_AFTER_MS = 60_000;
+
+export interface Reconciliation {
+  total: number;
+  count: number;
+  grabbed: { count: number; amount: number };
+  credited: { count: number; amount: number };
+  pending: { count: number; amount: number };
+  dead: { count: number; amount: number };
+  left: { count: number; amount: number };
+  refunded: { count: number; amount: number };
+  /** total = grabbed + left + refunded, and grabbed = credited + pending + dead, and the loaded pools hold the total. */
+  balanced: boolean;
+}
+
+/**
+ * Ops' side of the rain. Creating an activity debits the sponsor's wallet (reference = the activity id, so a retry
+ * never debits twice), then preloads the pre-split envelopes in the background (202): each sub-pool is staged and
+ * armed only when complete, so nothing half-loaded is ever grabbed. A job on the delay queue takes a crashed
+ * create or load up again (every step is idempotent); another, at the end, refunds what is left to the sponsor and
+ * settles the activity once every grab is credited.
+ */
+@Injectable()
+export class RedEnvelopeActivities implements OnApplicationBootstrap {
+  private readonly logger = new Logger(RedEnvelopeActivities.name);
+
+  constructor(
+    private readonly store: RedEnvelopeStore,
+    private readonly wallets: WalletService,
+    private readonly queue: DelayQueueService,
+    private readonly locks: LockService,
+    private readonly crediting: CreditingService,
+    private readonly config: RedEnvelopeConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.queue.process<{ activityId: string }>(JOBS_QUEUE, (d) => this.job(d), {
+      concurrency: 4,
+      maxAttempts: 1000,
+      visibilityTimeoutMs: 120_000,
+      backoff: { initialMs: 500, maxMs: 10_000 },
+    });
+    // Crediting runs on every instance for every activity not yet settled.
+    for (const id of await this.store.activityIds(Date.now() - this.config.liveRetentionMs)) {
+      const a = await this.store.activity(id);
+      if (a && (a.state === 'READY' || a.state === 'ENDED')) await this.crediting.start(a);
+    }
+  }
+
+  /** Creates (funds, then loads in the background) the activity once; the same command again answers its state. */
+  async create(cmd: CreateActivityCommand): Promise<{ activity: ActivityRecord; created: boolean }> {
+    const fingerprint = createHash('sha256').update(JSON.stringify(cmd)).digest('hex');
+    const existing = await this.store.activity(cmd.activityId);
+    if (existing) {
+      if (existing.fingerprint !== fingerprint)
+        throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity ${cmd.activityId} exists with another configuration`);
+      if (existing.state === 'FUNDING' || existing.state === 'LOADING') void this.advance(existing.activityId).catch(() => undefined);
+      return { activity: existing, created: false };
+    }
+    const now = await this.store.now();
+    const a: ActivityRecord = { ...cmd, seed: randomBytes(16).toString('hex'), fingerprint, state: 'FUNDING', loaded: 0, createdAt: now };
+    // The job first: a crash after any later step is taken up by it.
+    await this.queue.schedule(JOBS_QUEUE, `advance:${a.activityId}`, { delayMs: RESUME_AFTER_MS }, { activityId: a.activityId }, { ifExists: 'keep' });
+    if (!(await this.store.saveActivity(a, this.expireAt(a), true))) return this.create(cmd);
+    try {
+      await this.fund(a);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'INSUFFICIENT_FUNDS') {
+        // Nothing was debited: nothing is created.
+        await this.store.deleteActivity(a.activityId);
+        await this.queue.cancel(JOBS_QUEUE, `advance:${a.activityId}`).catch(() => undefined);
+      }
+      throw err;
+    }
+    const loading = { ...a, state: 'LOADING' as const };
+    await this.store.saveActivity(loading, this.expireAt(a));
+    void this.advance(a.activityId).catch((err: Error) =>
+      this.logger.warn({ activityId: a.activityId, err: err.message }, 'preload failed; its job takes it up again'),
+    );
+    return { activity: loading, created: true };
+  }
+
+  async mustRead(activityId: string): Promise<ActivityRecord> {
+    const a = await this.store.activity(activityId);
+    if (!a) throw new RedEnvelopeNotFoundError();
+    return a;
+  }
+
+  /** The state as shown: READY inside the window is OPEN. */
+  stateOf(a: ActivityRecord, now = Date.now()): ActivityState {
+    return a.state === 'READY' && now >= a.startsAt && now < a.endsAt ? 'OPEN' : a.state;
+  }
+
+  async poolStats(a: ActivityRecord): Promise<PoolStats[]> {
+    return Promise.all(Array.from({ length: a.subPools }, (_, k) => this.store.stats(this.store.pool(a.activityId, k))));
+  }
+
+  async reconciliation(activityId: string): Promise<Reconciliation> {
+    const a = await this.mustRead(activityId);
+    const stats = await this.poolStats(a);
+    const sum = (f: keyof PoolStats) => stats.reduce((s, p) => s + Number(p[f]), 0);
+    const pair = (name: string) => ({ count: sum(`${name}Count` as keyof PoolStats), amount: sum(`${name}Amount` as keyof PoolStats) });
+    const r = {
+      total: a.totalAmount,
+      count: a.count,
+      grabbed: pair('grabbed'),
+      credited: pair('credited'),
+      pending: pair('pending'),
+      dead: pair('dead'),
+      left: pair('left'),
+      refunded: pair('refunded'),
+    };
+    const armed = stats.every((p) => p.armed);
+    const balanced =
+      armed &&
+      sum('loadedAmount') === a.totalAmount &&
+      sum('loadedCount') === a.count &&
+      r.total === r.grabbed.amount + r.left.amount + r.refunded.amount &&
+      r.grabbed.amount === r.credited.amount + r.pending.amount + r.dead.amount &&
+      r.grabbed.count === r.credited.count + r.pending.count + r.dead.count;
+    return { ...r, balanced };
+  }
+
+  /** The split's amounts (computed again from the stored seed: the split is reproducible). */
+  amounts(a: ActivityRecord): ArrayLike<number> {
+    return splitAmounts({ total: a.totalAmount, count: a.count, minAmount: a.minAmount, seed: a.seed });
+  }
+
+  distributionOf(a: ActivityRecord) {
+    return distribution(this.amounts(a));
+  }
+
+  /** Ops re-drive the dead-lettered grabs of every sub-pool. */
+  async redrive(activityId: string): Promise<number> {
+    const a = await this.mustRead(activityId);
+    let n = 0;
+    for (let k = 0; k < a.subPools; k++) n += await this.store.redrive(this.store.pool(a.activityId, k), 10_000);
+    if (n > 0) await this.crediting.start(a);
+    return n;
+  }
+
+  // ---- the jobs
+
+  private async job(d: Delivery<{ activityId: string }>): Promise<void> {
+    if (d.id.startsWith('advance:')) await this.advance(d.payload.activityId);
+    else await this.end(d.payload.activityId);
+  }
+
+  /** Funding, then the preload, as far as they got: idempotent, and run by one instance at a time. */
+  async advance(activityId: string): Promise<void> {
+    await this.locks.withLock(`red-envelope-load:${activityId}`, LOAD_LOCK, async () => {
+      let a = await this.store.activity(activityId);
+      if (!a || (a.state !== 'FUNDING' && a.state !== 'LOADING')) return;
+      if (a.state === 'FUNDING') {
+        try {
+          await this.fund(a);
+        } catch (err) {
+          if ((err as { code?: string }).code !== 'INSUFFICIENT_FUNDS') throw err;
+          await this.store.deleteActivity(a.activityId);
+          return;
+        }
+        a = { ...a, state: 'LOADING' };
+        await this.store.saveActivity(a, this.expireAt(a));
+      }
+      await this.load(a);
+    });
+  }
+
+  private fund(a: ActivityRecord) {
+    return this.wallets.debit({
+      owner: { kind: 'merchant', id: a.sponsorMerchantId },
+      currency: a.currency,
+      amount: a.totalAmount,
+      reference: `red-envelope:${a.activityId}`,
+      kind: 'funding',
+      memo: a.title.slice(0, 64),
+    });
+  }
+
+  /** Splits (from the stored seed), verifies, stages every sub-pool and arms it when complete; then READY. */
+  private async load(a: ActivityRecord): Promise<void> {
+    const amounts = this.amounts(a);
+    const problems = verifySplit(amounts, { total: a.totalAmount, count: a.count, minAmount: a.minAmount });
+    if (problems.length) throw new Error(`the split of ${a.activityId} is wrong: ${problems.slice(0, 3).join('; ')}`);
+    const expireAt = this.expireAt(a);
+    let loaded = 0;
+    for (let k = 0; k < a.subPools; k++) {
+      const keys = this.store.pool(a.activityId, k);
+      // Envelope i goes to sub-pool i mod subPools.
+      let count = 0;
+      let amount = 0;
+      for (let i = k; i < a.count; i += a.subPools) {
+        count++;
+        amount += amounts[i];
+      }
+      if ((await this.store.stats(keys)).armed) {
+        loaded += count;
+        continue;
+      }
+      await this.store.clearStaging(keys);
+      let batch: string[] = [];
+      for (let i = k; i < a.count; i += a.subPools) {
+        batch.push(`${envelopeId(a.activityId, i)}:${amounts[i]}`);
+        if (batch.length === STAGE_BATCH) {
+          await this.store.stage(keys, batch);
+          loaded += batch.length;
+          batch = [];
+          await this.store.saveActivity({ ...a, loaded }, expireAt);
+        }
+      }
+      if (batch.length) await this.store.stage(keys, batch);
+      loaded += batch.length;
+      const r = await this.store.arm(keys, { count, amount, startsAt: a.startsAt, endsAt: a.endsAt, limit: a.perUserLimit, pool: k, expireAt });
+      if (!r.armed) throw new Error(`sub-pool ${k} of ${a.activityId}: ${r.staged} of ${count} envelopes staged`);
+    }
+    const ready: ActivityRecord = { ...a, state: 'READY', loaded, readyAt: await this.store.now() };
+    await this.queue.schedule(JOBS_QUEUE, `end:${a.activityId}`, { dueAt: a.endsAt }, { activityId: a.activityId }, { ifExists: 'keep' });
+    await this.store.saveActivity(ready, expireAt);
+    await this.crediting.start(ready);
+    await this.queue.cancel(JOBS_QUEUE, `advance:${a.activityId}`).catch(() => undefined);
+  }
+
+  /**
+   * At the end: every sub-pool stops and gives up what is left (drain-2.lua), the total left is credited back to the
+   * sponsor in one ledger entry (reference `red-envelope:<id>:leftover`), and once every grab is credited the activity
+   * is SETTLED. Until then this throws, and the queue tries again later.
+   */
+  async end(activityId: string): Promise<void> {
+    const a = await this.store.activity(activityId);
+    if (!a || a.state === 'SETTLED') return;
+    if (a.state !== 'READY' && a.state !== 'ENDED') throw new Error(`activity ${activityId} is ${a.state}: not ended yet`);
+    let refunded = 0;
+    for (let k = 0; k < a.subPools; k++) refunded += (await this.store.drain(this.store.pool(a.activityId, k))).amount;
+    if (refunded > 0) {
+      await this.wallets.credit({
+        owner: { kind: 'merchant', id: a.sponsorMerchantId },
+        currency: a.currency,
+        amount: refunded,
+        reference: `red-envelope:${a.activityId}:leftover`,
+        kind: 'refund',
+        memo: a.title.slice(0, 64),
+      });
+    }
+    const now = await this.store.now();
+    const ended: ActivityRecord = { ...a, state: 'ENDED', endedAt: a.endedAt ?? now, refundedAmount: refunded };
+    const stats = await this.poolStats(a);
+    if (stats.some((p) => p.pendingCount > 0 || p.deadCount > 0)) {
+      await this.store.saveActivity(ended, this.expireAt(a));
+      await this.crediting.start(ended);
+      throw new Error(`activity ${activityId}: grabs still to credit`);
+    }
+    await this.store.saveActivity({ ...ended, state: 'SETTLED', settledAt: now }, this.expireAt(a));
+    await this.crediting.stop(activityId);
+  }
+
+  private expireAt(a: { endsAt: number }): number {
+    return a.endsAt + this.config.liveRetentionMs;
+  }
+}
+
+export type { ActivityState };
+export { RESUME_AFTER_MS };

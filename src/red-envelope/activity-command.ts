@@ -1,0 +1,33 @@
+import { InvalidArgumentError } from '../errors/domain-error';
+import type { CreateRedEnvelopeActivityDto } from './dto/activity.dto';
+import type { CreateActivityCommand } from './red-envelope-commands';
+
+const invalid = (field: string, message: string) => new InvalidArgumentError(`${field}: ${message}`, field, message);
+
+/** The command of a validated body, with the rules that span fields (400 naming the field, nothing stored or debited). */
+export function toCreateCommand(dto: CreateRedEnvelopeActivityDto, limits: { maxCount: number; maxSubPools: number }): CreateActivityCommand {
+  const startsAt = Date.parse(dto.startsAt);
+  const endsAt = Date.parse(dto.endsAt);
+  if (!(endsAt > startsAt)) throw invalid('endsAt', 'endsAt must be after startsAt');
+  if (endsAt <= Date.now()) throw invalid('endsAt', 'endsAt must be in the future');
+  if (endsAt - startsAt > 7 * 86_400_000) throw invalid('endsAt', 'a rain lasts at most 7 days');
+  if (dto.count > limits.maxCount) throw invalid('count', `count must be at most ${limits.maxCount}`);
+  const minAmount = dto.minAmount ?? 1;
+  if (dto.totalAmount < dto.count * minAmount) throw invalid('totalAmount', `totalAmount must be at least count × minAmount (${dto.count * minAmount})`);
+  const subPools = dto.subPools ?? 1;
+  if (subPools > limits.maxSubPools) throw invalid('subPools', `subPools must be at most ${limits.maxSubPools}`);
+  if (subPools > dto.count) throw invalid('subPools', 'subPools must be at most the count');
+  return {
+    activityId: dto.activityId,
+    sponsorMerchantId: dto.sponsorMerchantId,
+    title: dto.title,
+    currency: dto.currency,
+    totalAmount: dto.totalAmount,
+    count: dto.count,
+    startsAt,
+    endsAt,
+    minAmount,
+    perUserLimit: dto.perUserLimit ?? 1,
+    subPools,
+  };
+}

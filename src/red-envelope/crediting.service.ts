@@ -1,0 +1,103 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { hostname } from 'node:os';
+import type { StreamEntry } from '../streams/stream-group-runner';
+import type { StreamGroupRunner } from '../streams/stream-group-runner';
+import { StreamRunners } from '../streams/stream-runners.service';
+import { WalletService } from '../wallet/wallet.service';
+import { RedEnvelopeConfig } from './red-envelope.config';
+import { RedEnvelopeMetrics } from './red-envelope.metrics';
+import { RedEnvelopeStore } from './red-envelope.store';
+import type { ActivityRecord } from './red-envelope.types';
+
+/** The consumer group that credits grabs into wallets. */
+export const CREDIT_GROUP = 'red-envelope-credit';
+
+const fieldsOf = (flat: string[]): Record<string, string> => {
+  const o: Record<string, string> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) o[flat[i]] = flat[i + 1];
+  return o;
+};
+
+/**
+ * Credits every grab into the user's wallet exactly once: a consumer group on each sub-pool's credit stream (the
+ * grab script adds the entry in the same step as the pop), the envelope id as the wallet reference (a redelivery
+ * moves no money twice), then the envelope's state moves to credited. A failed crediting stays pending and is taken
+ * over after RED_ENVELOPE_CREDIT_RETRY_MS (by this or another instance: a dead consumer's entries too, XAUTOCLAIM);
+ * after RED_ENVELOPE_CREDIT_MAX_DELIVERIES it goes to the sub-pool's dead-letter stream, for ops to re-drive.
+ */
+@Injectable()
+export class CreditingService {
+  private readonly logger = new Logger(CreditingService.name);
+  private readonly runners = new Map<string, StreamGroupRunner>();
+  private readonly consumer = `${hostname()}-${process.pid}`;
+
+  constructor(
+    private readonly store: RedEnvelopeStore,
+    private readonly wallets: WalletService,
+    private readonly streams: StreamRunners,
+    private readonly metrics: RedEnvelopeMetrics,
+    private readonly config: RedEnvelopeConfig,
+  ) {}
+
+  /** Starts crediting an activity's grabs on this instance (once). */
+  async start(a: ActivityRecord): Promise<void> {
+    if (this.runners.has(a.activityId)) return;
+    const pools = Array.from({ length: a.subPools }, (_, k) => this.store.pool(a.activityId, k));
+    const runner = await this.streams.start({
+      name: `red-envelope-credit:${a.activityId}`,
+      streams: pools.map((k) => ({ key: k.credits, deadLetterKey: k.dead })),
+      group: CREDIT_GROUP,
+      consumer: this.consumer,
+      handler: (e) => this.credit(a, e),
+      batchSize: 200,
+      concurrency: this.config.creditConcurrency,
+      blockMs: 2000,
+      claimIdleMs: this.config.creditRetryMs,
+      maxDeliveries: this.config.creditMaxDeliveries,
+      onOutcome: (outcome, e) => {
+        if (outcome === 'dead') void this.deadLettered(a, e);
+      },
+    });
+    this.runners.set(a.activityId, runner);
+  }
+
+  /** Stops crediting an activity on this instance (it is settled). */
+  async stop(activityId: string): Promise<void> {
+    const r = this.runners.get(activityId);
+    this.runners.delete(activityId);
+    await r?.stop();
+  }
+
+  isRunning(activityId: string): boolean {
+    return this.runners.has(activityId);
+  }
+
+  private async credit(a: ActivityRecord, e: StreamEntry): Promise<void> {
+    const f = fieldsOf(e.fields);
+    const amount = Number(f.amount);
+    await this.wallets.credit({
+      owner: { kind: 'account', id: f.account },
+      currency: a.currency,
+      amount,
+      reference: f.envelopeId,
+      kind: 'red-envelope',
+      memo: a.title.slice(0, 64),
+    });
+    const s = await this.store.settle(this.store.pool(a.activityId, Number(f.pool)), f.envelopeId, 'credited');
+    if (s.moved) {
+      this.metrics.credited.inc();
+      // The grab's time is its stream entry id's.
+      this.metrics.creditLag.observe(Math.max(0, Date.now() - Number(e.id.split('-')[0])) / 1000);
+    }
+  }
+
+  private async deadLettered(a: ActivityRecord, e: StreamEntry): Promise<void> {
+    const f = fieldsOf(e.fields);
+    try {
+      await this.store.settle(this.store.pool(a.activityId, Number(f.pool)), f.envelopeId, 'dead');
+      this.metrics.deadLettered.inc();
+    } catch (err) {
+      this.logger.warn({ envelopeId: f.envelopeId, err: (err as Error).message }, 'could not mark a dead-lettered grab; the reconciliation shows it pending');
+    }
+  }
+}

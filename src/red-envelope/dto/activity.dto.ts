@@ -1,0 +1,174 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsInt, IsISO8601, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsOptionalField } from '../../http/optional-field';
+import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
+import { IsIdString } from '../../orders/orders-api.decorators';
+import { ACTIVITY_ID_RE } from '../red-envelope-keys';
+
+const MERCHANT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
+const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
+const IsDateTime = (field: string) => (target: object, key: string) => {
+  IsISO8601({ strict: true })(target, key);
+  Matches(DATE_TIME_RE, { message: `${field} must be a date and time with a time zone, e.g. 2026-12-31T20:00:00+08:00` })(target, key);
+};
+
+export class CreateRedEnvelopeActivityDto {
+  @ApiProperty({ example: 'nye-quiz', maxLength: 32 })
+  @IsIdString(32, ACTIVITY_ID_RE, 'activityId must be 1-32 characters of A-Z a-z 0-9 _ -')
+  activityId!: string;
+
+  /** The merchant whose wallet funds the rain */
+  @ApiProperty({ example: 'm_sponsor', maxLength: 64 })
+  @IsIdString(64, MERCHANT_ID_RE, 'sponsorMerchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
+  sponsorMerchantId!: string;
+
+  @ApiProperty({ example: 'New year quiz rain', maxLength: 64 })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(64)
+  title!: string;
+
+  @ApiProperty({ example: 'CNY' })
+  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 code' })
+  currency!: string;
+
+  /** Minor units, split over `count` envelopes */
+  @ApiProperty({ example: 1_000_000, maximum: MAX_AMOUNT })
+  @IsInt()
+  @Min(1)
+  @Max(MAX_AMOUNT)
+  totalAmount!: number;
+
+  /** At most RED_ENVELOPE_MAX_COUNT */
+  @ApiProperty({ example: 10_000, maximum: 10_000_000 })
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  count!: number;
+
+  @ApiProperty({ example: '2026-12-31T20:00:00+08:00' })
+  @IsDateTime('startsAt')
+  startsAt!: string;
+
+  @ApiProperty({ example: '2026-12-31T20:10:00+08:00' })
+  @IsDateTime('endsAt')
+  endsAt!: string;
+
+  /** The smallest envelope, minor units */
+  @ApiPropertyOptional({ example: 1, default: 1 })
+  @IsOptionalField()
+  @IsInt()
+  @Min(1)
+  @Max(MAX_AMOUNT)
+  minAmount?: number;
+
+  @ApiPropertyOptional({ example: 1, default: 1, maximum: 100 })
+  @IsOptionalField()
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  perUserLimit?: number;
+
+  /** Sub-pools on different hash slots, for a hot rain (at most RED_ENVELOPE_MAX_SUBPOOLS and the count) */
+  @ApiPropertyOptional({ example: 1, default: 1, maximum: 64 })
+  @IsOptionalField()
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  subPools?: number;
+}
+
+export class RedEnvelopeActivityIdParamDto {
+  @ApiProperty({ example: 'nye-quiz', maxLength: 32 })
+  @IsIdString(32, ACTIVITY_ID_RE, 'activityId must be 1-32 characters of A-Z a-z 0-9 _ -')
+  activityId!: string;
+}
+
+const STATES = ['FUNDING', 'LOADING', 'READY', 'OPEN', 'ENDED', 'SETTLED'];
+
+export class ProgressDto {
+  @ApiProperty({ example: 1_000_000 }) loaded!: number;
+  @ApiProperty({ example: 1_000_000 }) total!: number;
+}
+
+export class RedEnvelopeActivityViewDto {
+  @ApiProperty({ example: 'nye-quiz' }) activityId!: string;
+  @ApiProperty({ example: 'm_sponsor' }) sponsorMerchantId!: string;
+  @ApiProperty({ example: 'New year quiz rain' }) title!: string;
+  @ApiProperty({ example: 'CNY' }) currency!: string;
+  @ApiProperty({ example: 1_000_000 }) totalAmount!: number;
+  @ApiProperty({ example: 10_000 }) count!: number;
+  @ApiProperty({ example: 1 }) minAmount!: number;
+  @ApiProperty({ example: 1 }) perUserLimit!: number;
+  @ApiProperty({ example: 1 }) subPools!: number;
+  @ApiProperty({ example: '2026-12-31T12:00:00.000Z' }) startsAt!: string;
+  @ApiProperty({ example: '2026-12-31T12:10:00.000Z' }) endsAt!: string;
+  @ApiProperty({ enum: STATES, example: 'LOADING' }) state!: string;
+  @ApiProperty({ type: ProgressDto }) progress!: ProgressDto;
+  @ApiProperty({ example: '3f2a…', description: 'The split’s seed: the same seed gives the same amounts' }) seed!: string;
+  @ApiPropertyOptional({ example: 1234, description: 'Left over at the end and credited back to the sponsor' }) refundedAmount?: number;
+}
+
+export class CountAmountDto {
+  @ApiProperty({ example: 10 }) count!: number;
+  @ApiProperty({ example: 1234 }) amount!: number;
+}
+
+export class ReconciliationDto {
+  @ApiProperty({ example: 1_000_000 }) total!: number;
+  @ApiProperty({ example: 10_000 }) count!: number;
+  @ApiProperty({ type: CountAmountDto }) grabbed!: CountAmountDto;
+  @ApiProperty({ type: CountAmountDto }) credited!: CountAmountDto;
+  @ApiProperty({ type: CountAmountDto }) pending!: CountAmountDto;
+  @ApiProperty({ type: CountAmountDto }) dead!: CountAmountDto;
+  @ApiProperty({ type: CountAmountDto }) left!: CountAmountDto;
+  @ApiProperty({ type: CountAmountDto }) refunded!: CountAmountDto;
+  @ApiProperty({ example: true, description: 'total = grabbed + left + refunded, and grabbed = credited + pending + dead' }) balanced!: boolean;
+}
+
+export class BucketDto {
+  @ApiProperty({ example: 1 }) from!: number;
+  @ApiProperty({ example: 20 }) to!: number;
+  @ApiProperty({ example: 412 }) count!: number;
+}
+
+export class DistributionDto {
+  @ApiProperty({ example: 10_000 }) count!: number;
+  @ApiProperty({ example: 1 }) min!: number;
+  @ApiProperty({ example: 199 }) max!: number;
+  @ApiProperty({ example: 100 }) mean!: number;
+  @ApiProperty({ example: 99 }) p50!: number;
+  @ApiProperty({ example: 180 }) p90!: number;
+  @ApiProperty({ example: 197 }) p99!: number;
+  @ApiProperty({ type: [BucketDto] }) histogram!: BucketDto[];
+}
+
+export class RedriveDto {
+  @ApiProperty({ example: 3, description: 'Dead-lettered grabs put back on their credit streams' }) redriven!: number;
+}
+
+export class GrabResultDto {
+  @ApiProperty({ enum: ['GRABBED', 'ALREADY_GRABBED', 'NONE_LEFT', 'NOT_STARTED', 'ENDED'], example: 'GRABBED' }) status!: string;
+  @ApiPropertyOptional({ example: 'nye-quiz.4711' }) envelopeId?: string;
+  @ApiPropertyOptional({ example: 188, description: 'Minor units' }) amount?: number;
+}
+
+export class MyEnvelopeDto {
+  @ApiProperty({ example: 'nye-quiz.4711' }) envelopeId!: string;
+  @ApiProperty({ example: 188 }) amount!: number;
+  @ApiProperty({ enum: ['PENDING', 'CREDITED', 'DEAD'], example: 'CREDITED' }) crediting!: string;
+}
+
+export class MyEnvelopesDto {
+  @ApiProperty({ type: [MyEnvelopeDto] }) items!: MyEnvelopeDto[];
+}
+
+export class RainScreenDto {
+  @ApiProperty({ example: 'nye-quiz' }) activityId!: string;
+  @ApiProperty({ example: 'New year quiz rain' }) title!: string;
+  @ApiProperty({ enum: STATES, example: 'OPEN' }) state!: string;
+  @ApiProperty({ example: '2026-12-31T12:00:00.000Z' }) startsAt!: string;
+  @ApiProperty({ example: '2026-12-31T12:10:00.000Z' }) endsAt!: string;
+  @ApiProperty({ example: 10_000 }) count!: number;
+  @ApiProperty({ example: 4_212, description: 'Envelopes left' }) left!: number;
+}

@@ -1,0 +1,40 @@
+import { createHash } from 'node:crypto';
+import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
+
+/**
+ * The red envelopes' keys:
+ * - `{a:<activityId>}`: an activity's record (configuration, state, seed, progress);
+ * - `{p:<activityId>:<pool>}`: one sub-pool's envelopes, staging list, grabs, claims, envelope states, stats, credit
+ *   stream and its dead letters (every key one grab touches, in one slot);
+ * - `{i}`: activities by end time, for the instances to resume their jobs.
+ */
+export const RED_ENVELOPE_KEYS = defineKeySpace('red-envelope', { a: 'id', p: 'id', i: 'fixed' });
+
+export const ACTIVITY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
+export { ACCOUNT_ID_RE } from '../orders/order-keys';
+
+/** The parts of a sub-pool. */
+export const POOL_PARTS = ['pool', 'staging', 'grabs', 'claims', 'env', 'stats', 'credits', 'dead'] as const;
+export type PoolKeys = Record<(typeof POOL_PARTS)[number], string>;
+
+export function poolKeys(builder: KeyBuilder, activityId: string, pool: number): PoolKeys {
+  const t = builder.tagged(RED_ENVELOPE_KEYS, 'p', `${activityId}:${pool}`);
+  return Object.fromEntries(POOL_PARTS.map((p) => [p, t.key(p)])) as PoolKeys;
+}
+
+export function activityKey(builder: KeyBuilder, activityId: string): string {
+  return builder.tagged(RED_ENVELOPE_KEYS, 'a', activityId).key('activity');
+}
+
+export function activityIndexKey(builder: KeyBuilder): string {
+  return builder.tagged(RED_ENVELOPE_KEYS, 'i').key('activities');
+}
+
+/** An envelope's id: the activity and its place in the split (also its wallet reference). */
+export const envelopeId = (activityId: string, index: number) => `${activityId}.${index}`;
+
+/** The user's home sub-pool: a hash of the account. */
+export function homePool(accountId: string, activityId: string, pools: number): number {
+  if (pools <= 1) return 0;
+  return createHash('md5').update(`${accountId}\n${activityId}`).digest().readUInt32BE(0) % pools;
+}

@@ -1,0 +1,89 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { defineConfigSlice } from '../config/config-slice';
+import { toInt } from '../config/env-validation';
+
+/** The red envelopes' environment variables (see `.env.example`). */
+export class RedEnvelopeEnv {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  RED_ENVELOPE_MAX_COUNT?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  RED_ENVELOPE_MAX_SUBPOOLS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(63)
+  RED_ENVELOPE_FALLOVER_TRIES?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  RED_ENVELOPE_CREDIT_CONCURRENCY?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  RED_ENVELOPE_CREDIT_MAX_DELIVERIES?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  RED_ENVELOPE_CREDIT_RETRY_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(60)
+  @Max(90 * 86_400)
+  RED_ENVELOPE_LIVE_RETENTION_SECONDS?: number;
+}
+
+/** The red envelopes' settings. Injected by this type. */
+export class RedEnvelopeConfig {
+  /** Most envelopes in one activity. */
+  maxCount!: number;
+  /** Most sub-pools of one activity. */
+  maxSubPools!: number;
+  /** Other sub-pools a user whose home sub-pool is empty tries. */
+  fallOverTries!: number;
+  /** Grabs credited at once per sub-pool by one instance. */
+  creditConcurrency!: number;
+  /** Deliveries of a grab's crediting before it goes to the dead-letter stream. */
+  creditMaxDeliveries!: number;
+  /** A failed (or abandoned) crediting is tried again after this long, ms. */
+  creditRetryMs!: number;
+  /** An activity's keys are kept this long after its end, ms. */
+  liveRetentionMs!: number;
+}
+
+export const redEnvelopeConfig = defineConfigSlice({
+  name: 'red-envelope',
+  token: RedEnvelopeConfig,
+  schema: RedEnvelopeEnv,
+  build: (s): RedEnvelopeConfig => ({
+    maxCount: s.RED_ENVELOPE_MAX_COUNT ?? 1_000_000,
+    maxSubPools: s.RED_ENVELOPE_MAX_SUBPOOLS ?? 16,
+    fallOverTries: s.RED_ENVELOPE_FALLOVER_TRIES ?? 3,
+    creditConcurrency: s.RED_ENVELOPE_CREDIT_CONCURRENCY ?? 64,
+    creditMaxDeliveries: s.RED_ENVELOPE_CREDIT_MAX_DELIVERIES ?? 10,
+    creditRetryMs: s.RED_ENVELOPE_CREDIT_RETRY_MS ?? 5000,
+    liveRetentionMs: (s.RED_ENVELOPE_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
+  }),
+});

@@ -1,0 +1,155 @@
+import { Injectable } from '@nestjs/common';
+import { KeyBuilder } from '../redis/key-builder';
+import { RedisService } from '../redis/redis.service';
+import { ScriptRegistry } from '../scripts/script-registry.service';
+import { activityIndexKey, activityKey, poolKeys, type PoolKeys } from './red-envelope-keys';
+import type { ActivityRecord, PoolStats } from './red-envelope.types';
+
+/** What grab-6.lua and take-5.lua answered. */
+export type GrabReply =
+  | { outcome: 'GRABBED' | 'ALREADY_GRABBED' | 'EXISTING'; envelopeId: string; amount: number }
+  | { outcome: 'CLAIMED' | 'FALL_OVER' | 'NONE_LEFT' | 'EMPTY' | 'NOT_STARTED' | 'ENDED' | 'NOT_LOADED' };
+
+const STAT_FIELDS = [
+  'armed',
+  'loadedCount',
+  'loadedAmount',
+  'leftCount',
+  'leftAmount',
+  'grabbedCount',
+  'grabbedAmount',
+  'pendingCount',
+  'pendingAmount',
+  'creditedCount',
+  'creditedAmount',
+  'deadCount',
+  'deadAmount',
+  'refundedCount',
+  'refundedAmount',
+] as const;
+
+/** The one typed wrapper of the lua/red-envelope scripts and the red envelopes' keys. */
+@Injectable()
+export class RedEnvelopeStore {
+  constructor(
+    private readonly scripts: ScriptRegistry,
+    private readonly redis: RedisService,
+    private readonly keys: KeyBuilder,
+  ) {}
+
+  pool(activityId: string, pool: number): PoolKeys {
+    return poolKeys(this.keys, activityId, pool);
+  }
+
+  // ---- activities
+
+  async activity(activityId: string): Promise<ActivityRecord | null> {
+    const raw = await this.redis.command((c) => c.get(activityKey(this.keys, activityId)));
+    return raw ? (JSON.parse(raw) as ActivityRecord) : null;
+  }
+
+  /** Stores the record; `onlyIfNew`: only when there is none (false then). */
+  async saveActivity(a: ActivityRecord, expireAt: number, onlyIfNew = false): Promise<boolean> {
+    const k = activityKey(this.keys, a.activityId);
+    const json = JSON.stringify(a);
+    const r = await this.redis.command((c) => (onlyIfNew ? c.set(k, json, 'PXAT', expireAt, 'NX') : c.set(k, json, 'PXAT', expireAt)));
+    if (r === 'OK') await this.redis.command((c) => c.zadd(activityIndexKey(this.keys), a.endsAt, a.activityId));
+    return r === 'OK';
+  }
+
+  async deleteActivity(activityId: string): Promise<void> {
+    await this.redis.command((c) => c.del(activityKey(this.keys, activityId)));
+    await this.redis.command((c) => c.zrem(activityIndexKey(this.keys), activityId));
+  }
+
+  /** Activities whose end is after `from` minus the retention: the ones whose jobs may still have work. */
+  async activityIds(from: number): Promise<string[]> {
+    return this.redis.command((c) => c.zrangebyscore(activityIndexKey(this.keys), from, '+inf', 'LIMIT', 0, 1000));
+  }
+
+  async now(): Promise<number> {
+    const [s, us] = await this.redis.command((c) => c.time());
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  }
+
+  // ---- preload
+
+  async clearStaging(k: PoolKeys): Promise<void> {
+    await this.redis.command((c) => c.unlink(k.staging));
+  }
+
+  async stage(k: PoolKeys, items: string[]): Promise<number> {
+    return this.redis.command((c) => c.rpush(k.staging, ...items));
+  }
+
+  async arm(k: PoolKeys, a: { count: number; amount: number; startsAt: number; endsAt: number; limit: number; pool: number; expireAt: number }) {
+    const [r, staged] = await this.scripts.run<[number, number?]>(
+      'red-envelope/arm',
+      [k.staging, k.pool, k.stats],
+      [a.count, a.amount, a.startsAt, a.endsAt, a.limit, a.pool, a.expireAt],
+    );
+    return { armed: r !== 0, staged: staged ?? 0 };
+  }
+
+  // ---- grabbing
+
+  async grab(k: PoolKeys, account: string, canFallOver: boolean): Promise<GrabReply> {
+    return decodeGrab(
+      await this.scripts.run<[string, string?, number?]>(
+        'red-envelope/grab',
+        [k.pool, k.grabs, k.claims, k.env, k.stats, k.credits],
+        [account, canFallOver ? 1 : 0],
+      ),
+    );
+  }
+
+  async take(k: PoolKeys, account: string, home: number): Promise<GrabReply> {
+    return decodeGrab(await this.scripts.run<[string, string?, number?]>('red-envelope/take', [k.pool, k.grabs, k.env, k.stats, k.credits], [account, home]));
+  }
+
+  async confirm(home: PoolKeys, account: string, entry: string): Promise<void> {
+    await this.scripts.run('red-envelope/confirm', [home.grabs, home.claims], [account, entry]);
+  }
+
+  /** The account's grabs in this sub-pool: "envelopeId:amount:pool" entries. */
+  async grabsOf(k: PoolKeys, account: string): Promise<string[]> {
+    const raw = await this.redis.command((c) => c.hget(k.grabs, account));
+    return raw ? raw.split(',') : [];
+  }
+
+  /** An envelope's crediting state: pending, credited, dead, or undefined. */
+  async envelopeState(k: PoolKeys, envelopeId: string): Promise<'pending' | 'credited' | 'dead' | undefined> {
+    const raw = await this.redis.command((c) => c.hget(k.env, envelopeId));
+    return raw ? ({ P: 'pending', C: 'credited', D: 'dead' } as const)[raw[0] as 'P' | 'C' | 'D'] : undefined;
+  }
+
+  // ---- crediting and the end
+
+  async settle(k: PoolKeys, envelopeId: string, to: 'credited' | 'dead' | 'pending'): Promise<{ moved: boolean; previous: string }> {
+    const [moved, previous] = await this.scripts.run<[number, string]>('red-envelope/settle', [k.env, k.stats], [envelopeId, to]);
+    return { moved: moved === 1, previous };
+  }
+
+  async drain(k: PoolKeys): Promise<{ count: number; amount: number }> {
+    const [count, amount] = await this.scripts.run<[number, number]>('red-envelope/drain', [k.pool, k.stats]);
+    return { count, amount };
+  }
+
+  async redrive(k: PoolKeys, most: number): Promise<number> {
+    const [n] = await this.scripts.run<[number]>('red-envelope/redrive', [k.credits, k.dead, k.env, k.stats], [most]);
+    return n;
+  }
+
+  async stats(k: PoolKeys): Promise<PoolStats> {
+    const v = await this.redis.command((c) => c.hmget(k.stats, ...STAT_FIELDS));
+    const out: Record<string, number | boolean> = {};
+    STAT_FIELDS.forEach((f, i) => (out[f] = f === 'armed' ? v[i] === '1' : Number(v[i] ?? 0)));
+    return out as unknown as PoolStats;
+  }
+}
+
+function decodeGrab(r: [string, string?, number?]): GrabReply {
+  const [outcome, envelopeId, amount] = r;
+  if (outcome === 'GRABBED' || outcome === 'ALREADY_GRABBED' || outcome === 'EXISTING') return { outcome, envelopeId: envelopeId!, amount: Number(amount) };
+  return { outcome: outcome as 'NONE_LEFT' };
+}

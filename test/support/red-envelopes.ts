@@ -1,0 +1,95 @@
+import request from 'supertest';
+import { RedEnvelopeActivities } from '../../src/red-envelope/activities.service';
+import { RedEnvelopeStore } from '../../src/red-envelope/red-envelope.store';
+import { waitUntil } from '../harness/redis-process';
+import { CREDS, type TestApp, userToken } from './test-app';
+
+let seq = 0;
+/** A fresh activity id (at most 32 characters). */
+export const rainId = (tag = 'r') => `${tag}-${process.pid.toString(36)}-${Date.now().toString(36)}-${(++seq).toString(36)}`.slice(0, 32);
+
+export function rainBody(id: string, over: Partial<Record<string, unknown>> = {}) {
+  return {
+    activityId: id,
+    sponsorMerchantId: CREDS.merchantId,
+    title: 'Quiz rain',
+    currency: 'CNY',
+    totalAmount: 10_000,
+    count: 100,
+    startsAt: new Date(Date.now() - 1000).toISOString(),
+    endsAt: new Date(Date.now() + 3600_000).toISOString(),
+    ...over,
+  };
+}
+
+const ADMIN = { 'x-admin-key': CREDS.adminKey };
+
+/** The red-envelope module and the wallet in one running app, with the steps its suites repeat (over HTTP unless named). */
+export function rainKit(t: TestApp) {
+  const get = t.app.get.bind(t.app);
+  const kit = {
+    t,
+    activities: get(RedEnvelopeActivities),
+    store: get(RedEnvelopeStore),
+    admin: () => ({
+      post: (path: string, body?: unknown) =>
+        request(t.server)
+          .post(path)
+          .set(ADMIN)
+          .send(body as object),
+      get: (path: string) => request(t.server).get(path).set(ADMIN),
+    }),
+    user: (account: string) => {
+      const auth = { authorization: `Bearer ${userToken(account)}` };
+      return {
+        get: (path: string) => request(t.server).get(path).set(auth),
+        post: (path: string) => request(t.server).post(path).set(auth),
+      };
+    },
+    /** Tops up a merchant's wallet (ops), once per reference. */
+    async fund(merchantId: string, amount: number, reference = `fund-${++seq}`, currency = 'CNY') {
+      const res = await kit.admin().post(`/admin/wallets/merchant:${merchantId}/top-ups`, { amount, currency, reference });
+      if (res.status !== 201 && res.status !== 200) throw new Error(`top-up: ${res.status} ${JSON.stringify(res.body)}`);
+    },
+    /** Creates a rain and waits until it is loaded (READY or OPEN). */
+    async create(body: ReturnType<typeof rainBody>) {
+      const res = await kit.admin().post('/admin/red-envelopes/activities', body);
+      if (res.status !== 202) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+      await waitUntil(
+        'the rain to be loaded',
+        async () => {
+          const a = await kit.admin().get(`/admin/red-envelopes/activities/${body.activityId}`);
+          return ['READY', 'OPEN'].includes(a.body.state as string) || `${a.status} ${a.body.state}`;
+        },
+        20_000,
+        50,
+      );
+    },
+    grab: (account: string, id: string) => kit.user(account).post(`/red-envelopes/activities/${id}/grab`),
+    reconciliation: async (id: string) => (await kit.admin().get(`/admin/red-envelopes/activities/${id}/reconciliation`)).body,
+    /** Waits until every grab is credited; returns the reconciliation. */
+    async credited(id: string, timeoutMs = 20_000) {
+      let last: Record<string, { count: number }> = {};
+      await waitUntil(
+        'every grab to be credited',
+        async () => {
+          last = await kit.reconciliation(id);
+          return (last.pending.count === 0 && last.dead.count === 0) || JSON.stringify(last);
+        },
+        timeoutMs,
+        50,
+      );
+      return last;
+    },
+    /** The account's wallet balance in a currency (over HTTP, as the app sees it). */
+    async balance(account: string, currency = 'CNY'): Promise<number> {
+      const res = await kit.user(account).get('/wallet');
+      const balances = res.body.balances as Record<string, number> | { currency: string; balance: number }[];
+      if (Array.isArray(balances)) return balances.find((b) => b.currency === currency)?.balance ?? 0;
+      return balances?.[currency] ?? 0;
+    },
+  };
+  return kit;
+}
+
+export type RainKit = ReturnType<typeof rainKit>;
