@@ -80,7 +80,9 @@ export function rainKit(t: TestApp) {
     async expectConservation(raw: Redis): Promise<void> {
       let inRains = 0;
       for (const id of kit.rains) {
-        const r = await kit.reconciliation(id);
+        const res = await kit.admin().get(`/admin/red-envelopes/activities/${id}/reconciliation`);
+        if (res.status === 404) continue; // never created: it holds nothing
+        const r = res.body as Reconciliation;
         inRains += r.total - r.credited.amount - r.refunded.amount;
       }
       const balances = (await sumOfWalletBalances(raw, get(KeyBuilder))).get('CNY') ?? 0n;
