@@ -53,8 +53,7 @@ describe('red-envelope grabs: concurrent taps', () => {
     expect(r).toMatchObject({ grabbed: { count: 200, amount: 20_000 }, credited: { count: 200, amount: 20_000 }, left: { count: 0, amount: 0 } });
     await kit.expectBalanced(id);
     // Each holder's /mine is that one envelope, credited; their wallet holds its amount.
-    const sample = [...holder.entries()].slice(0, 20);
-    for (const [u, env] of sample) {
+    for (const [u, env] of holder) {
       expect((await kit.user(u).get(`/red-envelopes/activities/${id}/mine`)).body).toEqual({ items: [{ ...env, crediting: 'CREDITED' }] });
       expect(await kit.balance(u)).toBe(env.amount);
     }
