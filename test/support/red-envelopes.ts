@@ -1,8 +1,11 @@
+import type Redis from 'ioredis';
 import request from 'supertest';
-import { RedEnvelopeActivities } from '../../src/red-envelope/activities.service';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { type Reconciliation, RedEnvelopeActivities } from '../../src/red-envelope/activities.service';
 import { RedEnvelopeStore } from '../../src/red-envelope/red-envelope.store';
 import { waitUntil } from '../harness/redis-process';
 import { CREDS, type TestApp, userToken } from './test-app';
+import { sumOfWalletBalances } from './wallet';
 
 let seq = 0;
 /** A fresh activity id (at most 32 characters). */
@@ -31,6 +34,10 @@ export function rainKit(t: TestApp) {
     t,
     activities: get(RedEnvelopeActivities),
     store: get(RedEnvelopeStore),
+    /** What came into the wallets (top-ups), went out (payments) and came back (reversals), in CNY, for the conservation sum. */
+    money: { toppedUp: 0, spent: 0, reversed: 0 },
+    /** Every activity this kit funded (their money is in the pools, pending or refunded). */
+    rains: new Set<string>(),
     admin: () => ({
       post: (path: string, body?: unknown) =>
         request(t.server)
@@ -50,11 +57,42 @@ export function rainKit(t: TestApp) {
     async fund(merchantId: string, amount: number, reference = `fund-${++seq}`, currency = 'CNY') {
       const res = await kit.admin().post(`/admin/wallets/merchant:${merchantId}/top-ups`, { amount, currency, reference });
       if (res.status !== 201 && res.status !== 200) throw new Error(`top-up: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status === 201 && currency === 'CNY') kit.money.toppedUp += amount;
     },
-    /** Creates a rain and waits until it is loaded (READY or OPEN). */
+    /** The merchant wallet's CNY balance (ops). */
+    async merchantBalance(merchantId: string): Promise<number> {
+      const w = await kit.admin().get(`/admin/wallets/merchant:${merchantId}`);
+      return (w.body.balances as { currency: string; balance: number }[]).find((b) => b.currency === 'CNY')?.balance ?? 0;
+    },
+    /** The wallet's ledger entries, newest first (ops). */
+    async entries(ownerId: string): Promise<{ kind: string; amount: number; reference: string }[]> {
+      return (await kit.admin().get(`/admin/wallets/${ownerId}?limit=200`)).body.entries;
+    },
+    /** The state as ops see it (or the HTTP status when there is none). */
+    async state(id: string): Promise<string> {
+      const a = await kit.admin().get(`/admin/red-envelopes/activities/${id}`);
+      return a.status === 200 ? (a.body.state as string) : String(a.status);
+    },
+    /**
+     * Money conservation: every wallet's balance plus what every funded rain still holds (not yet credited nor
+     * refunded: left in its pools, pending or dead) is what came in, less what was spent, plus what came back.
+     */
+    async expectConservation(raw: Redis): Promise<void> {
+      let inRains = 0;
+      for (const id of kit.rains) {
+        const res = await kit.admin().get(`/admin/red-envelopes/activities/${id}/reconciliation`);
+        if (res.status === 404) continue; // never created: it holds nothing
+        const r = res.body as Reconciliation;
+        inRains += r.total - r.credited.amount - r.refunded.amount;
+      }
+      const balances = (await sumOfWalletBalances(raw, get(KeyBuilder))).get('CNY') ?? 0n;
+      expect({ walletsPlusRains: Number(balances) + inRains }).toEqual({ walletsPlusRains: kit.money.toppedUp - kit.money.spent + kit.money.reversed });
+    },
+    /** Creates a rain (202, or 200 when the same body was sent before) and waits until it is loaded (READY or OPEN). */
     async create(body: ReturnType<typeof rainBody>) {
       const res = await kit.admin().post('/admin/red-envelopes/activities', body);
-      if (res.status !== 202) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 202 && res.status !== 200) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+      kit.rains.add(body.activityId);
       await waitUntil(
         'the rain to be loaded',
         async () => {
@@ -66,10 +104,16 @@ export function rainKit(t: TestApp) {
       );
     },
     grab: (account: string, id: string) => kit.user(account).post(`/red-envelopes/activities/${id}/grab`),
-    reconciliation: async (id: string) => (await kit.admin().get(`/admin/red-envelopes/activities/${id}/reconciliation`)).body,
+    reconciliation: async (id: string) => (await kit.admin().get(`/admin/red-envelopes/activities/${id}/reconciliation`)).body as Reconciliation,
+    /** The reconciliation balances (checked after every test that grabs). */
+    async expectBalanced(id: string): Promise<Reconciliation> {
+      const r = await kit.reconciliation(id);
+      expect({ id, balanced: r.balanced }).toEqual({ id, balanced: true });
+      return r;
+    },
     /** Waits until every grab is credited; returns the reconciliation. */
     async credited(id: string, timeoutMs = 20_000) {
-      let last: Record<string, { count: number }> = {};
+      let last = {} as Reconciliation;
       await waitUntil(
         'every grab to be credited',
         async () => {
