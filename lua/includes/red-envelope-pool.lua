@@ -31,9 +31,10 @@ local function moveCounters(statsKey, from, to, amount)
   redis.call('HINCRBY', statsKey, to .. 'Amount', amount)
 end
 
---- Pops one envelope for `account` and records it: the account's grabs, the envelope's state, the counters, and
+--- Pops one envelope for `account` and records it: the account's grabs (entries "envelopeId:amount:pool:ordinal",
+--- the ordinal being which of the user's envelopes it is, 1 for the first), the envelope's state, the counters, and
 --- the grab on the credit stream, in one step. Returns envelopeId, amount, or nil when the pool is empty.
-local function popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home)
+local function popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home, ordinal)
   local item = redis.call('RPOP', poolKey)
   if not item then return nil end
   local sep = string.find(item, ':', 1, true)
@@ -41,7 +42,7 @@ local function popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, acc
   local amount = tonumber(string.sub(item, sep + 1))
   local here = statNumber(statsKey, 'pool')
   local held = redis.call('HGET', grabsKey, account)
-  local entry = envelopeId .. ':' .. amount .. ':' .. here
+  local entry = envelopeId .. ':' .. amount .. ':' .. here .. ':' .. ordinal
   redis.call('HSET', grabsKey, account, held and (held .. ',' .. entry) or entry)
   redis.call('HSET', envKey, envelopeId, 'P|' .. account .. '|' .. amount)
   redis.call('HINCRBY', statsKey, 'leftCount', -1)

@@ -6,7 +6,7 @@
   KEYS[1]  the home sub-pool's grabs hash
   KEYS[2]  its claims hash
   ARGV[1]  account id
-  ARGV[2]  "envelopeId:amount:pool" taken elsewhere, or '' when none was
+  ARGV[2]  "envelopeId:amount:pool:ordinal" taken elsewhere, or '' when none was
 
   Returns: {recorded}  1 when the envelope was recorded now, else 0
 ]]

@@ -8,7 +8,7 @@
   here once taken (confirm-2.lua), so the user's count is kept in one place.
 
   KEYS[1]  the pool list
-  KEYS[2]  the grabs hash (account -> "envelopeId:amount:pool[,…]")
+  KEYS[2]  the grabs hash (account -> "envelopeId:amount:pool:ordinal[,…]")
   KEYS[3]  the claims hash (account -> 1 while a fall-over is under way)
   KEYS[4]  the envelopes' state hash
   KEYS[5]  the stats hash
@@ -16,8 +16,10 @@
   ARGV[1]  account id
   ARGV[2]  1 when there are other sub-pools to fall over to, 0 when not
 
-  Returns: {'GRABBED', envelopeId, amount} | {'ALREADY_GRABBED', envelopeId, amount} | {'CLAIMED'} |
-           {'FALL_OVER'} (claimed here; take one elsewhere) | {'NONE_LEFT'} | {'NOT_STARTED'} | {'ENDED'} | {'NOT_LOADED'}
+  Returns: {'GRABBED', envelopeId, amount} | {'ALREADY_GRABBED', envelopeId, amount} |
+           {'CLAIMED', ordinal} (a fall-over for the user's ordinal-th envelope is under way) |
+           {'FALL_OVER', ordinal} (claimed here; take the user's ordinal-th envelope elsewhere) |
+           {'NONE_LEFT'} | {'NOT_STARTED'} | {'ENDED'} | {'NOT_LOADED'}
 
   Durable: money
 ]]
@@ -33,18 +35,20 @@ local account = ARGV[1]
 local canFallOver = ARGV[2] == '1'
 
 local held = redis.call('HGET', grabsKey, account)
+local n = 0
 if held then
-  local n = select(2, string.gsub(held, ',', ',')) + 1
+  n = select(2, string.gsub(held, ',', ',')) + 1
   if n >= statNumber(statsKey, 'limit') then
     local envelopeId, amount = string.match(held, '^([^:]+):(%d+)')
     return {'ALREADY_GRABBED', envelopeId, tonumber(amount)}
   end
 end
-if redis.call('HEXISTS', claimsKey, account) == 1 then return {'CLAIMED'} end
+local claimed = redis.call('HGET', claimsKey, account)
+if claimed then return {'CLAIMED', tonumber(claimed)} end
 local refusal = grabWindowRefusal(statsKey, serverTimeMs())
 if refusal then return {refusal} end
-local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, statNumber(statsKey, 'pool'))
+local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, statNumber(statsKey, 'pool'), n + 1)
 if envelopeId then return {'GRABBED', envelopeId, amount} end
 if not canFallOver then return {'NONE_LEFT'} end
-redis.call('HSET', claimsKey, account, 1)
-return {'FALL_OVER'}
+redis.call('HSET', claimsKey, account, n + 1)
+return {'FALL_OVER', n + 1}

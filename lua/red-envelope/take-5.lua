@@ -1,8 +1,8 @@
 --[[
   Fall-over: a user whose home sub-pool is empty (and who holds a claim
-  there) takes an envelope from this sub-pool. It is recorded here in the
-  same step as the pop, so a retry finds it (EXISTING) instead of taking a
-  second one.
+  there for their ordinal-th envelope) takes it from this sub-pool. It is
+  recorded here, with its ordinal, in the same step as the pop, so a retry of
+  that fall-over finds it (EXISTING) instead of taking a second one.
 
   KEYS[1]  this sub-pool's pool list
   KEYS[2]  its grabs hash
@@ -11,6 +11,7 @@
   KEYS[5]  its credit stream
   ARGV[1]  account id
   ARGV[2]  the user's home sub-pool index
+  ARGV[3]  which of the user's envelopes this is (1 for the first)
 
   Returns: {'GRABBED', envelopeId, amount} | {'EXISTING', envelopeId, amount} | {'EMPTY'} | {'NOT_STARTED'} | {'ENDED'} | {'NOT_LOADED'}
 
@@ -25,14 +26,17 @@ local statsKey = KEYS[4]
 local creditsKey = KEYS[5]
 local account = ARGV[1]
 local home = ARGV[2]
+local ordinal = ARGV[3]
 
 local held = redis.call('HGET', grabsKey, account)
 if held then
-  local envelopeId, amount = string.match(held, '^([^:]+):(%d+)')
-  return {'EXISTING', envelopeId, tonumber(amount)}
+  for entry in string.gmatch(held, '[^,]+') do
+    local envelopeId, amount, ord = string.match(entry, '^([^:]+):(%d+):%d+:(%d+)$')
+    if ord == ordinal then return {'EXISTING', envelopeId, tonumber(amount)} end
+  end
 end
 local refusal = grabWindowRefusal(statsKey, serverTimeMs())
 if refusal then return {refusal} end
-local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home)
+local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home, ordinal)
 if envelopeId then return {'GRABBED', envelopeId, amount} end
 return {'EMPTY'}

@@ -44,7 +44,7 @@ export class GrabService {
     const home = homePool(accountId, a.activityId, a.subPools);
     const homeKeys = this.store.pool(a.activityId, home);
     const r = await this.store.grab(homeKeys, accountId, a.subPools > 1);
-    if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.outcome === 'FALL_OVER');
+    if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.ordinal, r.outcome === 'FALL_OVER');
     if (r.outcome === 'NONE_LEFT') this.emptied.add(a.activityId);
     return this.answer(resultOf(r));
   }
@@ -83,12 +83,13 @@ export class GrabService {
    * envelope may already be on another sub-pool (a retried tap), else one is taken from the next sub-pools, at most
    * RED_ENVELOPE_FALLOVER_TRIES; the claim is then settled on the home sub-pool (confirm-2.lua).
    */
-  private async fallOver(a: ActivityRecord, accountId: string, home: number, fresh: boolean): Promise<GrabResult> {
+  private async fallOver(a: ActivityRecord, accountId: string, home: number, ordinal: number, fresh: boolean): Promise<GrabResult> {
     const homeKeys = this.store.pool(a.activityId, home);
     const others = Array.from({ length: a.subPools - 1 }, (_, i) => (home + 1 + i) % a.subPools);
     if (!fresh) {
+      // A fall-over for this envelope began before: it may have taken it already (an entry with its ordinal).
       for (const k of others) {
-        const [entry] = await this.store.grabsOf(this.store.pool(a.activityId, k), accountId);
+        const entry = (await this.store.grabsOf(this.store.pool(a.activityId, k), accountId)).find((e) => e.split(':')[3] === String(ordinal));
         if (entry) {
           await this.store.confirm(homeKeys, accountId, entry);
           const [envelopeId, amount] = entry.split(':');
@@ -98,9 +99,9 @@ export class GrabService {
     }
     let emptySeen = 0;
     for (const k of others.slice(0, this.config.fallOverTries)) {
-      const t = await this.store.take(this.store.pool(a.activityId, k), accountId, home);
+      const t = await this.store.take(this.store.pool(a.activityId, k), accountId, home, ordinal);
       if (t.outcome === 'GRABBED' || t.outcome === 'EXISTING') {
-        await this.store.confirm(homeKeys, accountId, `${t.envelopeId}:${t.amount}:${k}`);
+        await this.store.confirm(homeKeys, accountId, `${t.envelopeId}:${t.amount}:${k}:${ordinal}`);
         if (t.outcome === 'GRABBED') this.metrics.fallOvers.inc();
         return this.answer({ status: t.outcome === 'GRABBED' ? 'GRABBED' : 'ALREADY_GRABBED', envelopeId: t.envelopeId, amount: t.amount });
       }

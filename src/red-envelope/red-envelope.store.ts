@@ -8,7 +8,8 @@ import type { ActivityRecord, PoolStats } from './red-envelope.types';
 /** What grab-6.lua and take-5.lua answered. */
 export type GrabReply =
   | { outcome: 'GRABBED' | 'ALREADY_GRABBED' | 'EXISTING'; envelopeId: string; amount: number }
-  | { outcome: 'CLAIMED' | 'FALL_OVER' | 'NONE_LEFT' | 'EMPTY' | 'NOT_STARTED' | 'ENDED' | 'NOT_LOADED' };
+  | { outcome: 'CLAIMED' | 'FALL_OVER'; ordinal: number }
+  | { outcome: 'NONE_LEFT' | 'EMPTY' | 'NOT_STARTED' | 'ENDED' | 'NOT_LOADED' };
 
 const STAT_FIELDS = [
   'armed',
@@ -103,15 +104,22 @@ export class RedEnvelopeStore {
     );
   }
 
-  async take(k: PoolKeys, account: string, home: number): Promise<GrabReply> {
-    return decodeGrab(await this.scripts.run<[string, string?, number?]>('red-envelope/take', [k.pool, k.grabs, k.env, k.stats, k.credits], [account, home]));
+  /** Fall-over: the user's `ordinal`-th envelope (1 for the first) taken from this sub-pool. */
+  async take(k: PoolKeys, account: string, home: number, ordinal = 1): Promise<GrabReply> {
+    return decodeGrab(
+      await this.scripts.run<[string, (string | number)?, number?]>(
+        'red-envelope/take',
+        [k.pool, k.grabs, k.env, k.stats, k.credits],
+        [account, home, ordinal],
+      ),
+    );
   }
 
   async confirm(home: PoolKeys, account: string, entry: string): Promise<void> {
     await this.scripts.run('red-envelope/confirm', [home.grabs, home.claims], [account, entry]);
   }
 
-  /** The account's grabs in this sub-pool: "envelopeId:amount:pool" entries. */
+  /** The account's grabs in this sub-pool: "envelopeId:amount:pool:ordinal" entries. */
   async grabsOf(k: PoolKeys, account: string): Promise<string[]> {
     const raw = await this.redis.command((c) => c.hget(k.grabs, account));
     return raw ? raw.split(',') : [];
@@ -148,8 +156,10 @@ export class RedEnvelopeStore {
   }
 }
 
-function decodeGrab(r: [string, string?, number?]): GrabReply {
+function decodeGrab(r: [string, (string | number)?, number?]): GrabReply {
   const [outcome, envelopeId, amount] = r;
-  if (outcome === 'GRABBED' || outcome === 'ALREADY_GRABBED' || outcome === 'EXISTING') return { outcome, envelopeId: envelopeId!, amount: Number(amount) };
+  if (outcome === 'GRABBED' || outcome === 'ALREADY_GRABBED' || outcome === 'EXISTING')
+    return { outcome, envelopeId: String(envelopeId), amount: Number(amount) };
+  if (outcome === 'CLAIMED' || outcome === 'FALL_OVER') return { outcome, ordinal: Number(envelopeId) };
   return { outcome: outcome as 'NONE_LEFT' };
 }

@@ -1,4 +1,5 @@
 import { CreditingService } from '../../src/red-envelope/crediting.service';
+import { homePool } from '../../src/red-envelope/red-envelope-keys';
 import { waitUntil } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';
@@ -75,6 +76,25 @@ describe('red-envelope grabs: concurrent taps', () => {
     }
     expect(await kit.credited(id)).toMatchObject({ grabbed: { count: 150 }, left: { count: 150 } });
     await kit.expectBalanced(id);
+  });
+});
+
+describe('red-envelope grabs: a limit above one with sub-pools', () => {
+  it('a user whose home sub-pool is empty still gets every envelope up to the limit, from the other sub-pool', async () => {
+    const id = rainId('lim');
+    await kit.create(rainBody(id, { totalAmount: 400, count: 4, subPools: 2, perUserLimit: 2 }));
+    // Accounts by home sub-pool: two drain the user's home sub-pool (2 envelopes), then the user taps three times.
+    const byHome: string[][] = [[], []];
+    for (let i = 0; byHome[0].length < 3 || byHome[1].length < 3; i++) byHome[homePool(`acc_lim_${i}`, id, 2)].push(`acc_lim_${i}`);
+    const [user, drainer] = byHome[0];
+    for (let i = 0; i < 2; i++) expect((await kit.grab(drainer, id)).body.status).toBe('GRABBED');
+    const taps = [];
+    for (let i = 0; i < 3; i++) taps.push((await kit.grab(user, id)).body);
+    expect(taps.map((t) => t.status)).toEqual(['GRABBED', 'GRABBED', 'ALREADY_GRABBED']);
+    expect(new Set(taps.slice(0, 2).map((t) => t.envelopeId)).size).toBe(2);
+    const r = await kit.credited(id);
+    expect(r).toMatchObject({ grabbed: { count: 4, amount: 400 }, left: { count: 0 }, balanced: true });
+    expect((await kit.user(user).get(`/red-envelopes/activities/${id}/mine`)).body.items).toHaveLength(2);
   });
 });
 
