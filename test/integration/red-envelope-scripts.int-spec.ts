@@ -118,6 +118,29 @@ describe('red-envelope scripts through the store', () => {
     await expectBalanced(late);
   });
 
+  it('the window edges on the Redis clock: startsAt is inside, endsAt outside, and the window opens and closes by itself', async () => {
+    // startsAt = the Redis time now: the script runs at or after it, so it is open.
+    let now = await store.now();
+    const opening = await armed(rainId('edge'), 0, [10], { startsAt: now, endsAt: now + HOUR });
+    expect((await store.grab(opening, 'acc_w1', false)).outcome).toBe('GRABBED');
+    // endsAt = the Redis time now: already closed, for a grab and a fall-over take.
+    now = await store.now();
+    const closing = await armed(rainId('edge'), 0, [10], { startsAt: now - HOUR, endsAt: now });
+    expect(await store.grab(closing, 'acc_w1', true)).toEqual({ outcome: 'ENDED' });
+    expect(await store.take(closing, 'acc_w1', 1)).toEqual({ outcome: 'ENDED' });
+    // A window 300 ms ahead, 300 ms long: NOT_STARTED, then GRABBED, then ENDED, by the Redis clock alone.
+    now = await store.now();
+    const k = await armed(rainId('edge'), 0, [10, 20, 30], { startsAt: now + 300, endsAt: now + 600 });
+    expect(await store.grab(k, 'acc_w1', false)).toEqual({ outcome: 'NOT_STARTED' });
+    while ((await store.now()) < now + 300) await new Promise((r) => setTimeout(r, 10));
+    expect((await store.grab(k, 'acc_w1', false)).outcome).toBe('GRABBED');
+    while ((await store.now()) < now + 600) await new Promise((r) => setTimeout(r, 10));
+    expect(await store.grab(k, 'acc_w2', false)).toEqual({ outcome: 'ENDED' });
+    expect(await expectBalanced(k)).toMatchObject({ grabbedCount: 1, leftCount: 2 });
+    await expectBalanced(opening);
+    await expectBalanced(closing);
+  });
+
   it('per-user limit 2: a second tap grabs a second envelope, a third answers the first', async () => {
     const k = await armed(rainId('lim'), 0, [10, 20, 30], { limit: 2 });
     const a = await store.grab(k, 'acc_l', false);
