@@ -1,0 +1,191 @@
+import Redis from 'ioredis';
+import { CREDIT_GROUP } from '../../src/red-envelope/crediting.service';
+import { WalletService } from '../../src/wallet/wallet.service';
+import type { WalletCommand } from '../../src/wallet/wallet.types';
+import { rawConnection, waitUntil } from '../harness/redis-process';
+import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { expectConserved, expectCreditedOnce, startService } from '../support/red-envelope-faults';
+import { rainBody, rainId, rainKit } from '../support/red-envelopes';
+import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+
+/**
+ * Crediting grabs into wallets exactly once through redelivery: WalletService.credit failing (spied on the
+ * instance, Redis untouched) is retried after RED_ENVELOPE_CREDIT_RETRY_MS and never credits twice; a grab that
+ * keeps failing is dead-lettered (and balances), then re-driven by ops and credited; a crediting instance
+ * (dist/main.js) SIGKILLed mid-run has its pending grabs taken over by the survivor. After each test the
+ * reconciliation balances and money is conserved (wallets + pools = top-ups).
+ */
+const ENV = { RATE_LIMIT_ENABLED: 'false', BALANCE_CHANNEL: 'wallet', RED_ENVELOPE_CREDIT_RETRY_MS: '200', RED_ENVELOPE_CREDIT_MAX_DELIVERIES: '4' };
+const ADMIN = { 'x-admin-key': CREDS.adminKey, 'content-type': 'application/json' };
+
+describe('red-envelope crediting through redelivery', () => {
+  let redis: RedisServerHandle;
+  let raw: Redis;
+  const apps: TestApp[] = [];
+  const kills: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    raw = rawConnection(redis);
+  });
+  afterEach(() => jest.restoreAllMocks());
+  afterAll(async () => {
+    await Promise.all(kills.map((k) => k()));
+    await Promise.all(apps.map((a) => a.close()));
+    raw?.disconnect();
+    await redis?.destroy();
+  });
+
+  /** Fails the red-envelope credits: the first `n`, and every one to an account of `always`. */
+  function failCredits(t: TestApp, n: number, always: Set<string> = new Set()) {
+    const wallets = t.app.get(WalletService);
+    const credit = wallets.credit.bind(wallets);
+    const calls: string[] = [];
+    let failures = 0;
+    jest.spyOn(wallets, 'credit').mockImplementation(async (cmd: WalletCommand) => {
+      if (cmd.kind === 'red-envelope') {
+        calls.push(cmd.reference);
+        if (failures < n || always.has(cmd.owner.id)) {
+          failures++;
+          throw new Error('wallet unavailable');
+        }
+      }
+      return credit(cmd);
+    });
+    return { calls, failures: () => failures };
+  }
+
+  it('the first credits fail: each is retried and every grab is credited exactly once', async () => {
+    const t = await startTestApp(redis.url, ENV);
+    apps.push(t);
+    const kit = rainKit(t);
+    await kit.fund(CREDS.merchantId, 3000);
+    const id = rainId('fail');
+    await kit.create(rainBody(id, { totalAmount: 3000, count: 30, subPools: 2 }));
+    const spy = failCredits(t, 45);
+    const users = Array.from({ length: 40 }, (_, i) => `acc_f${i}`);
+    const answers = await Promise.all(users.map((u) => kit.grab(u, id)));
+    expect(answers.filter((r) => r.body.status === 'GRABBED')).toHaveLength(30);
+
+    const r = await kit.credited(id, 20_000);
+    expect(r).toMatchObject({ grabbed: { count: 30, amount: 3000 }, credited: { count: 30, amount: 3000 }, dead: { count: 0 }, balanced: true });
+    // Every failure was delivered again (the failures ran out before any grab reached 4 deliveries).
+    expect(spy.failures()).toBe(45);
+    expect(spy.calls.length).toBeGreaterThanOrEqual(30 + 45);
+    const grabs = await expectCreditedOnce(kit, id);
+    expect(grabs.size).toBe(30);
+    await expectConserved(kit, raw, [id], 3000);
+  }, 40_000);
+
+  it('a grab that keeps failing is dead-lettered (balanced), then re-driven by ops and credited once', async () => {
+    const t = await startTestApp(redis.url, ENV);
+    apps.push(t);
+    const kit = rainKit(t);
+    await kit.fund(CREDS.merchantId, 1000);
+    const id = rainId('dead');
+    await kit.create(rainBody(id, { totalAmount: 1000, count: 10 }));
+    const broken = new Set(['acc_d0']);
+    const spy = failCredits(t, 0, broken);
+    const first = await kit.grab('acc_d0', id);
+    const others = await Promise.all(Array.from({ length: 5 }, (_, i) => kit.grab(`acc_d${i + 1}`, id)));
+    expect(others.every((o) => o.body.status === 'GRABBED')).toBe(true);
+
+    await waitUntil(
+      'the broken grab to be dead-lettered',
+      async () => {
+        const rec = await kit.reconciliation(id);
+        return (rec.dead.count === 1 && rec.pending.count === 0) || JSON.stringify(rec);
+      },
+      15_000,
+      50,
+    );
+    const dead = await kit.reconciliation(id);
+    expect(dead).toMatchObject({ grabbed: { count: 6 }, credited: { count: 5 }, dead: { count: 1, amount: first.body.amount }, balanced: true });
+    // Given up after RED_ENVELOPE_CREDIT_MAX_DELIVERIES deliveries, none of them credited.
+    expect(spy.calls.filter((c) => c === first.body.envelopeId)).toHaveLength(4);
+    expect(await kit.balance('acc_d0')).toBe(0);
+    const mine = await kit.user('acc_d0').get(`/red-envelopes/activities/${id}/mine`);
+    expect(mine.body.items).toEqual([{ envelopeId: first.body.envelopeId, amount: first.body.amount, crediting: 'DEAD' }]);
+    await expectConserved(kit, raw, [id], 1000);
+
+    // The wallet is fixed; ops re-drive the dead letters.
+    broken.clear();
+    const redriven = await kit.admin().post(`/admin/red-envelopes/activities/${id}/dead-letters/redrive`);
+    expect([redriven.status, redriven.body]).toEqual([200, { redriven: 1 }]);
+    const r = await kit.credited(id);
+    expect(r).toMatchObject({ credited: { count: 6 }, dead: { count: 0 }, pending: { count: 0 }, balanced: true });
+    expect(await kit.balance('acc_d0')).toBe(first.body.amount);
+    // A second re-drive has nothing to do.
+    expect((await kit.admin().post(`/admin/red-envelopes/activities/${id}/dead-letters/redrive`)).body).toEqual({ redriven: 0 });
+    await expectCreditedOnce(kit, id);
+    await expectConserved(kit, raw, [id], 1000);
+  }, 40_000);
+
+  it('the crediting instance (dist/main.js) SIGKILLed mid-run: the survivor takes its pending grabs over, each credited once', async () => {
+    const prefix = randomPrefix();
+    // One credit at a time on the child, so its pending list is long when it dies.
+    const child = await startService(redis.url, prefix, { ...ENV, RED_ENVELOPE_CREDIT_CONCURRENCY: '1' });
+    kills.push(() => child.kill());
+    const top = await child.call(`/admin/wallets/merchant:${CREDS.merchantId}/top-ups`, {
+      method: 'POST',
+      headers: ADMIN,
+      body: JSON.stringify({ amount: 50_000, currency: 'CNY', reference: 'top-kill' }),
+    });
+    expect([200, 201]).toContain(top.status);
+    const id = rainId('kill');
+    const created = await child.call('/admin/red-envelopes/activities', {
+      method: 'POST',
+      headers: ADMIN,
+      body: JSON.stringify(rainBody(id, { totalAmount: 50_000, count: 500, subPools: 2 })),
+    });
+    expect(created.status).toBe(202);
+    await waitUntil(
+      'the rain to be loaded',
+      async () =>
+        ['READY', 'OPEN'].includes(((await (await child.call(`/admin/red-envelopes/activities/${id}`, { headers: ADMIN })).json()) as { state: string }).state),
+      20_000,
+      50,
+    );
+
+    // 500 users grab through the child, 25 at a time; it is killed once 250 have been answered.
+    let next = 0;
+    let answered = 0;
+    const burst = Promise.all(
+      Array.from({ length: 25 }, async () => {
+        while (next < 500) {
+          const i = next++;
+          await child
+            .call(`/red-envelopes/activities/${id}/grab`, { method: 'POST', headers: { authorization: `Bearer ${userToken(`acc_k${i}`)}` } })
+            .catch(() => null);
+          answered++;
+        }
+      }),
+    );
+    await waitUntil('the grabs to be under way', async () => answered >= 250, 30_000, 2);
+    await child.kill();
+    await burst;
+
+    const survivor = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix });
+    apps.push(survivor);
+    const kit = rainKit(survivor);
+    const before = await kit.reconciliation(id);
+    expect(before.grabbed.count).toBeGreaterThanOrEqual(250);
+    // Grabs the child had read and not credited: pending with the dead consumer.
+    let heldByDead = 0;
+    for (const k of [0, 1]) {
+      const pending = (await raw.xpending(kit.store.pool(id, k).credits, CREDIT_GROUP)) as [number, ...unknown[]];
+      heldByDead += Number(pending[0]);
+    }
+    expect(heldByDead).toBeGreaterThan(0);
+    expect(before.pending.count).toBeGreaterThan(0);
+
+    const r = await kit.credited(id, 20_000);
+    expect(r).toMatchObject({ grabbed: { count: before.grabbed.count }, credited: { count: before.grabbed.count }, dead: { count: 0 }, balanced: true });
+    await expectCreditedOnce(kit, id);
+    await expectConserved(kit, raw, [id], 50_000);
+    // The survivor also serves new grabs, credited too.
+    expect((await kit.grab('acc_after', id)).body.status).toBe(before.grabbed.count < 500 ? 'GRABBED' : 'NONE_LEFT');
+    await kit.credited(id);
+    await expectConserved(kit, raw, [id], 50_000);
+  }, 60_000);
+});

@@ -1,0 +1,114 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import type Redis from 'ioredis';
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { RedisService } from '../../src/redis/redis.service';
+import { WalletService } from '../../src/wallet/wallet.service';
+import { freePort } from '../harness/free-port';
+import { waitUntil } from '../harness/redis-process';
+import type { RainKit } from './red-envelopes';
+import { CREDS } from './test-app';
+import { sumOfWalletBalances } from './wallet';
+
+/**
+ * Checks for the red-envelope fault suites: every activity's reconciliation balances, every grab's wallet holds
+ * its envelope at most once (exactly once when credited), and money is conserved:
+ * sum of wallet balances + left, pending and dead-lettered in the pools = top-ups.
+ */
+export async function expectConserved(kit: RainKit, nodes: Redis | Redis[], activityIds: string[], toppedUp: number, currency = 'CNY') {
+  let inPools = 0;
+  for (const id of activityIds) {
+    const r = await kit.reconciliation(id);
+    expect({ id, balanced: r.balanced }).toEqual({ id, balanced: true });
+    inPools += r.left.amount + r.pending.amount + r.dead.amount;
+  }
+  const balances = await sumOfWalletBalances(nodes, kit.t.app.get(KeyBuilder));
+  expect(Number(balances.get(currency) ?? 0n) + inPools).toBe(toppedUp);
+}
+
+/** Every grab of the activities (from the sub-pools' envelope states): envelope id → account and amount. */
+export async function grabsOf(kit: RainKit, activityId: string) {
+  const a = await kit.activities.mustRead(activityId);
+  const out = new Map<string, { account: string; amount: number; state: string }>();
+  for (let k = 0; k < a.subPools; k++) {
+    const env = kit.store.pool(activityId, k).env;
+    const all = await kit.t.app.get(RedisService).command((c) => c.hgetall(env));
+    for (const [envelopeId, raw] of Object.entries(all)) {
+      const [state, account, amount] = raw.split('|');
+      out.set(envelopeId, { account, amount: Number(amount), state });
+    }
+  }
+  return out;
+}
+
+/**
+ * Each grab credited exactly once: the account's ledger holds one entry with the envelope id as its reference,
+ * of the envelope's amount; and the accounts' balances add up to what was grabbed.
+ */
+export async function expectCreditedOnce(kit: RainKit, activityId: string, currency = 'CNY') {
+  const wallets = kit.t.app.get(WalletService);
+  const grabs = await grabsOf(kit, activityId);
+  const byAccount = new Map<string, string[]>();
+  for (const [envelopeId, g] of grabs) {
+    expect({ envelopeId, state: g.state }).toEqual({ envelopeId, state: 'C' });
+    byAccount.set(g.account, [...(byAccount.get(g.account) ?? []), envelopeId]);
+  }
+  for (const [account, envelopes] of byAccount) {
+    const page = await wallets.entries({ kind: 'account', id: account }, undefined, 200);
+    for (const envelopeId of envelopes) {
+      const entries = page.items.filter((e) => e.reference === envelopeId);
+      expect({ envelopeId, amounts: entries.map((e) => e.amount) }).toEqual({ envelopeId, amounts: [grabs.get(envelopeId)!.amount] });
+    }
+    const balance = (await wallets.wallet({ kind: 'account', id: account })).balances.find((b) => b.currency === currency)?.balance ?? 0;
+    expect({ account, balance }).toEqual({ account, balance: envelopes.reduce((s, e) => s + grabs.get(e)!.amount, 0) });
+  }
+  return grabs;
+}
+
+const MAIN = resolve(__dirname, '../../dist/main.js');
+
+/** The built service (dist/main.js; run `npx nest build` first) as a child process on `redisUrl` with `prefix`. */
+export async function startService(redisUrl: string, prefix: string, env: Record<string, string> = {}) {
+  const port = await freePort();
+  let out = '';
+  const child: ChildProcess = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: prefix,
+      JWT_SECRET: CREDS.jwtSecret,
+      MERCHANT_SECRETS: `${CREDS.merchantId}:${CREDS.merchantSecret}`,
+      ADMIN_API_KEYS: `${CREDS.adminName}:${CREDS.adminKey}`,
+      SERVICE_TOKENS: `${CREDS.serviceName}:${CREDS.serviceToken}`,
+      RATE_LIMIT_ENABLED: 'false',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const base = `http://127.0.0.1:${port}`;
+  const svc = {
+    child,
+    call: (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000), ...init }),
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  try {
+    await Promise.race([
+      waitUntil('the service to be ready', async () => (await svc.call('/health/ready').catch(() => ({ status: 0 }))).status === 200, 30_000, 100),
+      exited.then(() => Promise.reject(new Error('the service exited'))),
+    ]);
+  } catch (err) {
+    await svc.kill();
+    throw new Error(`${(err as Error).message}\n${out}`, { cause: err });
+  }
+  return svc;
+}
