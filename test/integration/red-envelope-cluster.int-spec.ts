@@ -105,7 +105,7 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
     const over = await kit.grab(u, id);
     expect(over.body.status).toBe('GRABBED');
     const [entry] = await kit.store.grabsOf(kit.store.pool(id, 0), u);
-    expect(entry).toBe(`${over.body.envelopeId}:${over.body.amount}:1`);
+    expect(entry).toBe(`${over.body.envelopeId}:${over.body.amount}:1:1`);
     expect(await kit.store.grabsOf(kit.store.pool(id, 1), u)).toEqual([entry]);
     expect(await raw[masters[1]].llen(kit.store.pool(id, 1).pool)).toBe(9);
     expect(await raw[masters[0]].hexists(kit.store.pool(id, 0).claims, u)).toBe(0);

@@ -85,7 +85,7 @@ describe('red-envelope scripts through the store', () => {
     const first = await store.grab(k, 'acc_g1', false);
     expect(first).toMatchObject({ outcome: 'GRABBED', envelopeId: expect.stringMatching(new RegExp(`^${id}\\.`)) });
     expect(await store.grab(k, 'acc_g1', false)).toEqual({ ...first, outcome: 'ALREADY_GRABBED' });
-    expect(await store.grabsOf(k, 'acc_g1')).toEqual([`${(first as { envelopeId: string }).envelopeId}:${(first as { amount: number }).amount}:0`]);
+    expect(await store.grabsOf(k, 'acc_g1')).toEqual([`${(first as { envelopeId: string }).envelopeId}:${(first as { amount: number }).amount}:0:1`]);
     expect(await store.envelopeState(k, (first as { envelopeId: string }).envelopeId)).toBe('pending');
     // The grab is on the credit stream, in the same step.
     const credits = await redis.command((c) => c.xrange(k.credits, '-', '+'));
@@ -158,9 +158,9 @@ describe('red-envelope scripts through the store', () => {
     expect((await store.grab(home, 'acc_x', true)).outcome).toBe('GRABBED');
     // The home sub-pool is empty: without others NONE_LEFT, with others FALL_OVER and a claim.
     expect(await store.grab(home, 'acc_f', false)).toEqual({ outcome: 'NONE_LEFT' });
-    expect(await store.grab(home, 'acc_f', true)).toEqual({ outcome: 'FALL_OVER' });
+    expect(await store.grab(home, 'acc_f', true)).toEqual({ outcome: 'FALL_OVER', ordinal: 1 });
     expect(await redis.command((c) => c.hget(home.claims, 'acc_f'))).toBe('1');
-    expect(await store.grab(home, 'acc_f', true)).toEqual({ outcome: 'CLAIMED' });
+    expect(await store.grab(home, 'acc_f', true)).toEqual({ outcome: 'CLAIMED', ordinal: 1 });
 
     const t = await store.take(other, 'acc_f', 0);
     expect(t).toMatchObject({ outcome: 'GRABBED' });
@@ -170,7 +170,7 @@ describe('red-envelope scripts through the store', () => {
     const credit = (await redis.command((c) => c.xrange(other.credits, '-', '+')))[0][1];
     expect(credit).toEqual(['envelopeId', envelopeId, 'account', 'acc_f', 'amount', String(amount), 'pool', '1', 'home', '0']);
 
-    const entry = `${envelopeId}:${amount}:1`;
+    const entry = `${envelopeId}:${amount}:1:1`;
     await store.confirm(home, 'acc_f', entry);
     await store.confirm(home, 'acc_f', entry);
     expect(await store.grabsOf(home, 'acc_f')).toEqual([entry]);
@@ -178,7 +178,7 @@ describe('red-envelope scripts through the store', () => {
     // The per-user limit counts it on the home sub-pool.
     expect(await store.grab(home, 'acc_f', true)).toEqual({ outcome: 'ALREADY_GRABBED', envelopeId, amount });
     // A fall-over that found nothing: the claim goes, nothing is recorded.
-    expect(await store.grab(home, 'acc_n', true)).toEqual({ outcome: 'FALL_OVER' });
+    expect(await store.grab(home, 'acc_n', true)).toEqual({ outcome: 'FALL_OVER', ordinal: 1 });
     await store.confirm(home, 'acc_n', '');
     expect(await redis.command((c) => c.hexists(home.claims, 'acc_n'))).toBe(0);
     expect(await store.grabsOf(home, 'acc_n')).toEqual([]);
