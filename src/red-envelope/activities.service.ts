@@ -78,6 +78,11 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap {
       if (existing.state === 'FUNDING' || existing.state === 'LOADING') void this.advance(existing.activityId).catch(() => undefined);
       return { activity: existing, created: false };
     }
+    // Envelope ids and the funding and refund references are made of the activity id: never reused, so that an
+    // earlier rain's wallet entries can never stand for a new one's.
+    if (await this.store.wasUsed(cmd.activityId)) {
+      throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity id ${cmd.activityId} was used by an earlier rain; ids are never reused`);
+    }
     const now = await this.store.now();
     const a: ActivityRecord = { ...cmd, seed: randomBytes(16).toString('hex'), fingerprint, state: 'FUNDING', loaded: 0, createdAt: now };
     // The job first: a crash after any later step is taken up by it.

@@ -63,6 +63,11 @@ export class RedEnvelopeStore {
     await this.redis.command((c) => c.zrem(activityIndexKey(this.keys), activityId));
   }
 
+  /** Whether an activity with this id was ever created (the index keeps every id, past its record's expiry). */
+  async wasUsed(activityId: string): Promise<boolean> {
+    return (await this.redis.command((c) => c.zscore(activityIndexKey(this.keys), activityId))) !== null;
+  }
+
   /** Activities whose end is after `from` minus the retention: the ones whose jobs may still have work. */
   async activityIds(from: number): Promise<string[]> {
     return this.redis.command((c) => c.zrangebyscore(activityIndexKey(this.keys), from, '+inf', 'LIMIT', 0, 1000));

@@ -1,3 +1,5 @@
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { activityKey } from '../../src/red-envelope/red-envelope-keys';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { CREDS, merchantHeaders, useAppOnOwnRedis, userToken } from '../support/test-app';
 import request from 'supertest';
@@ -124,6 +126,24 @@ describe('red-envelope rains: funding', () => {
     // Both load (the same bodies again answer 200).
     await kit.create(body);
     await kit.create(body2);
+  });
+
+  it('an activity id is never used twice, even after its record expired: the same body is 409 and nothing is debited', async () => {
+    const sponsor = `m_reuse_${process.pid}`;
+    await kit.fund(sponsor, 10_000);
+    const id = rainId('reuse');
+    const body = rainBody(id, { sponsorMerchantId: sponsor, totalAmount: 3000, count: 30 });
+    await kit.create(body);
+    kit.rains.add(id);
+    // The record's expiry, as after the rain's retention (its envelope ids and references stay in the wallets).
+    const key = activityKey(ctx.t.app.get(KeyBuilder), id);
+    const record = (await ctx.raw.get(key))!;
+    await ctx.raw.del(key);
+    const again = await create(body);
+    expect({ status: again.status, error: again.body.error }).toEqual({ status: 409, error: 'ACTIVITY_EXISTS' });
+    expect(await kit.merchantBalance(sponsor)).toBe(7000);
+    // Back, so that the money check after the test finds the rain's 3,000 where they are.
+    await ctx.raw.set(key, record);
   });
 });
 
