@@ -162,6 +162,9 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap {
     let n = 0;
     for (let k = 0; k < a.subPools; k++) n += await this.store.redrive(this.store.pool(a.activityId, k), 10_000);
     if (n > 0) await this.crediting.start(a);
+    // An ended rain settles once these are credited: its end job may have given up meanwhile, so it runs again.
+    if (n > 0 && a.state === 'ENDED')
+      await this.queue.schedule(JOBS_QUEUE, `end:${a.activityId}`, { delayMs: 0 }, { activityId: a.activityId }, { ifExists: 'replace' });
     return n;
   }
 
