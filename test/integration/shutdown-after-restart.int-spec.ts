@@ -14,7 +14,13 @@ describe('shutdown right after a Redis restart', () => {
     try {
       await redis.stop();
       // A request while Redis is down (a 503), then long enough for every blocking connection to back off.
-      expect((await request(t.server).get('/messages').set('authorization', `Bearer ${userToken('down-1')}`)).status).toBe(503);
+      expect(
+        (
+          await request(t.server)
+            .get('/messages')
+            .set('authorization', `Bearer ${userToken('down-1')}`)
+        ).status,
+      ).toBe(503);
       await new Promise((r) => setTimeout(r, 5000));
       await redis.start();
       const started = Date.now();
