@@ -495,6 +495,8 @@ interface StormResult {
   /** Unacknowledged credit-stream entries of each consumer right after the kill (XPENDING). */
   pendingAtKill?: [string, string][];
   killedPid?: number;
+  /** Grabs the killed instance had credited by its last metrics sample before the kill (red_envelope_credited_total). */
+  creditedByKilled?: number;
   exactlyOnce: boolean;
 }
 
@@ -504,7 +506,7 @@ async function storm(
   users: number,
   envelopes: number,
   userPrefix: string,
-  opts: { createOn?: number; killAt?: { grabs: number; kill: () => void; pid: number }; redisUrl?: string } = {},
+  opts: { createOn?: number; killAt?: { grabs: number; kill: () => void; pid: number; port: number }; redisUrl?: string } = {},
 ): Promise<StormResult> {
   const id = `st${Date.now().toString(36)}`;
   await createRain(opts.createOn ?? port, id, envelopes);
@@ -531,6 +533,21 @@ async function storm(
       } catch {
         /* the next poll */
       }
+    }
+  })();
+  // The instance to be killed: its credited counter, sampled until the kill.
+  let creditedByKilled: number | undefined;
+  const sampler = (async () => {
+    if (!opts.killAt) return;
+    while (killedAtGrabs === undefined && !done) {
+      try {
+        const m = await http(opts.killAt.port, 'GET', '/metrics', ADMIN);
+        const v = /red_envelope_credited_total(?:\{[^}]*\})? (\d+)/.exec(m.body);
+        if (killedAtGrabs === undefined && v) creditedByKilled = Number(v[1]);
+      } catch {
+        /* the next sample */
+      }
+      await sleep(100);
     }
   })();
   const t0 = performance.now();
@@ -570,6 +587,7 @@ async function storm(
   });
   const seconds = (performance.now() - t0) / 1000;
   done = true;
+  await sampler;
   const deadline = performance.now() + 60_000;
   while (!creditedAt && performance.now() < deadline) await sleep(50);
   const finished = creditedAt;
@@ -607,6 +625,7 @@ async function storm(
     killedAtGrabs,
     pendingAtKill: await pendingAtKillP,
     killedPid: opts.killAt?.pid,
+    creditedByKilled,
     exactlyOnce:
       grabbedAnswers === envelopes &&
       distinctEnvelopes === envelopes &&
@@ -760,7 +779,7 @@ export async function main(args: string[]): Promise<void> {
     const second = await startService(dist, workDir, 'crediting-2', { REDIS_URL: redis.url });
     const two = await storm('two instances, the second killed -9 mid-run', svc.port, users, envelopes, 's2', {
       createOn: second.port,
-      killAt: { grabs: envelopes / 2, kill: () => second.proc.child.kill('SIGKILL'), pid: second.proc.pid },
+      killAt: { grabs: envelopes / 2, kill: () => second.proc.child.kill('SIGKILL'), pid: second.proc.pid, port: second.port },
       redisUrl: redis.url,
     });
     return [one, two];
@@ -934,7 +953,7 @@ export async function main(args: string[]): Promise<void> {
         .filter((s) => s.pendingAtKill)
         .map(
           (s) =>
-            `Right after the kill, the credit stream's unacknowledged entries by consumer (XPENDING): ${s.pendingAtKill!.map(([c, n]) => `${c.endsWith(`-${s.killedPid}`) ? 'the killed instance' : 'the survivor'} ${n}`).join(', ') || 'none'}.`,
+            `Right after the kill, the credit stream's unacknowledged entries by consumer (XPENDING): ${s.pendingAtKill!.map(([c, n]) => `${c.endsWith(`-${s.killedPid}`) ? 'the killed instance' : 'the survivor'} ${n}`).join(', ') || 'none'}. The killed instance had credited ${s.creditedByKilled === undefined ? 'an unknown number of' : fmtInt(s.creditedByKilled)} grabs by its last metrics sample (every 100 ms) before the kill.`,
         ),
       '',
     );
