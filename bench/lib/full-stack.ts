@@ -1,5 +1,6 @@
 import { cpSync, existsSync, mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { createHmac } from 'node:crypto';
 import { sign } from 'jsonwebtoken';
 import type { Layer } from './cpu-profile';
 import { ManagedProcess, spawnManaged } from './proc';
@@ -15,6 +16,21 @@ export const BENCH_ADMIN_KEY = 'bench-admin-key-0123456789';
 /** An HS256 app-user JWT for `account`, valid for an hour. */
 export function userToken(account: string): string {
   return sign({ sub: account }, BENCH_JWT_SECRET, { algorithm: 'HS256', expiresIn: '1h' });
+}
+
+/**
+ * `Bearer <jwt>` for many accounts at once: the same HS256 tokens as userToken (header, `sub`, `iat`, an hour's `exp`),
+ * signed with node:crypto directly, about fifty times faster than jsonwebtoken's sign (a storm of 100,000 users
+ * needs 100,000 tokens).
+ */
+export function bearerTokens(accounts: readonly string[]): string[] {
+  const b64 = (s: string) => Buffer.from(s).toString('base64url');
+  const header = b64(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
+  const iat = Math.floor(Date.now() / 1000);
+  return accounts.map((sub) => {
+    const unsigned = `${header}.${b64(JSON.stringify({ sub, iat, exp: iat + 3600 }))}`;
+    return `Bearer ${unsigned}.${createHmac('sha256', BENCH_JWT_SECRET).update(unsigned).digest('base64url')}`;
+  });
 }
 
 /** Env for the real service: production, bench credentials, limits it never reaches. */

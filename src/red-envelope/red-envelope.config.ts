@@ -63,7 +63,7 @@ export class RedEnvelopeConfig {
   maxSubPools!: number;
   /** Other sub-pools a user whose home sub-pool is empty tries. */
   fallOverTries!: number;
-  /** Grabs credited at once per sub-pool by one instance. */
+  /** Grabs credited at once per sub-pool by one instance (a read brings at most 200: more does nothing). */
   creditConcurrency!: number;
   /** Deliveries of a grab's crediting before it goes to the dead-letter stream. */
   creditMaxDeliveries!: number;
@@ -81,7 +81,7 @@ export const redEnvelopeConfig = defineConfigSlice({
     maxCount: s.RED_ENVELOPE_MAX_COUNT ?? 1_000_000,
     maxSubPools: s.RED_ENVELOPE_MAX_SUBPOOLS ?? 16,
     fallOverTries: s.RED_ENVELOPE_FALLOVER_TRIES ?? 3,
-    creditConcurrency: s.RED_ENVELOPE_CREDIT_CONCURRENCY ?? 64,
+    creditConcurrency: s.RED_ENVELOPE_CREDIT_CONCURRENCY ?? 200,
     creditMaxDeliveries: s.RED_ENVELOPE_CREDIT_MAX_DELIVERIES ?? 10,
     creditRetryMs: s.RED_ENVELOPE_CREDIT_RETRY_MS ?? 5000,
     liveRetentionMs: (s.RED_ENVELOPE_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,

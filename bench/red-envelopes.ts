@@ -1,0 +1,1024 @@
+/**
+ * red-envelopes: the red-envelope module (src/red-envelope) and the wallet in the real service (`node dist/main.js` on
+ * loopback, from a snapshot of the build) against a redis-server of its own (no RDB, no AOF).
+ *
+ * 1. Preload: 1,000,000 envelopes (POST, then GET until READY): the time, and Redis bytes per envelope (INFO
+ *    used_memory delta / count).
+ * 2. Grab: the full stack (JWT users, each request a new user) against a bare Fastify + ioredis floor
+ *    (bench/red-envelopes-floor-server.ts) running the same grab-6.lua by EVALSHA on the same keys; autocannon, server
+ *    CPU per request, Redis commands per request from INFO commandstats.
+ * 3. Lua against WATCH/MULTI: 200 concurrent grabbers (one connection each) on one pool directly on Redis: grab-6.lua
+ *    against WATCH + HEXISTS + LINDEX, then MULTI RPOP + HSET + LPUSH EXEC retried on abort.
+ * 4. The storm: 100,000 users tap twice (both taps at once) against 50,000 envelopes through the service; checked from
+ *    the answers, from the reconciliation and from a sample of wallets; the time from the last grab to the last credit.
+ *    Then again with two instances on one Redis, the second one (which loaded the rain and credits) killed -9 mid-run.
+ * 5. Scale: 1 pool vs 3 sub-pools, the service on a 3-master cluster.
+ * 6. The amount distribution of a 1,000,000 split (src/red-envelope/split.ts) as an SVG.
+ *
+ * Options: --quick (smaller counts, shorter loads; writes to $TMPDIR/redis-pay-bench/), --only sections, --dist DIR.
+ * Only the standard run writes bench/results/red-envelopes.{md,json} and docs/red-envelope-amounts.svg.
+ */
+import Redis from 'ioredis';
+import { Agent, request as httpRequestRaw } from 'node:http';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AppConfig } from '../src/config/app-config';
+import { poolKeys } from '../src/red-envelope/red-envelope-keys';
+import { distribution, splitAmounts } from '../src/red-envelope/split';
+import { KeyBuilder } from '../src/redis/key-builder';
+import { startRedisCluster } from '../test/harness/redis-cluster';
+import { parseSectionArgs } from './lib/args';
+import { connectScriptRedis } from './lib/bare-server';
+import { benchWorkDir, onCleanup } from './lib/cleanup';
+import { type CommandStat, parseCommandStats } from './lib/command-stats';
+import { BENCH_ADMIN_KEY, bearerTokens, fullEnv, ROOT, snapshotBuild, spawnBareServer, spawnFullStack } from './lib/full-stack';
+import { forEachLimit } from './lib/limit';
+import { type LoadRequest } from './lib/load';
+import { measuredLoad, type Measured } from './lib/measure';
+import { freePort } from './lib/net';
+import { type ManagedProcess, waitUntilServing } from './lib/proc';
+import { usedMemory } from './lib/redis-memory';
+import { type BenchRedis, startBenchRedis } from './lib/redis-server';
+import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
+import { benchJson, jsonNum, writeJsonResult } from './lib/results-json';
+import { lineChartSvg } from './lib/svg-chart';
+
+const NAME = 'red-envelopes';
+const SECTIONS = ['preload', 'grab', 'watch', 'storm', 'scale', 'distribution'] as const;
+type Section = (typeof SECTIONS)[number];
+const SVG_PATH = join(ROOT, 'docs', 'red-envelope-amounts.svg');
+const PREFIX = 'rpre';
+const SPONSOR = 'bench_sponsor';
+const GOALS = { preloadS: 10, floorRatio: 0.7, lastCreditS: 2 };
+const CONNECTIONS = 100;
+const ADMIN = { 'x-admin-key': BENCH_ADMIN_KEY, 'content-type': 'application/json' };
+
+const SERVICE_ENV: Record<string, string> = {
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_ENABLED: 'true',
+  RATE_LIMIT_USER: '10000000',
+  RATE_LIMIT_ADMIN: '10000000',
+  RATE_LIMIT_WINDOW_MS: '1000',
+  RED_ENVELOPE_MAX_COUNT: '1000000',
+  RED_ENVELOPE_CREDIT_RETRY_MS: '500',
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+function http(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequestRaw({ host: '127.0.0.1', port, method, path, headers, agent, timeout: 30_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+const json = <T>(a: Answer): T => JSON.parse(a.body) as T;
+
+interface Service {
+  port: number;
+  proc: ManagedProcess;
+}
+
+async function startService(dist: string, workDir: string, id: string, redisEnv: Record<string, string>): Promise<Service> {
+  const port = await freePort();
+  const env = fullEnv(port, redisEnv.REDIS_URL ?? '', PREFIX, SERVICE_ENV);
+  if (!redisEnv.REDIS_URL) delete env.REDIS_URL;
+  Object.assign(env, redisEnv);
+  const dir = join(workDir, `run-${id}`);
+  mkdirSync(dir, { recursive: true });
+  const proc = spawnFullStack({ id, port, dist, workDir: dir, env });
+  await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
+  return { port, proc };
+}
+
+/** INFO commandstats of every node, summed. */
+async function commandStats(urls: string[]): Promise<Map<string, CommandStat>> {
+  const out = new Map<string, CommandStat>();
+  for (const url of urls) {
+    const r = new Redis(url, { maxRetriesPerRequest: 1 });
+    try {
+      for (const [k, v] of parseCommandStats(await r.info('commandstats'))) {
+        const o = out.get(k) ?? { calls: 0, usec: 0 };
+        out.set(k, { calls: o.calls + v.calls, usec: o.usec + v.usec });
+      }
+    } finally {
+      r.disconnect();
+    }
+  }
+  return out;
+}
+
+/** Calls and µs per command between two snapshots, minus the INFO call of the later snapshot. */
+function statsDelta(a: Map<string, CommandStat>, b: Map<string, CommandStat>): Record<string, CommandStat> {
+  const out: Record<string, CommandStat> = {};
+  for (const [k, v] of b) {
+    const calls = v.calls - (a.get(k)?.calls ?? 0) - (k === 'info' ? 1 : 0);
+    if (calls > 0) out[k] = { calls, usec: v.usec - (a.get(k)?.usec ?? 0) };
+  }
+  return out;
+}
+const totalCalls = (d: Record<string, CommandStat>) => Object.values(d).reduce((s, v) => s + v.calls, 0);
+
+// ---------------------------------------------------------------------------------------------
+// Activities
+
+let topUps = 0;
+async function fund(port: number, amount: number): Promise<void> {
+  const a = await http(port, 'POST', `/admin/wallets/merchant:${SPONSOR}/top-ups`, ADMIN, {
+    amount,
+    currency: 'CNY',
+    reference: `bench-${Date.now()}-${++topUps}`,
+  });
+  if (a.status !== 200 && a.status !== 201) throw new Error(`top-up: ${a.status} ${a.body}`);
+}
+
+interface ActivityView {
+  state: string;
+  seed?: string;
+  progress?: { loaded: number; total: number };
+}
+
+/** Funds the sponsor, creates a rain (open now, for 3 hours) and waits until it is loaded; the time from POST to READY. */
+async function createRain(
+  port: number,
+  activityId: string,
+  count: number,
+  over: { subPools?: number; total?: number } = {},
+): Promise<{ ms: number; view: ActivityView }> {
+  const totalAmount = over.total ?? count * 100;
+  await fund(port, totalAmount);
+  const body = {
+    activityId,
+    sponsorMerchantId: SPONSOR,
+    title: `bench ${activityId}`,
+    currency: 'CNY',
+    totalAmount,
+    count,
+    startsAt: new Date(Date.now() - 1000).toISOString(),
+    endsAt: new Date(Date.now() + 3 * 3600_000).toISOString(),
+    ...(over.subPools ? { subPools: over.subPools } : {}),
+  };
+  const t0 = performance.now();
+  const a = await http(port, 'POST', '/admin/red-envelopes/activities', ADMIN, body);
+  if (a.status !== 202) throw new Error(`create ${activityId}: ${a.status} ${a.body}`);
+  for (;;) {
+    const g = await http(port, 'GET', `/admin/red-envelopes/activities/${activityId}`, ADMIN);
+    const view = json<ActivityView>(g);
+    if (view.state === 'READY' || view.state === 'OPEN') return { ms: performance.now() - t0, view };
+    if (performance.now() - t0 > 120_000) throw new Error(`${activityId} not loaded after 120 s: ${g.body}`);
+    await sleep(25);
+  }
+}
+
+interface Reconciliation {
+  count: number;
+  grabbed: { count: number; amount: number };
+  credited: { count: number; amount: number };
+  pending: { count: number; amount: number };
+  dead: { count: number; amount: number };
+  left: { count: number; amount: number };
+  balanced: boolean;
+}
+
+async function reconciliation(port: number, activityId: string): Promise<Reconciliation> {
+  const a = await http(port, 'GET', `/admin/red-envelopes/activities/${activityId}/reconciliation`, ADMIN);
+  if (a.status !== 200) throw new Error(`reconciliation ${activityId}: ${a.status} ${a.body}`);
+  return json<Reconciliation>(a);
+}
+
+/** Waits until no grab of these rains waits for its credit (so one run's crediting does not fall into the next one's window). */
+async function creditedAll(port: number, ids: string[], timeoutMs = 60_000): Promise<void> {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    const recs = await Promise.all(ids.map((id) => reconciliation(port, id)));
+    if (recs.every((r) => r.pending.count === 0)) return;
+    await sleep(100);
+  }
+  throw new Error(`crediting did not catch up within ${timeoutMs} ms: ${ids.join(', ')}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Preload
+
+interface PreloadResult {
+  count: number;
+  ms: number;
+  bytesPerEnvelope: number;
+  seed?: string;
+  total: number;
+}
+
+async function preload(svc: Service, redis: BenchRedis, count: number): Promise<PreloadResult> {
+  const r = new Redis(redis.url);
+  try {
+    await fund(svc.port, count * 100);
+    const before = await usedMemory(r);
+    const id = `pre${Date.now().toString(36)}`;
+    const { ms, view } = await createRain(svc.port, id, count, { total: count * 100 });
+    await sleep(200);
+    const after = await usedMemory(r);
+    console.log(`[bench] preload ${fmtInt(count)}: ${fmtInt(ms)} ms, ${fmtNum((after - before) / count, 1)} B/envelope`);
+    return { count, ms, bytesPerEnvelope: (after - before) / count, seed: view.seed, total: count * 100 };
+  } finally {
+    r.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Grab against the floor
+
+interface GrabRow {
+  who: 'service' | 'floor';
+  rps: number;
+  p50: number;
+  p99: number;
+  statuses: Record<string, number>;
+  serverUs?: number;
+  redisUs?: number;
+  commandsPerRequest: number;
+  evalshaPerRequest: number;
+  evalshaUsecPerCall: number;
+  commands: Record<string, number>;
+  m: Measured;
+}
+
+function grabRow(who: GrabRow['who'], m: Measured, d: Record<string, CommandStat>): GrabRow {
+  const n = m.load.total;
+  const ev = d.evalsha ?? { calls: 0, usec: 0 };
+  return {
+    who,
+    rps: n / m.load.durationS,
+    p50: m.load.p50,
+    p99: m.load.p99,
+    statuses: m.load.statusCodes,
+    serverUs: m.serverCpuS !== undefined ? (m.serverCpuS * 1e6) / n : undefined,
+    redisUs: m.redisCpuS !== undefined ? (m.redisCpuS * 1e6) / n : undefined,
+    commandsPerRequest: totalCalls(d) / n,
+    evalshaPerRequest: ev.calls / n,
+    evalshaUsecPerCall: ev.calls ? ev.usec / ev.calls : NaN,
+    commands: Object.fromEntries(Object.entries(d).map(([k, v]) => [k, v.calls])),
+    m,
+  };
+}
+
+async function grabVsFloor(
+  svc: Service,
+  redis: BenchRedis,
+  dist: string,
+  workDir: string,
+  quick: boolean,
+): Promise<{ rows: GrabRow[]; svc: Service; rec: Reconciliation; creditedS: number }> {
+  const durationS = quick ? 3 : 6;
+  const count = quick ? 150_000 : 300_000;
+  const id = `g${Date.now().toString(36)}`;
+  await createRain(svc.port, id, count);
+  const tokens = bearerTokens(Array.from({ length: quick ? 40_000 : 100_000 }, (_, i) => `gu-${i}`));
+  let n = 0;
+  const serviceReq = (): LoadRequest => ({
+    method: 'POST',
+    path: `/red-envelopes/activities/${id}/grab`,
+    headers: { authorization: tokens[n++ % tokens.length] },
+  });
+  let f = 0;
+  const floorReq = (): LoadRequest => ({
+    method: 'POST',
+    path: `/grab/${id}`,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ account: `fu-${f++}` }),
+  });
+  const url = `http://127.0.0.1:${svc.port}`;
+  const rows: GrabRow[] = [];
+  await measuredLoad({ url, connections: CONNECTIONS, durationS: 1, requests: serviceReq }, svc.proc.pid, redis.process.pid);
+  let s0 = await commandStats([redis.url]);
+  const ms = await measuredLoad({ url, connections: CONNECTIONS, durationS, requests: serviceReq }, svc.proc.pid, redis.process.pid);
+  rows.push(grabRow('service', ms, statsDelta(s0, await commandStats([redis.url]))));
+  if (n > tokens.length) console.error(`[bench] grab: ${n} requests for ${tokens.length} users (users repeated)`);
+  // The floor alone: the service stopped (it would credit the floor's grabs in the background).
+  await svc.proc.stop();
+  const floorPort = await freePort();
+  const floor = spawnBareServer({
+    id: 'red-envelopes-floor',
+    port: floorPort,
+    script: join(__dirname, 'red-envelopes-floor-server.ts'),
+    env: { ...process.env, PORT: String(floorPort), REDIS_URL: redis.url, KEY_PREFIX: PREFIX, LUA_DIR: join(dist, '..', 'lua') },
+  });
+  try {
+    await waitUntilServing(floor, floorPort, undefined, 60_000);
+    const fu = `http://127.0.0.1:${floorPort}`;
+    await measuredLoad({ url: fu, connections: CONNECTIONS, durationS: 1, requests: floorReq }, floor.pid, redis.process.pid);
+    s0 = await commandStats([redis.url]);
+    const mf = await measuredLoad({ url: fu, connections: CONNECTIONS, durationS, requests: floorReq }, floor.pid, redis.process.pid);
+    rows.push(grabRow('floor', mf, statsDelta(s0, await commandStats([redis.url]))));
+  } finally {
+    await floor.stop();
+  }
+  for (const r of rows) console.log(`[bench] grab ${r.who}: ${fmtInt(r.rps)} req/s, p99 ${r.p99} ms, ${JSON.stringify(r.statuses)}`);
+  const restarted = await startService(dist, workDir, 'main-2', { REDIS_URL: redis.url });
+  // Every grab of both runs credited (the restarted service takes the stream up) before the next section.
+  const c0 = performance.now();
+  await creditedAll(restarted.port, [id], 180_000);
+  const creditedS = (performance.now() - c0) / 1000;
+  const rec = await reconciliation(restarted.port, id);
+  console.log(`[bench] grab: the rest credited in ${fmtNum(creditedS, 1)} s; balanced ${rec.balanced}`);
+  return { rows, svc: restarted, rec, creditedS };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Lua against WATCH/MULTI
+
+interface WatchRow {
+  design: string;
+  grabs: number;
+  seconds: number;
+  grabsPerS: number;
+  attempts: number;
+  aborted: number;
+  redisCommands: number;
+  exactlyOnce: boolean;
+}
+
+async function luaVsWatch(
+  redis: BenchRedis,
+  dist: string,
+  quick: boolean,
+): Promise<{ rows: WatchRow[]; grabUsecPerCall: number; envelopes: number; watchS: number }> {
+  const envelopes = quick ? 10_000 : 30_000;
+  // WATCH/MULTI is far slower: it runs for this long rather than until the pool is empty.
+  const watchS = quick ? 3 : 6;
+  const grabbers = 200;
+  const rows: WatchRow[] = [];
+  const admin = new Redis(redis.url);
+  const conns = await Promise.all(
+    Array.from({ length: grabbers }, () => connectScriptRedis(redis.url, { maxRetriesPerRequest: 1 }, join(dist, '..', 'lua'), 'plain')),
+  );
+  let grabUsecPerCall: number;
+  try {
+    const fill = async (pool: string) => {
+      for (let i = 0; i < envelopes; i += 5000)
+        await admin.rpush(pool, ...Array.from({ length: Math.min(5000, envelopes - i) }, (_, j) => `w.${i + j}:${100 + ((i + j) % 50)}`));
+    };
+    // Lua: grab-6.lua on a pool of its own (stats as arm-3.lua leaves them).
+    {
+      const t = 'bench:watch:{lua}:';
+      const k = { pool: `${t}pool`, grabs: `${t}grabs`, claims: `${t}claims`, env: `${t}env`, stats: `${t}stats`, credits: `${t}credits` };
+      await fill(k.pool);
+      await admin.hset(k.stats, { startsAt: 0, endsAt: 9e15, endedAt: 0, limit: 1, pool: 0, leftCount: envelopes, leftAmount: 0 });
+      let next = 0;
+      let attempts = 0;
+      const got: string[] = [];
+      const s0 = await commandStats([redis.url]);
+      const t0 = performance.now();
+      await Promise.all(
+        conns.map(async (c) => {
+          const grab = c.command('red-envelope/grab');
+          for (;;) {
+            const account = `w${next++}`;
+            attempts++;
+            const [status, envelopeId] = (await grab(k.pool, k.grabs, k.claims, k.env, k.stats, k.credits, account, 0)) as [string, string?];
+            if (status === 'GRABBED') got.push(envelopeId!);
+            else return;
+          }
+        }),
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      const d = statsDelta(s0, await commandStats([redis.url]));
+      grabUsecPerCall = d.evalsha ? d.evalsha.usec / d.evalsha.calls : NaN;
+      rows.push({
+        design: 'grab-6.lua (EVALSHA)',
+        grabs: got.length,
+        seconds,
+        grabsPerS: got.length / seconds,
+        attempts,
+        aborted: 0,
+        redisCommands: totalCalls(d),
+        exactlyOnce: got.length === envelopes && new Set(got).size === envelopes,
+      });
+    }
+    // WATCH/MULTI: WATCH pool + grabs, HEXISTS, LINDEX (the envelope to record), MULTI RPOP HSET LPUSH EXEC; again on abort.
+    {
+      const t = 'bench:watch:{multi}:';
+      const k = { pool: `${t}pool`, grabs: `${t}grabs`, taken: `${t}taken` };
+      await fill(k.pool);
+      let next = 0;
+      let attempts = 0;
+      let aborted = 0;
+      let grabs = 0;
+      const s0 = await commandStats([redis.url]);
+      const t0 = performance.now();
+      const until = t0 + watchS * 1000;
+      await Promise.all(
+        conns.map(async ({ redis: c }) => {
+          while (performance.now() < until) {
+            const account = `w${next++}`;
+            for (;;) {
+              attempts++;
+              await c.watch(k.pool, k.grabs);
+              if ((await c.hexists(k.grabs, account)) === 1) {
+                await c.unwatch();
+                break;
+              }
+              const item = await c.lindex(k.pool, -1);
+              if (item === null) {
+                await c.unwatch();
+                return;
+              }
+              const r = await c.multi().rpop(k.pool).hset(k.grabs, account, item).lpush(k.taken, `${account}|${item}`).exec();
+              if (r === null) {
+                aborted++;
+                continue;
+              }
+              grabs++;
+              break;
+            }
+          }
+        }),
+      );
+      const seconds = (performance.now() - t0) / 1000;
+      const d = statsDelta(s0, await commandStats([redis.url]));
+      const taken = await admin.lrange(k.taken, 0, -1);
+      const items = taken.map((x) => x.split('|')[1]);
+      rows.push({
+        design: 'WATCH/MULTI/EXEC, retried on abort',
+        grabs,
+        seconds,
+        grabsPerS: grabs / seconds,
+        attempts,
+        aborted,
+        redisCommands: totalCalls(d),
+        exactlyOnce: items.length === grabs && new Set(items).size === grabs && (await admin.llen(k.pool)) === envelopes - grabs,
+      });
+    }
+    await admin.del(...['lua', 'multi'].flatMap((x) => ['pool', 'grabs', 'claims', 'env', 'stats', 'credits', 'taken'].map((p) => `bench:watch:{${x}}:${p}`)));
+  } finally {
+    for (const c of conns) c.redis.disconnect();
+    admin.disconnect();
+  }
+  for (const r of rows) console.log(`[bench] ${r.design}: ${fmtInt(r.grabsPerS)} grabs/s, ${fmtInt(r.aborted)} aborted of ${fmtInt(r.attempts)} attempts`);
+  return { rows, grabUsecPerCall, envelopes, watchS };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The storm
+
+interface StormResult {
+  label: string;
+  users: number;
+  envelopes: number;
+  requests: number;
+  seconds: number;
+  statuses: Record<string, number>;
+  httpErrors: number;
+  grabbedAnswers: number;
+  distinctEnvelopes: number;
+  usersWithTwo: number;
+  lastCreditAfterLastGrabMs: number;
+  /** Grabs waiting for their credit at the first poll after the last grab. */
+  pendingAtLastGrab: number;
+  rec: Reconciliation;
+  walletsChecked: number;
+  walletsWrong: number;
+  killedAtGrabs?: number;
+  /** Unacknowledged credit-stream entries of each consumer right after the kill (XPENDING). */
+  pendingAtKill?: [string, string][];
+  killedPid?: number;
+  /** Grabs the killed instance had credited by its last metrics sample before the kill (red_envelope_credited_total). */
+  creditedByKilled?: number;
+  exactlyOnce: boolean;
+}
+
+async function storm(
+  label: string,
+  port: number,
+  users: number,
+  envelopes: number,
+  userPrefix: string,
+  opts: { createOn?: number; killAt?: { grabs: number; kill: () => void; pid: number; port: number }; redisUrl?: string } = {},
+): Promise<StormResult> {
+  const id = `st${Date.now().toString(36)}`;
+  await createRain(opts.createOn ?? port, id, envelopes);
+  const accountOf = (u: number) => `${userPrefix}-${u}`;
+  const tokens = bearerTokens(Array.from({ length: users }, (_, i) => accountOf(i)));
+  const statuses: Record<string, number> = {};
+  const byUser = new Map<number, Set<string>>();
+  const owner = new Map<string, { user: number; amount: number }>();
+  let grabbedAnswers = 0;
+  let httpErrors = 0;
+  let lastGrabAt = 0;
+  let killedAtGrabs: number | undefined;
+  let pendingAtKillP: Promise<[string, string][]> | undefined;
+  let done = false;
+  let creditedAt = 0;
+  const samples: [number, number][] = [];
+  const poller = (async () => {
+    while (!creditedAt) {
+      await sleep(done ? 20 : 50);
+      try {
+        const r = await reconciliation(port, id);
+        samples.push([performance.now(), r.pending.count]);
+        if (r.grabbed.count === envelopes && r.pending.count === 0 && r.credited.count === envelopes) creditedAt = performance.now();
+      } catch {
+        /* the next poll */
+      }
+    }
+  })();
+  // The instance to be killed: its credited counter, sampled until the kill.
+  let creditedByKilled: number | undefined;
+  const sampler = (async () => {
+    if (!opts.killAt) return;
+    while (killedAtGrabs === undefined && !done) {
+      try {
+        const m = await http(opts.killAt.port, 'GET', '/metrics', ADMIN);
+        const v = /red_envelope_credited_total(?:\{[^}]*\})? (\d+)/.exec(m.body);
+        if (killedAtGrabs === undefined && v) creditedByKilled = Number(v[1]);
+      } catch {
+        /* the next sample */
+      }
+      await sleep(100);
+    }
+  })();
+  const t0 = performance.now();
+  const path = `/red-envelopes/activities/${id}/grab`;
+  await forEachLimit(users, 100, async (u) => {
+    const headers = { authorization: tokens[u] };
+    await Promise.all(
+      [0, 1].map(async () => {
+        let a: Answer;
+        try {
+          a = await http(port, 'POST', path, headers);
+        } catch {
+          httpErrors++;
+          return;
+        }
+        const b = a.status === 200 ? json<{ status: string; envelopeId?: string; amount?: number }>(a) : { status: `HTTP ${a.status}` };
+        statuses[b.status] = (statuses[b.status] ?? 0) + 1;
+        if (b.envelopeId) {
+          let s = byUser.get(u);
+          if (!s) byUser.set(u, (s = new Set()));
+          s.add(b.envelopeId);
+          const o = owner.get(b.envelopeId);
+          if (o && o.user !== u) owner.set(b.envelopeId, { user: -1, amount: 0 });
+          else owner.set(b.envelopeId, { user: u, amount: b.amount ?? 0 });
+        }
+        if (b.status === 'GRABBED') {
+          grabbedAnswers++;
+          lastGrabAt = performance.now();
+          if (opts.killAt && killedAtGrabs === undefined && grabbedAnswers >= opts.killAt.grabs) {
+            killedAtGrabs = grabbedAnswers;
+            opts.killAt.kill();
+            pendingAtKillP = pendingByConsumer(opts.redisUrl!, id);
+          }
+        }
+      }),
+    );
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  done = true;
+  await sampler;
+  const deadline = performance.now() + 60_000;
+  while (!creditedAt && performance.now() < deadline) await sleep(50);
+  const finished = creditedAt;
+  creditedAt ||= -1;
+  await poller;
+  const rec = await reconciliation(port, id);
+  // A sample of the winners' wallets: each holds exactly its envelope (a double credit would show twice the amount).
+  const sample = [...owner.values()].filter((o) => o.user >= 0).slice(0, 300);
+  let walletsWrong = 0;
+  await forEachLimit(sample.length, 20, async (i) => {
+    const o = sample[i];
+    const a = await http(port, 'GET', `/admin/wallets/account:${accountOf(o.user)}`, ADMIN);
+    const body = a.body;
+    const m = /"CNY"\D*(\d+)/.exec(body);
+    if (a.status !== 200 || !m || Number(m[1]) !== o.amount) walletsWrong++;
+  });
+  const usersWithTwo = [...byUser.values()].filter((s) => s.size > 1).length;
+  const distinctEnvelopes = [...owner.values()].filter((o) => o.user >= 0).length;
+  const r: StormResult = {
+    label,
+    users,
+    envelopes,
+    requests: 2 * users,
+    seconds,
+    statuses,
+    httpErrors,
+    grabbedAnswers,
+    distinctEnvelopes,
+    usersWithTwo,
+    lastCreditAfterLastGrabMs: finished ? finished - lastGrabAt : NaN,
+    pendingAtLastGrab: samples.find(([t]) => t >= lastGrabAt)?.[1] ?? NaN,
+    rec,
+    walletsChecked: sample.length,
+    walletsWrong,
+    killedAtGrabs,
+    pendingAtKill: await pendingAtKillP,
+    killedPid: opts.killAt?.pid,
+    creditedByKilled,
+    exactlyOnce:
+      grabbedAnswers === envelopes &&
+      distinctEnvelopes === envelopes &&
+      owner.size === envelopes &&
+      usersWithTwo === 0 &&
+      rec.grabbed.count === envelopes &&
+      rec.credited.count === envelopes &&
+      rec.pending.count === 0 &&
+      rec.dead.count === 0 &&
+      walletsWrong === 0,
+  };
+  console.log(
+    `[bench] storm (${label}): ${fmtNum(seconds, 1)} s, ${JSON.stringify(statuses)}, last credit ${fmtInt(r.lastCreditAfterLastGrabMs)} ms after the last grab, ` +
+      `exactly once ${r.exactlyOnce}, balanced ${rec.balanced}, wallets wrong ${walletsWrong}/${sample.length}`,
+  );
+  return r;
+}
+
+/** XPENDING's summary of sub-pool 0's credit stream: each consumer and its unacknowledged entries. */
+async function pendingByConsumer(url: string, activityId: string): Promise<[string, string][]> {
+  const r = new Redis(url);
+  try {
+    const k = poolKeys(new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig), activityId, 0);
+    const [, , , consumers] = (await r.xpending(k.credits, 'red-envelope-credit')) as [number, string, string, [string, string][] | null];
+    return consumers ?? [];
+  } finally {
+    r.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Scale
+
+interface ScaleRow {
+  subPools: number;
+  rps: number;
+  p99: number;
+  statuses: Record<string, number>;
+  evalshaPerMaster: number[];
+  /** The master (index into the cluster's masters) holding each sub-pool. */
+  subPoolMaster: number[];
+  serverUs?: number;
+}
+
+async function scale(dist: string, workDir: string, quick: boolean): Promise<{ rows: ScaleRow[]; masters: number }> {
+  const cluster = await startRedisCluster({ masters: 3 });
+  const unregister = onCleanup(
+    'redis cluster',
+    () => cluster.destroy(),
+    () => cluster.processes.forEach((p) => p.kill?.()),
+  );
+  const urls = cluster.nodes.map((n) => `redis://${n.host}:${n.port}`);
+  const svc = await startService(dist, workDir, 'cluster', { REDIS_CLUSTER_NODES: cluster.envValue });
+  const rows: ScaleRow[] = [];
+  try {
+    const count = quick ? 60_000 : 120_000;
+    const ids = [1, 3].map((p) => `sc${p}${Date.now().toString(36)}`);
+    await createRain(svc.port, ids[0], count, { subPools: 1 });
+    await createRain(svc.port, ids[1], count, { subPools: 3 });
+    const tokens = bearerTokens(Array.from({ length: quick ? 30_000 : 60_000 }, (_, i) => `sc-${i}`));
+    const url = `http://127.0.0.1:${svc.port}`;
+    for (const [k, subPools] of [
+      [0, 1],
+      [1, 3],
+    ] as const) {
+      let n = 0;
+      const req = (): LoadRequest => ({
+        method: 'POST',
+        path: `/red-envelopes/activities/${ids[k]}/grab`,
+        headers: { authorization: tokens[n++ % tokens.length] },
+      });
+      await measuredLoad({ url, connections: CONNECTIONS, durationS: 1, requests: req }, svc.proc.pid, 0);
+      await creditedAll(svc.port, ids);
+      const before = await Promise.all(urls.map((u) => commandStats([u])));
+      const m = await measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 3 : 5, requests: req }, svc.proc.pid, 0);
+      const after = await Promise.all(urls.map((u) => commandStats([u])));
+      rows.push({
+        subPools,
+        rps: m.load.total / m.load.durationS,
+        p99: m.load.p99,
+        statuses: m.load.statusCodes,
+        evalshaPerMaster: urls.map((_, i) => statsDelta(before[i], after[i]).evalsha?.calls ?? 0),
+        subPoolMaster: await masterOf(urls, ids[k], subPools),
+        serverUs: m.serverCpuS !== undefined ? (m.serverCpuS * 1e6) / m.load.total : undefined,
+      });
+      console.log(`[bench] scale ${subPools} sub-pool(s): ${fmtInt(rows[rows.length - 1].rps)} req/s`);
+    }
+  } finally {
+    await svc.proc.stop();
+    await cluster.destroy();
+    unregister();
+  }
+  return { rows, masters: urls.length };
+}
+
+/** For each sub-pool of a rain, the index of the master whose keys include its stats hash. */
+async function masterOf(urls: string[], activityId: string, subPools: number): Promise<number[]> {
+  const keys = new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig);
+  const conns = urls.map((u) => new Redis(u));
+  try {
+    const out: number[] = [];
+    for (let k = 0; k < subPools; k++) {
+      const has = await Promise.all(conns.map((c) => c.exists(poolKeys(keys, activityId, k).stats).catch(() => 0)));
+      out.push(has.indexOf(1));
+    }
+    return out;
+  } finally {
+    conns.forEach((c) => c.disconnect());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Distribution
+
+function distributionSvg(seed: string, count: number, total: number): { svg: string; d: ReturnType<typeof distribution> } {
+  const amounts = splitAmounts({ total, count, minAmount: 1, seed, maxCount: count });
+  const d = distribution(amounts, 60);
+  const points: [number, number][] = d.histogram.map((b) => [(b.from + b.to) / 2 / 100, b.count]);
+  const svg = lineChartSvg({
+    title: `Amounts of a ${fmtInt(count)}-envelope split (total ${fmtInt(total / 100)} CNY, double-mean)`,
+    xLabel: 'Amount (CNY), bucket midpoint',
+    yLabel: 'Envelopes per bucket',
+    series: [{ label: `${d.histogram.length} buckets`, colour: '#c0392b', points }],
+    marks: [
+      { x: d.mean / 100, label: `mean ${fmtNum(d.mean / 100, 2)}` },
+      { x: d.p99 / 100, label: `p99 ${fmtNum(d.p99 / 100, 2)}` },
+    ],
+  });
+  return { svg, d };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+export async function main(args: string[]): Promise<void> {
+  const { quick, sections, dist: builtDist } = parseSectionArgs<Section>(args, SECTIONS);
+  const workDir = benchWorkDir('redis-pay-re-');
+  const dist = snapshotBuild(builtDist, join(workDir, 'build'));
+  const redis = await startBenchRedis();
+  const run = async <T>(s: Section, f: () => Promise<T>): Promise<T | undefined> => (sections.has(s) ? f() : undefined);
+
+  let svc = await startService(dist, workDir, 'main', { REDIS_URL: redis.url });
+  const pre = await run('preload', () => preload(svc, redis, quick ? 200_000 : 1_000_000));
+  const grab = await run('grab', () => grabVsFloor(svc, redis, dist, workDir, quick));
+  if (grab) svc = grab.svc;
+  const watch = await run('watch', () => luaVsWatch(redis, dist, quick));
+  const storms = await run('storm', async () => {
+    const users = quick ? 20_000 : 100_000;
+    const envelopes = users / 2;
+    const one = await storm('one instance', svc.port, users, envelopes, 's1');
+    const second = await startService(dist, workDir, 'crediting-2', { REDIS_URL: redis.url });
+    const two = await storm('two instances, the second killed -9 mid-run', svc.port, users, envelopes, 's2', {
+      createOn: second.port,
+      killAt: { grabs: envelopes / 2, kill: () => second.proc.child.kill('SIGKILL'), pid: second.proc.pid, port: second.port },
+      redisUrl: redis.url,
+    });
+    return [one, two];
+  });
+  await svc.proc.stop();
+  const sc = await run('scale', () => scale(dist, workDir, quick));
+  const distRes = await run('distribution', async () => distributionSvg(pre?.seed ?? 'bench-distribution', 1_000_000, 100_000_000));
+
+  // ---- goals
+  const svcRow = grab?.rows.find((r) => r.who === 'service');
+  const floorRow = grab?.rows.find((r) => r.who === 'floor');
+  const ratio = svcRow && floorRow ? svcRow.rps / floorRow.rps : undefined;
+  const worstLag = storms ? Math.max(...storms.map((s) => s.lastCreditAfterLastGrabMs)) : undefined;
+  const goals: GoalLine[] = [
+    {
+      goal: `Preload ${fmtInt(pre?.count ?? 1_000_000)} envelopes (POST to READY)`,
+      target: `≤ ${GOALS.preloadS} s`,
+      measured: pre ? `${fmtNum(pre.ms / 1000, 2)} s (${fmtNum(pre.bytesPerEnvelope, 1)} B of Redis per envelope)` : 'n/a',
+      met: pre ? pre.ms / 1000 <= GOALS.preloadS : undefined,
+    },
+    {
+      goal: 'Grab: service / floor req/s',
+      target: `≥ ${GOALS.floorRatio}`,
+      measured: ratio !== undefined ? `${fmtNum(ratio, 2)} (${fmtInt(svcRow!.rps)} / ${fmtInt(floorRow!.rps)})` : 'n/a',
+      met: ratio !== undefined ? ratio >= GOALS.floorRatio : undefined,
+    },
+    {
+      goal: 'Balanced after every run (reconciliation); in the storms every envelope grabbed once, nobody twice, every credit landed',
+      target: 'every run',
+      measured:
+        [
+          ...(grab
+            ? [`grab runs: balanced ${grab.rec.balanced} (${fmtInt(grab.rec.credited.count)} credited, ${fmtInt(grab.rec.pending.count)} pending)`]
+            : []),
+          ...(storms ?? []).map((s) => `storm, ${s.label}: balanced ${s.rec.balanced}, exactly once ${s.exactlyOnce}`),
+        ].join('; ') || 'n/a',
+      met: grab || storms ? (grab?.rec.balanced ?? true) && (storms ?? []).every((s) => s.rec.balanced && s.exactlyOnce) : undefined,
+    },
+    {
+      goal: 'Crediting keeps up: last credit after the last grab',
+      target: `≤ ${GOALS.lastCreditS} s`,
+      measured: storms ? storms.map((s) => `${s.label}: ${fmtNum(s.lastCreditAfterLastGrabMs / 1000, 2)} s`).join('; ') : 'n/a',
+      met: worstLag !== undefined ? worstLag <= GOALS.lastCreditS * 1000 : undefined,
+    },
+  ];
+
+  // ---- report
+  const env = environmentInfo(redis.version, { service: 'node dist/main.js, NODE_ENV=production, LOG_LEVEL=warn, RED_ENVELOPE_CREDIT_RETRY_MS=500' });
+  const md: string[] = reportHead(NAME, args, env, goals);
+  const missed: string[] = [];
+  if (ratio !== undefined && ratio < GOALS.floorRatio)
+    missed.push(
+      `- Grab is ${fmtNum(100 * (1 - ratio / GOALS.floorRatio), 0)}% short of ${GOALS.floorRatio} × floor (${fmtNum(ratio, 2)}). Server CPU is ${fmtInt(svcRow!.serverUs ?? NaN)} µs per request against ${fmtInt(floorRow!.serverUs ?? NaN)} µs for the floor; ` +
+        `Redis commands per request ${fmtNum(svcRow!.commandsPerRequest, 2)} against ${fmtNum(floorRow!.commandsPerRequest, 2)} (the service's include the crediting of each grab in the same window: ${describeCommands(svcRow!)}). ` +
+        `The floor does one EVALSHA and no auth, validation, rate limit, logging, metrics or crediting; on two shared cores the service's crediting (a wallet credit and a settle per grab) competes with its own grabs for the CPU.`,
+    );
+  if (worstLag !== undefined && worstLag > GOALS.lastCreditS * 1000)
+    missed.push(`- The last credit came ${fmtNum(worstLag / 1000, 2)} s after the last grab, ${fmtNum(worstLag / 1000 - GOALS.lastCreditS, 2)} s over.`);
+  if (pre && pre.ms / 1000 > GOALS.preloadS)
+    missed.push(`- The preload took ${fmtNum(pre.ms / 1000, 2)} s, ${fmtNum(pre.ms / 1000 - GOALS.preloadS, 2)} s over.`);
+  if (missed.length) md.push('### What explains a miss', '', ...missed, '');
+
+  if (pre)
+    md.push(
+      '## 1. Preload',
+      '',
+      `One rain of ${fmtInt(pre.count)} envelopes (total ${fmtInt(pre.total / 100)} CNY) created by POST /admin/red-envelopes/activities (the sponsor's wallet debited, the split computed, each sub-pool staged in batches and armed by RENAME), polled every 25 ms by GET until READY: ` +
+        `**${fmtNum(pre.ms / 1000, 2)} s**. Redis memory (INFO used_memory before the POST and after READY) grew by ${fmtNum(pre.bytesPerEnvelope, 1)} bytes per envelope (the list item \`<activity>.<index>:<amount>\` and its share of the list's nodes).`,
+      '',
+    );
+  if (grab && svcRow && floorRow)
+    md.push(
+      '## 2. Grab against the floor',
+      '',
+      `autocannon, ${CONNECTIONS} connections, a new user (a new JWT) on every request, one sub-pool with enough envelopes not to run dry. ` +
+        "The floor (bench/red-envelopes-floor-server.ts) is bare Fastify 5 + one ioredis connection running the same grab-6.lua (loaded by the service's script loader, same SHA) by EVALSHA on the same keys; no auth, validation, rate limit, logging, metrics or crediting. The service was stopped during the floor run (it would credit the floor's grabs).",
+      '',
+      markdownTable(
+        [
+          'Server',
+          'req/s',
+          'p50 ms',
+          'p99 ms',
+          'Answers',
+          'Server CPU µs/req',
+          'Redis CPU µs/req',
+          'Redis commands/req',
+          'EVALSHA/req',
+          'EVALSHA µs/call (commandstats)',
+        ],
+        grab.rows.map((r) => [
+          r.who,
+          fmtInt(r.rps),
+          r.p50,
+          r.p99,
+          statusText(r.statuses),
+          fmtInt(r.serverUs ?? NaN),
+          fmtInt(r.redisUs ?? NaN),
+          fmtNum(r.commandsPerRequest, 2),
+          fmtNum(r.evalshaPerRequest, 2),
+          fmtNum(r.evalshaUsecPerCall, 1),
+        ]),
+      ),
+      '',
+      `Service / floor: **${fmtNum(ratio, 2)}**. After both runs the restarted service credited every grab (the floor's too) in ${fmtNum(grab.creditedS, 1)} s; reconciliation balanced: ${grab.rec.balanced ? 'yes' : 'NO'}. The service's Redis commands in the window: ${describeCommands(svcRow)}.`,
+      '',
+    );
+  if (watch)
+    md.push(
+      '## 3. Lua against WATCH/MULTI',
+      '',
+      `200 grabbers, one connection each, on one pool of ${fmtInt(watch.envelopes)} envelopes directly on Redis (no HTTP); each grab a new user. The Lua grabbers run until the pool is empty; WATCH/MULTI (WATCH pool + grabs, HEXISTS, LINDEX, then MULTI RPOP + HSET + LPUSH EXEC, the whole thing again when EXEC aborts) for ${watch.watchS} s. "Each envelope once": no envelope taken twice, and the pool holds exactly the ones not taken.`,
+      '',
+      markdownTable(
+        ['Design', 'Grabs', 'Seconds', 'Grabs/s', 'Attempts', 'Aborted EXECs', 'Redis commands per grab', 'Each envelope once'],
+        watch.rows.map((r) => [
+          r.design,
+          fmtInt(r.grabs),
+          fmtNum(r.seconds, 2),
+          fmtInt(r.grabsPerS),
+          fmtInt(r.attempts),
+          fmtInt(r.aborted),
+          fmtNum(r.redisCommands / r.grabs, 1),
+          r.exactlyOnce ? 'yes' : 'NO',
+        ]),
+      ),
+      '',
+      `grab-6.lua costs ${fmtNum(watch.grabUsecPerCall, 1)} µs of Redis time per call (INFO commandstats).`,
+      '',
+    );
+  if (storms)
+    md.push(
+      '## 4. The storm',
+      '',
+      `${fmtInt(storms[0].users)} users tap twice (both taps at once) against ${fmtInt(storms[0].envelopes)} envelopes, 100 users (200 requests) in flight, through the service. ` +
+        'The reconciliation is polled during the run; "last credit" is the first poll that saw every envelope credited, minus the time the last GRABBED answer arrived. ' +
+        'The second run has two instances on one Redis: the second created (and so loaded and credits) the rain, the grabs go to the first; the second is killed with SIGKILL once half the envelopes are grabbed, and the first takes its pending credits over after RED_ENVELOPE_CREDIT_RETRY_MS (500 ms).',
+      '',
+      markdownTable(
+        [
+          'Run',
+          'Seconds',
+          'Answers',
+          'HTTP errors',
+          'GRABBED',
+          'Distinct envelopes',
+          'Users with two',
+          'Grabbed / credited / pending / dead (reconciliation)',
+          'Balanced',
+          'Wallets checked (wrong)',
+          'Pending at the last grab',
+          'Last credit after last grab',
+        ],
+        storms.map((s) => [
+          s.label + (s.killedAtGrabs ? ` (killed at ${fmtInt(s.killedAtGrabs)} grabs)` : ''),
+          fmtNum(s.seconds, 1),
+          statusText(s.statuses),
+          s.httpErrors,
+          fmtInt(s.grabbedAnswers),
+          fmtInt(s.distinctEnvelopes),
+          s.usersWithTwo,
+          `${fmtInt(s.rec.grabbed.count)} / ${fmtInt(s.rec.credited.count)} / ${fmtInt(s.rec.pending.count)} / ${fmtInt(s.rec.dead.count)}`,
+          s.rec.balanced ? 'yes' : 'NO',
+          `${s.walletsChecked} (${s.walletsWrong})`,
+          fmtInt(s.pendingAtLastGrab),
+          `${fmtNum(s.lastCreditAfterLastGrabMs / 1000, 2)} s`,
+        ]),
+      ),
+      '',
+      ...storms
+        .filter((s) => s.pendingAtKill)
+        .map(
+          (s) =>
+            `Right after the kill, the credit stream's unacknowledged entries by consumer (XPENDING): ${s.pendingAtKill!.map(([c, n]) => `${c.endsWith(`-${s.killedPid}`) ? 'the killed instance' : 'the survivor'} ${n}`).join(', ') || 'none'}. The killed instance had credited ${s.creditedByKilled === undefined ? 'an unknown number of' : fmtInt(s.creditedByKilled)} grabs by its last metrics sample (every 100 ms) before the kill.`,
+        ),
+      '',
+    );
+  if (sc)
+    md.push(
+      '## 5. Scale: 1 pool vs 3 sub-pools on a 3-master cluster',
+      '',
+      `The service on a ${sc.masters}-master cluster (test/harness/redis-cluster.ts), one rain with 1 sub-pool and one with 3, a new user per request, ${CONNECTIONS} connections. On this 2-core machine one service instance is the bottleneck, so the figure that matters is the spread of the script calls over the masters.`,
+      '',
+      markdownTable(
+        ['Sub-pools', 'req/s', 'p99 ms', 'Answers', 'Server CPU µs/req', 'EVALSHA per master (masters 1 / 2 / 3)', 'Sub-pool on master'],
+        sc.rows.map((r) => [
+          r.subPools,
+          fmtInt(r.rps),
+          r.p99,
+          statusText(r.statuses),
+          fmtInt(r.serverUs ?? NaN),
+          r.evalshaPerMaster.map(fmtInt).join(' / '),
+          r.subPoolMaster.map((m, k) => `${k}→${m + 1}`).join(', '),
+        ]),
+      ),
+      '',
+    );
+  if (distRes)
+    md.push(
+      '## 6. The amount distribution',
+      '',
+      `A 1,000,000-envelope split of 1,000,000.00 CNY (minimum 0.01) with ${pre?.seed ? "the preloaded rain's seed" : 'a fixed seed'}: min ${fmtNum(distRes.d.min / 100)}, mean ${fmtNum(distRes.d.mean / 100)}, p50 ${fmtNum(distRes.d.p50 / 100)}, p90 ${fmtNum(distRes.d.p90 / 100)}, p99 ${fmtNum(distRes.d.p99 / 100)}, max ${fmtNum(distRes.d.max / 100)} CNY. Plot: docs/red-envelope-amounts.svg.`,
+      '',
+    );
+
+  const outDir = quick ? join(tmpdir(), 'redis-pay-bench') : RESULTS_DIR;
+  writeResult(NAME, md.join('\n'), outDir);
+  writeJsonResult(
+    NAME,
+    benchJson(
+      { bench: NAME, args, environment: env, goals, ratios: { grabServiceOverFloor: jsonNum(ratio) }, dist: builtDist },
+      {
+        preload: pre ?? null,
+        grab: grab?.rows.map(({ m: _m, ...r }) => ({ ...r, rps: jsonNum(r.rps, 0), serverUs: jsonNum(r.serverUs, 1), redisUs: jsonNum(r.redisUs, 1) })) ?? null,
+        luaVsWatch: watch ?? null,
+        storms: storms ?? null,
+        scale: sc ?? null,
+        distribution: distRes ? { ...distRes.d, histogram: distRes.d.histogram } : null,
+      },
+    ),
+    outDir,
+  );
+  if (distRes) {
+    const svgPath = quick ? join(outDir, 'red-envelope-amounts.svg') : SVG_PATH;
+    writeFileSync(svgPath, distRes.svg);
+    console.log(`[bench] written ${svgPath}`);
+  }
+}
+
+const statusText = (s: Record<string, number>) =>
+  Object.entries(s)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k}: ${fmtInt(v)}`)
+    .join(', ');
+
+function describeCommands(r: GrabRow): string {
+  return Object.entries(r.commands)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8)
+    .map(([k, v]) => `${k} ${fmtNum(v / r.m.load.total, 2)}`)
+    .join(', ');
+}
