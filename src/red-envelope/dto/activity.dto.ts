@@ -1,16 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsISO8601, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsIn, IsInt, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACTIVITY_ID_RE } from '../red-envelope-keys';
-
-const MERCHANT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
-const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
-const IsDateTime = (field: string) => (target: object, key: string) => {
-  IsISO8601({ strict: true })(target, key);
-  Matches(DATE_TIME_RE, { message: `${field} must be a date and time with a time zone, e.g. 2026-12-31T20:00:00+08:00` })(target, key);
-};
 
 export class CreateRedEnvelopeActivityDto {
   @ApiProperty({ example: 'nye-quiz', maxLength: 32 })

@@ -1,21 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  IsArray,
-  IsIn,
-  IsInt,
-  IsISO8601,
-  IsString,
-  Matches,
-  Max,
-  MaxLength,
-  Min,
-  MinLength,
-  ValidateBy,
-  ValidateNested,
-} from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsString, Max, MaxLength, Min, MinLength, ValidateBy, ValidateNested } from 'class-validator';
+import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
@@ -28,13 +14,6 @@ export const MAX_PRODUCTS_IN_BODY = 10_000;
 export const MAX_STOCK = 10_000_000;
 export const MAX_PER_USER_LIMIT = 1000;
 const isAccountId = (a: unknown) => typeof a === 'string' && ACCOUNT_ID_RE.test(a);
-const MERCHANT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
-/** A date and time with a zone. */
-const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
-const IsDateTime = (field: string) => (target: object, key: string) => {
-  IsISO8601({ strict: true })(target, key);
-  Matches(DATE_TIME_RE, { message: `${field} must be a date and time with a time zone, e.g. 2026-11-25T10:00:00+08:00` })(target, key);
-};
 
 export class ProductDto {
   @ApiProperty({ example: 'data-10g', maxLength: 64 })

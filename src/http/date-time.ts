@@ -1,0 +1,15 @@
+import { IsISO8601, Matches } from 'class-validator';
+
+/** A date and time with a zone (IsISO8601 strict also allows a bare date). */
+export const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
+
+/** A body field holding an ISO 8601 date and time with a time zone; the 400 names `field`. */
+export const IsDateTime =
+  (field: string) =>
+  (target: object, key: string): void => {
+    IsISO8601({ strict: true })(target, key);
+    Matches(DATE_TIME_RE, { message: `${field} must be a date and time with a time zone, e.g. 2026-11-25T10:00:00+08:00` })(target, key);
+  };
+
+/** Merchant ids as the merchant signature admits them; never `.` or `..` (they appear in URLs). */
+export const MERCHANT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
