@@ -204,7 +204,9 @@ export class SeckillStore {
   async remember(accountId: string, rsvId: string, at: ReservationLocation, keepUntil: number): Promise<void> {
     const k = buyerIndexKey(this.keys, accountId);
     await this.redis.command((c) => c.hset(k, rsvId, JSON.stringify(at)));
-    await this.redis.command((c) => c.pexpireat(k, keepUntil, 'GT')).catch(() => this.redis.command((c) => c.pexpireat(k, keepUntil)));
+    // NX gives a new index its expiry (GT alone never does: a key without one counts as never expiring); GT only ever
+    // lengthens it, so a later activity that ends sooner does not cut short an earlier one's reservations.
+    await Promise.all([this.redis.command((c) => c.pexpireat(k, keepUntil, 'NX')), this.redis.command((c) => c.pexpireat(k, keepUntil, 'GT'))]);
   }
 
   /** Every reservation of the account, with where it is (at most `limit`). */

@@ -1,3 +1,5 @@
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { buyerIndexKey } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';
@@ -59,5 +61,13 @@ describe('flash sale over HTTP', () => {
     expect(stock.get('p1')).toMatchObject({ available: 2, reserved: 0, sold: 1, returned: 2 });
     expect(stock.get('p2')).toMatchObject({ available: 0, reserved: 2, sold: 0 });
     expect((await kit.admin().get(`/admin/seckill/activities/${id}/check`)).body).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it("a buyer's reservation index expires with the activity's live keys (never kept for good)", async () => {
+    const id = activityId('ttl');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    expect((await kit.reserve('acc_ttl', id, 'p1', 1, 'r1')).status).toBe(201);
+    const ttl = await ctx.raw.pttl(buyerIndexKey(ctx.t.app.get(KeyBuilder), 'acc_ttl'));
+    expect(ttl).toBeGreaterThan(3600_000);
   });
 });
