@@ -1,5 +1,4 @@
 import Redis from 'ioredis';
-import { CREDIT_GROUP } from '../../src/red-envelope/crediting.service';
 import { WalletService } from '../../src/wallet/wallet.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
@@ -170,14 +169,9 @@ describe('red-envelope crediting through redelivery', () => {
     const kit = rainKit(survivor);
     const before = await kit.reconciliation(id);
     expect(before.grabbed.count).toBeGreaterThanOrEqual(250);
-    // Grabs the child had read and not credited: pending with the dead consumer.
-    let heldByDead = 0;
-    for (const k of [0, 1]) {
-      const pending = (await raw.xpending(kit.store.pool(id, k).credits, CREDIT_GROUP)) as [number, ...unknown[]];
-      heldByDead += Number(pending[0]);
-    }
-    expect(heldByDead).toBeGreaterThan(0);
-    expect(before.pending.count).toBeGreaterThan(0);
+    // Usually the child dies holding grabs it read and had not credited (pending with the dead consumer), but not
+    // always: it may have credited everything it read (a loaded CI run). The redelivery tests above make that case
+    // for certain; here what must hold is that every grab ends credited once.
 
     const r = await kit.credited(id, 20_000);
     expect(r).toMatchObject({ grabbed: { count: before.grabbed.count }, credited: { count: before.grabbed.count }, dead: { count: 0 }, balanced: true });
