@@ -239,7 +239,7 @@ export class SeckillStore {
       }
       salts.push(salt < 10_000 ? salt : 0);
     }
-    return salts.some((s) => s > 0) ? salts : undefined;
+    return salts;
   }
 }
 
