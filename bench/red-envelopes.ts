@@ -16,6 +16,8 @@
  * 6. The amount distribution of a 1,000,000 split (src/red-envelope/split.ts) as an SVG.
  *
  * Options: --quick (smaller counts, shorter loads; writes to $TMPDIR/redis-pay-bench/), --only sections, --dist DIR.
+ * Env: BENCH_PROFILE_DIR (run the service under node --cpu-prof, profiles there), BENCH_SERVICE_ENV (JSON of extra
+ * service settings, for experiments; the standard run sets none).
  * Only the standard run writes bench/results/red-envelopes.{md,json} and docs/red-envelope-amounts.svg.
  */
 import Redis from 'ioredis';
@@ -62,6 +64,7 @@ const SERVICE_ENV: Record<string, string> = {
   RATE_LIMIT_WINDOW_MS: '1000',
   RED_ENVELOPE_MAX_COUNT: '1000000',
   RED_ENVELOPE_CREDIT_RETRY_MS: '500',
+  ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>),
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
@@ -100,7 +103,7 @@ async function startService(dist: string, workDir: string, id: string, redisEnv:
   Object.assign(env, redisEnv);
   const dir = join(workDir, `run-${id}`);
   mkdirSync(dir, { recursive: true });
-  const proc = spawnFullStack({ id, port, dist, workDir: dir, env });
+  const proc = spawnFullStack({ id, port, dist, workDir: dir, env, profileDir: process.env.BENCH_PROFILE_DIR });
   await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
   return { port, proc };
 }
@@ -326,7 +329,10 @@ async function grabVsFloor(
   } finally {
     await floor.stop();
   }
-  for (const r of rows) console.log(`[bench] grab ${r.who}: ${fmtInt(r.rps)} req/s, p99 ${r.p99} ms, ${JSON.stringify(r.statuses)}`);
+  for (const r of rows)
+    console.log(
+      `[bench] grab ${r.who}: ${fmtInt(r.rps)} req/s, p99 ${r.p99} ms, server CPU ${fmtNum(r.serverUs ?? NaN, 0)} µs/req, Redis CPU ${fmtNum(r.redisUs ?? NaN, 0)} µs/req, ${fmtNum(r.commandsPerRequest, 1)} commands/req, ${JSON.stringify(r.statuses)}`,
+    );
   const restarted = await startService(dist, workDir, 'main-2', { REDIS_URL: redis.url });
   // Every grab of both runs credited (the restarted service takes the stream up) before the next section.
   const c0 = performance.now();

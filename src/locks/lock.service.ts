@@ -51,6 +51,8 @@ export class LockService implements OnApplicationShutdown, HoldHost {
   private readonly logger = new Logger(LockService.name);
   /** The locks the current async call chain holds (withLock), by name. */
   private readonly chain = new AsyncLocalStorage<ReadonlyMap<string, ChainHold>>();
+  /** withLock calls under way, in this process (the storage is on only while there is one). */
+  private runs = 0;
   private readonly waiters: LockWaiters;
   private readonly holds = new Set<Hold>();
   /** @internal the time source of waits, renewals and deadlines */
@@ -149,16 +151,22 @@ export class LockService implements OnApplicationShutdown, HoldHost {
    * an awaited call from work `fn` merely starts (a timer, a promise left
    * running): such work shares the hold while `fn` runs, so start it with
    * `detached()` when it is a separate operation. Once the hold is released,
-   * nothing started inside it can re-enter with its owner.
+   * nothing started inside it can re-enter with its owner. The storage is
+   * switched off whenever no withLock is under way, so the rest of the
+   * process does not pay for it.
    */
   async withLock<T>(name: string, options: AcquireOptions, fn: (lock: LockHandle) => Promise<T>): Promise<T> {
     const lock = await this.acquire(name, options);
     const mine: ChainHold = { owner: lock.owner, active: true };
     const held = new Map(this.chain.getStore() ?? []);
     held.set(name, mine);
+    this.runs++;
     try {
       return await this.chain.run(held, () => fn(lock));
     } finally {
+      // No withLock under way: switch the storage off (run() switches it on again). While it is on, Node 20 runs a
+      // hook on every promise the process makes, ours or not (about 0.1-0.3 µs each, some 10 µs per HTTP request).
+      if (--this.runs === 0) this.chain.disable();
       mine.active = false;
       await lock.release();
     }

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import DataLoader from 'dataloader';
 import { hostname } from 'node:os';
 import type { StreamEntry } from '../streams/stream-group-runner';
 import type { StreamGroupRunner } from '../streams/stream-group-runner';
@@ -6,8 +7,11 @@ import { StreamRunners } from '../streams/stream-runners.service';
 import { WalletService } from '../wallet/wallet.service';
 import { RedEnvelopeConfig } from './red-envelope.config';
 import { RedEnvelopeMetrics } from './red-envelope.metrics';
-import { RedEnvelopeStore } from './red-envelope.store';
+import { RedEnvelopeStore, type Settled } from './red-envelope.store';
 import type { ActivityRecord } from './red-envelope.types';
+
+/** Most envelopes settled in one script call. */
+const SETTLE_BATCH_MAX = 500;
 
 /** The consumer group that credits grabs into wallets. */
 export const CREDIT_GROUP = 'red-envelope-credit';
@@ -24,12 +28,15 @@ const fieldsOf = (flat: string[]): Record<string, string> => {
  * moves no money twice), then the envelope's state moves to credited. A failed crediting stays pending and is taken
  * over after RED_ENVELOPE_CREDIT_RETRY_MS (by this or another instance: a dead consumer's entries too, XAUTOCLAIM);
  * after RED_ENVELOPE_CREDIT_MAX_DELIVERIES it goes to the sub-pool's dead-letter stream, for ops to re-drive.
+ * The envelopes of a sub-pool credited in one turn of the event loop are settled together, in one script call.
  */
 @Injectable()
 export class CreditingService {
   private readonly logger = new Logger(CreditingService.name);
   private readonly runners = new Map<string, StreamGroupRunner>();
   private readonly consumer = `${hostname()}-${process.pid}`;
+  /** By sub-pool (activity:pool): settles to 'credited' what was credited in the same turn, in one call. */
+  private readonly settlers = new Map<string, DataLoader<string, Settled>>();
 
   constructor(
     private readonly store: RedEnvelopeStore,
@@ -66,6 +73,7 @@ export class CreditingService {
     const r = this.runners.get(activityId);
     this.runners.delete(activityId);
     await r?.stop();
+    for (const id of this.settlers.keys()) if (id.startsWith(`${activityId}:`)) this.settlers.delete(id);
   }
 
   isRunning(activityId: string): boolean {
@@ -83,12 +91,28 @@ export class CreditingService {
       kind: 'red-envelope',
       memo: a.title.slice(0, 64),
     });
-    const s = await this.store.settle(this.store.pool(a.activityId, Number(f.pool)), f.envelopeId, 'credited');
+    const s = await this.settler(a.activityId, Number(f.pool)).load(f.envelopeId);
     if (s.moved) {
       this.metrics.credited.inc();
       // The grab's time is its stream entry id's.
       this.metrics.creditLag.observe(Math.max(0, Date.now() - Number(e.id.split('-')[0])) / 1000);
     }
+  }
+
+  private settler(activityId: string, pool: number): DataLoader<string, Settled> {
+    const id = `${activityId}:${pool}`;
+    let l = this.settlers.get(id);
+    if (!l) {
+      const k = this.store.pool(activityId, pool);
+      l = new DataLoader((ids) => this.store.settleMany(k, ids, 'credited'), {
+        cache: false,
+        maxBatchSize: SETTLE_BATCH_MAX,
+        // After the I/O callbacks of this turn: the wallet replies that arrived together settle together.
+        batchScheduleFn: (run) => setImmediate(run),
+      });
+      this.settlers.set(id, l);
+    }
+    return l;
   }
 
   private async deadLettered(a: ActivityRecord, e: StreamEntry): Promise<void> {

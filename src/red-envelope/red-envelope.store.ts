@@ -11,6 +11,9 @@ export type GrabReply =
   | { outcome: 'CLAIMED' | 'FALL_OVER'; ordinal: number }
   | { outcome: 'NONE_LEFT' | 'EMPTY' | 'NOT_STARTED' | 'ENDED' | 'NOT_LOADED' };
 
+/** Sub-pools whose keys are kept built (activities × sub-pools live at once are far fewer). */
+const POOL_KEYS_KEPT = 4096;
+
 const STAT_FIELDS = [
   'armed',
   'loadedCount',
@@ -29,17 +32,32 @@ const STAT_FIELDS = [
   'refundedAmount',
 ] as const;
 
+export type SettleTarget = 'credited' | 'dead' | 'pending';
+export interface Settled {
+  moved: boolean;
+  previous: string;
+}
+
 /** The one typed wrapper of the lua/red-envelope scripts and the red envelopes' keys. */
 @Injectable()
 export class RedEnvelopeStore {
+  private readonly pools = new Map<string, PoolKeys>();
+
   constructor(
     private readonly scripts: ScriptRegistry,
     private readonly redis: RedisService,
     private readonly keys: KeyBuilder,
   ) {}
 
+  /** A sub-pool's keys, built once per sub-pool (every grab and every credit needs them). */
   pool(activityId: string, pool: number): PoolKeys {
-    return poolKeys(this.keys, activityId, pool);
+    const id = `${activityId}:${pool}`;
+    let k = this.pools.get(id);
+    if (!k) {
+      if (this.pools.size >= POOL_KEYS_KEPT) this.pools.delete(this.pools.keys().next().value!);
+      this.pools.set(id, (k = poolKeys(this.keys, activityId, pool)));
+    }
+    return k;
   }
 
   // ---- activities
@@ -138,9 +156,14 @@ export class RedEnvelopeStore {
 
   // ---- crediting and the end
 
-  async settle(k: PoolKeys, envelopeId: string, to: 'credited' | 'dead' | 'pending'): Promise<{ moved: boolean; previous: string }> {
-    const [moved, previous] = await this.scripts.run<[number, string]>('red-envelope/settle', [k.env, k.stats], [envelopeId, to]);
-    return { moved: moved === 1, previous };
+  async settle(k: PoolKeys, envelopeId: string, to: SettleTarget): Promise<Settled> {
+    return (await this.settleMany(k, [envelopeId], to))[0];
+  }
+
+  /** settle() for many envelopes of one sub-pool in one call; the answers in the same order. */
+  async settleMany(k: PoolKeys, envelopeIds: readonly string[], to: SettleTarget): Promise<Settled[]> {
+    const flat = await this.scripts.run<Array<number | string>>('red-envelope/settle', [k.env, k.stats], [to, ...envelopeIds]);
+    return envelopeIds.map((_, i) => ({ moved: flat[2 * i] === 1, previous: String(flat[2 * i + 1]) }));
   }
 
   async drain(k: PoolKeys): Promise<{ count: number; amount: number }> {

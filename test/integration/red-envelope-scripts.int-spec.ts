@@ -208,6 +208,25 @@ describe('red-envelope scripts through the store', () => {
     expect(await expectBalanced(k)).toMatchObject({ creditedCount: 2, creditedAmount: a.amount + b.amount, deadCount: 0, pendingCount: 0 });
   });
 
+  it('settle many in one call: each envelope moves once (a repeat in the same call too), the counters by the sum', async () => {
+    const k = await armed(rainId('setm'), 0, [10, 20, 30, 40]);
+    const g = [];
+    for (const acc of ['acc_m1', 'acc_m2', 'acc_m3']) g.push((await store.grab(k, acc, false)) as { envelopeId: string; amount: number });
+    expect(await store.settle(k, g[2].envelopeId, 'dead')).toEqual({ moved: true, previous: 'pending' });
+    const ids = [g[0].envelopeId, g[1].envelopeId, g[0].envelopeId, g[2].envelopeId, 'nope.9'];
+    expect(await store.settleMany(k, ids, 'credited')).toEqual([
+      { moved: true, previous: 'pending' },
+      { moved: true, previous: 'pending' },
+      { moved: false, previous: 'credited' },
+      { moved: true, previous: 'dead' },
+      { moved: false, previous: '' },
+    ]);
+    const total = g[0].amount + g[1].amount + g[2].amount;
+    expect(await expectBalanced(k)).toMatchObject({ creditedCount: 3, creditedAmount: total, pendingCount: 0, pendingAmount: 0, deadCount: 0, deadAmount: 0 });
+    expect(await store.settleMany(k, ids, 'credited')).toEqual(ids.map((id) => ({ moved: false, previous: id === 'nope.9' ? '' : 'credited' })));
+    expect(await expectBalanced(k)).toMatchObject({ creditedCount: 3, creditedAmount: total });
+  });
+
   it('drain: the left envelopes move to refunded once, grabs then answer ENDED', async () => {
     const k = await armed(rainId('dr'), 0, [10, 20, 30, 40]);
     const g = (await store.grab(k, 'acc_d1', false)) as { amount: number };
