@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { createPublicKey, createSecretKey, KeyObject } from 'node:crypto';
-import { JsonWebTokenError, TokenExpiredError, verify, type VerifyOptions } from 'jsonwebtoken';
+import { createVerifier, TokenError } from 'fast-jwt';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
 
@@ -12,28 +11,31 @@ const CACHE_MAX = 50_000;
  * Verifies app-user bearer tokens: signature (HS256, RS256 or ES256 as
  * configured), expiry, and `sub`.
  *
- * The key is a `KeyObject` built once: given a string, jsonwebtoken tries to
- * parse it as a public key on every call (about 0.5 ms). A successful
- * verification is cached until the token's `exp`, bounded in size; only
- * tokens that verified are cached, so the cache never admits a bad token.
+ * fast-jwt prepares the key once, when the verifier is built, and only the
+ * configured algorithm is accepted (no `none`, no algorithm confusion). A
+ * successful verification is cached until the token's `exp`, bounded in
+ * size; only tokens that verified are cached, so the cache never admits a
+ * bad token.
  */
 @Injectable()
 export class JwtVerifier {
-  private readonly options: VerifyOptions;
-  private readonly key: KeyObject;
+  private readonly check: (token: string) => unknown;
   private readonly toleranceMs: number;
   private readonly verified = new Map<string, { sub: string; expMs: number }>();
 
   constructor(config: AppConfig) {
     const j = config.jwt;
-    this.key = j.algorithm === 'HS256' ? createSecretKey(Buffer.from(j.key, 'utf8')) : createPublicKey(j.key);
     this.toleranceMs = j.clockToleranceS * 1000;
-    this.options = {
+    this.check = createVerifier({
+      key: j.key,
       algorithms: [j.algorithm],
-      issuer: j.issuer,
-      audience: j.audience,
-      clockTolerance: j.clockToleranceS,
-    };
+      allowedIss: j.issuer,
+      allowedAud: j.audience,
+      // fast-jwt checks iss and aud only when present: a configured one is required.
+      requiredClaims: [...(j.issuer ? ['iss'] : []), ...(j.audience ? ['aud'] : [])],
+      clockTolerance: this.toleranceMs,
+      cache: false,
+    });
   }
 
   /** Whether `token` verified before (it may have expired since: `verify` decides). */
@@ -50,10 +52,10 @@ export class JwtVerifier {
     }
     let payload: unknown;
     try {
-      payload = verify(token, this.key, this.options);
+      payload = this.check(token);
     } catch (err) {
-      if (err instanceof TokenExpiredError) throw unauthorized('Bearer token has expired');
-      if (err instanceof JsonWebTokenError) throw unauthorized(`Bearer token is invalid: ${err.message}`);
+      if (err instanceof TokenError && err.code === TokenError.codes.expired) throw unauthorized('Bearer token has expired');
+      if (err instanceof TokenError) throw unauthorized(`Bearer token is invalid: ${err.message}`);
       throw unauthorized('Bearer token is invalid');
     }
     const claims = payload as { sub?: unknown; exp?: unknown };
