@@ -26,7 +26,8 @@ const fieldsOf = (flat: string[]): Record<string, string> => {
  * Credits every grab into the user's wallet exactly once: a consumer group on each sub-pool's credit stream (the
  * grab script adds the entry in the same step as the pop), the envelope id as the wallet reference (a redelivery
  * moves no money twice), then the envelope's state moves to credited. A failed crediting stays pending and is taken
- * over after RED_ENVELOPE_CREDIT_RETRY_MS (by this or another instance: a dead consumer's entries too, XAUTOCLAIM);
+ * over after RED_ENVELOPE_CREDIT_RETRY_MS (by this or another instance: a dead consumer's entries too, XAUTOCLAIM), and
+ * its later retries back off, doubling up to RED_ENVELOPE_CREDIT_RETRY_MAX_MS;
  * after RED_ENVELOPE_CREDIT_MAX_DELIVERIES it goes to the sub-pool's dead-letter stream, for ops to re-drive.
  * The envelopes of a sub-pool credited in one turn of the event loop are settled together, in one script call.
  */
@@ -60,6 +61,7 @@ export class CreditingService {
       concurrency: this.config.creditConcurrency,
       blockMs: 2000,
       claimIdleMs: this.config.creditRetryMs,
+      retryBackoffMaxMs: Math.max(this.config.creditRetryMs, this.config.creditRetryMaxMs),
       maxDeliveries: this.config.creditMaxDeliveries,
       onOutcome: (outcome, e) => {
         if (outcome === 'dead') void this.deadLettered(a, e);

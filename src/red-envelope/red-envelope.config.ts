@@ -50,6 +50,13 @@ export class RedEnvelopeEnv {
   @IsOptional()
   @Transform(toInt)
   @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  RED_ENVELOPE_CREDIT_RETRY_MAX_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
   @Min(60)
   @Max(90 * 86_400)
   RED_ENVELOPE_LIVE_RETENTION_SECONDS?: number;
@@ -69,6 +76,8 @@ export class RedEnvelopeConfig {
   creditMaxDeliveries!: number;
   /** A failed (or abandoned) crediting is tried again after this long, ms. */
   creditRetryMs!: number;
+  /** The retries of a failed crediting back off, doubling from creditRetryMs up to this, ms. */
+  creditRetryMaxMs!: number;
   /** An activity's keys are kept this long after its end, ms. */
   liveRetentionMs!: number;
 }
@@ -84,6 +93,7 @@ export const redEnvelopeConfig = defineConfigSlice({
     creditConcurrency: s.RED_ENVELOPE_CREDIT_CONCURRENCY ?? 200,
     creditMaxDeliveries: s.RED_ENVELOPE_CREDIT_MAX_DELIVERIES ?? 10,
     creditRetryMs: s.RED_ENVELOPE_CREDIT_RETRY_MS ?? 5000,
+    creditRetryMaxMs: s.RED_ENVELOPE_CREDIT_RETRY_MAX_MS ?? 60_000,
     liveRetentionMs: (s.RED_ENVELOPE_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
   }),
 });

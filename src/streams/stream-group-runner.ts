@@ -49,6 +49,13 @@ export interface StreamGroupOptions {
   blockMs?: number;
   /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
   claimIdleMs?: number;
+  /**
+   * Growing backoff for entries whose handler failed: the n-th retry comes claimIdleMs × 2^(n−1) after the failure,
+   * at most this long, ms. This consumer holds such an entry (refreshing its idle time) until it is due, then
+   * delivers it again itself; if this consumer dies meanwhile, the entry is taken over after claimIdleMs. Default:
+   * none (every retry after claimIdleMs).
+   */
+  retryBackoffMaxMs?: number;
   /** Deliveries of one entry before it is given up: moved to its dead-letter stream and acked. Default 20. */
   maxDeliveries?: number;
   /** Approximate cap on each dead-letter stream (the newest kept). Default 10000. */
@@ -70,6 +77,8 @@ type Entry = [id: string, fields: string[] | null];
 type ReadReply = Array<[stream: string, entries: Entry[]]> | null;
 /** ioredis's XREADGROUP with its arguments as one list (its typed overloads take them one by one); unlike call(), it replies with [stream, entries] pairs. */
 type XReadGroup = (...args: Array<string | number>) => Promise<unknown>;
+/** ioredis's XCLAIM with its arguments as one list (ids then options). */
+type XClaim = (...args: Array<string | number>) => Promise<unknown>;
 
 /** Waits after Redis failed: doubling from the first up to the last, ms. */
 const RETRY_BASE_MS = 100;
@@ -116,6 +125,9 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   private readonly stopSignal: Promise<null>;
   private signalStop!: () => void;
   private down = false;
+  /** Failed entries held back for their backoff, by stream: entry id → when it is due (local clock). */
+  private readonly parked = new Map<string, Map<string, number>>();
+  private parkLoop?: Promise<void>;
 
   constructor(
     private readonly options: StreamGroupOptions,
@@ -179,6 +191,7 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
       for (const name of this.connectionNames) this.deps.redis.closeBlocking(name);
     }
     await Promise.all(this.readers);
+    await this.parkLoop;
   }
 
   async pending(): Promise<number | undefined> {
@@ -337,10 +350,58 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     const log = { runner: name, group, stream: entry.stream, id: entry.id, deliveries, err: err.message };
     if (!deadLettered) {
       this.logger.warn(log, 'stream entry handler failed; the entry stays pending');
+      if (deliveries > 0) this.park(entry.stream, entry.id, deliveries);
       return;
     }
     this.outcome('dead', entry);
     this.logger.error(log, `stream entry given up after ${deliveries} deliveries; recorded on ${deadLetterStream}`);
+  }
+
+  /** Holds a failed entry back until its backoff after `deliveries` deliveries has passed (when that is longer than claimIdleMs). */
+  private park(stream: string, id: string, deliveries: number): void {
+    const max = this.options.retryBackoffMaxMs;
+    if (max === undefined || this.stopped) return;
+    const waitMs = Math.min(max, this.claimIdleMs * 2 ** Math.min(deliveries - 1, 30));
+    if (waitMs <= this.claimIdleMs) return; // the takeover brings it back after claimIdleMs
+    let ids = this.parked.get(stream);
+    if (!ids) this.parked.set(stream, (ids = new Map()));
+    ids.set(id, Date.now() + waitMs);
+    this.parkLoop ??= this.runParked().finally(() => (this.parkLoop = undefined));
+  }
+
+  /**
+   * Every claimEveryMs while entries are held back: keeps them this consumer's (XCLAIM JUSTID resets their idle time
+   * without counting a delivery, so the takeover leaves them alone) and delivers the due ones again (XCLAIM). An entry
+   * acked or taken elsewhere meanwhile is dropped. On stop, or if Redis fails, held entries stay pending for the takeover.
+   */
+  private async runParked(): Promise<void> {
+    const { group, consumer } = this.options;
+    while (!this.stopped && this.parked.size > 0) {
+      await this.sleep(this.claimEveryMs);
+      if (this.stopped) break;
+      const now = Date.now();
+      for (const [stream, ids] of [...this.parked]) {
+        const due = [...ids].filter(([, at]) => at <= now).map(([id]) => id);
+        const held = [...ids].filter(([, at]) => at > now).map(([id]) => id);
+        for (const id of due) ids.delete(id);
+        if (ids.size === 0) this.parked.delete(stream);
+        try {
+          if (held.length > 0) {
+            const kept = new Set(
+              (await this.deps.redis.command((c) => (c.xclaim as XClaim).apply(c, [stream, group, consumer, 0, ...held, 'JUSTID']))) as string[],
+            );
+            for (const id of held) if (!kept.has(id)) ids.delete(id);
+            if (ids.size === 0) this.parked.delete(stream);
+          }
+          if (due.length > 0) {
+            const entries = (await this.deps.redis.command((c) => (c.xclaim as XClaim).apply(c, [stream, group, consumer, 0, ...due]))) as Entry[];
+            await this.handleStream(stream, entries);
+          }
+        } catch (err) {
+          this.logger.warn({ runner: this.options.name, group, stream, err: (err as Error).message }, 'retrying held-back entries failed; they stay pending');
+        }
+      }
+    }
   }
 
   private outcome(outcome: EntryOutcome, entry: StreamEntry): void {

@@ -162,6 +162,32 @@ describe(StreamGroupRunner.name, () => {
     expect(await count(r, 'failed')).toBe(1);
   });
 
+  it('with retryBackoffMaxMs, retries a failing entry after growing waits (claimIdleMs, then twice, then four times that)', async () => {
+    const r = await makeRig();
+    const at: number[] = [];
+    const runner = await start(
+      r,
+      'g2b',
+      'c1',
+      async () => {
+        at.push(Date.now());
+        if (at.length <= 3) throw new Error(`try ${at.length} fails`);
+      },
+      { claimIdleMs: 150, retryBackoffMaxMs: 10_000, maxDeliveries: 10 },
+    );
+    await add(r.streams[4], 'n', '1');
+    await waitUntil('the fourth try', async () => at.length >= 4 && (await raw.xpending(r.streams[4], 'g2b'))[0] === 0, 10_000);
+    await runner.stop();
+    expect(at).toHaveLength(4);
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    // Lower bounds only: a loaded machine makes every wait longer, never shorter.
+    expect(gaps[0]).toBeGreaterThanOrEqual(140);
+    expect(gaps[1]).toBeGreaterThanOrEqual(290);
+    expect(gaps[2]).toBeGreaterThanOrEqual(590);
+    expect(await count(r, 'failed')).toBe(3);
+    expect(await count(r, 'acked')).toBe(1);
+  }, 20_000);
+
   it('takes over what a stopped consumer left unacked (XAUTOCLAIM)', async () => {
     const r = await makeRig();
     let holding!: () => void;
