@@ -58,7 +58,7 @@ describe('reserve-5.lua', () => {
     expect(await stockOf(k)).toMatchObject({ initial: 5, available: 3, reserved: 2, sold: 0 });
     expect(await raw.hget(k.holds, 'acc_1')).toBe('2');
     // In the due set once, scored by its expiry, with the shard's expiry on the set.
-    expect(await raw.zrange(k.due, 0, -1, 'WITHSCORES')).toEqual([a.rsvId, String(first.outcome === 'RESERVED' ? first.expiresAt : 0)]);
+    expect(await raw.zrange(k.due, '0', '-1', 'WITHSCORES')).toEqual([a.rsvId, String(first.outcome === 'RESERVED' ? first.expiresAt : 0)]);
     expect(await raw.pttl(k.due)).toBeGreaterThan(0);
   });
 
@@ -123,7 +123,7 @@ describe('take-3.lua', () => {
     const one = { rsvId: rsv(), account: 'acc_1', qty: 1, payWindowMs: HOUR, home: 0 };
     const t = await kit.store.take(k1, one);
     expect(t).toMatchObject({ outcome: 'RESERVED', left: 0 });
-    expect(await raw.zrange(k1.due, 0, -1)).toEqual([one.rsvId]);
+    expect(await raw.zrange(k1.due, '0', '-1')).toEqual([one.rsvId]);
     expect(await kit.store.take(k1, one)).toMatchObject({ outcome: 'EXISTING', record: { s: 'RESERVED', h: 0, q: 1 } });
     expect(await kit.store.take(k1, { ...one, rsvId: rsv() })).toEqual({ outcome: 'EMPTY', available: 0 });
     await kit.store.endShard(k0);
@@ -148,7 +148,7 @@ describe('take-3.lua', () => {
     expect(await stockOf(k1)).toMatchObject({ available: 1, reserved: 0, released: 1 });
     // Nothing of it is due any more; acc_x's reservation still is.
     expect(await raw.zcard(k1.due)).toBe(0);
-    expect(await raw.zrange(k0.due, 0, -1)).toHaveLength(1);
+    expect(await raw.zrange(k0.due, '0', '-1')).toHaveLength(1);
   });
 });
 
