@@ -260,17 +260,28 @@ export class ReservationsService implements OnApplicationBootstrap {
 
   /**
    * One member of shard `k`'s due set, settled: a reservation taken there, or (`c|<id>|<account>`) a claim held there
-   * for a reservation to be taken on another shard. True when it released a reservation.
+   * for a reservation to be taken on another shard (a claim releases no units: it is freed, or left to its
+   * reservation). True when it released a reservation.
    */
   private async settleDue(a: Activity, p: ProductRecord, k: number, keys: ShardKeys, member: string): Promise<boolean> {
     const claim = CLAIM_DUE_RE.exec(member);
     if (claim) {
-      // The claim's reservation, wherever it was taken (none: the claim alone is freed); a sold one keeps its claim.
       const [, rsvId, accountId] = claim;
-      const loc = await this.probe(rsvId, { activityId: a.activityId, productId: p.productId, shard: k, home: k, requestId: '' });
-      const state = loc ? await this.settle(accountId, rsvId, loc, 'close') : 'NONE';
+      const home: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: k, home: k, requestId: '' };
+      for (let j = 0; j < p.shards; j++) {
+        const taken = j === k ? null : await this.store.record(this.store.shard(a.activityId, p, j), rsvId);
+        if (!taken) continue;
+        // Taken on shard j: still RESERVED, its own due entry there settles it (and frees this claim) when it is due,
+        // which may be later than this claim (a retried request takes it later); sold, it keeps its claim for good;
+        // released, the claim is freed now.
+        if (taken.s === 'RELEASED') await this.settle(accountId, rsvId, { ...home, shard: j }, 'close');
+        await this.store.forgetDue(keys, member);
+        return false;
+      }
+      // Never taken elsewhere (its process died between the claim and the take): the claim alone is freed.
+      await this.settle(accountId, rsvId, home, 'close');
       await this.store.forgetDue(keys, member);
-      return state === 'RELEASED' && this.counted();
+      return false;
     }
     const record = await this.store.record(keys, member);
     // The scripts add and remove due entries with the record: none without one, but a stray one goes.

@@ -146,6 +146,32 @@ describe('the safety net', () => {
     expect((await kit.reserve(account, id, 'p', 1, 'req-c3')).status).toBe(201);
   });
 
+  it('a claim due before its reservation (taken later, by a retry) leaves the reservation alone: its own due entry settles it', async () => {
+    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
+    const { p, keys } = await kit.shards(id, 'p');
+    const account = 'acc_retried';
+    const home = homeShard(account, 'p', 2);
+    const other = 1 - home;
+    const k = kit.store.shard(id, p, home);
+    const filler = { rsvId: reservationIdFor(id, 'p', 'acc_fill2', 'f'), account: 'acc_fill2', qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true };
+    expect((await kit.store.reserve(k, filler)).outcome).toBe('RESERVED');
+    const rsvId = reservationIdFor(id, 'p', account, 'req-r');
+    expect((await kit.store.reserve(k, { rsvId, account, qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true })).outcome).toBe('FALL_OVER');
+    // The retry takes the unit on the other shard (the claim was made by the first try).
+    expect((await kit.store.take(kit.store.shard(id, p, other), { rsvId, account, qty: 1, payWindowMs: 60_000, home })).outcome).toBe('RESERVED');
+    const member = `c|${rsvId}|${account}`;
+    await dueNow(keys[home], member);
+    await waitUntil('the sweep to drop the claim’s entry', async () => !(await dueOf(keys[home])).includes(member) || 'not yet', 10_000, 20);
+    // The reservation is untouched (not due yet), its claim still counts, and its own entry is still due later.
+    expect(await kit.store.record(keys[other], rsvId)).toMatchObject({ s: 'RESERVED' });
+    expect(await kit.store.hasClaim(k, rsvId)).toBe(true);
+    expect(await dueOf(keys[other])).toEqual([rsvId]);
+    // Released, both go: the units where they were taken, the claim on the home shard.
+    expect(await kit.store.release(keys[other], rsvId, account, 'topic')).toMatchObject({ stock: 'RELEASED' });
+    expect(await kit.store.release(k, rsvId, account, 'topic')).toMatchObject({ claimFreed: true });
+    expect(await dueOf(keys[other])).toEqual([]);
+  });
+
   // Entries of the former safety-net queue (scheduled per reservation before the sweep) are still handled.
   it('a net entry for a paid reservation leaves it SOLD; one for a refused request finds nothing and changes nothing', async () => {
     const id = await sale([{ productId: 'p', stock: 1 }]);
