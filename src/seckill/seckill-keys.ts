@@ -54,7 +54,7 @@ export function sweepLeaseKey(builder: KeyBuilder): string {
   return builder.tagged(SECKILL_KEYS, 'i').key('sweep');
 }
 
-/** The restock channel: release-4.lua publishes a product there when its stock comes back. */
+/** The restock channel: release-5.lua publishes a product there when its stock comes back. */
 export function restockChannel(builder: KeyBuilder): string {
   return `${builder.prefix}:seckill:restock`;
 }

@@ -7,7 +7,7 @@ import { ScriptRegistry } from '../scripts/script-registry.service';
 import { activityIndexKey, activityKeys, buyerIndexKey, restockChannel, SHARD_PARTS, shardKeys, type ShardKeys, sweepLeaseKey } from './seckill-keys';
 import type { ActivityRecord, ProductRecord, ReservationLocation, ReservationRecord, ShardStock } from './seckill.types';
 
-/** What reserve-4.lua answered. */
+/** What reserve-5.lua answered. */
 export type ReserveReply =
   | { outcome: 'RESERVED'; expiresAt: number; left: number }
   | { outcome: 'EXISTING'; record: ReservationRecord }
@@ -16,14 +16,14 @@ export type ReserveReply =
   | { outcome: 'LIMIT_EXCEEDED'; held: number; limit: number }
   | { outcome: 'NOT_STARTED' | 'ENDED' | 'NOT_ELIGIBLE' | 'NO_PRODUCT' };
 
-/** What take-2.lua answered. */
+/** What take-3.lua answered. */
 export type TakeReply =
   | { outcome: 'RESERVED'; expiresAt: number; left: number }
   | { outcome: 'EXISTING'; record: ReservationRecord }
   | { outcome: 'EMPTY'; available: number }
   | { outcome: 'NOT_STARTED' | 'ENDED' | 'NO_PRODUCT' };
 
-/** What release-4.lua did on one shard. */
+/** What release-5.lua did on one shard. */
 export interface ReleaseReply {
   stock: 'RELEASED' | 'ALREADY' | 'SOLD' | 'NONE';
   claimFreed: boolean;
@@ -267,7 +267,7 @@ export class SeckillStore {
   }
 }
 
-/** The replies of reserve-4.lua and take-2.lua: an outcome, then its details (see the scripts' contracts). */
+/** The replies of reserve-5.lua and take-3.lua: an outcome, then its details (see the scripts' contracts). */
 function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply | TakeReply {
   const [outcome, a, b] = r;
   switch (outcome) {
