@@ -6,9 +6,16 @@
  *
  * - `POST /reserve/:activityId/:productId {account, quantity, requestId}`: the reservation id the service
  *   derives (sha256 of activity, product, account, request id), then the very same reserve script as the
- *   service (lua/seckill/reserve-4.lua, same source and SHA, loaded by the service's loader) by EVALSHA on the
+ *   service (lua/seckill/reserve-5.lua, same source and SHA, loaded by the service's loader) by EVALSHA on the
  *   same keys of the same product (shard 0, loaded by the service: `<prefix>:seckill:{p:<activity>:<product>:0}:…`),
  *   eligible, no fall-over. 201 with the script's reply on RESERVED, 409 with it otherwise. One Redis call.
+ * - `POST /reserve-order/:activityId/:productId {account, quantity, requestId}`: the same work as the service's
+ *   reservation, without the service around it: the same reserve script, then on RESERVED the same master order
+ *   write (lua/orders/write-3.lua, with its order.created event, the same fields and arguments as
+ *   OrdersService.createForBuyer sends) followed by the same order-expiry entry (lua/delay-queue/schedule-9.lua,
+ *   queue order-expiry), and alongside them the same buyer index writes (HSET and PEXPIREAT NX and GT), all on the
+ *   service's keys (so the service's consumers and expiry workers see these orders as their own). The activity's
+ *   configuration is read once (GET) and kept. Three scripts and three commands per reservation.
  * - `GET /products/:activityId?account&page&size`: GET of the page's cache key (the 16-hex md5 of the same
  *   inputs); on a miss, HGET of `available` of every product's shard 0 and SET … PX 2000 of the page. One Redis
  *   call on a hit.
@@ -19,6 +26,13 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
+import type { AppConfig } from '../src/config/app-config';
+import { queueKeys } from '../src/delay-queue/delay-queue.keys';
+import { EXPIRY_QUEUE } from '../src/orders/order-queues';
+import { orderIdFor, orderKeys } from '../src/orders/order-keys';
+import { KeyBuilder } from '../src/redis/key-builder';
+import { activityKeys, buyerIndexKey } from '../src/seckill/seckill-keys';
+import type { ActivityRecord } from '../src/seckill/seckill.types';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
 const md5_16 = (s: string) => createHash('md5').update(s).digest('hex').slice(8, 24);
@@ -31,7 +45,24 @@ async function main(): Promise<void> {
   const products = (process.env.PRODUCTS ?? '').split(',').filter(Boolean);
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const reserve = command('seckill/reserve');
+  const writeOrder = command('orders/write');
+  const schedule = command('delay-queue/schedule');
   const shard = (a: string, p: string) => `${prefix}:seckill:{p:${a}:${p}:0}:`;
+  const keys = new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig);
+  const expiry = queueKeys(keys, EXPIRY_QUEUE);
+  // The service's defaults unless the bench sets them (ORDERS_EVENTS_MAXLEN, ORDERS_RETENTION_SECONDS, SECKILL_LIVE_RETENTION_SECONDS).
+  const eventsMaxLen = Number(process.env.ORDERS_EVENTS_MAXLEN ?? 100_000);
+  const orderRetentionMs = Number(process.env.ORDERS_RETENTION_SECONDS ?? 90 * 86_400) * 1000;
+  const liveRetentionMs = Number(process.env.SECKILL_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000;
+  const activities = new Map<string, Promise<ActivityRecord>>();
+  const activity = (id: string) => {
+    let a = activities.get(id);
+    if (!a) {
+      a = redis.get(activityKeys(keys, id).config).then((raw) => JSON.parse(raw!) as ActivityRecord);
+      activities.set(id, a);
+    }
+    return a;
+  };
 
   const app = Fastify({ logger: false });
   app.post<{ Params: { activityId: string; productId: string }; Body: { account: string; quantity: number; requestId: string } }>(
@@ -45,6 +76,7 @@ async function main(): Promise<void> {
         `${k}rsv`,
         `${k}holds`,
         `${k}claims`,
+        `${k}due`,
         rsvIdFor(activityId, productId, account, requestId),
         account,
         quantity,
@@ -54,6 +86,77 @@ async function main(): Promise<void> {
       )) as unknown[];
       void reply.status(r[0] === 'RESERVED' ? 201 : 409);
       return { outcome: r[0], detail: r.slice(1) };
+    },
+  );
+  app.post<{ Params: { activityId: string; productId: string }; Body: { account: string; quantity: number; requestId: string } }>(
+    '/reserve-order/:activityId/:productId',
+    async (req, reply) => {
+      const { activityId, productId } = req.params;
+      const { account, quantity, requestId } = req.body;
+      const a = await activity(activityId);
+      const p = a.products.find((x) => x.productId === productId)!;
+      const k = shard(activityId, productId);
+      const rsvId = rsvIdFor(activityId, productId, account, requestId);
+      const payWindowMs = a.payWindowMinutes * 60_000;
+      const r = (await reserve(`${k}stock`, `${k}rsv`, `${k}holds`, `${k}claims`, `${k}due`, rsvId, account, quantity, 1, payWindowMs, 0)) as unknown[];
+      if (r[0] !== 'RESERVED') {
+        void reply.status(409);
+        return { outcome: r[0], detail: r.slice(1) };
+      }
+      const orderId = orderIdFor(a.merchantId, rsvId);
+      const amount = p.price * quantity;
+      const subject = `${a.title}: ${p.title}`.slice(0, 128);
+      const fingerprint = createHash('sha256')
+        .update(JSON.stringify([amount, p.currency, subject, a.payWindowMinutes, account]))
+        .digest('hex');
+      const values = JSON.stringify({
+        orderId,
+        merchantId: a.merchantId,
+        merchantOrderNo: rsvId,
+        amount: String(amount),
+        currency: p.currency,
+        subject,
+        expireMinutes: String(a.payWindowMinutes),
+        fingerprint,
+        status: 'CREATED',
+        accountId: account,
+        payerAccountId: account,
+        activePlan: '',
+        planSeq: '0',
+      });
+      const index = buyerIndexKey(keys, account);
+      const keepUntil = a.endsAt + liveRetentionMs;
+      const location = JSON.stringify({ activityId, productId, shard: 0, home: 0, requestId });
+      const [written] = await Promise.all([
+        (async () => {
+          const w = (await writeOrder(
+            ...orderKeys(keys, orderId),
+            '',
+            0,
+            0,
+            values,
+            '',
+            '{}',
+            'order.created',
+            eventsMaxLen,
+            '',
+            orderRetentionMs,
+            2,
+            0,
+            'createdAt',
+            0,
+            'expiresAt',
+            payWindowMs,
+          )) as number[];
+          await schedule(...expiry.keys, orderId, 'at', w[3] + payWindowMs, JSON.stringify({ orderId }), 'keep', expiry.channel);
+          return w;
+        })(),
+        redis.hset(index, rsvId, location),
+        redis.pexpireat(index, keepUntil, 'NX'),
+        redis.pexpireat(index, keepUntil, 'GT'),
+      ]);
+      void reply.status(201);
+      return { reservationId: rsvId, orderId, amount, currency: p.currency, expiresAt: r[1], state: 'RESERVED', orderVersion: written[1] };
     },
   );
   app.get<{ Params: { activityId: string }; Querystring: { account: string; page?: string; size?: string } }>('/products/:activityId', async (req, reply) => {

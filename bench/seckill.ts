@@ -411,7 +411,7 @@ async function correctness(svc: Service, quick: boolean, whileExpiring: () => Pr
 /** The module's reserve script alone, EVALSHA on a product the service loaded (admin POST per setup), no HTTP. */
 class OursScriptDesign implements SeckillDesign {
   readonly id = 'reserve-script';
-  readonly label = "this module's reserve-4.lua alone: one EVALSHA (window, limit, stock checked and taken in Redis), no HTTP, no order";
+  readonly label = "this module's reserve-5.lua alone: one EVALSHA (window, limit, stock checked and taken in Redis), no HTTP, no order";
   private c: DesignCounters = { requests: 0, ok: 0, refused: 0, compensations: 0, peakReserved: 0, commands: 0 };
   private n = 0;
   constructor(
@@ -420,7 +420,7 @@ class OursScriptDesign implements SeckillDesign {
   ) {}
   private keys(activityId: string) {
     const k = `${PREFIX}:seckill:{p:${activityId}:x:0}:`;
-    return [`${k}stock`, `${k}rsv`, `${k}holds`, `${k}claims`];
+    return [`${k}stock`, `${k}rsv`, `${k}holds`, `${k}claims`, `${k}due`];
   }
   async setup(productKey: string, stock: number): Promise<void> {
     await createActivity(this.port, productKey, [{ productId: 'x', stock }], { perUserLimit: 1 });
@@ -566,6 +566,17 @@ async function throughput(svc: Service, redis: BenchRedis, dist: string, workDir
       body: JSON.stringify({ account: accounts[i % accounts.length], quantity: 1, requestId: `q${i}` }),
     };
   };
+  // The floor doing the same work as the service's reservation: the reserve script, the order and its expiry entry,
+  // the buyer index (bench/seckill-floor-server.ts, /reserve-order).
+  const floorReserveOrder = (product: string) => (): LoadRequest => {
+    const i = n++;
+    return {
+      method: 'POST',
+      path: `/reserve-order/${activityId}/${product}`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ account: accounts[i % accounts.length], quantity: 1, requestId: `q${i}` }),
+    };
+  };
   const svcList = (i: number): LoadRequest => ({
     method: 'GET',
     path: `/seckill/activities/${activityId}/products?page=1&size=8`,
@@ -594,6 +605,7 @@ async function throughput(svc: Service, redis: BenchRedis, dist: string, workDir
       PRODUCTS: ['hot', 'gone', ...listed].join(','),
       NODE_ENV: 'production',
       LUA_DIR: join(dist, '..', 'lua'),
+      ORDERS_EVENTS_MAXLEN: SERVICE_ENV.ORDERS_EVENTS_MAXLEN,
     },
   });
   await waitUntilServing(floor, floorPort, undefined, 60_000);
@@ -607,6 +619,8 @@ async function throughput(svc: Service, redis: BenchRedis, dist: string, workDir
     await measure('warm-up', 'floor', fu, mix(floorList, floorReserve('hot')), quick ? 1 : 2, floor.pid, redis);
     rows.push(await measure('reserve', 'service', su, svcReserve('hot'), durationS, svc.proc.pid, redis));
     rows.push(await measure('reserve', 'floor', fu, floorReserve('hot'), durationS, floor.pid, redis));
+    await measure('warm-up', 'floor, same work (reserve + order)', fu, floorReserveOrder('hot'), 1, floor.pid, redis);
+    rows.push(await measure('reserve', SAME_WORK, fu, floorReserveOrder('hot'), durationS, floor.pid, redis));
     rows.push(
       await measure(
         'listing (cache hits)',
@@ -746,6 +760,9 @@ const statusText = (s: Record<string, number>) =>
     .map(([k, v]) => `${k}: ${fmtInt(v)}`)
     .join(', ');
 
+/** The extra floor row of the reserve scenario: the floor doing the same Redis work as the service's reservation. */
+const SAME_WORK = 'floor, same work (reserve + order)';
+
 function goals(c: CorrectnessResult | undefined, b: BaselineRunResult[], t: ThroughputRow[]): GoalLine[] {
   const lines: GoalLine[] = [];
   const row = (scenario: string, target: string) => t.find((r) => r.scenario === scenario && r.target === target);
@@ -793,6 +810,15 @@ function goals(c: CorrectnessResult | undefined, b: BaselineRunResult[], t: Thro
         met: s.rps / f.rps >= GOALS.floorRatio,
       });
   }
+  const rs = row('reserve', 'service');
+  const rw = row('reserve', SAME_WORK);
+  if (rs && rw)
+    lines.push({
+      goal: 'Reserve: service / a floor doing the same work (the reserve script, the order write and its expiry entry, the buyer index)',
+      target: 'information',
+      measured: `${fmtNum(rs.rps / rw.rps, 2)} (${fmtInt(rs.rps)} / ${fmtInt(rw.rps)})`,
+      info: true,
+    });
   const mixS = row('60% listing / 40% reserve', 'service');
   if (mixS)
     lines.push({
@@ -812,6 +838,12 @@ function goals(c: CorrectnessResult | undefined, b: BaselineRunResult[], t: Thro
       info: true,
     });
   return lines;
+}
+
+/** EVALSHA per request of the floor's sold-out storm row. */
+function sfPer(t: ThroughputRow[]): number {
+  const r = t.find((x) => x.scenario === 'sold-out storm' && x.target === 'floor');
+  return r ? perRequest(r).evalsha : NaN;
 }
 
 /** Per request of a row: µs of CPU of the server, Redis and autocannon, and EVALSHA sent. */
@@ -834,11 +866,17 @@ function missedNotes(gl: GoalLine[], t: ThroughputRow[]): string[] {
     return a && b ? { a, b, pa: perRequest(a), pb: perRequest(b) } : undefined;
   };
   const res = pair('reserve');
-  if (res && res.a.rps / res.b.rps < GOALS.floorRatio)
+  const same = row('reserve', SAME_WORK);
+  if (res && res.a.rps / res.b.rps < GOALS.floorRatio) {
+    const ps = same ? perRequest(same) : undefined;
     why.push(
-      `- Reserve is ${fmtNum(100 * (1 - res.a.rps / res.b.rps / GOALS.floorRatio), 0)}% short of ${GOALS.floorRatio} × floor. The floor runs one script; a reservation through the service sends ${fmtNum(res.pa.evalsha, 1)} scripts per request (the safety-net delay-queue entry scheduled first, reserve-4.lua, the order created through the orders module with its order.created event, the buyer index) and ${fmtNum(res.a.commandsPerRequest, 1)} Redis commands in all against ${fmtNum(res.b.commandsPerRequest, 1)} (background work in the window included: every consumer group of the order events reads each order.created). ` +
-        `Server CPU is ${fmtInt(res.pa.server)} µs per request against ${fmtInt(res.pb.server)} µs, Redis CPU ${fmtInt(res.pa.redis)} µs against ${fmtInt(res.pb.redis)} µs: the service does a reservation and an order, the floor only the reservation.`,
+      `- Reserve is ${fmtNum(100 * (1 - res.a.rps / res.b.rps / GOALS.floorRatio), 0)}% short of ${GOALS.floorRatio} × floor. The floor runs one script; a reservation through the service sends ${fmtNum(res.pa.evalsha, 1)} scripts per request (reserve-5.lua; the order created through the orders module: write-3.lua with its order.created event, then the order's expiry entry in the delay queue; and the rate limit's lease, since with 5,000 accounts most requests are the first of their account in its window) plus the buyer index (HSET and two PEXPIREAT in one round trip), and ${fmtNum(res.a.commandsPerRequest, 1)} Redis commands in all against ${fmtNum(res.b.commandsPerRequest, 1)} (background work in the window included: every consumer group of the order events reads each order.created). ` +
+        `Server CPU is ${fmtInt(res.pa.server)} µs per request against ${fmtInt(res.pb.server)} µs, Redis CPU ${fmtInt(res.pa.redis)} µs against ${fmtInt(res.pb.redis)} µs: the service does a reservation and an order, the floor only the reservation.` +
+        (same && ps
+          ? ` A floor doing the same work (the same scripts and commands on bare Fastify + ioredis) answers ${fmtInt(same.rps)} req/s with ${fmtNum(ps.evalsha, 1)} scripts, ${fmtNum(same.commandsPerRequest, 1)} commands and ${fmtInt(ps.server)} µs of CPU per request: the service is at ${fmtNum(res.a.rps / same.rps, 2)} of it, and 0.7 × the one-script floor (${fmtInt(GOALS.floorRatio * res.b.rps)} req/s) is ${fmtNum((GOALS.floorRatio * res.b.rps) / same.rps, 2)} × even that floor.`
+          : ''),
     );
+  }
   const lst = pair('listing (cache hits)');
   if (lst && lst.a.rps / lst.b.rps < GOALS.floorRatio)
     why.push(
@@ -861,7 +899,7 @@ function missedNotes(gl: GoalLine[], t: ThroughputRow[]): string[] {
   if (off) {
     const p = perRequest(off);
     why.push(
-      `- Seen on the way: with the sold-out memory off, a refused reservation sends ${fmtNum(p.evalsha, 1)} scripts (the safety-net entry is scheduled before reserve-4.lua and cancelled after the refusal) and ${fmtNum(off.commandsPerRequest, 1)} Redis commands in all, against 1 script for the floor.`,
+      `- Seen on the way: with the sold-out memory off, a refused reservation sends ${fmtNum(p.evalsha, 2)} scripts (reserve-5.lua; nothing is scheduled or cancelled for a refusal) and ${fmtNum(off.commandsPerRequest, 1)} Redis commands in all (background work included), against ${fmtNum(sfPer(t), 2)} scripts for the floor.`,
     );
   }
   if (why.length) out.push('', 'Why:', '', ...why);
@@ -1041,7 +1079,8 @@ export async function main(args: string[]): Promise<void> {
       '',
       `autocannon in this process, ${CONNECTIONS} connections, ${o.quick ? 3 : 8} s per row after a short warm-up of each server, one run each, on the same redis-server. The service runs with the rate limit on (raised), logging at warn.`,
       'The floor (bench/seckill-floor-server.ts) is bare Fastify 5 + one ioredis connection, no auth, no validation, no logging, no metrics, no rate limit, no order:',
-      '- reserve: the same reservation id derivation and the same reserve-4.lua (same source and SHA) by EVALSHA on the same keys of the same product (shard 0), one call; 201 on RESERVED, 409 otherwise;',
+      '- reserve: the same reservation id derivation and the same reserve-5.lua (same source and SHA) by EVALSHA on the same keys of the same product (shard 0), one call; 201 on RESERVED, 409 otherwise;',
+      `- reserve, ${SAME_WORK} (an extra row, for information; the goal is against the row above): the same reserve-5.lua, then on RESERVED the same order write as the service's (orders/write-3.lua with its order.created event, the same fields and arguments) followed by the order's expiry entry (delay-queue/schedule-9.lua), and alongside them the buyer index (HSET, PEXPIREAT NX and GT), on the service's keys, so the service's consumers handle these orders' events as their own (that work is in this row's Redis commands, but its CPU is the service process's, not this row's);`,
       "- listing: GET of the page key (16-hex md5 of the same inputs) and the cached JSON returned; on a miss HGET available of the page's products and SET … PX 2000 (one call on a hit);",
       '- sold-out storm: the reserve script on a sold-out product (409);',
       '- mix: 3 listing requests then 2 reserve requests, over and over, as for the service.',
@@ -1062,9 +1101,9 @@ export async function main(args: string[]): Promise<void> {
         rows,
       ),
       '',
-      `Ratios to the floor: reserve ${ratio('reserve', 'service')}, listing ${ratio('listing (cache hits)', 'service')}, storm with memory ${ratio('sold-out storm', 'service, sold-out memory on')}, storm without memory ${ratio('sold-out storm', 'service, sold-out memory off')}, mix ${ratio('60% listing / 40% reserve', 'service')}.`,
+      `Ratios to the floor: reserve ${ratio('reserve', 'service')} (to the floor doing the same work: ${ratio('reserve', 'service', SAME_WORK)}), listing ${ratio('listing (cache hits)', 'service')}, storm with memory ${ratio('sold-out storm', 'service, sold-out memory on')}, storm without memory ${ratio('sold-out storm', 'service, sold-out memory off')}, mix ${ratio('60% listing / 40% reserve', 'service')}.`,
       '',
-      "Redis commands per request are INFO commandstats deltas over the run divided by the requests answered: every client, and the commands scripts run inside (Redis 7 counts those under their own names, so an EVALSHA of reserve-4.lua also counts its HGETs, TIME, HSET …). The service's background work in the window (order events read by every consumer group, the delay queue) is part of its cost. EVALSHA per request is the number of scripts sent; the rest are inside scripts or single commands.",
+      "Redis commands per request are INFO commandstats deltas over the run divided by the requests answered: every client, and the commands scripts run inside (Redis 7 counts those under their own names, so an EVALSHA of reserve-5.lua also counts its HGETs, TIME, HSET …). The service's background work in the window (order events read by every consumer group, the delay queue) is part of its cost. EVALSHA per request is the number of scripts sent; the rest are inside scripts or single commands.",
       '',
     );
     for (const r of t) {
@@ -1104,7 +1143,7 @@ export async function main(args: string[]): Promise<void> {
         ]),
       ),
       '',
-      "With 3 shards the product's units are taken on all three masters (each buyer on its home shard); with 1 shard on one. The other scripts a reservation runs (order creation, the safety-net entry, the buyer index) are on other slots in both cases, so EVALSHA is spread either way. On this 2-core machine the service process (and the cluster's three redis-servers, with AOF on as the test harness starts them) share two cores, so req/s cannot grow with the shards here: what sharding buys is that one hot product's stock work is no longer bound to one master's core. The service in cluster mode is slower than against one standalone Redis (section 3) for the same reason.",
+      "With 3 shards the product's units are taken on all three masters (each buyer on its home shard); with 1 shard on one. The other work a reservation does (the order write and its expiry entry, the rate limit, the buyer index) is on other slots in both cases, so EVALSHA is spread either way. On this 2-core machine the service process (and the cluster's three redis-servers, with AOF on as the test harness starts them) share two cores, so req/s cannot grow with the shards here: what sharding buys is that one hot product's stock work is no longer bound to one master's core. The service in cluster mode is slower than against one standalone Redis (section 3) for the same reason.",
       '',
     );
   }
@@ -1151,7 +1190,16 @@ export async function main(args: string[]): Promise<void> {
         environment: env,
         goals: gl,
         dist: o.dist,
-        ratios: { reserveOverFloor: rr('reserve'), listingOverFloor: rr('listing (cache hits)'), mixOverFloor: rr('60% listing / 40% reserve') },
+        ratios: {
+          reserveOverFloor: rr('reserve'),
+          reserveOverSameWorkFloor: (() => {
+            const x = rowOf('reserve', 'service');
+            const y = rowOf('reserve', SAME_WORK);
+            return x && y ? jsonNum(x.rps / y.rps) : null;
+          })(),
+          listingOverFloor: rr('listing (cache hits)'),
+          mixOverFloor: rr('60% listing / 40% reserve'),
+        },
       },
       {
         correctness: c ? { ...c, samples: c.samples.length } : undefined,

@@ -10,31 +10,59 @@
 -- A reservation record (the rsv hash, by reservation id) is JSON:
 --   s state (RESERVED, SOLD, RELEASED), a account, q quantity,
 --   e expires at, h the buyer's home shard, c created at, t settled at
+--
+-- The due set (a zset on the same slot) holds every RESERVED reservation of
+-- the shard, scored by its expiry: it is written in the same step that takes
+-- the units and emptied in the step that sells or releases them, so the
+-- safety net's sweep finds every reservation left unsettled, whatever
+-- happened to the process that made it. A claim (units held on the home
+-- shard for a reservation taken on another one) is there too, as
+-- c|<reservation id>|<account>, until it is freed.
+
+--- A claim's member in the due set.
+local function claimDueMember(rsvId, account)
+  return 'c|' .. rsvId .. '|' .. account
+end
 
 local function shardNumber(stockKey, field)
   return tonumber(redis.call('HGET', stockKey, field) or '0')
 end
 
+--- What a reservation reads of the stock hash, in one call; nil when the shard is not loaded.
+local function shardState(stockKey)
+  local v = redis.call('HMGET', stockKey, 'startsAt', 'endsAt', 'endedAt', 'limit', 'available', 'shard', 'expireAt')
+  if not v[1] then return nil end
+  return {
+    startsAt = tonumber(v[1]), endsAt = tonumber(v[2]), endedAt = tonumber(v[3] or '0'), limit = tonumber(v[4] or '0'),
+    available = tonumber(v[5] or '0'), shard = tonumber(v[6] or '0'), expireAt = v[7],
+  }
+end
+
 --- The sale window on the Redis clock: nil while open, else NOT_STARTED or ENDED.
-local function windowRefusal(stockKey, now)
-  local w = redis.call('HMGET', stockKey, 'startsAt', 'endsAt', 'endedAt')
-  if now < tonumber(w[1]) then return 'NOT_STARTED' end
-  if now >= tonumber(w[2]) or tonumber(w[3]) > 0 then return 'ENDED' end
+local function windowRefusal(st, now)
+  if now < st.startsAt then return 'NOT_STARTED' end
+  if now >= st.endsAt or st.endedAt > 0 then return 'ENDED' end
   return nil
 end
 
---- Gives a key the shard's expiry (the live keys go together).
-local function sameExpiry(stockKey, key)
-  local at = redis.call('HGET', stockKey, 'expireAt')
+--- Gives a key the shard's expiry (the live keys go together); `at` is the stock hash's expireAt.
+local function expireWith(at, key)
   if at then redis.call('PEXPIREAT', key, at) end
 end
 
---- Takes `qty` units and records the reservation; returns the record.
-local function takeStock(stockKey, rsvKey, rsvId, account, qty, expiresAt, home, now)
+--- Gives a key the shard's expiry, read from the stock hash.
+local function sameExpiry(stockKey, key)
+  expireWith(redis.call('HGET', stockKey, 'expireAt'), key)
+end
+
+--- Takes `qty` units, records the reservation and puts it in the due set; returns the record.
+local function takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, expiresAt, home, now)
   redis.call('HINCRBY', stockKey, 'available', -qty)
   redis.call('HINCRBY', stockKey, 'reserved', qty)
   local rec = {s = 'RESERVED', a = account, q = qty, e = expiresAt, h = home, c = now, t = 0}
   redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))
-  sameExpiry(stockKey, rsvKey)
+  redis.call('ZADD', dueKey, expiresAt, rsvId)
+  expireWith(st.expireAt, rsvKey)
+  expireWith(st.expireAt, dueKey)
   return rec
 end

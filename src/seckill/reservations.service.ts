@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { eachLimit } from '../common/for-each-limit';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { DomainError } from '../errors/domain-error';
@@ -7,6 +9,7 @@ import { OrderEventsService } from '../orders/order-events.service';
 import { orderIdFor } from '../orders/order-keys';
 import { OrdersService } from '../orders/orders.service';
 import type { OrderView } from '../orders/order-views';
+import { BackgroundWorkers } from '../workers/background-workers.service';
 import { type Activity, ActivityCatalog } from './activity-catalog';
 import { homeShard, RESERVATION_ID_RE, reservationIdFor } from './seckill-keys';
 import type { ReserveCommand } from './seckill-commands';
@@ -14,11 +17,20 @@ import { SeckillConfig } from './seckill.config';
 import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.errors';
 import { SeckillMetrics } from './seckill.metrics';
 import { SeckillStore } from './seckill.store';
+import type { ShardKeys } from './seckill-keys';
 import type { ProductRecord, ReservationLocation, ReservationRecord, ReservationState } from './seckill.types';
 import { productTopic, SoldOutMemory } from './sold-out-memory';
 
-/** The safety net's delay queue: one entry per reservation, due a little after it expires. */
+/**
+ * The safety net's former delay queue (one entry per reservation, scheduled before the script). Reservations are now
+ * found by the sweep of the shards' due sets; the queue is still consumed, for entries already in it.
+ */
 export const SAFETY_NET_QUEUE = 'seckill-reservations';
+/** Shards of one sweep read at once, and due reservations one shard's read returns. */
+const SWEEP_PARALLEL = 32;
+const SWEEP_BATCH = 100;
+/** A claim's member in a due set (lua/includes/seckill-shard.lua). */
+const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
@@ -47,10 +59,10 @@ interface SafetyNetPayload extends ReservationLocation {
  * then the master order is created through the orders module. The order's outcome settles the reservation:
  * paid → SOLD; closed (expired, closed, cancelled by the buyer) → RELEASED, its units back in stock exactly once.
  *
- * No stock is lost between the two steps: the safety net's delay-queue entry is scheduled before the script,
- * and releases the reservation a little after it expires unless its order is paid; a failed order creation
- * releases it at once. Releasing always closes the order first (creating it when it is missing), so a released
- * reservation's order can never be paid.
+ * No stock is lost between the two steps: the script puts the reservation in its shard's due set in the same step
+ * that takes the units, and the safety net's sweep releases whatever is still there a little after its expiry
+ * (unless its order is paid); a failed order creation releases it at once. Releasing always closes the order first
+ * (creating it when it is missing), so a released reservation's order can never be paid.
  */
 @Injectable()
 export class ReservationsService implements OnApplicationBootstrap {
@@ -65,9 +77,26 @@ export class ReservationsService implements OnApplicationBootstrap {
     private readonly queue: DelayQueueService,
     private readonly metrics: SeckillMetrics,
     private readonly config: SeckillConfig,
+    private readonly workers: BackgroundWorkers,
   ) {}
 
+  private readonly instanceId = randomUUID();
+  private sweepTimer?: NodeJS.Timeout;
+  private sweeping?: Promise<unknown>;
+
   async onApplicationBootstrap(): Promise<void> {
+    this.sweepTimer = setInterval(() => {
+      this.sweeping ??= this.sweep()
+        .catch((err: Error) => this.logger.warn({ err: err.message }, 'the safety net sweep failed; the next one tries again'))
+        .finally(() => (this.sweeping = undefined));
+    }, this.config.safetyNetSweepMs);
+    this.sweepTimer.unref();
+    this.workers.register('seckill:safety-net-sweep', {
+      stop: async () => {
+        clearInterval(this.sweepTimer);
+        await this.sweeping;
+      },
+    });
     await this.queue.process<SafetyNetPayload>(SAFETY_NET_QUEUE, (d) => this.safetyNet(d), {
       concurrency: 20,
       maxAttempts: 50,
@@ -90,19 +119,9 @@ export class ReservationsService implements OnApplicationBootstrap {
     const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: home, home, requestId: cmd.requestId };
     const payWindowMs = a.payWindowMinutes * 60_000;
     const eligible = !a.restricted || (await this.store.isEligible(a.activityId, cmd.accountId));
-    // First, so that a process killed anywhere after the script leaves nothing the net does not release.
-    await this.queue.schedule(
-      SAFETY_NET_QUEUE,
-      rsvId,
-      { dueAt: Date.now() + payWindowMs + this.config.safetyNetGraceMs },
-      { ...loc, accountId: cmd.accountId } satisfies SafetyNetPayload,
-      { ifExists: 'keep' },
-    );
-    const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs).catch((err: unknown) => {
-      // Refused (or failed): nothing to release. A leftover entry would find nothing and do nothing.
-      if (err instanceof DomainError) void this.queue.cancel(SAFETY_NET_QUEUE, rsvId).catch(() => undefined);
-      throw err;
-    });
+    // The script also puts the reservation in its shard's due set: a process killed anywhere after it leaves nothing
+    // the safety net's sweep does not find. A refusal leaves nothing behind.
+    const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs);
     const view = viewOf(a, p, rsvId, taken.record);
     if (taken.record.s === 'RESERVED') {
       try {
@@ -196,7 +215,6 @@ export class ReservationsService implements OnApplicationBootstrap {
       const r = await this.store.sell(shard, rsvId);
       if (r === 'SOLD') this.metrics.sold.inc({});
       if (r === 'RELEASED') this.logger.error({ rsvId }, 'a paid order’s reservation was released before: its units were sold again');
-      void this.queue.cancel(SAFETY_NET_QUEUE, rsvId).catch(() => undefined);
       return r === 'RELEASED' ? 'RELEASED' : 'SOLD';
     }
     const topic = productTopic(a.activityId, p.productId);
@@ -207,11 +225,80 @@ export class ReservationsService implements OnApplicationBootstrap {
       this.metrics.released.inc();
       this.soldOut.forget(a.activityId, p.productId);
     }
-    void this.queue.cancel(SAFETY_NET_QUEUE, rsvId).catch(() => undefined);
     return r.stock === 'SOLD' ? 'SOLD' : 'RELEASED';
   }
 
-  /** The safety net: a reservation still RESERVED a little after its expiry is released (its order closed first). */
+  /**
+   * The safety net's sweep: every reservation still in its shard's due set a grace after its expiry (its order event
+   * lost or dead-lettered, or its process killed before the order was made) is settled as the buyer's cancel is:
+   * the order made unpayable first, then RELEASED, or SOLD when the order turns out paid. One instance sweeps per
+   * round (a lease); a reservation that cannot be settled now stays in the set for the next round. Answers how many
+   * it released.
+   */
+  async sweep(): Promise<number> {
+    if (!(await this.store.takeSweepLease(this.instanceId, Math.max(100, this.config.safetyNetSweepMs - 50)))) return 0;
+    const now = await this.store.now();
+    const upTo = now - this.config.safetyNetGraceMs;
+    let released = 0;
+    for (const activityId of await this.store.activityIds(now - this.config.liveRetentionMs, 1000)) {
+      const a = await this.catalog.get(activityId);
+      if (!a || a.startsAt > now) continue;
+      const shards = a.products.flatMap((p) => Array.from({ length: p.shards }, (_, k) => [p, k] as const));
+      await eachLimit(shards, SWEEP_PARALLEL, async ([p, k]) => {
+        const keys = this.store.shard(a.activityId, p, k);
+        for (const member of await this.store.due(keys, upTo, SWEEP_BATCH)) {
+          try {
+            if (await this.settleDue(a, p, k, keys, member)) released++;
+          } catch (err) {
+            this.logger.warn({ member, err: (err as Error).message }, 'the safety net could not settle a reservation; the next sweep tries again');
+          }
+        }
+      });
+    }
+    return released;
+  }
+
+  /**
+   * One member of shard `k`'s due set, settled: a reservation taken there, or (`c|<id>|<account>`) a claim held there
+   * for a reservation to be taken on another shard (a claim releases no units: it is freed, or left to its
+   * reservation). True when it released a reservation.
+   */
+  private async settleDue(a: Activity, p: ProductRecord, k: number, keys: ShardKeys, member: string): Promise<boolean> {
+    const claim = CLAIM_DUE_RE.exec(member);
+    if (claim) {
+      const [, rsvId, accountId] = claim;
+      const home: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: k, home: k, requestId: '' };
+      for (let j = 0; j < p.shards; j++) {
+        const taken = j === k ? null : await this.store.record(this.store.shard(a.activityId, p, j), rsvId);
+        if (!taken) continue;
+        // Taken on shard j: still RESERVED, its own due entry there settles it (and frees this claim) when it is due,
+        // which may be later than this claim (a retried request takes it later); sold, it keeps its claim for good;
+        // released, the claim is freed now.
+        if (taken.s === 'RELEASED') await this.settle(accountId, rsvId, { ...home, shard: j }, 'close');
+        await this.store.forgetDue(keys, member);
+        return false;
+      }
+      // Never taken elsewhere (its process died between the claim and the take): the claim alone is freed.
+      await this.settle(accountId, rsvId, home, 'close');
+      await this.store.forgetDue(keys, member);
+      return false;
+    }
+    const record = await this.store.record(keys, member);
+    // The scripts add and remove due entries with the record: none without one, but a stray one goes.
+    if (!record || record.s !== 'RESERVED') {
+      await this.store.forgetDue(keys, member);
+      return false;
+    }
+    const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: k, home: record.h, requestId: '' };
+    return (await this.settle(record.a, member, loc, 'close')) === 'RELEASED' && this.counted();
+  }
+
+  private counted(): true {
+    this.metrics.safetyNetReleases.inc();
+    return true;
+  }
+
+  /** An entry of the former safety-net queue: a reservation still RESERVED is released (its order closed first). */
   private async safetyNet(d: Delivery<SafetyNetPayload>): Promise<void> {
     const { accountId, ...fromPayload } = d.payload;
     const loc = (await this.store.locate(accountId, d.id)) ?? (await this.probe(d.id, fromPayload));

@@ -11,6 +11,7 @@ import {
   SHARD_PARTS,
   shardKeys,
   shardTagId,
+  sweepLeaseKey,
 } from './seckill-keys';
 
 const SHARD_RE = /^(0|[1-9][0-9]?)$/;
@@ -51,6 +52,15 @@ export const KEY_SHAPES: KeyShape[] = [
     part: 'activities',
     rules: [],
     make: (b) => activityIndexKey(b),
+    carries: () => ({}),
+  },
+  {
+    name: 'safety-net sweep lease',
+    space: SECKILL_KEYS,
+    kind: 'i',
+    part: 'sweep',
+    rules: [],
+    make: (b) => sweepLeaseKey(b),
     carries: () => ({}),
   },
 ];

@@ -4,10 +4,10 @@ import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 /**
  * The flash sales' keys:
  * - `{a:<activityId>}`: an activity's configuration, its eligibility list and its results;
- * - `{p:<activityId>:<productId>:<shard>[:<salt>]}`: one product shard's stock, reservations, holds, claims and buyers
- *   (the salt, when there is one, moves the shard to a slot on another cluster master);
+ * - `{p:<activityId>:<productId>:<shard>[:<salt>]}`: one product shard's stock, reservations, holds, claims, buyers
+ *   and due set (the salt, when there is one, moves the shard to a slot on another cluster master);
  * - `{u:<accountId>}`: where each of a buyer's reservations is;
- * - `{i}`: the index of activities by end time.
+ * - `{i}`: the index of activities by end time, and the safety net's sweep lease.
  */
 export const SECKILL_KEYS = defineKeySpace('seckill', { a: 'id', p: 'id', u: 'id', i: 'fixed' });
 
@@ -18,7 +18,7 @@ export const RESERVATION_ID_RE = /^sk_[0-9a-f]{24}$/;
 export { ACCOUNT_ID_RE } from '../orders/order-keys';
 
 /** The parts of a product shard, in the load script's KEYS order. */
-export const SHARD_PARTS = ['stock', 'rsv', 'holds', 'claims', 'buyers'] as const;
+export const SHARD_PARTS = ['stock', 'rsv', 'holds', 'claims', 'buyers', 'due'] as const;
 export type ShardPart = (typeof SHARD_PARTS)[number];
 export type ShardKeys = Record<ShardPart, string>;
 
@@ -28,7 +28,7 @@ export const ACTIVITY_PARTS = ['config', 'eligible', 'results'] as const;
 /** One product shard's keys. `salt` 0 adds nothing to the tag. */
 export function shardKeys(builder: KeyBuilder, activityId: string, productId: string, shard: number, salt = 0): ShardKeys {
   const t = builder.tagged(SECKILL_KEYS, 'p', shardTagId(activityId, productId, shard, salt));
-  return { stock: t.key('stock'), rsv: t.key('rsv'), holds: t.key('holds'), claims: t.key('claims'), buyers: t.key('buyers') };
+  return { stock: t.key('stock'), rsv: t.key('rsv'), holds: t.key('holds'), claims: t.key('claims'), buyers: t.key('buyers'), due: t.key('due') };
 }
 
 /** The id in a product shard's hash tag. */
@@ -49,7 +49,12 @@ export function activityIndexKey(builder: KeyBuilder): string {
   return builder.tagged(SECKILL_KEYS, 'i').key('activities');
 }
 
-/** The restock channel: release-4.lua publishes a product there when its stock comes back. */
+/** The safety net's sweep lease (a string with a TTL): the instance that sets it sweeps this round. */
+export function sweepLeaseKey(builder: KeyBuilder): string {
+  return builder.tagged(SECKILL_KEYS, 'i').key('sweep');
+}
+
+/** The restock channel: release-5.lua publishes a product there when its stock comes back. */
 export function restockChannel(builder: KeyBuilder): string {
   return `${builder.prefix}:seckill:restock`;
 }

@@ -29,6 +29,13 @@ export class SeckillEnv {
   @IsOptional()
   @Transform(toInt)
   @IsInt()
+  @Min(100)
+  @Max(600_000)
+  SECKILL_SAFETY_NET_SWEEP_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
   @Min(60)
   @Max(90 * 86_400)
   SECKILL_LIVE_RETENTION_SECONDS?: number;
@@ -77,6 +84,8 @@ export class SeckillConfig {
   soldOutMemoryMs!: number;
   /** A reservation not settled this long after its expiry is released by the safety net, ms. */
   safetyNetGraceMs!: number;
+  /** How often the safety net sweeps the product shards' due sets (one instance at a time), ms. */
+  safetyNetSweepMs!: number;
   /** How long an activity's live keys (stock, reservations) are kept after its end, ms. */
   liveRetentionMs!: number;
   /** How long an activity's results are kept, ms. */
@@ -100,6 +109,7 @@ export const seckillConfig = defineConfigSlice({
     listingTtlMs: s.SECKILL_LISTING_TTL_MS ?? 2000,
     soldOutMemoryMs: s.SECKILL_SOLD_OUT_MEMORY_MS ?? 5000,
     safetyNetGraceMs: (s.SECKILL_SAFETY_NET_GRACE_SECONDS ?? 30) * 1000,
+    safetyNetSweepMs: s.SECKILL_SAFETY_NET_SWEEP_MS ?? 10_000,
     liveRetentionMs: (s.SECKILL_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
     resultsRetentionMs: (s.SECKILL_RESULTS_RETENTION_DAYS ?? 90) * 86_400_000,
     maxProducts: s.SECKILL_MAX_PRODUCTS ?? 10_000,

@@ -4,10 +4,10 @@ import { Cluster } from 'ioredis';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { activityIndexKey, activityKeys, buyerIndexKey, restockChannel, SHARD_PARTS, shardKeys, type ShardKeys } from './seckill-keys';
+import { activityIndexKey, activityKeys, buyerIndexKey, restockChannel, SHARD_PARTS, shardKeys, type ShardKeys, sweepLeaseKey } from './seckill-keys';
 import type { ActivityRecord, ProductRecord, ReservationLocation, ReservationRecord, ShardStock } from './seckill.types';
 
-/** What reserve-4.lua answered. */
+/** What reserve-5.lua answered. */
 export type ReserveReply =
   | { outcome: 'RESERVED'; expiresAt: number; left: number }
   | { outcome: 'EXISTING'; record: ReservationRecord }
@@ -16,14 +16,14 @@ export type ReserveReply =
   | { outcome: 'LIMIT_EXCEEDED'; held: number; limit: number }
   | { outcome: 'NOT_STARTED' | 'ENDED' | 'NOT_ELIGIBLE' | 'NO_PRODUCT' };
 
-/** What take-2.lua answered. */
+/** What take-3.lua answered. */
 export type TakeReply =
   | { outcome: 'RESERVED'; expiresAt: number; left: number }
   | { outcome: 'EXISTING'; record: ReservationRecord }
   | { outcome: 'EMPTY'; available: number }
   | { outcome: 'NOT_STARTED' | 'ENDED' | 'NO_PRODUCT' };
 
-/** What release-4.lua did on one shard. */
+/** What release-5.lua did on one shard. */
 export interface ReleaseReply {
   stock: 'RELEASED' | 'ALREADY' | 'SOLD' | 'NONE';
   claimFreed: boolean;
@@ -160,6 +160,21 @@ export class SeckillStore {
     return raw ? (JSON.parse(raw) as ReservationRecord) : null;
   }
 
+  /** Reservations of the shard still RESERVED whose expiry is at or before `upTo` (epoch ms, Redis clock), soonest first. */
+  async due(k: ShardKeys, upTo: number, limit: number): Promise<string[]> {
+    return this.redis.command((c) => c.zrangebyscore(k.due, '-inf', upTo, 'LIMIT', 0, limit));
+  }
+
+  /** Drops an id from the due set (one whose record is gone). */
+  async forgetDue(k: ShardKeys, rsvId: string): Promise<void> {
+    await this.redis.command((c) => c.zrem(k.due, rsvId));
+  }
+
+  /** Takes the sweep lease for `ms` unless another instance holds it; true when taken. */
+  async takeSweepLease(owner: string, ms: number): Promise<boolean> {
+    return (await this.redis.command((c) => c.set(sweepLeaseKey(this.keys), owner, 'PX', ms, 'NX'))) === 'OK';
+  }
+
   async hasClaim(k: ShardKeys, rsvId: string): Promise<boolean> {
     return (await this.redis.command((c) => c.hexists(k.claims, rsvId))) === 1;
   }
@@ -169,28 +184,32 @@ export class SeckillStore {
   async reserve(k: ShardKeys, a: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean }) {
     const r = await this.scripts.run<[string, ...(string | number)[]]>(
       'seckill/reserve',
-      [k.stock, k.rsv, k.holds, k.claims],
+      [k.stock, k.rsv, k.holds, k.claims, k.due],
       [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0],
     );
     return decodeReserve(r) as ReserveReply;
   }
 
   async take(k: ShardKeys, a: { rsvId: string; account: string; qty: number; payWindowMs: number; home: number }): Promise<TakeReply> {
-    const r = await this.scripts.run<[string, ...(string | number)[]]>('seckill/take', [k.stock, k.rsv], [a.rsvId, a.account, a.qty, a.payWindowMs, a.home]);
+    const r = await this.scripts.run<[string, ...(string | number)[]]>(
+      'seckill/take',
+      [k.stock, k.rsv, k.due],
+      [a.rsvId, a.account, a.qty, a.payWindowMs, a.home],
+    );
     return decodeReserve(r) as TakeReply;
   }
 
   async release(k: ShardKeys, rsvId: string, account: string, product: string): Promise<ReleaseReply> {
     const [stock, claim, available] = await this.scripts.run<[ReleaseReply['stock'], number, number]>(
       'seckill/release',
-      [k.stock, k.rsv, k.holds, k.claims],
+      [k.stock, k.rsv, k.holds, k.claims, k.due],
       [rsvId, account, this.restockChannel, product],
     );
     return { stock, claimFreed: claim === 1, available };
   }
 
   async sell(k: ShardKeys, rsvId: string): Promise<'SOLD' | 'ALREADY' | 'RELEASED' | 'NONE'> {
-    const [outcome] = await this.scripts.run<['SOLD' | 'ALREADY' | 'RELEASED' | 'NONE']>('seckill/sell', [k.stock, k.rsv, k.buyers], [rsvId]);
+    const [outcome] = await this.scripts.run<['SOLD' | 'ALREADY' | 'RELEASED' | 'NONE']>('seckill/sell', [k.stock, k.rsv, k.buyers, k.due], [rsvId]);
     return outcome;
   }
 
@@ -203,10 +222,15 @@ export class SeckillStore {
 
   async remember(accountId: string, rsvId: string, at: ReservationLocation, keepUntil: number): Promise<void> {
     const k = buyerIndexKey(this.keys, accountId);
-    await this.redis.command((c) => c.hset(k, rsvId, JSON.stringify(at)));
+    // One round trip: the three are written together on the one command connection, and Redis runs them in that
+    // order (the same key, so the same node on a cluster): the HSET makes the key before its expiry is set.
     // NX gives a new index its expiry (GT alone never does: a key without one counts as never expiring); GT only ever
     // lengthens it, so a later activity that ends sooner does not cut short an earlier one's reservations.
-    await Promise.all([this.redis.command((c) => c.pexpireat(k, keepUntil, 'NX')), this.redis.command((c) => c.pexpireat(k, keepUntil, 'GT'))]);
+    await Promise.all([
+      this.redis.command((c) => c.hset(k, rsvId, JSON.stringify(at))),
+      this.redis.command((c) => c.pexpireat(k, keepUntil, 'NX')),
+      this.redis.command((c) => c.pexpireat(k, keepUntil, 'GT')),
+    ]);
   }
 
   /** Every reservation of the account, with where it is (at most `limit`). */
@@ -243,7 +267,7 @@ export class SeckillStore {
   }
 }
 
-/** The replies of reserve-4.lua and take-2.lua: an outcome, then its details (see the scripts' contracts). */
+/** The replies of reserve-5.lua and take-3.lua: an outcome, then its details (see the scripts' contracts). */
 function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply | TakeReply {
   const [outcome, a, b] = r;
   switch (outcome) {

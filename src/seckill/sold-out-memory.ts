@@ -8,7 +8,7 @@ export const productTopic = (activityId: string, productId: string) => `${activi
 
 /**
  * Each instance remembers the products it saw sold out (every shard empty) and refuses them without asking
- * Redis. The memory of a product is cleared when release-4.lua publishes it on the restock channel (its stock
+ * Redis. The memory of a product is cleared when release-5.lua publishes it on the restock channel (its stock
  * came back), and in any case after SECKILL_SOLD_OUT_MEMORY_MS, which bounds how long a lost message can keep
  * a product wrongly refused.
  */

@@ -5,19 +5,25 @@ import { OrdersService } from '../../src/orders/orders.service';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { SAFETY_NET_QUEUE } from '../../src/seckill/reservations.service';
 import { homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
-import { waitUntil } from '../harness/redis-process';
+import { rawConnection, waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';
 
 /**
  * What settles a reservation, on a real Redis: an order creation that fails after the script (the units back at
- * once, the error answered), a process that dies between the script and the order (the safety net releases the
- * units when its entry comes due and closes the order, so it can never be paid), and the order events (paid →
+ * once, the error answered), a process that dies between the script and the order (the safety net's sweep finds
+ * the reservation in its shard's due set, releases the units when it comes due and closes the order, so it can never
+ * be paid), a fall-over claim whose reservation was never taken (freed by the sweep), and the order events (paid →
  * SOLD, closed by the merchant or by expiry → RELEASED), delivered twice, out of order, or for another merchant's
  * order. After every test, each product's stock still adds up: initial = available + reserved + sold.
  */
 
-const ctx = useAppOnOwnRedis({ RATE_LIMIT_ENABLED: 'false', SECKILL_SAFETY_NET_GRACE_SECONDS: '5', CHANNEL_LATENCY_MS: '2' });
+const ctx = useAppOnOwnRedis({
+  RATE_LIMIT_ENABLED: 'false',
+  SECKILL_SAFETY_NET_GRACE_SECONDS: '5',
+  SECKILL_SAFETY_NET_SWEEP_MS: '200',
+  CHANNEL_LATENCY_MS: '2',
+});
 let kit: SeckillKit;
 const touched: string[] = [];
 beforeAll(() => (kit = seckillKit(ctx.t)));
@@ -36,6 +42,17 @@ async function sale(products: Parameters<typeof activityBody>[1], over: Paramete
 const stateOf = async (account: string, rsvId: string) => (await kit.user(account).get(`/seckill/reservations/${rsvId}`)).body.state as string;
 const waitState = (account: string, rsvId: string, state: string) =>
   waitUntil(`${rsvId} to be ${state}`, async () => (await stateOf(account, rsvId)) === state || 'not yet', 10_000, 20);
+/** Every member of the shard's due set (reservations and claims), soonest first. */
+const dueOf = (k: Parameters<SeckillKit['store']['due']>[0]) => kit.store.due(k, Number.MAX_SAFE_INTEGER, 1000);
+/** Makes a due-set member come due now (rather than a minute and the grace after it was made). */
+async function dueNow(k: { due: string }, member: string): Promise<void> {
+  const raw = rawConnection(ctx.redis);
+  try {
+    expect(await raw.zadd(k.due, 'XX', 'CH', 0, member)).toBe(1);
+  } finally {
+    raw.disconnect();
+  }
+}
 const orderStatus = async (orderId: string) => (await kit.orders.findById(orderId))?.status;
 /** Pays, answering the plan's status or the refusal's code. */
 const tryPay = (payer: string, orderId: string, amount: number) => kit.pay(payer, orderId, amount).catch((e: { code?: string }) => e.code ?? 'ERROR');
@@ -59,45 +76,103 @@ describe('order creation failing after the script', () => {
     expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
     expect(await tryPay('acc_fail', orderIdFor(CREDS.merchantId, rsvId), 990)).not.toBe('PAID');
     expect((await kit.metrics()).seckill_order_failures_total - (before.seckill_order_failures_total ?? 0)).toBe(1);
-    await waitUntil('the safety net entry to be cancelled', async () => (await kit.queue.get(SAFETY_NET_QUEUE, rsvId)) === null, 5000);
+    // Settled: nothing of it is left for the safety net.
+    expect(await dueOf(keys[0])).toEqual([]);
     // Another buyer gets the unit.
     expect((await kit.reserve('acc_next', id, 'p')).status).toBe(201);
   });
 });
 
 describe('the safety net', () => {
-  it('a process killed between the script and the order: the net releases the units when due and closes the order', async () => {
+  it('a process killed between the script and the order: the sweep finds it in the due set, releases the units when due and closes the order', async () => {
     const id = await sale([{ productId: 'p', stock: 2 }], { perUserLimit: 2 });
     const { p, keys } = await kit.shards(id, 'p');
     const account = 'acc_killed';
     const rsvId = reservationIdFor(id, 'p', account, 'req-k');
     const home = homeShard(account, 'p', 1);
-    // What reserve() does before it dies: the net's entry first, then the script; no order, no buyer index.
-    const a = (await kit.store.activity(id))!;
-    await kit.queue.schedule(
-      SAFETY_NET_QUEUE,
-      rsvId,
-      { dueAt: Date.now() + a.payWindowMinutes * 60_000 + 5000 },
-      { activityId: id, productId: 'p', shard: home, home, requestId: 'req-k', accountId: account },
-    );
+    // What reserve() does before it dies: the script alone; no order, no buyer index, nothing scheduled.
     expect(
       (await kit.store.reserve(kit.store.shard(id, p, home), { rsvId, account, qty: 2, eligible: true, payWindowMs: 60_000, canFallOver: false })).outcome,
     ).toBe('RESERVED');
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 2 });
     expect((await kit.reserve('acc_other', id, 'p')).status).toBe(409);
     expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBeUndefined();
+    expect(await kit.queue.get(SAFETY_NET_QUEUE, rsvId)).toBeNull();
+    // The script put it in the shard's due set, in the same step that took the units.
+    expect(await dueOf(keys[0])).toEqual([rsvId]);
 
     const before = await kit.metrics();
-    // The entry comes due now rather than in 65 s.
-    expect(await kit.queue.reschedule(SAFETY_NET_QUEUE, rsvId, { dueAt: Date.now() })).toBeGreaterThan(0);
+    // Not due yet (a minute and the grace away): sweeps, every 200 ms here, leave it alone.
+    await new Promise((r) => setTimeout(r, 700));
+    expect(await kit.store.record(keys[0], rsvId)).toMatchObject({ s: 'RESERVED' });
+    // Due now rather than in 65 s.
+    await dueNow(keys[0], rsvId);
     await waitUntil('the net to release the units', async () => (await kit.store.record(keys[0], rsvId))?.s === 'RELEASED' || 'not yet', 10_000, 20);
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, reserved: 0, sold: 0, returned: 2 });
     expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
     expect(await tryPay(account, orderIdFor(CREDS.merchantId, rsvId), 1980)).not.toBe('PAID');
     expect((await kit.metrics()).seckill_safety_net_releases_total - (before.seckill_safety_net_releases_total ?? 0)).toBe(1);
-    expect(await kit.queue.get(SAFETY_NET_QUEUE, rsvId)).toBeNull();
+    expect(await dueOf(keys[0])).toEqual([]);
   });
 
+  it('a process killed after a fall-over claim and before the take: the sweep frees the claim, so the buyer may buy again', async () => {
+    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
+    const { p, keys } = await kit.shards(id, 'p');
+    const account = 'acc_claimed';
+    const home = homeShard(account, 'p', 2);
+    const k = kit.store.shard(id, p, home);
+    // The home shard emptied by others, then the script claims the unit there for a take on the other shard; no take.
+    const filler = await kit.store.reserve(k, {
+      rsvId: reservationIdFor(id, 'p', 'acc_fill', 'f'),
+      account: 'acc_fill',
+      qty: 1,
+      eligible: true,
+      payWindowMs: 60_000,
+      canFallOver: true,
+    });
+    expect(filler.outcome).toBe('RESERVED');
+    const rsvId = reservationIdFor(id, 'p', account, 'req-c');
+    expect((await kit.store.reserve(k, { rsvId, account, qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true })).outcome).toBe('FALL_OVER');
+    const member = `c|${rsvId}|${account}`;
+    expect(await dueOf(keys[home])).toContain(member);
+    // The claim holds the buyer's one unit: another request is over the limit.
+    expect((await kit.reserve(account, id, 'p', 1, 'req-c2')).body.error).toBe('LIMIT_EXCEEDED');
+
+    await dueNow(keys[home], member);
+    await waitUntil('the net to free the claim', async () => !(await kit.store.hasClaim(k, rsvId)) || 'not yet', 10_000, 20);
+    expect(await dueOf(keys[home])).not.toContain(member);
+    // Nothing was taken for it anywhere, and the buyer's limit is free again: the other shard's unit is theirs.
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 1, sold: 0 });
+    expect((await kit.reserve(account, id, 'p', 1, 'req-c3')).status).toBe(201);
+  });
+
+  it('a claim due before its reservation (taken later, by a retry) leaves the reservation alone: its own due entry settles it', async () => {
+    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
+    const { p, keys } = await kit.shards(id, 'p');
+    const account = 'acc_retried';
+    const home = homeShard(account, 'p', 2);
+    const other = 1 - home;
+    const k = kit.store.shard(id, p, home);
+    const filler = { rsvId: reservationIdFor(id, 'p', 'acc_fill2', 'f'), account: 'acc_fill2', qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true };
+    expect((await kit.store.reserve(k, filler)).outcome).toBe('RESERVED');
+    const rsvId = reservationIdFor(id, 'p', account, 'req-r');
+    expect((await kit.store.reserve(k, { rsvId, account, qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true })).outcome).toBe('FALL_OVER');
+    // The retry takes the unit on the other shard (the claim was made by the first try).
+    expect((await kit.store.take(kit.store.shard(id, p, other), { rsvId, account, qty: 1, payWindowMs: 60_000, home })).outcome).toBe('RESERVED');
+    const member = `c|${rsvId}|${account}`;
+    await dueNow(keys[home], member);
+    await waitUntil('the sweep to drop the claim’s entry', async () => !(await dueOf(keys[home])).includes(member) || 'not yet', 10_000, 20);
+    // The reservation is untouched (not due yet), its claim still counts, and its own entry is still due later.
+    expect(await kit.store.record(keys[other], rsvId)).toMatchObject({ s: 'RESERVED' });
+    expect(await kit.store.hasClaim(k, rsvId)).toBe(true);
+    expect(await dueOf(keys[other])).toEqual([rsvId]);
+    // Released, both go: the units where they were taken, the claim on the home shard.
+    expect(await kit.store.release(keys[other], rsvId, account, 'topic')).toMatchObject({ stock: 'RELEASED' });
+    expect(await kit.store.release(k, rsvId, account, 'topic')).toMatchObject({ claimFreed: true });
+    expect(await dueOf(keys[other])).toEqual([]);
+  });
+
+  // Entries of the former safety-net queue (scheduled per reservation before the sweep) are still handled.
   it('a net entry for a paid reservation leaves it SOLD; one for a refused request finds nothing and changes nothing', async () => {
     const id = await sale([{ productId: 'p', stock: 1 }]);
     const r = await kit.reserve('acc_paid', id, 'p', 1, 'req-p');

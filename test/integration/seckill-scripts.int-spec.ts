@@ -6,8 +6,8 @@ import { activityBody, activityId, seckillKit, type SeckillKit } from '../suppor
 import { useAppOnOwnRedis } from '../support/test-app';
 
 /**
- * Every lua/seckill script's contract on a real Redis, called through SeckillStore (reserve-4, take-2, release-4,
- * sell-3, load-5, end-1): idempotency, every refusal, a release counted exactly once, no sale of a released
+ * Every lua/seckill script's contract on a real Redis, called through SeckillStore (reserve-5, take-3, release-5,
+ * sell-4, load-6, end-1): idempotency, every refusal, a release counted exactly once, no sale of a released
  * reservation and no release of a sold one, no reload over live reservations, claims freed on the home shard.
  * After every test, each product's stock still adds up: initial = available + reserved + sold.
  */
@@ -46,7 +46,7 @@ const opts = (over: Partial<{ qty: number; eligible: boolean; canFallOver: boole
   canFallOver: over.canFallOver ?? false,
 });
 
-describe('reserve-4.lua', () => {
+describe('reserve-5.lua', () => {
   it('takes the units once per reservation id: the same id again is EXISTING and changes nothing', async () => {
     const id = await sale([{ productId: 'p', stock: 5 }], { perUserLimit: 3 });
     const [k] = (await kit.shards(id, 'p')).keys;
@@ -57,6 +57,9 @@ describe('reserve-4.lua', () => {
     expect(again).toMatchObject({ outcome: 'EXISTING', record: { s: 'RESERVED', a: 'acc_1', q: 2, h: 0 } });
     expect(await stockOf(k)).toMatchObject({ initial: 5, available: 3, reserved: 2, sold: 0 });
     expect(await raw.hget(k.holds, 'acc_1')).toBe('2');
+    // In the due set once, scored by its expiry, with the shard's expiry on the set.
+    expect(await raw.zrange(k.due, '0', '-1', 'WITHSCORES')).toEqual([a.rsvId, String(first.outcome === 'RESERVED' ? first.expiresAt : 0)]);
+    expect(await raw.pttl(k.due)).toBeGreaterThan(0);
   });
 
   it('refuses past the per-user limit, when not eligible, and past the stock (SOLD_OUT with what is left), changing nothing', async () => {
@@ -69,6 +72,8 @@ describe('reserve-4.lua', () => {
     expect(await stockOf(k)).toMatchObject({ available: 1, reserved: 2 });
     expect(await raw.hgetall(k.holds)).toEqual({ acc_1: '2' });
     expect(await raw.hlen(k.claims)).toBe(0);
+    // Only the reservation made is due; the refusals left nothing.
+    expect(await raw.zcard(k.due)).toBe(1);
   });
 
   it('refuses before the start (NOT_STARTED), after the end (ENDED) and on a shard that is not loaded (NO_PRODUCT)', async () => {
@@ -96,6 +101,8 @@ describe('reserve-4.lua', () => {
     expect(await kit.store.reserve(k0, a)).toEqual({ outcome: 'FALL_OVER', available: 0 });
     expect(await raw.hget(k0.claims, a.rsvId)).toBe('1');
     expect(await raw.hget(k0.holds, 'acc_1')).toBe('1');
+    // The claim is due too, so that the safety net frees it if its reservation is never taken elsewhere.
+    expect(await raw.zscore(k0.due, `c|${a.rsvId}|acc_1`)).not.toBeNull();
     expect(await kit.store.reserve(k0, a)).toEqual({ outcome: 'CLAIMED', units: 1 });
     // The claim counts against the limit: 1 claimed + 2 more is over 2.
     expect(await kit.store.reserve(k0, opts({ qty: 2, canFallOver: true }))).toEqual({ outcome: 'LIMIT_EXCEEDED', held: 1, limit: 2 });
@@ -103,11 +110,12 @@ describe('reserve-4.lua', () => {
     expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'NONE', claimFreed: true, available: 0 });
     expect(await raw.hexists(k0.claims, a.rsvId)).toBe(0);
     expect(await raw.hexists(k0.holds, 'acc_1')).toBe(0);
+    expect(await raw.zscore(k0.due, `c|${a.rsvId}|acc_1`)).toBeNull();
     expect(await stockOf(k0)).toMatchObject({ initial: 1, available: 0, reserved: 1 });
   });
 });
 
-describe('take-2.lua', () => {
+describe('take-3.lua', () => {
   it('takes on another shard once (EXISTING again), refuses an empty shard (EMPTY), an ended one and a missing one', async () => {
     const id = await sale([{ productId: 'p', stock: 3, shards: 2 }], { perUserLimit: 3 });
     const { p, keys } = await kit.shards(id, 'p');
@@ -115,6 +123,7 @@ describe('take-2.lua', () => {
     const one = { rsvId: rsv(), account: 'acc_1', qty: 1, payWindowMs: HOUR, home: 0 };
     const t = await kit.store.take(k1, one);
     expect(t).toMatchObject({ outcome: 'RESERVED', left: 0 });
+    expect(await raw.zrange(k1.due, '0', '-1')).toEqual([one.rsvId]);
     expect(await kit.store.take(k1, one)).toMatchObject({ outcome: 'EXISTING', record: { s: 'RESERVED', h: 0, q: 1 } });
     expect(await kit.store.take(k1, { ...one, rsvId: rsv() })).toEqual({ outcome: 'EMPTY', available: 0 });
     await kit.store.endShard(k0);
@@ -137,10 +146,13 @@ describe('take-2.lua', () => {
     expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'NONE', claimFreed: false, available: 0 });
     expect(await raw.hgetall(k0.holds)).toEqual({ acc_x: '1' });
     expect(await stockOf(k1)).toMatchObject({ available: 1, reserved: 0, released: 1 });
+    // Nothing of it is due any more; acc_x's reservation still is.
+    expect(await raw.zcard(k1.due)).toBe(0);
+    expect(await raw.zrange(k0.due, '0', '-1')).toHaveLength(1);
   });
 });
 
-describe('release-4.lua and sell-3.lua', () => {
+describe('release-5.lua and sell-4.lua', () => {
   it('release exactly once: RELEASED then ALREADY, units and hold back once; a released reservation cannot be sold', async () => {
     const id = await sale([{ productId: 'p', stock: 2 }], { perUserLimit: 2 });
     const [k] = (await kit.shards(id, 'p')).keys;
@@ -153,6 +165,7 @@ describe('release-4.lua and sell-3.lua', () => {
     expect(await raw.hexists(k.holds, 'acc_1')).toBe(0);
     expect(await kit.store.record(k, a.rsvId)).toMatchObject({ s: 'RELEASED' });
     expect(await raw.scard(k.buyers)).toBe(0);
+    expect(await raw.zcard(k.due)).toBe(0);
   });
 
   it('sell once: SOLD then ALREADY; a sold reservation cannot be released; unknown ids are NONE', async () => {
@@ -169,6 +182,7 @@ describe('release-4.lua and sell-3.lua', () => {
     // Sold units still count against the buyer's limit.
     expect(await raw.hget(k.holds, 'acc_1')).toBe('1');
     expect(await raw.smembers(k.buyers)).toEqual(['acc_1']);
+    expect(await raw.zcard(k.due)).toBe(0);
   });
 
   it('a release that brings a sold-out shard back publishes the product on the restock channel; one that does not stays silent', async () => {
@@ -196,7 +210,7 @@ describe('release-4.lua and sell-3.lua', () => {
   });
 });
 
-describe('load-5.lua and end-1.lua', () => {
+describe('load-6.lua and end-1.lua', () => {
   it('reloads a shard with no reservations (earlier records gone), refuses while reservations or sales exist', async () => {
     const id = await sale([{ productId: 'p', stock: 3 }]);
     const [k] = (await kit.shards(id, 'p')).keys;

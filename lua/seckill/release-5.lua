@@ -3,7 +3,7 @@
   RELEASED and the units return to available, exactly once; on the buyer's
   home shard, the units held against the per-user limit are freed (the
   reservation's own record when it was taken there, or its claim when it was
-  taken elsewhere). A reservation taken on another shard is released by
+  taken elsewhere). The reservation leaves the shard's due set. A reservation taken on another shard is released by
   calling this on both shards. When the shard had nothing left before, the
   product's key is published on ARGV[3], so that instances forget that it
   sold out. A SOLD reservation is never released.
@@ -12,6 +12,7 @@
   KEYS[2]  the shard's reservations hash
   KEYS[3]  the shard's holds hash
   KEYS[4]  the shard's claims hash
+  KEYS[5]  the shard's due set (the reservation, and a claim freed, leave it)
   ARGV[1]  reservation id
   ARGV[2]  account id (whose holds a claim frees)
   ARGV[3]  the restock channel
@@ -30,6 +31,7 @@ local stockKey = KEYS[1]
 local rsvKey = KEYS[2]
 local holdsKey = KEYS[3]
 local claimsKey = KEYS[4]
+local dueKey = KEYS[5]
 local rsvId = ARGV[1]
 local account = ARGV[2]
 local channel = ARGV[3]
@@ -38,6 +40,7 @@ local product = ARGV[4]
 local stock = 'NONE'
 local raw = redis.call('HGET', rsvKey, rsvId)
 if raw then
+  redis.call('ZREM', dueKey, rsvId)
   local rec = cjson.decode(raw)
   if rec.s == 'RESERVED' then
     local before = shardNumber(stockKey, 'available')
@@ -63,6 +66,7 @@ local claim = 0
 local claimed = tonumber(redis.call('HGET', claimsKey, rsvId) or '0')
 if claimed > 0 then
   redis.call('HDEL', claimsKey, rsvId)
+  redis.call('ZREM', dueKey, claimDueMember(rsvId, account))
   if redis.call('HINCRBY', holdsKey, account, -claimed) <= 0 then redis.call('HDEL', holdsKey, account) end
   claim = 1
 end

@@ -1,11 +1,13 @@
 --[[
   The reservation's order is paid: RESERVED -> SOLD, its units move from
   reserved to sold (they still count against the buyer's limit), and the
-  buyer joins the shard's buyers. Idempotent.
+  buyer joins the shard's buyers; the reservation leaves the due set.
+  Idempotent.
 
   KEYS[1]  the shard's stock hash
   KEYS[2]  the shard's reservations hash
   KEYS[3]  the shard's buyers set
+  KEYS[4]  the shard's due set (the reservation leaves it)
   ARGV[1]  reservation id
 
   Returns: {outcome}  'SOLD' now, 'ALREADY' sold before, 'RELEASED' (refused: it was given back), 'NONE' not here
@@ -17,10 +19,12 @@
 local stockKey = KEYS[1]
 local rsvKey = KEYS[2]
 local buyersKey = KEYS[3]
+local dueKey = KEYS[4]
 local rsvId = ARGV[1]
 
 local raw = redis.call('HGET', rsvKey, rsvId)
 if not raw then return {'NONE'} end
+redis.call('ZREM', dueKey, rsvId)
 local rec = cjson.decode(raw)
 if rec.s == 'SOLD' then return {'ALREADY'} end
 if rec.s == 'RELEASED' then return {'RELEASED'} end

@@ -6,12 +6,18 @@
   on every shard: the home shard keeps the buyer's total (holds), and a
   reservation taken from another shard (fall-over) is first claimed here
   (claims), so the limit is checked in one place. Idempotent on the
-  reservation id (made from the account and the request id).
+  reservation id (made from the account and the request id). A reservation
+  taken here also enters the shard's due set (scored by its expiry), in this
+  same step: the safety net's sweep finds it there until it is sold or
+  released, even if the process that ran this dies right after. A claim
+  enters it too (as c|<reservation id>|<account>), so that one whose
+  reservation was never taken elsewhere is freed.
 
   KEYS[1]  the home shard's stock hash
   KEYS[2]  the home shard's reservations hash (id -> record JSON)
   KEYS[3]  the home shard's holds hash (account -> units held of the product)
   KEYS[4]  the home shard's claims hash (reservation id -> units, for reservations taken on other shards)
+  KEYS[5]  the home shard's due set (RESERVED reservation ids and claims by expiry, for the safety net's sweep)
   ARGV[1]  reservation id
   ARGV[2]  account id
   ARGV[3]  quantity (1..)
@@ -37,6 +43,7 @@ local stockKey = KEYS[1]
 local rsvKey = KEYS[2]
 local holdsKey = KEYS[3]
 local claimsKey = KEYS[4]
+local dueKey = KEYS[5]
 local rsvId = ARGV[1]
 local account = ARGV[2]
 local qty = tonumber(ARGV[3])
@@ -44,31 +51,32 @@ local eligible = ARGV[4] == '1'
 local payWindowMs = tonumber(ARGV[5])
 local canFallOver = ARGV[6] == '1'
 
-if redis.call('EXISTS', stockKey) == 0 then return {'NO_PRODUCT'} end
+local st = shardState(stockKey)
+if not st then return {'NO_PRODUCT'} end
 local existing = redis.call('HGET', rsvKey, rsvId)
 if existing then return {'EXISTING', existing} end
 local claimed = redis.call('HGET', claimsKey, rsvId)
 if claimed then return {'CLAIMED', claimed} end
 
 local now = serverTimeMs()
-local refusal = windowRefusal(stockKey, now)
+local refusal = windowRefusal(st, now)
 if refusal then return {refusal} end
 if not eligible then return {'NOT_ELIGIBLE'} end
 local held = tonumber(redis.call('HGET', holdsKey, account) or '0')
-local limit = shardNumber(stockKey, 'limit')
-if held + qty > limit then return {'LIMIT_EXCEEDED', held, limit} end
+if held + qty > st.limit then return {'LIMIT_EXCEEDED', held, st.limit} end
 
-local available = shardNumber(stockKey, 'available')
+local available = st.available
 if available >= qty then
-  local home = shardNumber(stockKey, 'shard')
-  local rec = takeStock(stockKey, rsvKey, rsvId, account, qty, now + payWindowMs, home, now)
+  local rec = takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, now + payWindowMs, st.shard, now)
   redis.call('HINCRBY', holdsKey, account, qty)
-  sameExpiry(stockKey, holdsKey)
+  expireWith(st.expireAt, holdsKey)
   return {'RESERVED', rec.e, available - qty}
 end
 if not canFallOver then return {'SOLD_OUT', available} end
 redis.call('HINCRBY', holdsKey, account, qty)
 redis.call('HSET', claimsKey, rsvId, qty)
-sameExpiry(stockKey, holdsKey)
-sameExpiry(stockKey, claimsKey)
+redis.call('ZADD', dueKey, now + payWindowMs, claimDueMember(rsvId, account))
+expireWith(st.expireAt, holdsKey)
+expireWith(st.expireAt, claimsKey)
+expireWith(st.expireAt, dueKey)
 return {'FALL_OVER', available}
