@@ -16,8 +16,8 @@
  * 6. The amount distribution of a 1,000,000 split (src/red-envelope/split.ts) as an SVG.
  *
  * Options: --quick (smaller counts, shorter loads; writes to $TMPDIR/redis-pay-bench/), --only sections, --dist DIR.
- * Env: BENCH_PROFILE_DIR (run the service under node --cpu-prof, profiles there), BENCH_SERVICE_ENV (JSON of extra
- * service settings, for experiments; the standard run sets none).
+ * Env: BENCH_SERVICE_ENV (JSON of extra service settings, for experiments; the standard run sets none); BENCH_PROFILE_DIR
+ * (bench/lib/full-stack.ts).
  * Only the standard run writes bench/results/red-envelopes.{md,json} and docs/red-envelope-amounts.svg.
  */
 import Redis from 'ioredis';
@@ -103,7 +103,7 @@ async function startService(dist: string, workDir: string, id: string, redisEnv:
   Object.assign(env, redisEnv);
   const dir = join(workDir, `run-${id}`);
   mkdirSync(dir, { recursive: true });
-  const proc = spawnFullStack({ id, port, dist, workDir: dir, env, profileDir: process.env.BENCH_PROFILE_DIR });
+  const proc = spawnFullStack({ id, port, dist, workDir: dir, env });
   await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
   return { port, proc };
 }

@@ -103,7 +103,8 @@ export function spawnFullStack(s: ServerSpawn & { dist: string; env: NodeJS.Proc
     name: `redis-pay (${s.id}) :${s.port}`,
     cpus: s.cpus,
     command: process.execPath,
-    args: [...profileArgs(s.profileDir), join(s.dist, 'main.js')],
+    // BENCH_PROFILE_DIR: every service a benchmark starts runs under node --cpu-prof (for a look at where the time goes).
+    args: [...profileArgs(s.profileDir ?? process.env.BENCH_PROFILE_DIR), join(s.dist, 'main.js')],
     // An empty working dir: main.ts would load a developer's .env from the cwd.
     cwd: s.workDir,
     env: s.env,

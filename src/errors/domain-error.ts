@@ -1,3 +1,5 @@
+import { stackless, stackRestored } from './stackless';
+
 /**
  * What went wrong, in the domain's words. Modules declare their own errors as
  * subclasses (with a stable `code`, e.g. `ORDER_PAID`), with no HTTP in them;
@@ -15,6 +17,7 @@ export type ErrorKind =
   /** A dependency cannot answer now; retrying is safe (503). */
   | 'unavailable';
 
+/** Carries no stack (see stackless.ts): it is an answer, never logged as a failure. */
 export abstract class DomainError extends Error {
   abstract readonly kind: ErrorKind;
 
@@ -27,7 +30,8 @@ export abstract class DomainError extends Error {
     /** For `limit` and `unavailable`: when a retry may succeed. */
     readonly retryAfterMs?: number,
   ) {
-    super(message);
+    super(stackless(message));
+    stackRestored();
     this.name = new.target.name;
   }
 }

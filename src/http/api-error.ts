@@ -1,6 +1,7 @@
 import { HttpException } from '@nestjs/common';
+import { stackless, stackRestored } from '../errors/stackless';
 
-/** An HTTP error with a stable machine-readable code and optional details. */
+/** An HTTP error with a stable machine-readable code and optional details; no stack (see errors/stackless.ts). */
 export class ApiError extends HttpException {
   constructor(
     status: number,
@@ -10,7 +11,8 @@ export class ApiError extends HttpException {
     /** Extra response headers, e.g. Retry-After. */
     readonly headers: Record<string, string> = {},
   ) {
-    super(message, status);
+    super(stackless(message), status);
+    stackRestored();
   }
 }
 
