@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
@@ -42,8 +42,10 @@ export interface Reconciliation {
  * settles the activity once every grab is credited.
  */
 @Injectable()
-export class RedEnvelopeActivities implements OnApplicationBootstrap {
+export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(RedEnvelopeActivities.name);
+  private resumeTimer?: NodeJS.Timeout;
+  private shutDown = false;
 
   constructor(
     private readonly store: RedEnvelopeStore,
@@ -61,10 +63,27 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap {
       visibilityTimeoutMs: 120_000,
       backoff: { initialMs: 500, maxMs: 10_000 },
     });
-    // Crediting runs on every instance for every activity not yet settled.
-    for (const id of await this.store.activityIds(Date.now() - this.config.liveRetentionMs)) {
-      const a = await this.store.activity(id);
-      if (a && (a.state === 'READY' || a.state === 'ENDED')) await this.crediting.start(a);
+    // Crediting runs on every instance for every activity not yet settled. Not awaited: the service boots (and
+    // answers 503) while Redis is down, and this is tried again until Redis answers.
+    void this.resumeCrediting(1);
+  }
+
+  onApplicationShutdown(): void {
+    this.shutDown = true;
+    clearTimeout(this.resumeTimer);
+  }
+
+  private async resumeCrediting(attempt: number): Promise<void> {
+    if (this.shutDown) return;
+    try {
+      for (const id of await this.store.activityIds(Date.now() - this.config.liveRetentionMs)) {
+        const a = await this.store.activity(id);
+        if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
+      }
+    } catch (err) {
+      if (attempt === 1) this.logger.warn({ err: (err as Error).message }, 'could not resume crediting yet; retrying until Redis answers');
+      this.resumeTimer = setTimeout(() => void this.resumeCrediting(attempt + 1), Math.min(10_000, 250 * 2 ** Math.min(attempt, 6)));
+      this.resumeTimer.unref();
     }
   }
 

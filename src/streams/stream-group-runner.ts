@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { RedisService } from '../redis/redis.service';
 import type { ScriptRegistry } from '../scripts/script-registry.service';
 import type { BackgroundWorker } from '../workers/background-workers.service';
+import { isRedisUnavailable } from '../redis/redis-unavailable.error';
 import { recordFailure } from './stream-scripts';
 import { keySlot, readGroups, retryDelayMs } from './stream-slots';
 import type { PendingSource, StreamsMetrics } from './streams.metrics';
@@ -167,9 +168,18 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     return this.readers.length > 0 && !this.stopped;
   }
 
-  /** Creates the group on every stream (and the streams) where missing, then starts reading. Rejects if Redis cannot be reached. */
+  /**
+   * Creates the group on every stream (and the streams) where missing, then starts reading. With Redis unreachable it
+   * starts all the same (a service must boot, and answer 503, while Redis is down): the readers wait, backing off,
+   * and create the groups once Redis answers (as for a group deleted under them).
+   */
   async start(): Promise<void> {
-    await this.createGroups(this.options.streams.map((s) => s.key));
+    try {
+      await this.createGroups(this.options.streams.map((s) => s.key));
+    } catch (err) {
+      if (!isRedisUnavailable(err)) throw err;
+      this.failed(err as Error);
+    }
     const groups = readGroups(this.options.streams, this.deps.redis.isCluster);
     this.readers = groups.map((streams, i) => {
       const connection = `streams:${this.options.name}:${this.options.group}:${this.options.consumer}:${i}`;

@@ -18,8 +18,8 @@ export class StreamRunners {
   ) {}
 
   /**
-   * Creates the group where missing and starts consuming. Rejects if Redis cannot be reached (nothing
-   * started), or if this runner name, group and consumer already run in this process.
+   * Creates the group where missing and starts consuming (with Redis unreachable, once it answers). Rejects if
+   * this runner name, group and consumer already run in this process.
    */
   async start(options: StreamGroupOptions): Promise<StreamGroupRunner> {
     const base = `streams:${options.name}:${options.group}:${options.consumer}`;

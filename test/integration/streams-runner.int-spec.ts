@@ -450,4 +450,27 @@ describe(`${StreamGroupRunner.name} across a Redis restart`, () => {
     warn.mockRestore();
     reads.mockRestore();
   }, 40_000);
+
+  it('starts while Redis is down (a service boots and answers 503 meanwhile) and creates its groups once Redis is back', async () => {
+    const r = await makeRig();
+    await server.stop();
+    try {
+      const seen: string[] = [];
+      const runner = await start(r, 'g-boot-down', 'c1', async (e) => void seen.push(e.id), { blockMs: 500 });
+      expect(runner.isRunning).toBe(true);
+      await server.start();
+      await waitUntil('raw client back', async () => (await raw.ping()) === 'PONG', 10_000);
+      await waitUntil(
+        'the group created by the reader',
+        async () => ((await raw.xinfo('GROUPS', r.streams[2]).catch(() => [])) as unknown[]).length === 1,
+        15_000,
+      );
+      const id = await add(r.streams[2], 'n', 'after-boot');
+      await waitUntil('the entry written once Redis is up', async () => seen.includes(id), 15_000);
+      await runner.stop();
+      expect((await raw.xpending(r.streams[2], 'g-boot-down'))[0]).toBe(0);
+    } finally {
+      if (!(await raw.ping().catch(() => null))) await server.start();
+    }
+  }, 40_000);
 });
