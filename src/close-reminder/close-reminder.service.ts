@@ -139,8 +139,10 @@ export class CloseReminderService implements OnApplicationBootstrap {
   /** A reminder came due. Sends only while the record is `scheduled`: the order's settle may have come first. */
   private async send(d: Delivery<{ orderId: string }>): Promise<void> {
     const { orderId } = d.payload;
-    // The order read is the check a completed payment fails.
-    const { order, now } = await this.orders.readById(orderId);
+    // The order read is the check a completed payment fails. One HGETALL: the Redis clock comes from the claim
+    // (whether the order has closed is decided again by the message write, on the Redis clock).
+    const order = await this.orders.findById(orderId);
+    const now = d.serverNow();
     const settings = order ? await this.settings.get(order.merchantId) : null;
     const refusal = !order ? 'order-missing' : !settings?.enabled ? 'merchant-disabled' : refusalOf(order, now);
     if (refusal || !order || !settings) return this.skip(orderId, refusal ?? 'order-missing');

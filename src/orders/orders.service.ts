@@ -76,7 +76,9 @@ export class OrdersService implements OnApplicationBootstrap {
 
   /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none (a malformed id included). */
   async findById(orderId: string): Promise<OrderView | undefined> {
-    return (await this.readById(orderId)).order;
+    if (!ORDER_ID_RE.test(orderId)) return undefined;
+    const order = await this.store.readOrder(orderId);
+    return order ? orderView(order) : undefined;
   }
 
   /** As findById, with the Redis clock at the read (epoch ms), for callers that decide on the order's times. */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
+import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 import { orderIdOfPlan, orderKeys } from './order-keys';
 import type { Instruction, OrderEventType, OrderRecord, OrderStatus, PlanRecord, PlanStatus } from './order.types';
@@ -61,7 +62,15 @@ export class OrdersStore {
     private readonly scripts: ScriptRegistry,
     private readonly keys: KeyBuilder,
     private readonly config: OrdersConfig,
+    private readonly redis: RedisService,
   ) {}
+
+  /** The order alone (null when there is none): one HGETALL, for readers that need neither a plan nor the Redis clock. */
+  async readOrder(orderId: string): Promise<OrderRecord | null> {
+    const [orderKey] = orderKeys(this.keys, orderId);
+    const h = await this.redis.command((c) => c.hgetall(orderKey));
+    return Object.keys(h).length ? parseOrder(h) : null;
+  }
 
   /** One consistent snapshot of an order and (optionally) one of its plans. */
   async read(orderId: string, planId?: string): Promise<Snapshot> {
