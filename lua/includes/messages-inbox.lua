@@ -22,6 +22,9 @@ local metaKey = KEYS[5]
 local expiryKey = KEYS[6]
 local withdrawnKey = KEYS[7]
 
+-- Messages removed so far by this script call (removeMessage counts them).
+local removals = 0
+
 local function metaNumber(field)
   return tonumber(redis.call('HGET', metaKey, field) or '0')
 end
@@ -30,7 +33,8 @@ local function isUnread(id, seq)
   return seq > metaNumber('readUpTo') and redis.call('SISMEMBER', readKey, id) == 0
 end
 
--- Stores one message; returns its id (its sequence, as a string). expiresAt: ms, or nil for none.
+-- Stores one message; returns its id (its sequence, as a string) and the unread count after it.
+-- expiresAt: ms, or nil for none.
 -- The sequence is never below the Redis clock in microseconds and always above the last one (the
 -- rule of includes/monotonic-counter); it and the unread count are read and written together, one
 -- HMGET and one HSET of meta.
@@ -44,11 +48,12 @@ local function addMessage(body, idemField, now, expiresAt)
   if idemField ~= '' then redis.call('HSET', idemKey, idemField, id) end
   if expiresAt then redis.call('ZADD', expiryKey, expiresAt, id) end
   redis.call('HSET', metaKey, 'seq', string.format('%.0f', seq), 'unread', string.format('%d', unread))
-  return id
+  return id, unread
 end
 
 -- Removes one message with its body, its idempotency record, its expiry and its read state.
 local function removeMessage(id, seq)
+  removals = removals + 1
   if isUnread(id, seq) then
     redis.call('HINCRBY', metaKey, 'unread', -1)
   else

@@ -63,7 +63,9 @@ if pendingField ~= '' then
   if not held or (pendingActionId ~= '' and held ~= pendingActionId) then return {2, '', metaNumber('unread')} end
   redis.call('HDEL', metaKey, pendingField)
 end
-local id = addMessage(body, idemField, now, expiresAt)
+local id, unread = addMessage(body, idemField, now, expiresAt)
+local removed = removals
 trim(now, maxCount, retentionMs)
 touch(retentionMs)
-return {1, id, metaNumber('unread')}
+if removals > removed then unread = metaNumber('unread') end
+return {1, id, unread}
