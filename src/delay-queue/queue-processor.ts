@@ -9,8 +9,8 @@ import type { QueueEventBus } from './queue-event-bus';
 /** Default and largest number of items one claim script promotes or requeues per step: keeps every script call short (no BUSY). */
 export const BATCH = 1000;
 /**
- * Default number of items one claim script hands out. Claiming costs six commands per item against two for
- * promoting, so this is smaller: one call stays around a few milliseconds inside Redis.
+ * Default number of items one claim script hands out. The claim takes its batch with a handful of commands that
+ * each carry every claimed id, but its reply carries every payload, and the handlers it starts run at once.
  */
 export const CLAIM_BATCH = 100;
 const MAX_ERROR_CHARS = 2000;
