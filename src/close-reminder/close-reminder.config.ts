@@ -79,7 +79,7 @@ export const closeReminderConfig = defineConfigSlice({
   token: CloseReminderConfig,
   schema: CloseReminderEnv,
   build: (s): CloseReminderConfig => ({
-    sendConcurrency: s.CLOSE_REMINDER_SEND_CONCURRENCY ?? 400,
+    sendConcurrency: s.CLOSE_REMINDER_SEND_CONCURRENCY ?? 200,
     claimBatch: s.CLOSE_REMINDER_CLAIM_BATCH ?? 100,
     promoteBatch: s.CLOSE_REMINDER_PROMOTE_BATCH ?? 250,
     eventConcurrency: s.CLOSE_REMINDER_EVENT_CONCURRENCY ?? 32,
