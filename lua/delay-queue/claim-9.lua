@@ -73,33 +73,55 @@ if promoted > 0 then
   redis.call('ZREM', pendingKey, unpack(ids))
 end
 
--- 3. Claim.
+-- 3. Claim, with a handful of commands for the whole batch (each taking every claimed id).
 local out = {now, '', 0, promoted, requeued, died}
 if want > 0 then
   local ready = redis.call('ZRANGE', readyKey, 0, want - 1, 'WITHSCORES')
-  local deadline = now + visibilityMs
-  for i = 1, #ready, 2 do
-    local id = ready[i]
-    redis.call('ZREM', readyKey, id)
-    local payload = redis.call('HGET', payloadKey, id)
-    if payload then
-      redis.call('ZADD', inflightKey, deadline, id)
-      local attempt = redis.call('HINCRBY', attemptsKey, id, 1)
-      -- The claim's own clock, so every token of one step is measured against the same instant.
-      local token, tokenText = nextCounterAtLeastClock(seqKey, nil, nil, now * 1000)
-      redis.call('HSET', leaseKey, id, tokenText .. ':' .. string.format('%d', tonumber(ready[i + 1])))
-      out[#out + 1] = id
-      out[#out + 1] = payload
-      out[#out + 1] = attempt
-      out[#out + 1] = ready[i + 1]
-      out[#out + 1] = token
-    else
-      -- Cannot happen through these scripts; never hand out an item without its payload.
-      redis.call('ZADD', deadKey, now, id)
-      redis.call('HSET', payloadKey, id, 'null') -- every entry has a payload (schedule relies on it)
-      redis.call('HSET', errorsKey, id, 'payload missing')
-      died = died + 1
-      out[6] = died
+  local ids = {}
+  for i = 1, #ready, 2 do ids[#ids + 1] = ready[i] end
+  if #ids > 0 then
+    redis.call('ZREM', readyKey, unpack(ids))
+    local payloads = redis.call('HMGET', payloadKey, unpack(ids))
+    local counts = redis.call('HMGET', attemptsKey, unpack(ids))
+    local live = 0
+    for j = 1, #ids do
+      if payloads[j] then live = live + 1 end
+    end
+    -- The claim's own clock, so every token of one step is measured against the same instant:
+    -- the tokens of one claim are consecutive.
+    local token = live > 0 and reserveCounterRun(seqKey, nil, nil, now * 1000, live) or 0
+    local deadline = now + visibilityMs
+    local inflightArgs, attemptArgs, leaseArgs = {}, {}, {}
+    for j, id in ipairs(ids) do
+      local payload = payloads[j]
+      if payload then
+        local attempt = (tonumber(counts[j]) or 0) + 1
+        local dueText = string.format('%d', tonumber(ready[2 * j]))
+        inflightArgs[#inflightArgs + 1] = deadline
+        inflightArgs[#inflightArgs + 1] = id
+        attemptArgs[#attemptArgs + 1] = id
+        attemptArgs[#attemptArgs + 1] = attempt
+        leaseArgs[#leaseArgs + 1] = id
+        leaseArgs[#leaseArgs + 1] = string.format('%.0f', token) .. ':' .. dueText
+        out[#out + 1] = id
+        out[#out + 1] = payload
+        out[#out + 1] = attempt
+        out[#out + 1] = ready[2 * j]
+        out[#out + 1] = token
+        token = token + 1
+      else
+        -- Cannot happen through these scripts; never hand out an item without its payload.
+        redis.call('ZADD', deadKey, now, id)
+        redis.call('HSET', payloadKey, id, 'null') -- every entry has a payload (schedule relies on it)
+        redis.call('HSET', errorsKey, id, 'payload missing')
+        died = died + 1
+        out[6] = died
+      end
+    end
+    if live > 0 then
+      redis.call('ZADD', inflightKey, unpack(inflightArgs))
+      redis.call('HSET', attemptsKey, unpack(attemptArgs))
+      redis.call('HSET', leaseKey, unpack(leaseArgs))
     end
   end
 end

@@ -13,7 +13,6 @@
 -- no message in `inbox` has an expiresAt at or before the clock of the last script that ran
 -- dropExpired; no idempotency field is both in `idem` and in `withdrawn`.
 
---- @include "includes/monotonic-counter"
 --- @include "includes/retention"
 local inboxKey = KEYS[1]
 local bodiesKey = KEYS[2]
@@ -23,33 +22,38 @@ local metaKey = KEYS[5]
 local expiryKey = KEYS[6]
 local withdrawnKey = KEYS[7]
 
+-- Messages removed so far by this script call (removeMessage counts them).
+local removals = 0
+
 local function metaNumber(field)
   return tonumber(redis.call('HGET', metaKey, field) or '0')
-end
-
--- The next sequence: never below the Redis clock in microseconds, always above the last one.
-local function nextSeq(now)
-  return (nextCounterAtLeastClock(metaKey, 'seq', nil, now * 1000))
 end
 
 local function isUnread(id, seq)
   return seq > metaNumber('readUpTo') and redis.call('SISMEMBER', readKey, id) == 0
 end
 
--- Stores one message; returns its id (its sequence, as a string). expiresAt: ms, or nil for none.
+-- Stores one message; returns its id (its sequence, as a string) and the unread count after it.
+-- expiresAt: ms, or nil for none.
+-- The sequence is never below the Redis clock in microseconds and always above the last one (the
+-- rule of includes/monotonic-counter); it and the unread count are read and written together, one
+-- HMGET and one HSET of meta.
 local function addMessage(body, idemField, now, expiresAt)
-  local seq = nextSeq(now)
+  local last, unread = unpack(redis.call('HMGET', metaKey, 'seq', 'unread'))
+  local seq = math.max((tonumber(last) or 0) + 1, now * 1000)
+  unread = (tonumber(unread) or 0) + 1
   local id = string.format('%d', seq)
   redis.call('ZADD', inboxKey, seq, id)
   redis.call('HSET', bodiesKey, id, body)
   if idemField ~= '' then redis.call('HSET', idemKey, idemField, id) end
   if expiresAt then redis.call('ZADD', expiryKey, expiresAt, id) end
-  redis.call('HINCRBY', metaKey, 'unread', 1)
-  return id
+  redis.call('HSET', metaKey, 'seq', string.format('%.0f', seq), 'unread', string.format('%d', unread))
+  return id, unread
 end
 
 -- Removes one message with its body, its idempotency record, its expiry and its read state.
 local function removeMessage(id, seq)
+  removals = removals + 1
   if isUnread(id, seq) then
     redis.call('HINCRBY', metaKey, 'unread', -1)
   else

@@ -9,7 +9,11 @@
 --   clockUs     the Redis clock in microseconds as the caller read it (a script that already called
 --               TIME passes it, so one script step sees one clock); nil reads TIME here
 -- The value is max(previous + 1, clockUs); values stay below 2^53, so both forms are exact.
-local function nextCounterAtLeastClock(counterKey, field, ttlMs, clockUs)
+--
+-- reserveCounterRun(counterKey, field, ttlMs, clockUs, n) -> first value (number)
+--   takes n values at once, first .. first + n - 1 (n >= 1): the values n calls of
+--   nextCounterAtLeastClock with the same clockUs would hand out, in two commands.
+local function reserveCounterRun(counterKey, field, ttlMs, clockUs, n)
   if not clockUs then
     local t = redis.call('TIME')
     clockUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -21,7 +25,7 @@ local function nextCounterAtLeastClock(counterKey, field, ttlMs, clockUs)
     previous = redis.call('GET', counterKey)
   end
   local value = math.max((tonumber(previous) or 0) + 1, clockUs)
-  local text = string.format('%.0f', value)
+  local text = string.format('%.0f', value + n - 1)
   if field then
     redis.call('HSET', counterKey, field, text)
   elseif ttlMs then
@@ -29,5 +33,10 @@ local function nextCounterAtLeastClock(counterKey, field, ttlMs, clockUs)
   else
     redis.call('SET', counterKey, text)
   end
-  return value, text
+  return value
+end
+
+local function nextCounterAtLeastClock(counterKey, field, ttlMs, clockUs)
+  local value = reserveCounterRun(counterKey, field, ttlMs, clockUs, 1)
+  return value, string.format('%.0f', value)
 end

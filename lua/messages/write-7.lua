@@ -46,8 +46,12 @@ local ttlMs = tonumber(ARGV[7])
 local expiresAt = tonumber(ARGV[8])
 local now = serverTimeMs()
 dropExpired(now)
-trimWithdrawn(now, maxCount, retentionMs)
-if redis.call('ZSCORE', withdrawnKey, idemField) then return {3, '', metaNumber('unread')} end
+-- Withdrawal records past the retention time (or beyond the newest maxCount) do not count: they
+-- are trimmed before the key is looked at again, which only matters when it is there at all.
+if redis.call('ZSCORE', withdrawnKey, idemField) then
+  trimWithdrawn(now, maxCount, retentionMs)
+  if redis.call('ZSCORE', withdrawnKey, idemField) then return {3, '', metaNumber('unread')} end
+end
 local existing = redis.call('HGET', idemKey, idemField)
 if existing and liveSeq(existing, retentionMs, now) and redis.call('HEXISTS', bodiesKey, existing) == 1 then
   return {0, existing, metaNumber('unread')}
@@ -59,7 +63,9 @@ if pendingField ~= '' then
   if not held or (pendingActionId ~= '' and held ~= pendingActionId) then return {2, '', metaNumber('unread')} end
   redis.call('HDEL', metaKey, pendingField)
 end
-local id = addMessage(body, idemField, now, expiresAt)
+local id, unread = addMessage(body, idemField, now, expiresAt)
+local removed = removals
 trim(now, maxCount, retentionMs)
 touch(retentionMs)
-return {1, id, metaNumber('unread')}
+if removals > removed then unread = metaNumber('unread') end
+return {1, id, unread}

@@ -57,20 +57,27 @@ export function formatCloseAt(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-function fill(template: string, facts: ReminderFacts): string {
-  const values: Record<Placeholder, string> = {
-    subject: facts.subject,
-    amount: formatAmount(facts.amount, facts.currency),
-    currency: facts.currency,
-    closeAt: formatCloseAt(facts.closeAt),
-    minutes: String(Math.max(1, Math.round((facts.closeAt - facts.now) / 60_000))),
+/** Fills the placeholders of `template`; each value is made on first use and kept in `made` for the next template. */
+function fill(template: string, facts: ReminderFacts, made: Partial<Record<Placeholder, string>>): string {
+  const value = (name: Placeholder): string => {
+    let v = made[name];
+    if (v === undefined) {
+      if (name === 'subject') v = facts.subject;
+      else if (name === 'amount') v = formatAmount(facts.amount, facts.currency);
+      else if (name === 'currency') v = facts.currency;
+      else if (name === 'closeAt') v = formatCloseAt(facts.closeAt);
+      else v = String(Math.max(1, Math.round((facts.closeAt - facts.now) / 60_000)));
+      made[name] = v;
+    }
+    return v;
   };
-  return template.replace(TOKEN_RE, (all: string, name: string) => (name in values ? values[name as Placeholder] : all));
+  return template.replace(TOKEN_RE, (all: string, name: string) => ((PLACEHOLDERS as readonly string[]).includes(name) ? value(name as Placeholder) : all));
 }
 
 const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
 /** The title and content of one reminder, within the message center's limits. */
 export function renderReminder(templates: { title: string; content: string }, facts: ReminderFacts): { title: string; content: string } {
-  return { title: cut(fill(templates.title, facts), MAX_TITLE), content: cut(fill(templates.content, facts), MAX_CONTENT) };
+  const made: Partial<Record<Placeholder, string>> = {};
+  return { title: cut(fill(templates.title, facts, made), MAX_TITLE), content: cut(fill(templates.content, facts, made), MAX_CONTENT) };
 }

@@ -94,6 +94,12 @@ export interface Delivery<T = unknown> {
   token: number;
   /** When the item was due (epoch ms). */
   dueAt: number;
+  /**
+   * The Redis clock now (epoch ms), estimated without a round trip: the claim's Redis time plus the
+   * local time elapsed since its reply. For rendering and early checks; a decision that must hold on
+   * the Redis clock belongs in a script.
+   */
+  serverNow(): number;
   /** Aborted when the item is cancelled, the delivery is lost (visibility expired) or the worker stops. */
   signal: AbortSignal;
   /**

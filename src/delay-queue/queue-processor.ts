@@ -9,8 +9,8 @@ import type { QueueEventBus } from './queue-event-bus';
 /** Default and largest number of items one claim script promotes or requeues per step: keeps every script call short (no BUSY). */
 export const BATCH = 1000;
 /**
- * Default number of items one claim script hands out. Claiming costs six commands per item against two for
- * promoting, so this is smaller: one call stays around a few milliseconds inside Redis.
+ * Default number of items one claim script hands out. The claim takes its batch with a handful of commands that
+ * each carry every claimed id, but its reply carries every payload, and the handlers it starts run at once.
  */
 export const CLAIM_BATCH = 100;
 const MAX_ERROR_CHARS = 2000;
@@ -211,7 +211,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         this.clockOffset = now - (t0 + this.clock.now()) / 2;
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
         const claimed = r.claimed.length;
-        for (const d of r.claimed) this.deliver(d, now);
+        const localAtClaim = this.clock.now();
+        for (const d of r.claimed) this.deliver(d, now, localAtClaim);
         this.readyLeft = r.readyLeft > 0;
         // The reply's next wake-up was computed before any event that arrived while it was on the wire.
         const next = Math.min(r.nextWake ?? Infinity, this.eventDueDuringClaim);
@@ -232,7 +233,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     }
   }
 
-  private deliver({ id, rawPayload: raw, attempt, dueAt, token }: ClaimedDelivery, claimedAt: number): void {
+  private deliver({ id, rawPayload: raw, attempt, dueAt, token }: ClaimedDelivery, claimedAt: number, localAtClaim: number): void {
     const abort = new AbortController();
     const labels = { queue: this.queue };
     this.metrics.fired.inc(labels);
@@ -252,6 +253,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       attempt,
       token,
       dueAt,
+      serverNow: () => claimedAt + Math.max(0, this.clock.now() - localAtClaim),
       signal: abort.signal,
       stillWanted: () => (abort.signal.aborted ? Promise.resolve(false) : extend()),
     };

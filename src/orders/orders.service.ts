@@ -10,7 +10,7 @@ import { ORDER_ID_RE, orderIdFor } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
 import { EXPIRY_QUEUE } from './order-queues';
 import { expiryStepOf, orderTransition, planTransition, type Refusal } from './order-state';
-import { checkoutView, merchantView, orderView, type OrderView, payableBy } from './order-views';
+import { checkoutView, merchantView, type OrderSummary, orderView, type OrderView, payableBy, SUMMARY_FIELDS } from './order-views';
 import type { OrderRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
 import { createdOrder, OrdersStore, serverNow } from './orders.store';
@@ -76,7 +76,27 @@ export class OrdersService implements OnApplicationBootstrap {
 
   /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none (a malformed id included). */
   async findById(orderId: string): Promise<OrderView | undefined> {
-    return (await this.readById(orderId)).order;
+    if (!ORDER_ID_RE.test(orderId)) return undefined;
+    const order = await this.store.readOrder(orderId);
+    return order ? orderView(order) : undefined;
+  }
+
+  /** As findById, only the fields of an OrderSummary (one HMGET): for callers on a hot path. */
+  async findSummaryById(orderId: string): Promise<OrderSummary | undefined> {
+    if (!ORDER_ID_RE.test(orderId)) return undefined;
+    const o = await this.store.readOrderFields(orderId, SUMMARY_FIELDS);
+    if (!o) return undefined;
+    return {
+      orderId: o.orderId,
+      merchantId: o.merchantId,
+      amount: o.amount,
+      currency: o.currency,
+      subject: o.subject,
+      status: o.status,
+      version: o.version,
+      expiresAt: o.expiresAt,
+      ...(o.accountId ? { accountId: o.accountId } : {}),
+    };
   }
 
   /** As findById, with the Redis clock at the read (epoch ms), for callers that decide on the order's times. */

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
+import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 import { orderIdOfPlan, orderKeys } from './order-keys';
 import type { Instruction, OrderEventType, OrderRecord, OrderStatus, PlanRecord, PlanStatus } from './order.types';
@@ -61,7 +62,30 @@ export class OrdersStore {
     private readonly scripts: ScriptRegistry,
     private readonly keys: KeyBuilder,
     private readonly config: OrdersConfig,
+    private readonly redis: RedisService,
   ) {}
+
+  /** The order alone (null when there is none): one HGETALL, for readers that need neither a plan nor the Redis clock. */
+  async readOrder(orderId: string): Promise<OrderRecord | null> {
+    const [orderKey] = orderKeys(this.keys, orderId);
+    const h = await this.redis.command((c) => c.hgetall(orderKey));
+    return Object.keys(h).length ? parseOrder(h) : null;
+  }
+
+  /**
+   * Only `fields` of the order (one HMGET; null when there is none): the record's other fields hold their
+   * empty values. For hot readers that need a few fields of an order hash of some twenty.
+   */
+  async readOrderFields(orderId: string, fields: readonly (keyof OrderRecord)[]): Promise<OrderRecord | null> {
+    const [orderKey] = orderKeys(this.keys, orderId);
+    const values = await this.redis.command((c) => c.hmget(orderKey, ...fields));
+    const h: Record<string, string> = {};
+    fields.forEach((f, i) => {
+      const v = values[i];
+      if (v !== null) h[f] = v;
+    });
+    return Object.keys(h).length ? parseOrder(h) : null;
+  }
 
   /** One consistent snapshot of an order and (optionally) one of its plans. */
   async read(orderId: string, planId?: string): Promise<Snapshot> {
