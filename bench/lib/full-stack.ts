@@ -104,7 +104,7 @@ export function spawnFullStack(s: ServerSpawn & { dist: string; env: NodeJS.Proc
     cpus: s.cpus,
     command: process.execPath,
     // BENCH_PROFILE_DIR: every service a benchmark starts runs under node --cpu-prof (for a look at where the time goes).
-    args: [...profileArgs(s.profileDir ?? process.env.BENCH_PROFILE_DIR), join(s.dist, 'main.js')],
+    args: [...RUNTIME_FLAGS, ...profileArgs(s.profileDir ?? process.env.BENCH_PROFILE_DIR), join(s.dist, 'main.js')],
     // An empty working dir: main.ts would load a developer's .env from the cwd.
     cwd: s.workDir,
     env: s.env,
@@ -118,12 +118,18 @@ export function spawnBareServer(s: ServerSpawn & { script: string; env: NodeJS.P
     name: `${s.id} server :${s.port}`,
     cpus: s.cpus,
     command: process.execPath,
-    args: [...profileArgs(s.profileDir), '--import', 'tsx', s.script],
+    args: [...RUNTIME_FLAGS, ...profileArgs(s.profileDir), '--import', 'tsx', s.script],
     cwd: ROOT,
     env: s.env,
     stdout: 'ignore',
   });
 }
+
+/**
+ * Node flags of the service as deployed (the Dockerfile's NODE_OPTIONS, `npm start`), given to the baseline servers
+ * too, so that a floor runs on the same runtime settings as the service it is compared with.
+ */
+export const RUNTIME_FLAGS = ['--max-semi-space-size=64'];
 
 const profileArgs = (dir: string | undefined) => (dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []);
 
