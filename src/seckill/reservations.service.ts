@@ -29,6 +29,8 @@ export const SAFETY_NET_QUEUE = 'seckill-reservations';
 /** Shards of one sweep read at once, and due reservations one shard's read returns. */
 const SWEEP_PARALLEL = 32;
 const SWEEP_BATCH = 100;
+/** Activities read from the index per call by the sweep. */
+const SWEEP_PAGE = 1000;
 /** A claim's member in a due set (lua/includes/seckill-shard.lua). */
 const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** The consumer group of the order events. */
@@ -240,7 +242,14 @@ export class ReservationsService implements OnApplicationBootstrap {
     const now = await this.store.now();
     const upTo = now - this.config.safetyNetGraceMs;
     let released = 0;
-    for (const activityId of await this.store.activityIds(now - this.config.liveRetentionMs, 1000)) {
+    // Every live activity, a page at a time (a week of activities can be more than a page).
+    const ids: string[] = [];
+    for (;;) {
+      const page = await this.store.activityIds(now - this.config.liveRetentionMs, SWEEP_PAGE, ids.length);
+      ids.push(...page);
+      if (page.length < SWEEP_PAGE) break;
+    }
+    for (const activityId of ids) {
       const a = await this.catalog.get(activityId);
       if (!a || a.startsAt > now) continue;
       const shards = a.products.flatMap((p) => Array.from({ length: p.shards }, (_, k) => [p, k] as const));

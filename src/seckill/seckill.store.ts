@@ -82,8 +82,9 @@ export class SeckillStore {
   }
 
   /** Activity ids whose end is at or after `from` (current and upcoming), soonest end first. */
-  async activityIds(from: number, limit: number): Promise<string[]> {
-    return this.redis.command((c) => c.zrangebyscore(activityIndexKey(this.keys), from, '+inf', 'LIMIT', 0, limit));
+  /** Activities ending at `from` or later, soonest first: `limit` of them after the first `offset`. */
+  async activityIds(from: number, limit: number, offset = 0): Promise<string[]> {
+    return this.redis.command((c) => c.zrangebyscore(activityIndexKey(this.keys), from, '+inf', 'LIMIT', offset, limit));
   }
 
   async results(activityId: string): Promise<unknown> {

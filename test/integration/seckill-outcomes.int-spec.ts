@@ -4,7 +4,8 @@ import { orderIdFor } from '../../src/orders/order-keys';
 import { OrdersService } from '../../src/orders/orders.service';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { SAFETY_NET_QUEUE } from '../../src/seckill/reservations.service';
-import { homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
+import { activityIndexKey, homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
+import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';
@@ -113,6 +114,33 @@ describe('the safety net', () => {
     expect(await tryPay(account, orderIdFor(CREDS.merchantId, rsvId), 1980)).not.toBe('PAID');
     expect((await kit.metrics()).seckill_safety_net_releases_total - (before.seckill_safety_net_releases_total ?? 0)).toBe(1);
     expect(await dueOf(keys[0])).toEqual([]);
+  });
+
+  it('reaches activities past the first page of the index (a week can hold more than 1,000 activities)', async () => {
+    const id = await sale([{ productId: 'p', stock: 1 }]);
+    const { p, keys } = await kit.shards(id, 'p');
+    const indexKey = activityIndexKey(ctx.t.app.get(KeyBuilder));
+    // 1,000 other activities ending before this one: listed first, so this one is on the index's second page.
+    const others = Array.from({ length: 1000 }, (_, i) => `${id}-other-${i}`);
+    const soon = Date.now() + 1000;
+    await ctx.raw.zadd(indexKey, ...others.flatMap((o) => [soon, o]));
+    try {
+      const rsvId = reservationIdFor(id, 'p', 'acc_paged', 'req-p');
+      const reserved = await kit.store.reserve(kit.store.shard(id, p, 0), {
+        rsvId,
+        account: 'acc_paged',
+        qty: 1,
+        eligible: true,
+        payWindowMs: 60_000,
+        canFallOver: false,
+      });
+      expect(reserved.outcome).toBe('RESERVED');
+      await dueNow(keys[0], rsvId);
+      await waitUntil('the net to release the units', async () => (await kit.store.record(keys[0], rsvId))?.s === 'RELEASED' || 'not yet', 15_000, 50);
+      expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 0 });
+    } finally {
+      await ctx.raw.zrem(indexKey, ...others);
+    }
   });
 
   it('a process killed after a fall-over claim and before the take: the sweep frees the claim, so the buyer may buy again', async () => {
