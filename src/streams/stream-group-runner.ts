@@ -301,7 +301,10 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
    * every entry whose handler resolved. Failed entries were recorded as they failed and stay pending (or
    * were dead-lettered). After stop() no further entry is started; the ones handled are still acked.
    */
-  private async handleStream(stream: string, entries: Entry[]): Promise<void> {
+  private async handleStream(stream: string, all: Entry[]): Promise<void> {
+    // Entries held back for their backoff (a re-read of our own pending ones brings them too) wait for their turn.
+    const parked = this.parked.get(stream);
+    const entries = parked ? all.filter(([id]) => !parked.has(id)) : all;
     const handled: Array<[StreamEntry, EntryOutcome]> = [];
     let next = 0;
     const work = async (): Promise<void> => {
@@ -380,38 +383,51 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   }
 
   /**
-   * Every claimEveryMs while entries are held back: keeps them this consumer's (XCLAIM JUSTID resets their idle time
-   * without counting a delivery, so the takeover leaves them alone) and delivers the due ones again (XCLAIM). An entry
-   * acked or taken elsewhere meanwhile is dropped. On stop, or if Redis fails, held entries stay pending for the takeover.
+   * While entries are held back, every claimEveryMs (the first time at once): keeps the ones still this consumer's
+   * (XCLAIM JUSTID resets their idle time without counting a delivery, so the takeover leaves them alone) and delivers
+   * the due ones again (XCLAIM), without waiting for their handlers. An entry acked, or taken over by another consumer
+   * meanwhile (XPENDING names its owner), is dropped: it is never taken back. On stop, or if Redis fails, held entries
+   * stay pending for the takeover.
    */
   private async runParked(): Promise<void> {
     const { group, consumer } = this.options;
-    while (!this.stopped && this.parked.size > 0) {
-      await this.sleep(this.claimEveryMs);
-      if (this.stopped) break;
+    const retries = new Set<Promise<void>>();
+    // Runs on while retries are under way too: a retry that fails again parks its entry for this loop.
+    while (!this.stopped && (this.parked.size > 0 || retries.size > 0)) {
       const now = Date.now();
       for (const [stream, ids] of [...this.parked]) {
         const due = [...ids].filter(([, at]) => at <= now).map(([id]) => id);
-        const held = [...ids].filter(([, at]) => at > now).map(([id]) => id);
         for (const id of due) ids.delete(id);
-        if (ids.size === 0) this.parked.delete(stream);
         try {
-          if (held.length > 0) {
-            const kept = new Set(
-              (await this.deps.redis.command((c) => (c.xclaim as XClaim).apply(c, [stream, group, consumer, 0, ...held, 'JUSTID']))) as string[],
-            );
-            for (const id of held) if (!kept.has(id)) ids.delete(id);
-            if (ids.size === 0) this.parked.delete(stream);
-          }
-          if (due.length > 0) {
-            const entries = (await this.deps.redis.command((c) => (c.xclaim as XClaim).apply(c, [stream, group, consumer, 0, ...due]))) as Entry[];
-            await this.handleStream(stream, entries);
+          const held = [...ids.keys()];
+          const mine = await this.ownedBy(stream, [...held, ...due], consumer);
+          for (const id of held) if (!mine.has(id)) ids.delete(id);
+          const keep = held.filter((id) => mine.has(id));
+          if (keep.length > 0) await this.deps.redis.command((c) => (c.xclaim as XClaim).apply(c, [stream, group, consumer, 0, ...keep, 'JUSTID']));
+          const again = due.filter((id) => mine.has(id));
+          if (again.length > 0) {
+            const entries = (await this.deps.redis.command((c) => (c.xclaim as XClaim).apply(c, [stream, group, consumer, 0, ...again]))) as Entry[];
+            const run: Promise<void> = this.handleStream(stream, entries)
+              .catch((err: Error) => this.logger.warn({ runner: this.options.name, group, stream, err: err.message }, 'retrying held-back entries failed'))
+              .finally(() => retries.delete(run));
+            retries.add(run);
           }
         } catch (err) {
-          this.logger.warn({ runner: this.options.name, group, stream, err: (err as Error).message }, 'retrying held-back entries failed; they stay pending');
+          this.logger.warn({ runner: this.options.name, group, stream, err: (err as Error).message }, 'keeping held-back entries failed; they stay pending');
         }
+        if (ids.size === 0) this.parked.delete(stream);
       }
+      await this.sleep(this.claimEveryMs);
     }
+    await Promise.all(retries);
+  }
+
+  /** Which of `ids` are pending for `consumer` now (one XPENDING per id, sent together). */
+  private async ownedBy(stream: string, ids: string[], consumer: string): Promise<Set<string>> {
+    const replies = await Promise.all(
+      ids.map((id) => this.deps.redis.command((c) => c.xpending(stream, this.options.group, id, id, 1, consumer)) as Promise<unknown[]>),
+    );
+    return new Set(ids.filter((_, i) => replies[i].length > 0));
   }
 
   private outcome(outcome: EntryOutcome, entry: StreamEntry): void {

@@ -188,6 +188,35 @@ describe(StreamGroupRunner.name, () => {
     expect(await count(r, 'acked')).toBe(1);
   }, 20_000);
 
+  it('with retryBackoffMaxMs, never takes back a held entry that another live consumer took over meanwhile', async () => {
+    const r = await makeRig();
+    let calls = 0;
+    const runner = await start(
+      r,
+      'g2c',
+      'c1',
+      async () => {
+        calls++;
+        throw new Error('fails');
+      },
+      { claimIdleMs: 200, retryBackoffMaxMs: 10_000, maxDeliveries: 10 },
+    );
+    const stream = r.streams[7];
+    const id = await add(stream, 'n', '1');
+    // The second failure holds the entry back for 400 ms; then another consumer takes it and stays alive (refreshing it).
+    await waitUntil('the second try', async () => calls >= 2, 5000);
+    const other = setInterval(() => void raw.xclaim(stream, 'g2c', 'c2', 0, id, 'JUSTID').catch(() => undefined), 40);
+    try {
+      await sleep(1200);
+      const [[, owner]] = (await raw.xpending(stream, 'g2c', '-', '+', 10)) as Array<[string, string]>;
+      expect(owner).toBe('c2');
+      expect(calls).toBe(2);
+    } finally {
+      clearInterval(other);
+      await runner.stop();
+    }
+  }, 20_000);
+
   it('takes over what a stopped consumer left unacked (XAUTOCLAIM)', async () => {
     const r = await makeRig();
     let holding!: () => void;
