@@ -21,11 +21,11 @@ export type OrderView = Pick<
   closeReason?: string;
 };
 
-/** The fields of an order that decide whether, and what, to tell its payer (OrdersService.findSummaryById). */
-export type OrderSummary = Pick<OrderView, 'orderId' | 'merchantId' | 'amount' | 'currency' | 'subject' | 'status' | 'version' | 'expiresAt' | 'accountId'>;
-
 /** The fields an OrderSummary is made of, as stored. */
 export const SUMMARY_FIELDS = ['orderId', 'merchantId', 'amount', 'currency', 'subject', 'status', 'version', 'expiresAt', 'accountId'] as const;
+
+/** The fields of an order that decide whether, and what, to tell its payer (OrdersService.findSummaryById). */
+export type OrderSummary = Pick<OrderView, (typeof SUMMARY_FIELDS)[number]>;
 
 /** The order as an in-process caller sees it. */
 export function orderView(o: OrderRecord): OrderView {

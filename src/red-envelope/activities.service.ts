@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { LockService } from '../locks/lock.service';
+import { retryDelayMs } from '../streams/stream-slots';
 import { WalletService } from '../wallet/wallet.service';
 import { CreditingService } from './crediting.service';
 import { envelopeId } from './red-envelope-keys';
@@ -82,7 +83,10 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       }
     } catch (err) {
       if (attempt === 1) this.logger.warn({ err: (err as Error).message }, 'could not resume crediting yet; retrying until Redis answers');
-      this.resumeTimer = setTimeout(() => void this.resumeCrediting(attempt + 1), Math.min(10_000, 250 * 2 ** Math.min(attempt, 6)));
+      this.resumeTimer = setTimeout(
+        () => void this.resumeCrediting(attempt + 1),
+        retryDelayMs(attempt + 1, 250, 10_000, () => 1),
+      );
       this.resumeTimer.unref();
     }
   }

@@ -299,12 +299,9 @@ export class ReservationsService implements OnApplicationBootstrap {
       return false;
     }
     const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: k, home: record.h, requestId: '' };
-    return (await this.settle(record.a, member, loc, 'close')) === 'RELEASED' && this.counted();
-  }
-
-  private counted(): true {
-    this.metrics.safetyNetReleases.inc();
-    return true;
+    const released = (await this.settle(record.a, member, loc, 'close')) === 'RELEASED';
+    if (released) this.metrics.safetyNetReleases.inc();
+    return released;
   }
 
   /** An entry of the former safety-net queue: a reservation still RESERVED is released (its order closed first). */

@@ -374,7 +374,7 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   private park(stream: string, id: string, deliveries: number): void {
     const max = this.options.retryBackoffMaxMs;
     if (max === undefined || this.stopped) return;
-    const waitMs = Math.min(max, this.claimIdleMs * 2 ** Math.min(deliveries - 1, 30));
+    const waitMs = retryDelayMs(deliveries, this.claimIdleMs, max, () => 1); // no jitter: claimIdleMs × 2^(n−1), capped
     if (waitMs <= this.claimIdleMs) return; // the takeover brings it back after claimIdleMs
     let ids = this.parked.get(stream);
     if (!ids) this.parked.set(stream, (ids = new Map()));
