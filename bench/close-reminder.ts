@@ -27,7 +27,7 @@
  *      payment plans (create plan + pay), before anything is due; the service
  *      cancels those reminders from the order.paid events;
  *   4. the burst: from a little before the due second until the delay queue is
- *      empty, a PING loop on its own connection and a pull loop through the
+ *      empty, a PING loop (own connection, own process) and a pull loop through the
  *      service; CPU of the service and of redis-server, INFO commandstats and
  *      SLOWLOG (slowlog-log-slower-than 10 ms) around it;
  *   5. checks: every record (state, dueAt, sentAt, scheduledAt, cancelledAt),
@@ -42,6 +42,10 @@
  * Options: --quick   1,000 and 10,000 reminders, shorter baseline budget
  *          --only a,b  sizes: 10k, 100k
  *          --dist DIR  the build to measure
+ *          --pin     the service alone on one CPU, redis-server, this process and the
+ *                    PING probe on the others (taskset); by default the scheduler places all
+ * Environment: BENCH_SLOWLOG_US  SLOWLOG threshold (default 10,000 µs); when set, the
+ *              slow entries of each burst are listed by command on stderr
  * Only the standard run writes bench/results/close-reminder.{md,json} and
  * docs/close-reminder-lateness.svg; runs with options write to $TMPDIR/redis-pay-bench/.
  */
@@ -54,12 +58,13 @@ import { join } from 'node:path';
 import { parseSectionArgs } from './lib/args';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
 import { CommandStat, parseCommandStats } from './lib/command-stats';
+import { PingProbe } from './lib/ping-probe';
 import { BENCH_ADMIN_KEY, fullEnv, requireFromBuild, ROOT, snapshotBuild, spawnFullStack, userToken } from './lib/full-stack';
 import { forEachLimit } from './lib/limit';
 import { ListScanQueue } from './lib/list-scan-queue';
 import { dist as distribution, type Dist, ms as fmtMs } from './lib/measure';
 import { freePort } from './lib/net';
-import { cpuSeconds, machineCpuSeconds, ManagedProcess, selfCpuSeconds, waitUntilServing } from './lib/proc';
+import { cpuSeconds, cpuSplit, machineCpuSeconds, ManagedProcess, pinProcess, selfCpuSeconds, waitUntilServing } from './lib/proc';
 import { BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
 import { benchJson, jsonNum, writeJsonResult } from './lib/results-json';
@@ -86,7 +91,7 @@ const PULL_CONCURRENCY = 2;
 /** Orders close at least this long after the burst, so nothing expires while the bench runs. */
 const CLOSE_AFTER_BURST_S = 600;
 const AMOUNT = 4999;
-const SLOWLOG_US = 10_000;
+const SLOWLOG_US = Number(process.env.BENCH_SLOWLOG_US ?? 10_000);
 
 const BASE_ENV: Record<string, string> = {
   RATE_LIMIT_ENABLED: 'false',
@@ -101,7 +106,6 @@ type Load = <T>(path: string) => T;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-/** A loop that measures one awaited call at a time until stopped. */
 /**
  * Calls `call` over and over (`parallel` at once), pausing `gapMs` after each call: a probe, paced so that
  * the measuring itself does not take the cores the service and Redis share with it.
@@ -165,6 +169,16 @@ async function slowlog(
   const entries = (await r.call('SLOWLOG', 'GET', 128)) as [number, number, number, string[]][];
   let longestUs = 0;
   let longestCommand = '';
+  // With a lower threshold (BENCH_SLOWLOG_US): which commands were slow, and how slow, on stderr.
+  if (process.env.BENCH_SLOWLOG_US) {
+    const by = new Map<string, number[]>();
+    for (const e of entries) {
+      const [cmd, sha] = e[3] ?? [];
+      const k = String(cmd).toLowerCase() === 'evalsha' && sha ? (name(String(sha)) ?? 'sha') : String(cmd);
+      by.set(k, [...(by.get(k) ?? []), e[2]]);
+    }
+    for (const [k, v] of by) console.error(`[bench] slowlog ${k}: ${v.length} entries, µs: ${v.sort((a, b) => a - b).join(' ')}`);
+  }
   for (const e of entries) {
     if (e[2] > longestUs) {
       longestUs = e[2];
@@ -326,17 +340,18 @@ interface SizeResult {
 async function measureSize(
   size: SizeId,
   n: number,
-  o: { dist: string; quick: boolean; backlog: boolean },
+  o: { dist: string; quick: boolean; backlog: boolean; cpus?: string },
   redis: BenchRedis,
   workDir: string,
 ): Promise<SizeResult> {
   const admin = new Redis(redis.url);
-  const pinger = new Redis(redis.url);
+  // PING from a process of its own: in this one it would also wait for this process's event loop.
+  const pinger = await PingProbe.start(redis.url, PROBE_GAP_MS.ping);
   onCleanup(
     `redis clients (${size})`,
     () => {
       admin.disconnect();
-      pinger.disconnect();
+      pinger.close();
     },
     () => undefined,
   );
@@ -347,7 +362,7 @@ async function measureSize(
   // The service.
   const port = await freePort();
   const env = fullEnv(port, redis.url, PREFIX, BASE_ENV);
-  let service: ManagedProcess = spawnFullStack({ id: `close-reminder ${size}`, port, dist: o.dist, env, workDir });
+  let service: ManagedProcess = spawnFullStack({ id: `close-reminder ${size}`, port, dist: o.dist, env, workDir, cpus: o.cpus });
   await waitUntilServing(service, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
   const creator = await startCreator(o.dist, redis.url);
   try {
@@ -411,7 +426,7 @@ async function measureSize(
     // Both loops together, as during the burst; the Redis commands they cost are subtracted from the burst's.
     const idleStats0 = await commandStats(admin);
     const idleT0 = performance.now();
-    const idlePingLoop = loop(async () => void (await pinger.ping()));
+    const idlePingLoop = pinger.window();
     const idlePullLoop = loop(pullOnce, PULL_CONCURRENCY, PROBE_GAP_MS.pull);
     await sleep(3000);
     const idlePing = distribution(await idlePingLoop.stop());
@@ -467,7 +482,7 @@ async function measureSize(
       `[bench] ${size}: ${fmtInt(n)} orders created in ${fmtNum(createdS, 1)} s (${lastWindow + 1} windows); burst at +${fmtNum((burstAt - Date.now()) / 1000, 1)} s`,
     );
     if (o.backlog) {
-      service = spawnFullStack({ id: `close-reminder ${size} (restarted)`, port, dist: o.dist, env, workDir });
+      service = spawnFullStack({ id: `close-reminder ${size} (restarted)`, port, dist: o.dist, env, workDir, cpus: o.cpus });
       await waitUntilServing(service, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
     }
     // Every reminder on the queue before anyone pays (the cancels then find a queue holding all of them).
@@ -481,7 +496,7 @@ async function measureSize(
 
     // 3. Pay every even order, before anything is due.
     const paidIdx = Array.from({ length: Math.ceil(n / 2) }, (_, k) => 2 * k);
-    const payPing = loop(async () => void (await pinger.ping()));
+    const payPing = pinger.window();
     const pay0 = performance.now();
     await forEachLimit(paidIdx.length, PAY_CONCURRENCY, async (k) => {
       const i = paidIdx[k];
@@ -501,7 +516,7 @@ async function measureSize(
     const cpuS0 = cpuSeconds(service.pid) ?? 0;
     const cpuR0 = cpuSeconds(redis.process.pid) ?? 0;
     const w0 = performance.now();
-    const pingLoop = loop(async () => void (await pinger.ping()));
+    const pingLoop = pinger.window();
     const pullLoop = loop(pullOnce, PULL_CONCURRENCY, PROBE_GAP_MS.pull);
     await sleep(burstAt - Date.now());
     const dueCpuS = cpuSeconds(service.pid) ?? 0;
@@ -620,7 +635,7 @@ async function measureSize(
       await admin.call('SLOWLOG', 'RESET');
       const r0 = cpuSeconds(redis.process.pid) ?? 0;
       const lat: number[] = [];
-      const pl = loop(async () => void (await pinger.ping()));
+      const pl = pinger.window();
       const s0 = performance.now();
       let missing = 0;
       for (const id of wantedIds) {
@@ -1014,16 +1029,24 @@ function missedNotes(rs: SizeResult[], gl: GoalLine[]): string[] {
 // ---------------------------------------------------------------------------------------------
 
 export async function main(args: string[]): Promise<void> {
-  const o = parseSectionArgs(args, SIZES);
+  const pin = args.includes('--pin');
+  const o = parseSectionArgs(
+    args.filter((a) => a !== '--pin'),
+    SIZES,
+  );
   const standard = args.length === 0;
   const workDir = benchWorkDir('redis-pay-cr-');
   const dist = snapshotBuild(o.dist, join(workDir, 'build'));
+  // --pin: the service alone on the last CPU; this process, the PING probe and redis-server (started next) on the others.
+  const split = pin ? cpuSplit() : undefined;
+  if (pin && !split) console.error('[bench] cannot pin CPUs (fewer than 2 CPUs or no taskset); the scheduler places everything');
+  if (split) pinProcess(split.rest);
   const redis = await startBenchRedis();
   const results: SizeResult[] = [];
   for (const size of SIZES) {
     if (!o.sections.has(size)) continue;
     const n = o.quick ? QUICK_N[size] : SIZE_N[size];
-    results.push(await measureSize(size, n, { dist, quick: o.quick, backlog: size === '100k' }, redis, workDir));
+    results.push(await measureSize(size, n, { dist, quick: o.quick, backlog: size === '100k', cpus: split?.server }, redis, workDir));
   }
 
   const knobs = Object.entries(process.env)
@@ -1058,7 +1081,7 @@ export async function main(args: string[]): Promise<void> {
     `Lateness plot: [${svgRef}](${svgRef}).`,
     '',
     "The scheduling lag is measured from the order.created stream id (the time the event was written, ms) to the record's scheduledAt (Redis time of the schedule script); at 10k the events are handled while the orders are being created (a lag that grows would mean the consumer fell behind the creation); at 100k the service is stopped while the orders are created and started again afterwards, so the lag there is mostly the wait in that backlog and the rate is the consumer group's capacity.",
-    'The cancel lag is the same for order.paid → cancelledAt. PING is a sequential loop on its own connection, ' +
+    'The cancel lag is the same for order.paid → cancelledAt. PING is a sequential loop on its own connection in a process of its own (bench/lib/ping-probe.ts; in this process it would also wait for the event loop of this process, 1–2 ms at p99 with Redis idle), ' +
       `pausing ${PROBE_GAP_MS.ping} ms after each reply; pulls are \`GET /messages?limit=50\` with a bearer token of a payer whose reminder is in the burst, ` +
       `${PULL_CONCURRENCY} loops on keep-alive connections, each pausing ${PROBE_GAP_MS.pull} ms after each reply (probes paced so that they do not take the cores they measure). Idle figures are taken just before the orders are created.`,
     '',
