@@ -46,6 +46,25 @@ describe(JwtVerifier.name, () => {
       }
     });
 
+    it('remembers at most 50,000 tokens, forgetting the least recently used first', () => {
+      const fresh = new JwtVerifier(loadConfig({ NODE_ENV: 'test', JWT_SECRET: SECRET }));
+      const head = b64url({ alg: 'HS256', typ: 'JWT' });
+      const exp = now() + 600;
+      const token = (i: number) => {
+        const unsigned = `${head}.${b64url({ sub: `acct_${i}`, exp })}`;
+        return `${unsigned}.${createHmac('sha256', SECRET).update(unsigned).digest('base64url')}`;
+      };
+      for (let i = 0; i < 50_000; i++) fresh.verify(token(i));
+      expect(fresh.verify(token(0))).toBe('acct_0'); // used again: now the most recent
+      for (let i = 50_000; i < 50_002; i++) fresh.verify(token(i));
+      expect(fresh.remembers(token(0))).toBe(true);
+      expect(fresh.remembers(token(1))).toBe(false);
+      expect(fresh.remembers(token(2))).toBe(false);
+      expect(fresh.remembers(token(3))).toBe(true);
+      expect(fresh.remembers(token(50_001))).toBe(true);
+      expect(fresh.verify(token(1))).toBe('acct_1'); // forgotten, verified again
+    });
+
     it('never caches a token that failed verification', () => {
       const forged = hs({ sub: 'acct_forged' }, { expiresIn: 60 }, 'another-secret-another-secret-0123');
       rejection(verifier, forged);

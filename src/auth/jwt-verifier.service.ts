@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createVerifier, TokenError } from 'fast-jwt';
+import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
 
@@ -21,7 +22,8 @@ const CACHE_MAX = 50_000;
 export class JwtVerifier {
   private readonly check: (token: string) => unknown;
   private readonly toleranceMs: number;
-  private readonly verified = new Map<string, { sub: string; expMs: number }>();
+  /** LRU-bounded: a full Map evicting its first key costs ~10 µs a call in V8 (it skips the deleted slots). */
+  private readonly verified = new LRUCache<string, { sub: string; expMs: number }>({ max: CACHE_MAX });
 
   constructor(config: AppConfig) {
     const j = config.jwt;
@@ -61,7 +63,6 @@ export class JwtVerifier {
     const claims = payload as { sub?: unknown; exp?: unknown };
     if (typeof claims.exp !== 'number') throw unauthorized('Bearer token has no exp claim');
     if (typeof claims.sub !== 'string' || !SUB_RE.test(claims.sub)) throw unauthorized('Bearer token has no valid sub claim');
-    if (this.verified.size >= CACHE_MAX) this.verified.delete(this.verified.keys().next().value as string);
     this.verified.set(token, { sub: claims.sub, expMs: claims.exp * 1000 });
     return claims.sub;
   }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { RedEnvelopeActivities } from './activities.service';
 import { CreditingService } from './crediting.service';
 import { homePool } from './red-envelope-keys';
@@ -25,7 +26,7 @@ export interface MyEnvelope {
  */
 @Injectable()
 export class GrabService {
-  private readonly records = new Map<string, { at: number; value: Promise<ActivityRecord | null> }>();
+  private readonly records = new LRUCache<string, { at: number; value: Promise<ActivityRecord | null> }>({ max: 10_000 });
   private readonly emptied = new Set<string>();
 
   constructor(
@@ -129,7 +130,6 @@ export class GrabService {
       e = { at: now, value };
       this.records.set(activityId, e);
       value.catch(() => this.records.get(activityId)?.value === value && this.records.delete(activityId));
-      if (this.records.size > 10_000) this.records.delete(this.records.keys().next().value!);
     }
     const a = await e.value;
     if (!a) throw new RedEnvelopeNotFoundError();

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
@@ -41,7 +42,7 @@ export interface Settled {
 /** The one typed wrapper of the lua/red-envelope scripts and the red envelopes' keys. */
 @Injectable()
 export class RedEnvelopeStore {
-  private readonly pools = new Map<string, PoolKeys>();
+  private readonly pools = new LRUCache<string, PoolKeys>({ max: POOL_KEYS_KEPT });
 
   constructor(
     private readonly scripts: ScriptRegistry,
@@ -54,7 +55,6 @@ export class RedEnvelopeStore {
     const id = `${activityId}:${pool}`;
     let k = this.pools.get(id);
     if (!k) {
-      if (this.pools.size >= POOL_KEYS_KEPT) this.pools.delete(this.pools.keys().next().value!);
       this.pools.set(id, (k = poolKeys(this.keys, activityId, pool)));
     }
     return k;

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { SeckillStore } from './seckill.store';
 import type { ActivityRecord, ProductRecord } from './seckill.types';
 
@@ -17,7 +18,7 @@ export const CATALOG_TTL_MS = 1000;
  */
 @Injectable()
 export class ActivityCatalog {
-  private readonly entries = new Map<string, { at: number; value: Promise<Activity | null> }>();
+  private readonly entries = new LRUCache<string, { at: number; value: Promise<Activity | null> }>({ max: 10_000 });
 
   constructor(private readonly store: SeckillStore) {}
 
@@ -29,7 +30,6 @@ export class ActivityCatalog {
     this.entries.set(activityId, { at: now, value });
     // A failed read is not kept: the next request asks again.
     value.catch(() => this.entries.get(activityId)?.value === value && this.entries.delete(activityId));
-    if (this.entries.size > 10_000) this.entries.delete(this.entries.keys().next().value!);
     return value;
   }
 

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { PaymentMethod } from '../order.types';
 import type { ChannelOp, ChannelOutcome, ChannelSettings, PaymentChannel } from './payment-channel';
 
@@ -31,7 +32,7 @@ export const LEDGER_LIMIT = 100_000;
 export class SimulatedChannel implements PaymentChannel {
   private settings: ChannelSettings;
   private readonly counts: Record<ChannelOp, number> = { pay: 0, query: 0, reverse: 0 };
-  private readonly entries = new Map<string, LedgerEntry>();
+  private readonly entries = new LRUCache<string, LedgerEntry>({ max: LEDGER_LIMIT });
 
   constructor(
     readonly method: PaymentMethod,
@@ -91,7 +92,6 @@ export class SimulatedChannel implements PaymentChannel {
 
   private remember(e: LedgerEntry): void {
     this.entries.set(e.ref, e);
-    if (this.entries.size > LEDGER_LIMIT) this.entries.delete(this.entries.keys().next().value!);
   }
 
   private async call(op: ChannelOp): Promise<ChannelOutcome> {
