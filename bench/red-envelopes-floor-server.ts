@@ -9,11 +9,18 @@
  * of an activity the service created and loaded (`<prefix>:red-envelope:{p:<activity>:0}:…`), no fall-over. 200 with
  * `{status, envelopeId?, amount?}`. One Redis call.
  *
- * Env: PORT, REDIS_URL, KEY_PREFIX (the service's REDIS_KEY_PREFIX), LUA_DIR (default: the project's lua/).
+ * With FLOOR_IDENTITY=jwt the account comes instead from the bearer token, verified as the service verifies it
+ * (its JwtVerifier, built from the same JWT_* settings by the service's loadConfig; 401 without a valid one): the
+ * floor plus the identity every app endpoint must have, and nothing else.
+ *
+ * Env: PORT, REDIS_URL, KEY_PREFIX (the service's REDIS_KEY_PREFIX), LUA_DIR (default: the project's lua/),
+ * FLOOR_IDENTITY (jwt, or unset) with the service's JWT_* settings.
  * Started by bench/red-envelopes.ts in its own process: `node --import tsx bench/red-envelopes-floor-server.ts`.
  */
 import Fastify from 'fastify';
+import { JwtVerifier } from '../src/auth/jwt-verifier.service';
 import type { AppConfig } from '../src/config/app-config';
+import { loadConfig } from '../src/config/load-config';
 import { poolKeys } from '../src/red-envelope/red-envelope-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
@@ -24,10 +31,22 @@ async function main(): Promise<void> {
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const grab = command('red-envelope/grab');
 
+  const verifier = process.env.FLOOR_IDENTITY === 'jwt' ? new JwtVerifier(loadConfig(process.env)) : undefined;
+
   const app = Fastify({ logger: false });
-  app.post<{ Params: { activityId: string }; Body: { account: string } }>('/grab/:activityId', async (req) => {
+  app.post<{ Params: { activityId: string }; Body: { account?: string } }>('/grab/:activityId', async (req, reply) => {
+    let account = req.body?.account ?? '';
+    if (verifier) {
+      const auth = req.headers.authorization;
+      try {
+        if (!auth?.startsWith('Bearer ')) throw new Error('no bearer token');
+        account = verifier.verify(auth.slice(7));
+      } catch {
+        return reply.code(401).send({ error: 'UNAUTHORIZED' });
+      }
+    }
     const k = poolKeys(keys, req.params.activityId, 0);
-    const [status, envelopeId, amount] = (await grab(k.pool, k.grabs, k.claims, k.env, k.stats, k.credits, req.body.account, 0)) as [string, string?, number?];
+    const [status, envelopeId, amount] = (await grab(k.pool, k.grabs, k.claims, k.env, k.stats, k.credits, account, 0)) as [string, string?, number?];
     return envelopeId === undefined ? { status } : { status, envelopeId, amount };
   });
   await serveUntilSignal('red-envelopes-floor-server', port, app, redis);

@@ -6,7 +6,8 @@
  *    used_memory delta / count).
  * 2. Grab: the full stack (JWT users, each request a new user) against a bare Fastify + ioredis floor
  *    (bench/red-envelopes-floor-server.ts) running the same grab-6.lua by EVALSHA on the same keys; autocannon, server
- *    CPU per request, Redis commands per request from INFO commandstats.
+ *    CPU per request, Redis commands per request from INFO commandstats. The bound beside it: the same floor verifying
+ *    each request's bearer token (floor+identity), and the service's CPU per credit while it credits the backlog.
  * 3. Lua against WATCH/MULTI: 200 concurrent grabbers (one connection each) on one pool directly on Redis: grab-6.lua
  *    against WATCH + HEXISTS + LINDEX, then MULTI RPOP + HSET + LPUSH EXEC retried on abort.
  * 4. The storm: 100,000 users tap twice (both taps at once) against 50,000 envelopes through the service; checked from
@@ -39,7 +40,7 @@ import { forEachLimit } from './lib/limit';
 import { type LoadRequest } from './lib/load';
 import { measuredLoad, type Measured } from './lib/measure';
 import { freePort } from './lib/net';
-import { type ManagedProcess, waitUntilServing } from './lib/proc';
+import { cpuSeconds, type ManagedProcess, waitUntilServing } from './lib/proc';
 import { usedMemory } from './lib/redis-memory';
 import { type BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
@@ -245,7 +246,7 @@ async function preload(svc: Service, redis: BenchRedis, count: number): Promise<
 // 2. Grab against the floor
 
 interface GrabRow {
-  who: 'service' | 'floor';
+  who: 'service' | 'floor' | 'floor+identity';
   rps: number;
   p50: number;
   p99: number;
@@ -257,6 +258,13 @@ interface GrabRow {
   evalshaUsecPerCall: number;
   commands: Record<string, number>;
   m: Measured;
+}
+
+/** What crediting costs the service per grab: its CPU while it credited a backlog (no grabs meanwhile), per credit. */
+interface CreditingCost {
+  credited: number;
+  pendingAtStop: number;
+  serviceUsPerCredit?: number;
 }
 
 function grabRow(who: GrabRow['who'], m: Measured, d: Record<string, CommandStat>): GrabRow {
@@ -284,7 +292,7 @@ async function grabVsFloor(
   dist: string,
   workDir: string,
   quick: boolean,
-): Promise<{ rows: GrabRow[]; svc: Service; rec: Reconciliation; creditedS: number }> {
+): Promise<{ rows: GrabRow[]; svc: Service; rec: Reconciliation; creditedS: number; crediting: CreditingCost }> {
   const durationS = quick ? 3 : 6;
   const count = quick ? 150_000 : 300_000;
   const id = `g${Date.now().toString(36)}`;
@@ -310,37 +318,63 @@ async function grabVsFloor(
   const ms = await measuredLoad({ url, connections: CONNECTIONS, durationS, requests: serviceReq }, svc.proc.pid, redis.process.pid);
   rows.push(grabRow('service', ms, statsDelta(s0, await commandStats([redis.url]))));
   if (n > tokens.length) console.error(`[bench] grab: ${n} requests for ${tokens.length} users (users repeated)`);
-  // The floor alone: the service stopped (it would credit the floor's grabs in the background).
+  // The floors alone: the service stopped (it would credit the floors' grabs in the background).
+  const beforeStop = await reconciliation(svc.port, id);
   await svc.proc.stop();
-  const floorPort = await freePort();
-  const floor = spawnBareServer({
-    id: 'red-envelopes-floor',
-    port: floorPort,
-    script: join(__dirname, 'red-envelopes-floor-server.ts'),
-    env: { ...process.env, PORT: String(floorPort), REDIS_URL: redis.url, KEY_PREFIX: PREFIX, LUA_DIR: join(dist, '..', 'lua') },
-  });
-  try {
-    await waitUntilServing(floor, floorPort, undefined, 60_000);
-    const fu = `http://127.0.0.1:${floorPort}`;
-    await measuredLoad({ url: fu, connections: CONNECTIONS, durationS: 1, requests: floorReq }, floor.pid, redis.process.pid);
-    s0 = await commandStats([redis.url]);
-    const mf = await measuredLoad({ url: fu, connections: CONNECTIONS, durationS, requests: floorReq }, floor.pid, redis.process.pid);
-    rows.push(grabRow('floor', mf, statsDelta(s0, await commandStats([redis.url]))));
-  } finally {
-    await floor.stop();
+  // floor+identity: each request a new user too, with its own bearer token (users the service run did not use).
+  const idTokens = bearerTokens(Array.from({ length: tokens.length }, (_, i) => `fi-${i}`));
+  let fi = 0;
+  const floors = [
+    { who: 'floor' as const, env: {}, req: floorReq },
+    {
+      who: 'floor+identity' as const,
+      env: { ...fullEnv(0, redis.url, PREFIX), FLOOR_IDENTITY: 'jwt' },
+      req: (): LoadRequest => ({ method: 'POST', path: `/grab/${id}`, headers: { authorization: idTokens[fi++ % idTokens.length] } }),
+    },
+  ];
+  for (const fl of floors) {
+    const floorPort = await freePort();
+    const floor = spawnBareServer({
+      id: `red-envelopes-${fl.who}`,
+      port: floorPort,
+      script: join(__dirname, 'red-envelopes-floor-server.ts'),
+      env: { ...process.env, ...fl.env, PORT: String(floorPort), REDIS_URL: redis.url, KEY_PREFIX: PREFIX, LUA_DIR: join(dist, '..', 'lua') },
+    });
+    try {
+      await waitUntilServing(floor, floorPort, undefined, 60_000);
+      const fu = `http://127.0.0.1:${floorPort}`;
+      await measuredLoad({ url: fu, connections: CONNECTIONS, durationS: 1, requests: fl.req }, floor.pid, redis.process.pid);
+      s0 = await commandStats([redis.url]);
+      const mf = await measuredLoad({ url: fu, connections: CONNECTIONS, durationS, requests: fl.req }, floor.pid, redis.process.pid);
+      rows.push(grabRow(fl.who, mf, statsDelta(s0, await commandStats([redis.url]))));
+    } finally {
+      await floor.stop();
+    }
   }
   for (const r of rows)
     console.log(
       `[bench] grab ${r.who}: ${fmtInt(r.rps)} req/s, p99 ${r.p99} ms, server CPU ${fmtNum(r.serverUs ?? NaN, 0)} µs/req, Redis CPU ${fmtNum(r.redisUs ?? NaN, 0)} µs/req, ${fmtNum(r.commandsPerRequest, 1)} commands/req, ${JSON.stringify(r.statuses)}`,
     );
   const restarted = await startService(dist, workDir, 'main-2', { REDIS_URL: redis.url });
-  // Every grab of both runs credited (the restarted service takes the stream up) before the next section.
+  // Every grab of all runs credited (the restarted service takes the streams up) before the next section. The
+  // service's CPU over this catch-up, per envelope it credited, is what crediting costs the service per grab.
   const c0 = performance.now();
+  const cpu0 = cpuSeconds(restarted.proc.pid);
+  const atStart = await reconciliation(restarted.port, id);
   await creditedAll(restarted.port, [id], 180_000);
   const creditedS = (performance.now() - c0) / 1000;
+  const cpu1 = cpuSeconds(restarted.proc.pid);
   const rec = await reconciliation(restarted.port, id);
-  console.log(`[bench] grab: the rest credited in ${fmtNum(creditedS, 1)} s; balanced ${rec.balanced}`);
-  return { rows, svc: restarted, rec, creditedS };
+  const creditedHere = rec.credited.count - atStart.credited.count;
+  const crediting = {
+    credited: creditedHere,
+    pendingAtStop: beforeStop.pending.count,
+    serviceUsPerCredit: cpu0 !== undefined && cpu1 !== undefined && creditedHere > 0 ? ((cpu1 - cpu0) * 1e6) / creditedHere : undefined,
+  };
+  console.log(
+    `[bench] grab: the rest credited in ${fmtNum(creditedS, 1)} s (${fmtInt(creditedHere)} envelopes, ${fmtNum(crediting.serviceUsPerCredit ?? NaN, 0)} µs of service CPU each); balanced ${rec.balanced}`,
+  );
+  return { rows, svc: restarted, rec, creditedS, crediting };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -797,7 +831,18 @@ export async function main(args: string[]): Promise<void> {
   // ---- goals
   const svcRow = grab?.rows.find((r) => r.who === 'service');
   const floorRow = grab?.rows.find((r) => r.who === 'floor');
+  const idRow = grab?.rows.find((r) => r.who === 'floor+identity');
   const ratio = svcRow && floorRow ? svcRow.rps / floorRow.rps : undefined;
+  const creditUs = grab?.crediting.serviceUsPerCredit;
+  // The bound: what the floor keeps with the identity every app endpoint needs, and the service's CPU per grab without its crediting.
+  const bound =
+    svcRow?.serverUs && floorRow?.serverUs && idRow?.serverUs && creditUs !== undefined
+      ? {
+          identityRps: idRow.rps / floorRow.rps,
+          grabOnlyUs: svcRow.serverUs - creditUs,
+          vsIdentityCpu: idRow.serverUs / (svcRow.serverUs - creditUs),
+        }
+      : undefined;
   const worstLag = storms ? Math.max(...storms.map((s) => s.lastCreditAfterLastGrabMs)) : undefined;
   const goals: GoalLine[] = [
     {
@@ -841,6 +886,12 @@ export async function main(args: string[]): Promise<void> {
       `- Grab is ${fmtNum(100 * (1 - ratio / GOALS.floorRatio), 0)}% short of ${GOALS.floorRatio} × floor (${fmtNum(ratio, 2)}). Server CPU is ${fmtInt(svcRow!.serverUs ?? NaN)} µs per request against ${fmtInt(floorRow!.serverUs ?? NaN)} µs for the floor; ` +
         `Redis commands per request ${fmtNum(svcRow!.commandsPerRequest, 2)} against ${fmtNum(floorRow!.commandsPerRequest, 2)} (the service's include the crediting of each grab in the same window: ${describeCommands(svcRow!)}). ` +
         `The floor does one EVALSHA and no auth, validation, rate limit, logging, metrics or crediting; on two shared cores the service's crediting (a wallet credit and a settle per grab) competes with its own grabs for the CPU.`,
+    );
+  if (ratio !== undefined && ratio < GOALS.floorRatio && bound)
+    missed.push(
+      `- The bound, measured in the same run: verifying each request's bearer token (which every app endpoint must do, and the floor does not) alone leaves the floor ${fmtNum(bound.identityRps, 2)} of itself (floor+identity ${fmtInt(idRow!.rps)} req/s, ${fmtInt(idRow!.serverUs ?? NaN)} µs of CPU per request). ` +
+        `Crediting costs the service ${fmtInt(creditUs ?? NaN)} µs of CPU per grab (measured on the backlog the restarted service credited, no grabs meanwhile), and crediting must keep up with grabbing (the last credit within ${GOALS.lastCreditS} s), so on two cores it is paid in the grab window. ` +
+        `Without it the service's grab would take about ${fmtInt(bound.grabOnlyUs)} µs: ${fmtNum(bound.vsIdentityCpu, 2)} of the identity floor by CPU. The rest is NestJS and the service's always-on layers (see http-floor).`,
     );
   if (worstLag !== undefined && worstLag > GOALS.lastCreditS * 1000)
     missed.push(`- The last credit came ${fmtNum(worstLag / 1000, 2)} s after the last grab, ${fmtNum(worstLag / 1000 - GOALS.lastCreditS, 2)} s over.`);
@@ -890,7 +941,9 @@ export async function main(args: string[]): Promise<void> {
         ]),
       ),
       '',
-      `Service / floor: **${fmtNum(ratio, 2)}**. After both runs the restarted service credited every grab (the floor's too) in ${fmtNum(grab.creditedS, 1)} s; reconciliation balanced: ${grab.rec.balanced ? 'yes' : 'NO'}. The service's Redis commands in the window: ${describeCommands(svcRow)}.`,
+      `floor+identity is the same floor verifying each request's bearer token with the service's own JwtVerifier and settings (each request a new user with a new token, as for the service), the account taken from the token.`,
+      '',
+      `Service / floor: **${fmtNum(ratio, 2)}**; floor+identity / floor: ${idRow ? fmtNum(idRow.rps / floorRow.rps, 2) : 'n/a'}. After the runs the restarted service credited every grab (the floors' too) in ${fmtNum(grab.creditedS, 1)} s: ${fmtInt(grab.crediting.credited)} envelopes (${fmtInt(grab.crediting.pendingAtStop)} of them left pending by the service at its stop), ${fmtInt(creditUs ?? NaN)} µs of service CPU per credit; reconciliation balanced: ${grab.rec.balanced ? 'yes' : 'NO'}. The service's Redis commands in the window: ${describeCommands(svcRow)}.`,
       '',
     );
   if (watch)
