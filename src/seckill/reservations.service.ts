@@ -26,7 +26,7 @@ import { productTopic, SoldOutMemory } from './sold-out-memory';
  * found by the sweep of the shards' due sets; the queue is still consumed, for entries already in it.
  */
 export const SAFETY_NET_QUEUE = 'seckill-reservations';
-/** Shards of one sweep read at once, and due reservations one shard's read returns. */
+/** Shards of one sweep read at once, and due reservations one read of a shard returns (a sweep reads on while a shard has more). */
 const SWEEP_PARALLEL = 32;
 const SWEEP_BATCH = 100;
 /** Activities read from the index per call by the sweep. */
@@ -241,6 +241,7 @@ export class ReservationsService implements OnApplicationBootstrap {
     if (!(await this.store.takeSweepLease(this.instanceId, Math.max(100, this.config.safetyNetSweepMs - 50)))) return 0;
     const now = await this.store.now();
     const upTo = now - this.config.safetyNetGraceMs;
+    const readUntil = Date.now() + this.config.safetyNetSweepMs / 2;
     let released = 0;
     // Every live activity, a page at a time (a week of activities can be more than a page).
     const ids: string[] = [];
@@ -255,12 +256,20 @@ export class ReservationsService implements OnApplicationBootstrap {
       const shards = a.products.flatMap((p) => Array.from({ length: p.shards }, (_, k) => [p, k] as const));
       await eachLimit(shards, SWEEP_PARALLEL, async ([p, k]) => {
         const keys = this.store.shard(a.activityId, p, k);
-        for (const member of await this.store.due(keys, upTo, SWEEP_BATCH)) {
-          try {
-            if (await this.settleDue(a, p, k, keys, member)) released++;
-          } catch (err) {
-            this.logger.warn({ member, err: (err as Error).message }, 'the safety net could not settle a reservation; the next sweep tries again');
+        // A settled member leaves the set; one that could not be settled stays, and the next read starts after those,
+        // so they never hold up the rest. Reads go on while a shard has more due, within half a round.
+        let stayed = 0;
+        for (;;) {
+          const batch = await this.store.due(keys, upTo, SWEEP_BATCH, stayed);
+          for (const member of batch) {
+            try {
+              if (await this.settleDue(a, p, k, keys, member)) released++;
+            } catch (err) {
+              stayed++;
+              this.logger.warn({ member, err: (err as Error).message }, 'the safety net could not settle a reservation; the next sweep tries again');
+            }
           }
+          if (batch.length < SWEEP_BATCH || Date.now() >= readUntil) break;
         }
       });
     }

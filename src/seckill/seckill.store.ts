@@ -161,9 +161,12 @@ export class SeckillStore {
     return raw ? (JSON.parse(raw) as ReservationRecord) : null;
   }
 
-  /** Reservations of the shard still RESERVED whose expiry is at or before `upTo` (epoch ms, Redis clock), soonest first. */
-  async due(k: ShardKeys, upTo: number, limit: number): Promise<string[]> {
-    return this.redis.command((c) => c.zrangebyscore(k.due, '-inf', upTo, 'LIMIT', 0, limit));
+  /**
+   * Reservations of the shard still RESERVED whose expiry is at or before `upTo` (epoch ms, Redis clock), soonest
+   * first, `limit` of them after the first `offset`.
+   */
+  async due(k: ShardKeys, upTo: number, limit: number, offset = 0): Promise<string[]> {
+    return this.redis.command((c) => c.zrangebyscore(k.due, '-inf', upTo, 'LIMIT', offset, limit));
   }
 
   /** Drops an id from the due set (one whose record is gone). */

@@ -3,7 +3,7 @@ import type { OrderEvent } from '../../src/orders/order-event';
 import { orderIdFor } from '../../src/orders/order-keys';
 import { OrdersService } from '../../src/orders/orders.service';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
-import { SAFETY_NET_QUEUE } from '../../src/seckill/reservations.service';
+import { ReservationsService, SAFETY_NET_QUEUE } from '../../src/seckill/reservations.service';
 import { activityIndexKey, homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
@@ -114,6 +114,41 @@ describe('the safety net', () => {
     expect(await tryPay(account, orderIdFor(CREDS.merchantId, rsvId), 1980)).not.toBe('PAID');
     expect((await kit.metrics()).seckill_safety_net_releases_total - (before.seckill_safety_net_releases_total ?? 0)).toBe(1);
     expect(await dueOf(keys[0])).toEqual([]);
+  });
+
+  it('reservations it cannot settle now do not hold up the others behind them, however many', async () => {
+    const n = 250;
+    const id = await sale([{ productId: 'p', stock: n }]);
+    const { p, keys } = await kit.shards(id, 'p');
+    const ids = Array.from({ length: n }, (_, i) => reservationIdFor(id, 'p', `acc_q${i}`, 'req-q'));
+    for (const [i, rsvId] of ids.entries()) {
+      const r = await kit.store.reserve(kit.store.shard(id, p, 0), {
+        rsvId,
+        account: `acc_q${i}`,
+        qty: 1,
+        eligible: true,
+        payWindowMs: 60_000,
+        canFallOver: false,
+      });
+      expect(r.outcome).toBe('RESERVED');
+    }
+    // The first 150 (more than one read of the due set) cannot be settled: closing their orders fails.
+    const stuck = new Set(ids.slice(0, 150));
+    type CloseOrder = (this: unknown, ...args: unknown[]) => Promise<unknown>;
+    const proto = ReservationsService.prototype as unknown as { closeOrder: CloseOrder };
+    const closeOrder = proto.closeOrder;
+    jest.spyOn(proto, 'closeOrder').mockImplementation(function (this: unknown, ...args: unknown[]) {
+      if (stuck.has(args[2] as string)) return Promise.reject(new Error('the order is locked'));
+      return closeOrder.apply(this, args);
+    });
+    // All due now, the stuck ones soonest.
+    await ctx.raw.zadd(keys[0].due, 'XX', ...ids.flatMap((rsvId, i) => [i, rsvId]));
+    const released = async () => (await Promise.all(ids.map((rsvId) => kit.store.record(keys[0], rsvId)))).filter((r) => r?.s === 'RELEASED').length;
+    await waitUntil('the net to release the 100 behind the stuck ones', async () => (await released()) === n - stuck.size || 'not yet', 10_000, 50);
+    for (const rsvId of stuck) expect(await kit.store.record(keys[0], rsvId)).toMatchObject({ s: 'RESERVED' });
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: n - stuck.size, reserved: stuck.size, sold: 0 });
+    // They stay due, for the next rounds.
+    expect((await dueOf(keys[0])).length).toBe(stuck.size);
   });
 
   it('reaches activities past the first page of the index (a week can hold more than 1,000 activities)', async () => {
