@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import DataLoader from 'dataloader';
 import { hostname } from 'node:os';
 import type { StreamEntry } from '../streams/stream-group-runner';
@@ -12,6 +12,12 @@ import type { ActivityRecord } from './red-envelope.types';
 
 /** Most envelopes settled in one script call. */
 const SETTLE_BATCH_MAX = 500;
+
+/**
+ * How often an instance looks whether the rains it credits are settled: the instance that ends a rain stops its own
+ * crediting, the others' would otherwise idle on the rain's streams until they restart.
+ */
+const RETIRE_CHECK_MS = 30_000;
 
 /** The consumer group that credits grabs into wallets. */
 export const CREDIT_GROUP = 'red-envelope-credit';
@@ -32,12 +38,13 @@ const fieldsOf = (flat: string[]): Record<string, string> => {
  * The envelopes of a sub-pool credited in one turn of the event loop are settled together, in one script call.
  */
 @Injectable()
-export class CreditingService {
+export class CreditingService implements OnModuleDestroy {
   private readonly logger = new Logger(CreditingService.name);
   private readonly runners = new Map<string, StreamGroupRunner>();
   private readonly consumer = `${hostname()}-${process.pid}`;
   /** By sub-pool (activity:pool): settles to 'credited' what was credited in the same turn, in one call. */
   private readonly settlers = new Map<string, DataLoader<string, Settled>>();
+  private retireTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly store: RedEnvelopeStore,
@@ -68,6 +75,24 @@ export class CreditingService {
       },
     });
     this.runners.set(a.activityId, runner);
+    if (!this.retireTimer) {
+      this.retireTimer = setInterval(() => void this.retireSettled(), RETIRE_CHECK_MS);
+      this.retireTimer.unref();
+    }
+  }
+
+  /** Stops crediting the rains that are settled (whichever instance ended them) or gone; the next check retries a failed read. */
+  async retireSettled(): Promise<void> {
+    for (const id of [...this.runners.keys()]) {
+      const a = await this.store.activity(id).catch(() => undefined);
+      if (a === null || a?.state === 'SETTLED') await this.stop(id);
+    }
+    if (this.runners.size === 0) this.onModuleDestroy();
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.retireTimer);
+    this.retireTimer = undefined;
   }
 
   /** Stops crediting an activity on this instance (it is settled). */

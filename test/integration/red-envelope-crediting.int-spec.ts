@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { CreditingService } from '../../src/red-envelope/crediting.service';
 import { WalletService } from '../../src/wallet/wallet.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
@@ -74,6 +75,26 @@ describe('red-envelope crediting through redelivery', () => {
     const grabs = await expectCreditedOnce(kit, id);
     expect(grabs.size).toBe(30);
     await expectConserved(kit, raw, [id], 3000);
+  }, 40_000);
+
+  it('once a rain is settled, every instance stops crediting it, not only the one that ended it', async () => {
+    const shared = { ...ENV, REDIS_KEY_PREFIX: randomPrefix() };
+    const [t1, t2] = [await startTestApp(redis.url, shared), await startTestApp(redis.url, shared)];
+    apps.push(t1, t2);
+    const [kit1, kit2] = [rainKit(t1), rainKit(t2)];
+    await kit1.fund(CREDS.merchantId, 1000);
+    const id = rainId('retire');
+    await kit1.create(rainBody(id, { totalAmount: 1000, count: 10, endsAt: new Date(Date.now() + 2500).toISOString() }));
+    // A grab on each instance: each starts crediting the rain.
+    expect((await kit1.grab('acc_r1', id)).body.status).toBe('GRABBED');
+    expect((await kit2.grab('acc_r2', id)).body.status).toBe('GRABBED');
+    const crediting = [t1.app.get(CreditingService), t2.app.get(CreditingService)];
+    expect(crediting.map((c) => c.isRunning(id))).toEqual([true, true]);
+    // Ended and settled by the end job of one of them.
+    await waitUntil('settled', async () => (await kit1.state(id)) === 'SETTLED', 20_000, 50);
+    for (const c of crediting) await c.retireSettled();
+    expect(crediting.map((c) => c.isRunning(id))).toEqual([false, false]);
+    await expectConserved(kit1, raw, [id], 1000);
   }, 40_000);
 
   it('a grab that keeps failing is dead-lettered (balanced), then re-driven by ops and credited once', async () => {
