@@ -37,6 +37,45 @@ export function jsonNestsDeeperThan(body: Buffer, max: number): boolean {
   return false;
 }
 
+/** A UTF-16 surrogate without its other half: text that is not Unicode (no UTF-8 for it; Redis's Lua JSON refuses its escape). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/**
+ * Whether the bytes may hold a surrogate: one reaches parsed JSON only as a `\uD800`-`\uDFFF` escape (UTF-8
+ * bytes cannot encode one). Two native scans; a false alarm (`\ud0..`) only costs the walk.
+ */
+const maySurrogate = (body: Buffer): boolean => body.indexOf('\\ud') !== -1 || body.indexOf('\\uD') !== -1;
+const MAX_FIELD_NAME = 64;
+
+/**
+ * The path (`a.b[0].c`, as validation names fields) of the first string in `value`, key or value,
+ * that holds a lone surrogate; undefined when there is none.
+ */
+export function loneSurrogateField(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path || 'body' : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogateField(value[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    // A key is input too: named cut short, never echoed at length.
+    const name = key.length > MAX_FIELD_NAME ? `${key.slice(0, MAX_FIELD_NAME)}…` : key;
+    const field = path ? `${path}.${name}` : name;
+    if (LONE_SURROGATE.test(key)) return path || 'body';
+    const found = loneSurrogateField(v, field);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+const notUnicode = (field: string) => {
+  const message = `${field} must be valid Unicode text (it holds a lone surrogate)`;
+  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
+};
+
 const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
 
 export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
@@ -44,7 +83,9 @@ export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request bod
 /**
  * The service's only body parser: `application/json`, kept as raw bytes too
  * (merchant signatures cover them), refused before parsing when it nests too
- * deep. Any other media type gets a 415 (Fastify's own would quote the
+ * deep. A string (or key) holding a lone UTF-16 surrogate, which no UTF-8 text
+ * can carry, is a 400 naming the field: looked for only when the bytes hold such
+ * an escape. Any other media type gets a 415 (Fastify's own would quote the
  * Content-Type header back, and its `text/plain` parser would hand a string to
  * validation).
  */
@@ -56,6 +97,12 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req: FastifyRequest & { rawBody?: Buffer }, body: Buffer, done) => {
     req.rawBody = body;
     if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
-    else parseJson(req, body as unknown as string, done);
+    else if (!maySurrogate(body)) parseJson(req, body as unknown as string, done);
+    else
+      parseJson(req, body as unknown as string, (err: Error | null, value?: unknown) => {
+        const field = err ? undefined : loneSurrogateField(value);
+        if (field === undefined) done(err, value);
+        else done(notUnicode(field), undefined);
+      });
   });
 }
