@@ -12,6 +12,7 @@ import { SecretMatcher } from './secret-matcher';
 import { HEADERS } from './security-schemes';
 
 /** A compact JWS: three base64url parts (the signature may be empty, and is then refused by the verifier). */
+const BEARER_ANY_CASE = /^bearer /i;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /**
@@ -126,7 +127,8 @@ export class AuthGuard implements CanActivate {
   private authenticateLocally(kind: Exclude<CallerKind, 'merchant'>, req: FastifyRequest): Caller {
     if (kind === 'user') {
       const header = req.headers.authorization;
-      const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
+      // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are the same.
+      const token = typeof header === 'string' && (header.startsWith('Bearer ') || BEARER_ANY_CASE.test(header)) ? header.slice(7) : '';
       // A token verified before had this shape then: only a new one needs the check.
       if (!this.jwt.remembers(token) && (token.length > 8192 || !JWT_SHAPE.test(token))) throw unauthorized('Authorization must be "Bearer <JWT>"');
       return { kind, id: this.jwt.verify(token) };

@@ -26,6 +26,11 @@ describe('Identities', () => {
       expect(res.body).toEqual({ kind: 'user', id: 'acc_42' });
     });
 
+    it.each(['bearer', 'BEARER', 'bEaReR'])('takes the scheme in any case (%s), as HTTP auth schemes are case-insensitive', async (scheme) => {
+      const res = await whoami({ authorization: `${scheme} ${userToken('acc_42')}` });
+      expect([res.status, res.body]).toEqual([200, { kind: 'user', id: 'acc_42' }]);
+    });
+
     it('takes the account from the token, never from the body', async () => {
       const res = await request(t.server)
         .post('/diagnostics/touch')
