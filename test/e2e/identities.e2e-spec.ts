@@ -31,6 +31,12 @@ describe('Identities', () => {
       expect([res.status, res.body]).toEqual([200, { kind: 'user', id: 'acc_42' }]);
     });
 
+    it.each(['.', '..'])('refuses a token whose sub is %j, which is never an account id', async (sub) => {
+      const res = await whoami({ authorization: `Bearer ${userToken(sub)}` });
+      expect([res.status, res.body.error]).toEqual([401, 'UNAUTHORIZED']);
+      expect(res.body.message).toMatch(/sub/);
+    });
+
     it('takes the account from the token, never from the body', async () => {
       const res = await request(t.server)
         .post('/diagnostics/touch')
