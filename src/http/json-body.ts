@@ -71,8 +71,30 @@ export function loneSurrogateField(value: unknown, path = ''): string | undefine
   return undefined;
 }
 
+/**
+ * Array fields whose items a route checks one by one (one bad item fails only itself): a lone surrogate
+ * inside an item is left to the route, which refuses that item alone (see `loneSurrogateField`).
+ */
+const PER_ITEM_ARRAYS: ReadonlyMap<string, string> = new Map([['POST /messages/batch', 'messages']]);
+
+export const notUnicodeMessage = (field: string) => `${field} must be valid Unicode text (it holds a lone surrogate)`;
+
+/** On an item of a per-item array that holds a lone surrogate: the field's name (not enumerable, so no validation sees it). */
+export const NOT_UNICODE = Symbol('notUnicode');
+
+/** Marks each object item of `body[array]` that holds a lone surrogate with NOT_UNICODE. */
+function markPerItem(body: unknown, array: string): void {
+  const items = (body as Record<string, unknown>)[array];
+  if (!Array.isArray(items)) return;
+  items.forEach((item) => {
+    if (item === null || typeof item !== 'object') return;
+    const field = loneSurrogateField(item);
+    if (field !== undefined) Object.defineProperty(item, NOT_UNICODE, { value: field, enumerable: false });
+  });
+}
+
 const notUnicode = (field: string) => {
-  const message = `${field} must be valid Unicode text (it holds a lone surrogate)`;
+  const message = notUnicodeMessage(field);
   return new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
 };
 
@@ -101,8 +123,12 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
     else
       parseJson(req, body as unknown as string, (err: Error | null, value?: unknown) => {
         const field = err ? undefined : loneSurrogateField(value);
+        const perItem = PER_ITEM_ARRAYS.get(`${req.method} ${req.routeOptions.url}`);
         if (field === undefined) done(err, value);
-        else done(notUnicode(field), undefined);
+        else if (perItem !== undefined && field.startsWith(`${perItem}[`)) {
+          markPerItem(value, perItem);
+          done(null, value);
+        } else done(notUnicode(field), undefined);
       });
   });
 }
