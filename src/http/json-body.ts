@@ -98,6 +98,8 @@ const notUnicode = (field: string) => {
   return new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
 };
 
+const unsupportedEncoding = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must not be encoded (no Content-Encoding)');
+
 const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
 
 export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
@@ -107,7 +109,8 @@ export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request bod
  * (merchant signatures cover them), refused before parsing when it nests too
  * deep. A string (or key) holding a lone UTF-16 surrogate, which no UTF-8 text
  * can carry, is a 400 naming the field: looked for only when the bytes hold such
- * an escape. Any other media type gets a 415 (Fastify's own would quote the
+ * an escape. A body with a Content-Encoding (gzip…) gets a 415: bodies are not
+ * decompressed. Any other media type gets a 415 (Fastify's own would quote the
  * Content-Type header back, and its `text/plain` parser would hand a string to
  * validation).
  */
@@ -118,7 +121,10 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
   fastify.addContentTypeParser('*', (req, _payload, done) => done(req.headers['content-length'] === '0' ? null : unsupportedMediaType(), undefined));
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req: FastifyRequest & { rawBody?: Buffer }, body: Buffer, done) => {
     req.rawBody = body;
-    if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
+    const encoding = req.headers['content-encoding'];
+    // Bodies are never decompressed: a compressed one would be read as if it were not.
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') done(unsupportedEncoding(), undefined);
+    else if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
     else if (!maySurrogate(body)) parseJson(req, body as unknown as string, done);
     else
       parseJson(req, body as unknown as string, (err: Error | null, value?: unknown) => {

@@ -108,6 +108,24 @@ describe('HTTP conventions', () => {
       expect(await storedKeys()).toEqual(before);
     });
 
+    it.each(['gzip', 'deflate, gzip', 'br'])(
+      'refuses a body with Content-Encoding %s with 415, storing nothing (bodies are not decompressed)',
+      async (encoding) => {
+        const before = await storedKeys();
+        const res = await request(t.server)
+          .post('/diagnostics/touch')
+          .set(auth)
+          .set('content-type', 'application/json')
+          .set('content-encoding', encoding)
+          .send(JSON.stringify({ label: 'encoded' }));
+        expect(res.status).toBe(415);
+        expectErrorShape(res.body, 415);
+        expect(await storedKeys()).toEqual(before);
+        const identity = await request(t.server).post('/diagnostics/touch').set(auth).set('content-encoding', 'identity').send({ label: 'plain' });
+        expect(identity.status).toBe(200);
+      },
+    );
+
     it('names an unknown field without echoing a long name', async () => {
       const long = 'k'.repeat(300);
       const res = await request(t.server)
