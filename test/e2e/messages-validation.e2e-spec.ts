@@ -90,6 +90,8 @@ describe('Message center: bad input', () => {
       ['a needPush that is a string', setting('needPush', 'true'), 'needPush'],
       ['a title holding a lone surrogate (not Unicode text)', setting('title', 'Paid \ud800'), 'title'],
       ['content holding a lone surrogate', setting('content', '\udfff'), 'content'],
+      ['a blank title (white space only)', setting('title', '   '), 'title'],
+      ['blank content (white space only)', setting('content', '\n\t '), 'content'],
     ];
 
     it.each(cases.map(([what, change, field], i) => [what, change, field, i] as const))(

@@ -147,6 +147,7 @@ describe('orders and payments over HTTP', () => {
       ['currency', { currency: 'cny' }],
       ['currency', { currency: 'QQQ' }],
       ['subject', { subject: '' }],
+      ['subject', { subject: ' \t\n ' }],
       ['subject', { subject: 'x'.repeat(129) }],
       ['expireMinutes', { expireMinutes: 0 }],
       ['expireMinutes', { expireMinutes: 1441 }],
