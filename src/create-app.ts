@@ -5,6 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { AllExceptionsFilter, toErrorResponse } from './http/all-exceptions.filter';
+import { clientErrorHandler } from './http/client-error';
 import { ROUTE_BODY_LIMITS } from './http/body-limits';
 import { registerJsonBodyParser } from './http/json-body';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
@@ -26,6 +27,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     // Fastify's default of 100 would answer a longer one with its own 414, outside our conventions.
     routerOptions: { maxParamLength: 512 },
     return503OnClosing: true,
+    // What the HTTP parser refuses (headers too large, a malformed request line) gets the one error shape too.
+    clientErrorHandler: clientErrorHandler(config.requestIdHeader),
     forceCloseConnections: 'idle',
     // A malformed percent-encoding or an over-long path parameter is refused by the router, before
     // any hook or Nest filter: answer it in the service's one error shape too.

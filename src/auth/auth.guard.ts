@@ -12,7 +12,21 @@ import { SecretMatcher } from './secret-matcher';
 import { HEADERS } from './security-schemes';
 
 /** A compact JWS: three base64url parts (the signature may be empty, and is then refused by the verifier). */
+const BEARER_ANY_CASE = /^bearer /i;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+/** Whether the raw headers (name, value, name, value…) hold Authorization more than once. */
+function repeatsAuthorization(raw: string[]): boolean {
+  let seen = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name.length === 13 && name.toLowerCase() === 'authorization') {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
+}
 
 /**
  * Global guard: every route declares `@Auth(...)` or `@Public()`; a route with
@@ -126,9 +140,12 @@ export class AuthGuard implements CanActivate {
   private authenticateLocally(kind: Exclude<CallerKind, 'merchant'>, req: FastifyRequest): Caller {
     if (kind === 'user') {
       const header = req.headers.authorization;
-      const token = typeof header === 'string' && header.startsWith('Bearer ') ? header.slice(7) : '';
+      // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are the same.
+      const token = typeof header === 'string' && (header.startsWith('Bearer ') || BEARER_ANY_CASE.test(header)) ? header.slice(7) : '';
       // A token verified before had this shape then: only a new one needs the check.
       if (!this.jwt.remembers(token) && (token.length > 8192 || !JWT_SHAPE.test(token))) throw unauthorized('Authorization must be "Bearer <JWT>"');
+      // Node keeps the first of repeated Authorization headers and drops the others: a request carrying two is refused, not read by its first.
+      if (repeatsAuthorization(req.raw.rawHeaders)) throw unauthorized('Send one Authorization header');
       return { kind, id: this.jwt.verify(token) };
     }
     const value = req.headers[kind === 'service' ? HEADERS.service : HEADERS.admin];

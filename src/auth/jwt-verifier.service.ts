@@ -4,7 +4,8 @@ import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
 
-export const SUB_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** An account id: as everywhere else, never `.` or `..`, which no URL could carry as a segment. */
+export const SUB_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** Verified tokens remembered, so a token is verified once, not on every request. */
 const CACHE_MAX = 50_000;
 

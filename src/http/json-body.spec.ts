@@ -1,4 +1,4 @@
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-body';
+import { jsonNestsDeeperThan, loneSurrogateField, MAX_JSON_DEPTH } from './json-body';
 
 const deeper = (text: string, max = 3) => jsonNestsDeeperThan(Buffer.from(text), max);
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
@@ -33,5 +33,18 @@ describe(jsonNestsDeeperThan.name, () => {
 
   it('leaves non-ASCII text alone (UTF-8 continuation bytes are never brackets or quotes)', () => {
     expect(deeper(`{"a":"${'😀é中'.repeat(50)}","b":[[1]]}`)).toBe(false);
+  });
+});
+
+describe(loneSurrogateField.name, () => {
+  it('names the first string or key holding a lone surrogate, as validation names fields', () => {
+    expect(loneSurrogateField({ a: 'ok', b: 'x\ud800' })).toBe('b');
+    expect(loneSurrogateField({ instructions: [{ method: 'q' }, { method: '\udc00y' }] })).toBe('instructions[1].method');
+    expect(loneSurrogateField({ ctx: { ['k\ud800']: 1 } })).toBe('ctx');
+    expect(loneSurrogateField('\ud800')).toBe('body');
+  });
+
+  it('accepts surrogate pairs and every other value', () => {
+    expect(loneSurrogateField({ a: '😀 \ud83d\ude00', b: [1, null, true, { c: 'é' }] })).toBeUndefined();
   });
 });

@@ -37,6 +37,69 @@ export function jsonNestsDeeperThan(body: Buffer, max: number): boolean {
   return false;
 }
 
+/** A UTF-16 surrogate without its other half: text that is not Unicode (no UTF-8 for it; Redis's Lua JSON refuses its escape). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/**
+ * Whether the bytes may hold a surrogate: one reaches parsed JSON only as a `\uD800`-`\uDFFF` escape (UTF-8
+ * bytes cannot encode one). Two native scans; a false alarm (`\ud0..`) only costs the walk.
+ */
+const maySurrogate = (body: Buffer): boolean => body.indexOf('\\ud') !== -1 || body.indexOf('\\uD') !== -1;
+const MAX_FIELD_NAME = 64;
+
+/**
+ * The path (`a.b[0].c`, as validation names fields) of the first string in `value`, key or value,
+ * that holds a lone surrogate; undefined when there is none.
+ */
+export function loneSurrogateField(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path || 'body' : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogateField(value[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    // A key is input too: named cut short, never echoed at length.
+    const name = key.length > MAX_FIELD_NAME ? `${key.slice(0, MAX_FIELD_NAME)}…` : key;
+    const field = path ? `${path}.${name}` : name;
+    if (LONE_SURROGATE.test(key)) return path || 'body';
+    const found = loneSurrogateField(v, field);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Array fields whose items a route checks one by one (one bad item fails only itself): a lone surrogate
+ * inside an item is left to the route, which refuses that item alone (see `loneSurrogateField`).
+ */
+const PER_ITEM_ARRAYS: ReadonlyMap<string, string> = new Map([['POST /messages/batch', 'messages']]);
+
+export const notUnicodeMessage = (field: string) => `${field} must be valid Unicode text (it holds a lone surrogate)`;
+
+/** On an item of a per-item array that holds a lone surrogate: the field's name (not enumerable, so no validation sees it). */
+export const NOT_UNICODE = Symbol('notUnicode');
+
+/** Marks each object item of `body[array]` that holds a lone surrogate with NOT_UNICODE. */
+function markPerItem(body: unknown, array: string): void {
+  const items = (body as Record<string, unknown>)[array];
+  if (!Array.isArray(items)) return;
+  items.forEach((item) => {
+    if (item === null || typeof item !== 'object') return;
+    const field = loneSurrogateField(item);
+    if (field !== undefined) Object.defineProperty(item, NOT_UNICODE, { value: field, enumerable: false });
+  });
+}
+
+const notUnicode = (field: string) => {
+  const message = notUnicodeMessage(field);
+  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
+};
+
+const unsupportedEncoding = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must not be encoded (no Content-Encoding)');
+
 const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
 
 export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
@@ -44,7 +107,10 @@ export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request bod
 /**
  * The service's only body parser: `application/json`, kept as raw bytes too
  * (merchant signatures cover them), refused before parsing when it nests too
- * deep. Any other media type gets a 415 (Fastify's own would quote the
+ * deep. A string (or key) holding a lone UTF-16 surrogate, which no UTF-8 text
+ * can carry, is a 400 naming the field: looked for only when the bytes hold such
+ * an escape. A body with a Content-Encoding (gzip…) gets a 415: bodies are not
+ * decompressed. Any other media type gets a 415 (Fastify's own would quote the
  * Content-Type header back, and its `text/plain` parser would hand a string to
  * validation).
  */
@@ -55,7 +121,20 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
   fastify.addContentTypeParser('*', (req, _payload, done) => done(req.headers['content-length'] === '0' ? null : unsupportedMediaType(), undefined));
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req: FastifyRequest & { rawBody?: Buffer }, body: Buffer, done) => {
     req.rawBody = body;
-    if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
-    else parseJson(req, body as unknown as string, done);
+    const encoding = req.headers['content-encoding'];
+    // Bodies are never decompressed: a compressed one would be read as if it were not.
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') done(unsupportedEncoding(), undefined);
+    else if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
+    else if (!maySurrogate(body)) parseJson(req, body as unknown as string, done);
+    else
+      parseJson(req, body as unknown as string, (err: Error | null, value?: unknown) => {
+        const field = err ? undefined : loneSurrogateField(value);
+        const perItem = PER_ITEM_ARRAYS.get(`${req.method} ${req.routeOptions.url}`);
+        if (field === undefined) done(err, value);
+        else if (perItem !== undefined && field.startsWith(`${perItem}[`)) {
+          markPerItem(value, perItem);
+          done(null, value);
+        } else done(notUnicode(field), undefined);
+      });
   });
 }

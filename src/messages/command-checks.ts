@@ -25,7 +25,10 @@ export function checkMessageCommand(cmd: { accountId: string; bizType: string; o
     throw commandFieldError('ttlMs', `ttlMs must be an integer from 1 to ${MAX_MESSAGE_TTL_MS} (90 days)`);
   }
   if (cmd.expiresAt !== undefined && !(Number.isInteger(cmd.expiresAt) && cmd.expiresAt >= 1 && cmd.expiresAt <= MAX_MESSAGE_EXPIRES_AT)) {
-    throw commandFieldError('expiresAt', `expiresAt must be epoch ms, an integer from 1 to ${MAX_MESSAGE_EXPIRES_AT} (9999-12-31T23:59:59.999Z)`);
+    throw commandFieldError(
+      'expiresAt',
+      `expiresAt must be a time from 1970-01-01T00:00:00.001Z to 9999-12-31T23:59:59.999Z (in process: epoch ms, an integer from 1 to ${MAX_MESSAGE_EXPIRES_AT})`,
+    );
   }
 }
 

@@ -17,7 +17,10 @@ interface Lease {
   remainingInRedis: number;
   /** Local clock time at which the window (and so the lease) ends. */
   endsAt: number;
-  /** A lease request under way; concurrent requests of the caller wait for it. */
+  /**
+   * A lease request under way; concurrent requests of the caller wait for it, and share its failure:
+   * with Redis down or hung, they all get its 503 at once rather than each waiting out a command timeout in turn.
+   */
   pending?: Promise<void>;
 }
 
@@ -87,7 +90,13 @@ export class RateLimiter {
     const want = Math.max(1, Math.min(rl.maxLease, Math.floor(limit / 10)));
     const lease: Lease = previous && previous.endsAt > Date.now() ? previous : { tokens: 0, remainingInRedis: limit, endsAt: Date.now() + rl.windowMs };
     let done!: () => void;
-    lease.pending = new Promise<void>((r) => (done = r));
+    let fail!: (err: unknown) => void;
+    lease.pending = new Promise<void>((resolve, reject) => {
+      done = resolve;
+      fail = reject;
+    });
+    // The waiters get the rejection; without waiters it must not be an unhandled one.
+    lease.pending.catch(() => undefined);
     ofKind.set(caller.id, lease);
     try {
       const r = await this.scripts.lease(this.scripts.keyOf(caller), limit, rl.windowMs, want);
@@ -97,6 +106,7 @@ export class RateLimiter {
       return lease;
     } catch (err) {
       ofKind.delete(caller.id);
+      fail(err);
       throw err;
     } finally {
       lease.pending = undefined;

@@ -44,10 +44,9 @@ export class StreamsMetrics {
       ['runner', 'group'],
       async function () {
         this.reset();
-        for (const s of sources) {
-          const n = await s.pending();
-          if (n !== undefined) this.set({ runner: s.name, group: s.group }, n);
-        }
+        // All at once: with Redis hung, one after another made a scrape wait a command timeout per consumer.
+        const counts = await Promise.all([...sources].map(async (s) => [s, await s.pending()] as const));
+        for (const [s, n] of counts) if (n !== undefined) this.set({ runner: s.name, group: s.group }, n);
       },
     );
   }

@@ -1,4 +1,6 @@
 import Redis from 'ioredis';
+import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp, userToken } from '../support/test-app';
@@ -106,6 +108,24 @@ describe('HTTP conventions', () => {
       expect(await storedKeys()).toEqual(before);
     });
 
+    it.each(['gzip', 'deflate, gzip', 'br'])(
+      'refuses a body with Content-Encoding %s with 415, storing nothing (bodies are not decompressed)',
+      async (encoding) => {
+        const before = await storedKeys();
+        const res = await request(t.server)
+          .post('/diagnostics/touch')
+          .set(auth)
+          .set('content-type', 'application/json')
+          .set('content-encoding', encoding)
+          .send(JSON.stringify({ label: 'encoded' }));
+        expect(res.status).toBe(415);
+        expectErrorShape(res.body, 415);
+        expect(await storedKeys()).toEqual(before);
+        const identity = await request(t.server).post('/diagnostics/touch').set(auth).set('content-encoding', 'identity').send({ label: 'plain' });
+        expect(identity.status).toBe(200);
+      },
+    );
+
     it('names an unknown field without echoing a long name', async () => {
       const long = 'k'.repeat(300);
       const res = await request(t.server)
@@ -121,6 +141,40 @@ describe('HTTP conventions', () => {
       const res = await request(t.server).get('/no/such/route').set('x-request-id', 'r404');
       expect(res.status).toBe(404);
       expectErrorShape(res.body, 404, 'r404');
+    });
+  });
+
+  describe('requests the HTTP parser refuses', () => {
+    /** Sends raw bytes on a new connection and reads until the server closes it. */
+    const rawExchange = async (bytes: string): Promise<string> => {
+      if (!t.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = t.server.address() as AddressInfo;
+      return new Promise((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let got = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (got += c));
+        socket.on('close', () => resolve(got));
+        socket.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' && got ? resolve(got) : reject(e)));
+        socket.write(bytes);
+      });
+    };
+    const parse = (response: string) => {
+      const [head, body] = response.split('\r\n\r\n');
+      return { statusLine: head.split('\r\n')[0], head: head.toLowerCase(), body: JSON.parse(body) as Record<string, unknown> };
+    };
+
+    it.each([
+      ['headers over the limit', `GET /health/live HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'HEADERS_TOO_LARGE'],
+      ['a malformed request line', 'GET /health/live HTTP/9.x\r\nHost: x\r\n\r\n', 400, 'BAD_REQUEST'],
+      ['a malformed header', 'GET /health/live HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n', 400, 'BAD_REQUEST'],
+    ])('answers %s in the standard error shape, with a request id and Connection: close', async (_what, bytes, status, code) => {
+      const { statusLine, head, body } = parse(await rawExchange(bytes));
+      expect(statusLine).toBe(`HTTP/1.1 ${status} ${statusLine.split(' ').slice(2).join(' ')}`);
+      expectErrorShape(body, status);
+      expect(body.error).toBe(code);
+      expect(head).toContain('connection: close');
+      expect(head).toContain(`x-request-id: ${String(body.requestId).toLowerCase()}`);
     });
   });
 

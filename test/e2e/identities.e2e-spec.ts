@@ -1,3 +1,4 @@
+import { connect, type AddressInfo } from 'node:net';
 import request from 'supertest';
 import { sign } from 'jsonwebtoken';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -18,12 +19,53 @@ describe('Identities', () => {
   });
 
   const whoami = (headers: Record<string, string>) => request(t.server).get('/diagnostics/whoami').set(headers);
+  /** A GET with headers exactly as listed (name, value, …), repeats included (supertest would merge them), on a raw socket. */
+  const rawRequest = async (path: string, headers: string[]): Promise<{ status: number; body: string }> => {
+    if (!t.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.server.address() as AddressInfo;
+    let lines = `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n`;
+    for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
+    const response = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let got = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => (got += c));
+      socket.on('close', () => resolve(got));
+      socket.on('error', reject);
+      socket.write(`${lines}\r\n`);
+    });
+    const [head, body] = response.split('\r\n\r\n');
+    return { status: Number(head.split(' ')[1]), body };
+  };
 
   describe('app users (bearer JWT)', () => {
     it('identifies the account from sub', async () => {
       const res = await whoami({ authorization: `Bearer ${userToken('acc_42')}` });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ kind: 'user', id: 'acc_42' });
+    });
+
+    it.each(['bearer', 'BEARER', 'bEaReR'])('takes the scheme in any case (%s), as HTTP auth schemes are case-insensitive', async (scheme) => {
+      const res = await whoami({ authorization: `${scheme} ${userToken('acc_42')}` });
+      expect([res.status, res.body]).toEqual([200, { kind: 'user', id: 'acc_42' }]);
+    });
+
+    it('refuses two Authorization headers (Node would read the first and drop the other), whichever holds a valid token', async () => {
+      const valid = `Bearer ${userToken('acc_42')}`;
+      for (const pair of [
+        [valid, 'Bearer x.y.z'],
+        [valid, valid],
+      ]) {
+        const res = await rawRequest('/diagnostics/whoami', ['Authorization', pair[0], 'Authorization', pair[1]]);
+        expect([res.status, JSON.parse(res.body).error]).toEqual([401, 'UNAUTHORIZED']);
+      }
+      expect((await rawRequest('/diagnostics/whoami', ['Authorization', valid])).status).toBe(200);
+    });
+
+    it.each(['.', '..'])('refuses a token whose sub is %j, which is never an account id', async (sub) => {
+      const res = await whoami({ authorization: `Bearer ${userToken(sub)}` });
+      expect([res.status, res.body.error]).toEqual([401, 'UNAUTHORIZED']);
+      expect(res.body.message).toMatch(/sub/);
     });
 
     it('takes the account from the token, never from the body', async () => {

@@ -146,6 +146,7 @@ describe('Message center over HTTP: expiry and withdraw', () => {
       ['41 characters', `2026-11-22T08:30:00.${'1'.repeat(20)}Z`],
       ['a five-digit year', '+010000-01-01T00:00:00Z'],
       ['before 1970', '1969-12-31T23:59:59Z'],
+      ['after 9999 once its zone is applied', '9999-12-31T23:59:59-23:59'],
     ])('refuses expiresAt %s: 400 naming expiresAt, nothing stored', async (what, expiresAt) => {
       const acc = `e2e_abs_bad_${what.replace(/\W+/g, '_')}`;
       const before = await snapshot();
@@ -157,6 +158,15 @@ describe('Message center over HTTP: expiry and withdraw', () => {
         'expiresAt',
       );
       expect(await snapshot()).toEqual(before);
+    });
+
+    it.each(['1969-12-31T23:59:59Z', '9999-12-31T23:59:59-23:59'])('words the bounds of expiresAt %s as times, as it is sent over HTTP', async (expiresAt) => {
+      const res = await request(t.server)
+        .post('/messages')
+        .set(SERVICE)
+        .send(message('e2e_abs_words', 'o-1', { expiresAt }));
+      expect(res.status).toBe(400);
+      expect(res.body.message).toMatch(/^expiresAt must be a time from 1970-01-01T00:00:00.001Z to 9999-12-31T23:59:59.999Z/);
     });
 
     it('in a batch: a good expiresAt is 201, a past one 200 expired, a bad one fails only its item, naming the field', async () => {

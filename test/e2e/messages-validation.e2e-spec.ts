@@ -88,6 +88,10 @@ describe('Message center: bad input', () => {
       ['a createdAt that is epoch milliseconds', setting('createdAt', 1795302000000), 'createdAt'],
       ['a createdAt with month 13', setting('createdAt', '2026-13-01T00:00:00Z'), 'createdAt'],
       ['a needPush that is a string', setting('needPush', 'true'), 'needPush'],
+      ['a title holding a lone surrogate (not Unicode text)', setting('title', 'Paid \ud800'), 'title'],
+      ['content holding a lone surrogate', setting('content', '\udfff'), 'content'],
+      ['a blank title (white space only)', setting('title', '   '), 'title'],
+      ['blank content (white space only)', setting('content', '\n\t '), 'content'],
     ];
 
     it.each(cases.map(([what, change, field], i) => [what, change, field, i] as const))(
@@ -121,6 +125,20 @@ describe('Message center: bad input', () => {
       expect({ status: res.status, statusCode: res.body.statusCode }).toEqual({ status: 400, statusCode: 400 });
       expect(typeof res.body.requestId).toBe('string');
       expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe('POST /messages/batch', () => {
+    it('an item holding a lone surrogate fails alone, naming its field; the others are written', async () => {
+      const res = await request(t.server)
+        .post('/messages/batch')
+        .set(SERVICE)
+        .send({ messages: [valid('acc_vs', 'order-vs1'), { ...valid('acc_vs', 'order-vs2'), title: 'x\ud83d' }, valid('acc_vs', 'order-vs3')] });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ created: 2, invalid: 1 });
+      expect(res.body.results.map((r: { status: number }) => r.status)).toEqual([201, 400, 201]);
+      expect(res.body.results[1].error).toMatch(/^title /);
+      expect((await inbox('acc_vs')).messages).toHaveLength(2);
     });
   });
 

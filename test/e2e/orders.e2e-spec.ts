@@ -91,6 +91,19 @@ describe('orders and payments over HTTP', () => {
       expectError(await createOrder({ merchantOrderNo: no, amount: 100, currency: 'CNY', subject: 'Dots' }), 400, 'VALIDATION_FAILED', 'merchantOrderNo');
     });
 
+    it('refuses text holding a lone UTF-16 surrogate with 400 naming the field, storing nothing; a surrogate pair (emoji) is fine', async () => {
+      const keys = async () => (await raw.keys(`${t.config.redis.keyPrefix}:*`)).filter((k) => !k.includes(':nonce:')).sort();
+      const before = await keys();
+      for (const subject of ['\ud800', 'a\udfffb', 'x\ud83d']) {
+        const res = await createOrder({ merchantOrderNo: orderNo(), amount: 100, currency: 'CNY', subject });
+        expectError(res, 400, 'VALIDATION_FAILED', 'subject');
+        expect(res.body.message).toContain('subject');
+      }
+      expect(await keys()).toEqual(before);
+      const emoji = await createOrder({ merchantOrderNo: orderNo(), amount: 100, currency: 'CNY', subject: 'Beans \ud83d\ude00' });
+      expect([emoji.status, emoji.body.subject]).toEqual([201, 'Beans 😀']);
+    });
+
     it('closing an order that does not exist is a 404 that leaves nothing in Redis (no lock, no fencing counter)', async () => {
       const before = (await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort();
       expectError(await merchant('POST', `/merchant/orders/${orderNo()}/close`), 404, 'NOT_FOUND');
@@ -134,6 +147,7 @@ describe('orders and payments over HTTP', () => {
       ['currency', { currency: 'cny' }],
       ['currency', { currency: 'QQQ' }],
       ['subject', { subject: '' }],
+      ['subject', { subject: ' \t\n ' }],
       ['subject', { subject: 'x'.repeat(129) }],
       ['expireMinutes', { expireMinutes: 0 }],
       ['expireMinutes', { expireMinutes: 1441 }],

@@ -190,6 +190,7 @@ describe('wallets over HTTP', () => {
       ['amount', 'account:acc_bad', { currency: 'CNY', reference: 'r' }],
       ['currency', 'account:acc_bad', { ...good, currency: 'cny' }],
       ['currency', 'account:acc_bad', { ...good, currency: 'CNYX' }],
+      ['currency', 'account:acc_bad', { ...good, currency: 'ZZZ' }],
       ['reference', 'account:acc_bad', { ...good, reference: '' }],
       ['reference', 'account:acc_bad', { ...good, reference: 'a b' }],
       ['reference', 'account:acc_bad', { ...good, reference: 'r'.repeat(129) }],

@@ -18,8 +18,9 @@ async function instance(url: string, prefix: string, env: Record<string, string>
   const scripts = new ScriptRegistry(redis);
   await redis.warmUp();
   await scripts.loadAll();
-  const limiter = new RateLimiter(config, new RateLimitScripts(scripts, new KeyBuilder(config)));
-  return { limiter, close: () => redis.onApplicationShutdown() };
+  const rateLimitScripts = new RateLimitScripts(scripts, new KeyBuilder(config));
+  const limiter = new RateLimiter(config, rateLimitScripts);
+  return { limiter, rateLimitScripts, close: () => redis.onApplicationShutdown() };
 }
 
 describe(RateLimiter.name, () => {
@@ -107,6 +108,35 @@ describe(RateLimiter.name, () => {
     } finally {
       await server.start();
       await x.close();
+    }
+  });
+
+  it('with Redis hung, concurrent requests of one caller share the one lease request and its 503, instead of each timing out in turn', async () => {
+    const x = await instance(server.url, randomPrefix());
+    const lease = x.rateLimitScripts.lease.bind(x.rateLimitScripts);
+    let leaseCalls = 0;
+    x.rateLimitScripts.lease = (...args: Parameters<typeof lease>) => {
+      leaseCalls++;
+      return lease(...args);
+    };
+    process.kill(server.pid!, 'SIGSTOP');
+    try {
+      const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => x.limiter.take({ kind: 'user', id: 'acc_hung' }, 50)));
+      for (const o of outcomes) {
+        expect(o.status).toBe('rejected');
+        expect((o as PromiseRejectedResult).reason).toBeInstanceOf(RedisUnavailableError);
+      }
+      expect(leaseCalls).toBe(1);
+    } finally {
+      process.kill(server.pid!, 'SIGCONT');
+      await x.close();
+    }
+    // Redis back: the caller is served again.
+    const y = await instance(server.url, randomPrefix());
+    try {
+      expect((await y.limiter.take({ kind: 'user', id: 'acc_hung' }, 50)).allowed).toBe(true);
+    } finally {
+      await y.close();
     }
   });
 });

@@ -26,3 +26,14 @@ describe(BroadcastDto.name, () => {
     expect(errorsFor(audience)).toEqual(['audience']);
   });
 });
+
+describe(`${BroadcastDto.name} text`, () => {
+  it.each([
+    ['title', { title: '  ', content: 'Twenty percent back' }],
+    ['content', { title: 'Promo', content: '\n\t' }],
+  ])('rejects a blank %s (white space only)', (field, text) => {
+    const errors = validateSync(plainToInstance(BroadcastDto, { ...text, audience: 'all' }), { forbidUnknownValues: true });
+    expect(errors.map((e) => e.property)).toEqual([field]);
+    expect(Object.values(errors[0].constraints ?? {})).toContain(`${field} must not be blank`);
+  });
+});

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { ACCOUNT_ID_RE } from '../message-keys';
-import { LINK_RE } from './write-message.dto';
+import { LINK_RE, NOT_BLANK_RE } from './write-message.dto';
 
 /** Most accounts one listed broadcast may name. */
 export const MAX_AUDIENCE = 10_000;
@@ -12,12 +12,14 @@ export class BroadcastDto {
   @IsString()
   @MinLength(1)
   @MaxLength(100)
+  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
   title!: string;
 
   @ApiProperty({ example: 'Pay with your balance today and get 20% back, up to ¥50.' })
   @IsString()
   @MinLength(1)
   @MaxLength(2000)
+  @Matches(NOT_BLANK_RE, { message: 'content must not be blank' })
   content!: string;
 
   @ApiPropertyOptional({ example: 'redispay://promotions/double-11' })

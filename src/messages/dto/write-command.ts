@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
 import { fastPathFor } from '../../http/fast-path';
+import { NOT_UNICODE, notUnicodeMessage } from '../../http/json-body';
 import { flattenValidationErrors } from '../../http/validation';
 import type { InvalidBatchItem, WriteMessageCommand } from '../message-commands';
 import { WriteMessageDto } from './write-message.dto';
@@ -21,6 +22,9 @@ export function toWriteCommand(dto: WriteMessageDto): WriteMessageCommand {
  * class-validator decides the rest and names what is wrong.
  */
 export async function batchItemCommand(item: unknown): Promise<WriteMessageCommand | InvalidBatchItem> {
+  // Text that is not Unicode (a lone surrogate) fails its item alone; the body parser leaves it to this check.
+  const notUnicode = (item as { [NOT_UNICODE]?: string } | null)?.[NOT_UNICODE];
+  if (notUnicode !== undefined) return { invalid: notUnicodeMessage(notUnicode) };
   if (fastPathFor(WriteMessageDto)?.(item)) return toWriteCommand(item as WriteMessageDto);
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return { invalid: 'each message must be an object' };
   const errors = await validate(plainToInstance(WriteMessageDto, item), { whitelist: true, forbidNonWhitelisted: true });

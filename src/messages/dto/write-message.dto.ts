@@ -10,6 +10,8 @@ export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
 /** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
 export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 const LOGO_URL_RE = /^https:\/\/\S+$/;
+/** Text shown to the user: at least one character that is not white space. */
+export const NOT_BLANK_RE = /\S/;
 /** A date and time with a zone (IsISO8601 strict also allows a bare date). */
 const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
 
@@ -37,12 +39,14 @@ export class WriteMessageDto {
   @IsString()
   @MinLength(1)
   @MaxLength(100)
+  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
   title!: string;
 
   @ApiProperty({ example: '¥128.00 paid to Coffee Corner' })
   @IsString()
   @MinLength(1)
   @MaxLength(2000)
+  @Matches(NOT_BLANK_RE, { message: 'content must not be blank' })
   content!: string;
 
   /** Where tapping the message leads (https:// or an app deep link) */

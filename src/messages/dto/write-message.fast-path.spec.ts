@@ -87,8 +87,9 @@ const validBody = fc.record(
     accountId: matching(ACCOUNT_ID_RE),
     bizType: matching(BIZ_TYPE_RE),
     outerBizId: matching(OUTER_BIZ_ID_RE),
-    title: fc.string({ minLength: 1, maxLength: 100 }),
-    content: fc.string({ minLength: 1, maxLength: 2000 }),
+    // Shown text is never blank (white space only).
+    title: fc.string({ minLength: 1, maxLength: 100 }).filter((t) => /\S/.test(t)),
+    content: fc.string({ minLength: 1, maxLength: 2000 }).filter((t) => /\S/.test(t)),
     url: fc.webUrl({ validSchemes: ['https'] }),
     needPush: fc.boolean(),
     createdAt: fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }).map((d) => d.toISOString()),

@@ -32,6 +32,7 @@ export class CreateOrderDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_SUBJECT_LENGTH)
+  @Matches(/\S/, { message: 'subject must not be blank' })
   subject!: string;
 
   /** Minutes until an unpaid order closes by itself */

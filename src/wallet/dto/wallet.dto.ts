@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { QueryInt } from '../../http/validation';
+import { CURRENCIES } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { OWNER_REF_RE } from '../wallet-keys';
 import { MAX_PAGE } from '../wallet.service';
@@ -45,6 +46,7 @@ export class TopUpDto {
   @IsString()
   @MaxLength(3)
   @Matches(CURRENCY_RE, { message: 'currency must be an ISO 4217 code (3 capital letters)' })
+  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 currency code' })
   currency!: string;
 
   /** Makes the top-up idempotent: the same reference again moves nothing */
