@@ -36,6 +36,9 @@ const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
+/** The first `max` UTF-16 units of `text`, never half of a surrogate pair (the scripts' JSON refuses a lone half). */
+const clip = (text: string, max: number) => (/[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? text.slice(0, max - 1) : text.slice(0, max));
+
 /** A reservation as its buyer sees it. */
 export interface ReservationView {
   reservationId: string;
@@ -447,7 +450,7 @@ export class ReservationsService implements OnApplicationBootstrap {
       merchantOrderNo: rsvId,
       amount: p.price * r.q,
       currency: p.currency,
-      subject: `${a.title}: ${p.title}`.slice(0, 128),
+      subject: clip(`${a.title}: ${p.title}`, 128),
       expireMinutes: a.payWindowMinutes,
       payerAccountId: r.a,
     });

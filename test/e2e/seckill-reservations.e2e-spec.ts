@@ -431,3 +431,17 @@ describe('seckill reservations: paid, cancelled and closed', () => {
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
   });
 });
+
+describe('seckill reservations: titles outside the Basic Multilingual Plane', () => {
+  it('an order subject cut at 128 units never ends in half an emoji: the reservation is made, its order created', async () => {
+    const id = activityId('emoji');
+    // 'a' and 127 emoji: 255 UTF-16 units, so the subject's 128th unit is the first half of an emoji.
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }], { title: `a${'😀'.repeat(127)}` }));
+    const r = await kit.reserve('acc_emoji', id, 'p1');
+    expect(r.status).toBe(201);
+    const order = await kit.orders.findById(r.body.orderId);
+    expect(order?.status).toBe('CREATED');
+    expect(order?.subject).toBe(`a${'😀'.repeat(63)}`);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 1, reserved: 1 });
+  });
+});
