@@ -46,6 +46,7 @@ describe('red-envelope rains: bad input', () => {
     ['a bad activity id (dot)', { activityId: 'a.b' }, 'activityId'],
     ['a bad sponsor id', { sponsorMerchantId: '..' }, 'sponsorMerchantId'],
     ['an unknown currency', { currency: 'XXX' }, 'currency'],
+    ['a title with an unpaired surrogate', { title: 'Rain \ud83d' }, 'title'],
   ];
 
   it.each(cases)('%s: 400 naming the field, nothing created, nothing debited', async (_what, over, field) => {
