@@ -5,6 +5,7 @@ import type { Delivery } from '../delay-queue/delay-queue.types';
 import { LockService } from '../locks/lock.service';
 import { retryDelayMs } from '../streams/stream-slots';
 import { WalletService } from '../wallet/wallet.service';
+import { memoOf } from './activity-command';
 import { CreditingService } from './crediting.service';
 import { envelopeId } from './red-envelope-keys';
 import type { CreateActivityCommand } from './red-envelope-commands';
@@ -225,7 +226,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       amount: a.totalAmount,
       reference: `red-envelope:${a.activityId}`,
       kind: 'funding',
-      memo: a.title.slice(0, 64),
+      memo: memoOf(a.title),
     });
   }
 
@@ -290,7 +291,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
         amount: refunded,
         reference: `red-envelope:${a.activityId}:leftover`,
         kind: 'refund',
-        memo: a.title.slice(0, 64),
+        memo: memoOf(a.title),
       });
     }
     const now = await this.store.now();

@@ -2,6 +2,9 @@ import { InvalidArgumentError } from '../errors/domain-error';
 import type { CreateRedEnvelopeActivityDto } from './dto/activity.dto';
 import type { CreateActivityCommand } from './red-envelope-commands';
 
+/** The wallet memo of a rain's entries: its title's first 64 UTF-16 units, never half of a surrogate pair. */
+export const memoOf = (title: string): string => (/[\uD800-\uDBFF]/.test(title.charAt(63)) ? title.slice(0, 63) : title.slice(0, 64));
+
 const invalid = (field: string, message: string) => new InvalidArgumentError(`${field}: ${message}`, field, message);
 
 /** The command of a validated body, with the rules that span fields (400 naming the field, nothing stored or debited). */
