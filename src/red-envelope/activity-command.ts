@@ -7,6 +7,8 @@ export const memoOf = (title: string): string => (/[\uD800-\uDBFF]/.test(title.c
 
 const CALENDAR_DATE = (field: string) => `${field} must be a calendar date and time, e.g. 2026-11-25T10:00:00+08:00`;
 
+/** How far ahead a start may be: keys (and, for a rain, the sponsor's money) are not held for years. */
+const MAX_LEAD_MS = 366 * 86_400_000;
 const invalid = (field: string, message: string) => new InvalidArgumentError(`${field}: ${message}`, field, message);
 
 /** The command of a validated body, with the rules that span fields (400 naming the field, nothing stored or debited). */
@@ -16,6 +18,7 @@ export function toCreateCommand(dto: CreateRedEnvelopeActivityDto, limits: { max
   // Week dates and ordinal dates (2026-W49-1T10:00:00Z, 2026-335T10:00:00Z) pass the ISO 8601 check but do not parse.
   if (Number.isNaN(startsAt)) throw invalid('startsAt', CALENDAR_DATE('startsAt'));
   if (Number.isNaN(endsAt)) throw invalid('endsAt', CALENDAR_DATE('endsAt'));
+  if (startsAt - Date.now() > MAX_LEAD_MS) throw invalid('startsAt', 'a rain starts at most 366 days from now');
   if (!(endsAt > startsAt)) throw invalid('endsAt', 'endsAt must be after startsAt');
   if (endsAt <= Date.now()) throw invalid('endsAt', 'endsAt must be in the future');
   if (endsAt - startsAt > 7 * 86_400_000) throw invalid('endsAt', 'a rain lasts at most 7 days');

@@ -46,6 +46,7 @@ describe('red-envelope rains: bad input', () => {
     ['a bad activity id (dot)', { activityId: 'a.b' }, 'activityId'],
     ['a bad sponsor id', { sponsorMerchantId: '..' }, 'sponsorMerchantId'],
     ['an unknown currency', { currency: 'XXX' }, 'currency'],
+    ['a start more than 366 days ahead', { startsAt: iso(now + 367 * 86_400_000), endsAt: iso(now + 367 * 86_400_000 + 60_000) }, 'startsAt'],
     ['a week-date startsAt', { startsAt: '2026-W49-1T10:00:00Z' }, 'startsAt'],
     ['a title with an unpaired surrogate', { title: 'Rain \ud83d' }, 'title'],
   ];

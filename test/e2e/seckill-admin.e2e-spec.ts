@@ -87,6 +87,11 @@ describe('seckill admin: bad input (400 naming the field, nothing stored)', () =
       (id) => activityBody(id, [{ productId: 'p1', stock: 5, price: 5_000_000_000, perUserLimit: 3 }]),
       'products.0.price',
     ],
+    [
+      'a start more than 366 days ahead',
+      (id) => activityBody(id, [{ productId: 'p1', stock: 5 }], { startsAt: iso(367 * 86_400_000), endsAt: iso(368 * 86_400_000) }),
+      'startsAt',
+    ],
     // ISO 8601 week dates pass the format check but do not parse: the 400 names startsAt (it named endsAt).
     ['a week-date startsAt', (id) => activityBody(id, [{ productId: 'p1', stock: 5 }], { startsAt: '2026-W49-1T10:00:00Z' }), 'startsAt'],
     // Half of a surrogate pair (valid JSON, not valid text): stored, it made every reservation's order script fail (500).
