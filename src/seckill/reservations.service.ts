@@ -127,6 +127,8 @@ export class ReservationsService implements OnApplicationBootstrap {
     // The script also puts the reservation in its shard's due set: a process killed anywhere after it leaves nothing
     // the safety net's sweep does not find. A refusal leaves nothing behind.
     const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs);
+    // The same requestId is the same request: another quantity under it is a mistake, not a retry.
+    if (!taken.created && taken.record.q !== cmd.quantity) throw this.refused(REFUSALS.requestReused(taken.record.q));
     const view = viewOf(a, p, rsvId, taken.record);
     if (taken.record.s === 'RESERVED') {
       try {

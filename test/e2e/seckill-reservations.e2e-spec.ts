@@ -245,6 +245,30 @@ describe('seckill reservations: sharded products', () => {
     expect((await kit.reserve(buyer, id, 'p1', 1, 'tap-g')).status).toBe(201);
   });
 
+  it('the same requestId with another quantity is 409 REQUEST_REUSED, not the first reservation passed off as this one; nothing more taken', async () => {
+    const id = activityId('reuse');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 10, shards: 2 }], { perUserLimit: 5 }));
+    const first = await kit.reserve('acc_reuse', id, 'p1', 1, 'tap-q');
+    expect(first.status).toBe(201);
+    const other = await kit.reserve('acc_reuse', id, 'p1', 2, 'tap-q');
+    expect({ status: other.status, error: other.body.error, details: other.body.details }).toEqual({
+      status: 409,
+      error: 'REQUEST_REUSED',
+      details: { quantity: 1 },
+    });
+    // The same quantity is still the retry it always was.
+    const again = await kit.reserve('acc_reuse', id, 'p1', 1, 'tap-q');
+    expect({ status: again.status, id: again.body.reservationId }).toEqual({ status: 200, id: first.body.reservationId });
+    // At once, with mixed quantities: one reservation of one quantity; every other answer is that one (200) or 409.
+    const all = await Promise.all([1, 2, 3, 1, 2, 3].map((q) => kit.reserve('acc_reuse', id, 'p1', q, 'tap-r')));
+    const made = all.find((r) => r.status === 201)!;
+    for (const r of all) {
+      if (r.body.quantity === made.body.quantity) expect({ status: r.status, id: r.body.reservationId }).toMatchObject({ id: made.body.reservationId });
+      else expect({ status: r.status, error: r.body.error }).toEqual({ status: 409, error: 'REQUEST_REUSED' });
+    }
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ reserved: 1 + (made.body.quantity as number) });
+  });
+
   it('the same request again after a fall-over reservation was cancelled answers the released reservation, taking nothing', async () => {
     const id = activityId('refo');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 8, shards: 4 }]));
