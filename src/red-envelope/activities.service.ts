@@ -22,6 +22,8 @@ const LOAD_LOCK = { policy: 'red-envelope-load' } as const;
 const STAGE_BATCH = 10_000;
 /** A load not finished this long after it began is taken up again (by any instance), ms. */
 const RESUME_AFTER_MS = 60_000;
+/** Activity ids read from the index at a time when crediting resumes at boot. */
+const RESUME_PAGE = 1000;
 
 export interface Reconciliation {
   total: number;
@@ -78,9 +80,15 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   private async resumeCrediting(attempt: number): Promise<void> {
     if (this.shutDown) return;
     try {
-      for (const id of await this.store.activityIds(Date.now() - this.config.liveRetentionMs)) {
-        const a = await this.store.activity(id);
-        if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
+      // Every activity of the retention, a page at a time (there can be more than a page of them).
+      const from = Date.now() - this.config.liveRetentionMs;
+      for (let offset = 0; ; offset += RESUME_PAGE) {
+        const ids = await this.store.activityIds(from, RESUME_PAGE, offset);
+        for (const id of ids) {
+          const a = await this.store.activity(id);
+          if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
+        }
+        if (ids.length < RESUME_PAGE || this.shutDown) break;
       }
     } catch (err) {
       if (attempt === 1) this.logger.warn({ err: (err as Error).message }, 'could not resume crediting yet; retrying until Redis answers');
