@@ -48,6 +48,7 @@ describe('red-envelope rains: bad input', () => {
     ['an unknown currency', { currency: 'XXX' }, 'currency'],
     ['a start more than 366 days ahead', { startsAt: iso(now + 367 * 86_400_000), endsAt: iso(now + 367 * 86_400_000 + 60_000) }, 'startsAt'],
     ['a week-date startsAt', { startsAt: '2026-W49-1T10:00:00Z' }, 'startsAt'],
+    ['a blank title', { title: '  ' }, 'title'],
     ['a title with an unpaired surrogate', { title: 'Rain \ud83d' }, 'title'],
   ];
 

@@ -72,6 +72,7 @@ export class ReminderSettingsDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_TITLE_TEMPLATE)
+  @Matches(/\S/, { message: 'title must not be blank' })
   @IsWellFormedText()
   @IsTemplate()
   title?: string;
@@ -82,6 +83,7 @@ export class ReminderSettingsDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_CONTENT_TEMPLATE)
+  @Matches(/\S/, { message: 'content must not be blank' })
   @IsWellFormedText()
   @IsTemplate()
   content?: string;

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
 import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
@@ -30,6 +30,7 @@ export class CreateRedEnvelopeActivityDto {
       defaultMessage: () => 'title must be well-formed Unicode text (no unpaired surrogate)',
     },
   })
+  @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 
   @ApiProperty({ example: 'CNY' })

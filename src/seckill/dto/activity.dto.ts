@@ -1,6 +1,20 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsString, Max, MaxLength, Min, MinLength, ValidateBy, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateBy,
+  ValidateNested,
+} from 'class-validator';
 import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
@@ -37,6 +51,7 @@ export class ProductDto {
   @MinLength(1)
   @MaxLength(128)
   @IsWellFormedText()
+  @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 
   /** Minor units */
@@ -88,6 +103,7 @@ export class ActivityDto {
   @MinLength(1)
   @MaxLength(128)
   @IsWellFormedText()
+  @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 
   @ApiProperty({ example: '2026-11-25T10:00:00+08:00' })
