@@ -144,11 +144,13 @@ describe('seckill admin: bad input (400 naming the field, nothing stored)', () =
     expect((await kit.stock(id)).get('p1')).toMatchObject({ stock: 5, available: 5 });
   });
 
-  it('PUT of an activity that does not exist: 404, nothing stored', async () => {
+  it('PUT or end of an activity that does not exist: 404, nothing stored (not even lock state)', async () => {
     const id = activityId('nope');
     const res = await kit.admin().put(`/admin/seckill/activities/${id}`, activityBody(id, [{ productId: 'p1', stock: 5 }], { startsAt: iso(60_000) }));
     expect(res.status).toBe(404);
+    expect((await kit.admin().post(`/admin/seckill/activities/${id}/end`)).status).toBe(404);
     expect(await exists(id)).toBe(404);
+    expect(await ctx.raw.keys(`*${id}*`)).toEqual([]);
   });
 });
 
