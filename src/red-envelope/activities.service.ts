@@ -22,6 +22,8 @@ const LOAD_LOCK = { policy: 'red-envelope-load' } as const;
 const STAGE_BATCH = 10_000;
 /** A load not finished this long after it began is taken up again (by any instance), ms. */
 const RESUME_AFTER_MS = 60_000;
+/** How long a repeated create waits for the first one's funding to end, ms. */
+const FUNDING_WAIT_MS = 3000;
 /** Activity ids read from the index at a time when crediting resumes at boot. */
 const RESUME_PAGE = 1000;
 
@@ -103,10 +105,16 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   /** Creates (funds, then loads in the background) the activity once; the same command again answers its state. */
   async create(cmd: CreateActivityCommand): Promise<{ activity: ActivityRecord; created: boolean }> {
     const fingerprint = createHash('sha256').update(JSON.stringify(cmd)).digest('hex');
-    const existing = await this.store.activity(cmd.activityId);
+    let existing = await this.store.activity(cmd.activityId);
     if (existing) {
       if (existing.fingerprint !== fingerprint)
         throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity ${cmd.activityId} exists with another configuration`);
+      if (existing.state === 'FUNDING') {
+        // Another request is funding it: its outcome is this request's. Refused funds delete the record, and then
+        // this request is a new attempt (answered 409 the same way, or creating it if the money has come since).
+        existing = await this.afterFunding(cmd.activityId);
+        if (!existing) return this.create(cmd);
+      }
       if (existing.state === 'FUNDING' || existing.state === 'LOADING') void this.advance(existing.activityId).catch(() => undefined);
       return { activity: existing, created: false };
     }
@@ -136,6 +144,16 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       this.logger.warn({ activityId: a.activityId, err: err.message }, 'preload failed; its job takes it up again'),
     );
     return { activity: loading, created: true };
+  }
+
+  /** The activity once it has left FUNDING (null: deleted, its funds refused), or still FUNDING after FUNDING_WAIT_MS (a crashed create: its job takes it up). */
+  private async afterFunding(activityId: string): Promise<ActivityRecord | null> {
+    const deadline = Date.now() + FUNDING_WAIT_MS;
+    for (;;) {
+      const a = await this.store.activity(activityId);
+      if (!a || a.state !== 'FUNDING' || Date.now() >= deadline) return a;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   async mustRead(activityId: string): Promise<ActivityRecord> {

@@ -82,6 +82,17 @@ describe('red-envelope rains: bad input', () => {
 });
 
 describe('red-envelope rains: funding', () => {
+  it('20 identical creates at once by a sponsor without enough money: every one 409 INSUFFICIENT_FUNDS (none 200 for a rain never made)', async () => {
+    const poor = `m_poor20_${process.pid}`;
+    await kit.fund(poor, 999);
+    const id = rainId('poor20');
+    const body = rainBody(id, { sponsorMerchantId: poor, totalAmount: 1000, count: 10 });
+    const all = await Promise.all(Array.from({ length: 20 }, () => create(body)));
+    expect(all.map((r) => `${r.status} ${r.body.error}`)).toEqual(Array.from({ length: 20 }, () => '409 INSUFFICIENT_FUNDS'));
+    expect((await kit.admin().get(`/admin/red-envelopes/activities/${id}`)).status).toBe(404);
+    expect(await kit.merchantBalance(poor)).toBe(999);
+  });
+
   it('a sponsor without enough money: 409 INSUFFICIENT_FUNDS, no activity, the wallet unchanged', async () => {
     const poor = `m_poor_${process.pid}`;
     await kit.fund(poor, 999);
