@@ -36,8 +36,16 @@ const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
-/** The first `max` UTF-16 units of `text`, never half of a surrogate pair (the scripts' JSON refuses a lone half). */
-const clip = (text: string, max: number) => (/[\uD800-\uDBFF]/.test(text.charAt(max - 1)) ? text.slice(0, max - 1) : text.slice(0, max));
+/** Half of a surrogate pair without its other half (titles stored before they were checked for it). */
+const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/**
+ * The first `max` UTF-16 units of `text` as well-formed text: never half of a surrogate pair (the scripts' JSON
+ * refuses a lone half), an unpaired one replaced by U+FFFD.
+ */
+const clip = (text: string, max: number) => {
+  const t = text.replace(LONE_SURROGATES, '\uFFFD');
+  return /[\uD800-\uDBFF]/.test(t.charAt(max - 1)) ? t.slice(0, max - 1) : t.slice(0, max);
+};
 
 /** A reservation as its buyer sees it. */
 export interface ReservationView {

@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { ActivityCatalog } from '../../src/seckill/activity-catalog';
 import { homeShard } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
@@ -467,5 +468,18 @@ describe('seckill reservations: titles outside the Basic Multilingual Plane', ()
     expect(order?.status).toBe('CREATED');
     expect(order?.subject).toBe(`a${'😀'.repeat(63)}`);
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 1, reserved: 1 });
+  });
+
+  it('an activity stored with half a surrogate pair in its title (before titles were checked): its reservations are made and released', async () => {
+    const id = activityId('lone');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    const stored = (await kit.store.activity(id))!;
+    await kit.store.saveActivity({ ...stored, title: 'Sale \ud83d' }, stored.endsAt + 3600_000, false);
+    ctx.t.app.get(ActivityCatalog).forget(id);
+    const r = await kit.reserve('acc_lone', id, 'p1');
+    expect(r.status).toBe(201);
+    expect((await kit.orders.findById(r.body.orderId))?.subject).toBe('Sale \ufffd: Product p1');
+    expect((await kit.user('acc_lone').delete(rsvPath(r.body.reservationId))).body.state).toBe('RELEASED');
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
   });
 });
