@@ -168,16 +168,14 @@ export class ReservationsService implements OnApplicationBootstrap {
 
   /** The buyer's reservations, of one activity or all. */
   async list(accountId: string, activityId?: string): Promise<ReservationView[]> {
-    const located = await this.store.located(accountId, 200);
+    const located = await this.store.located(accountId, 200, activityId);
     const views = await Promise.all(
-      located
-        .filter(([, loc]) => !activityId || loc.activityId === activityId)
-        .map(async ([rsvId, loc]) => {
-          const a = await this.catalog.get(loc.activityId);
-          const p = a?.productsById.get(loc.productId);
-          const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
-          return a && p && record ? viewOf(a, p, rsvId, record) : null;
-        }),
+      located.map(async ([rsvId, loc]) => {
+        const a = await this.catalog.get(loc.activityId);
+        const p = a?.productsById.get(loc.productId);
+        const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
+        return a && p && record ? viewOf(a, p, rsvId, record) : null;
+      }),
     );
     return views.filter((v): v is ReservationView => v !== null).sort((x, y) => y.createdAt - x.createdAt);
   }

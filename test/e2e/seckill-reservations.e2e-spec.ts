@@ -457,6 +457,32 @@ describe('seckill reservations: paid, cancelled and closed', () => {
   });
 });
 
+describe('seckill reservations: the list', () => {
+  it('of one activity finds its reservations even when the buyer holds more than a page (200) of others', async () => {
+    const id = activityId('many');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    const r = await kit.reserve('acc_many', id, 'p1');
+    expect(r.status).toBe(201);
+    // 3,000 reservations of another activity in the buyer's index (as the reservation script's caller records them).
+    const other = activityId('other');
+    const keepUntil = Date.now() + 3600_000;
+    for (let i = 0; i < 3000; i += 500) {
+      await Promise.all(
+        Array.from({ length: 500 }, (_, j) =>
+          kit.store.remember(
+            'acc_many',
+            `sk_${(i + j).toString(16).padStart(24, '0')}`,
+            { activityId: other, productId: 'p1', shard: 0, home: 0, requestId: `x${i + j}` },
+            keepUntil,
+          ),
+        ),
+      );
+    }
+    const list = await kit.user('acc_many').get(`/seckill/reservations?activityId=${id}`);
+    expect(list.body.items.map((x: { reservationId: string }) => x.reservationId)).toEqual([r.body.reservationId]);
+  });
+});
+
 describe('seckill reservations: titles outside the Basic Multilingual Plane', () => {
   it('an order subject cut at 128 units never ends in half an emoji: the reservation is made, its order created', async () => {
     const id = activityId('emoji');
