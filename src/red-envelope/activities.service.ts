@@ -121,6 +121,8 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     // Envelope ids and the funding and refund references are made of the activity id: never reused, so that an
     // earlier rain's wallet entries can never stand for a new one's.
     if (await this.store.wasUsed(cmd.activityId)) {
+      // The index entry is written just after the record: a record there now is a concurrent create of this id.
+      if (await this.store.activity(cmd.activityId)) return this.create(cmd);
       throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity id ${cmd.activityId} was used by an earlier rain; ids are never reused`);
     }
     const now = await this.store.now();
