@@ -27,6 +27,13 @@ describe('reminder templates', () => {
     expect(r.content).toBe('x'.repeat(128));
   });
 
+  it('never cuts an emoji in half', () => {
+    // 'xy' and 64 emoji: the 99th unit (the last one before the ellipsis) is the first half of an emoji.
+    const r = renderReminder({ title: '{subject}', content: '{subject}' }, { ...facts, subject: `xy${'😀'.repeat(64)}` });
+    expect(r.title).toBe(`xy${'😀'.repeat(48)}…`);
+    expect(r.title.length).toBeLessThanOrEqual(100);
+  });
+
   it('never says less than one minute', () => {
     expect(renderReminder({ title: 't', content: '{minutes}' }, { ...facts, now: facts.closeAt - 10_000 }).content).toBe('1');
   });

@@ -74,7 +74,12 @@ function fill(template: string, facts: ReminderFacts, made: Partial<Record<Place
   return template.replace(TOKEN_RE, (all: string, name: string) => ((PLACEHOLDERS as readonly string[]).includes(name) ? value(name as Placeholder) : all));
 }
 
-const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+/** `text` in at most `max` UTF-16 units, ending in `…` when cut, never cutting a surrogate pair in half. */
+const cut = (text: string, max: number) => {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 2)) ? max - 2 : max - 1;
+  return `${text.slice(0, end)}…`;
+};
 
 /** The title and content of one reminder, within the message center's limits. */
 export function renderReminder(templates: { title: string; content: string }, facts: ReminderFacts): { title: string; content: string } {

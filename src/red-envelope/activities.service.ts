@@ -5,6 +5,7 @@ import type { Delivery } from '../delay-queue/delay-queue.types';
 import { LockService } from '../locks/lock.service';
 import { retryDelayMs } from '../streams/stream-slots';
 import { WalletService } from '../wallet/wallet.service';
+import { memoOf } from './activity-command';
 import { CreditingService } from './crediting.service';
 import { envelopeId } from './red-envelope-keys';
 import type { CreateActivityCommand } from './red-envelope-commands';
@@ -21,6 +22,10 @@ const LOAD_LOCK = { policy: 'red-envelope-load' } as const;
 const STAGE_BATCH = 10_000;
 /** A load not finished this long after it began is taken up again (by any instance), ms. */
 const RESUME_AFTER_MS = 60_000;
+/** How long a repeated create waits for the first one's funding to end, ms. */
+const FUNDING_WAIT_MS = 3000;
+/** Activity ids read from the index at a time when crediting resumes at boot. */
+const RESUME_PAGE = 1000;
 
 export interface Reconciliation {
   total: number;
@@ -77,9 +82,15 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   private async resumeCrediting(attempt: number): Promise<void> {
     if (this.shutDown) return;
     try {
-      for (const id of await this.store.activityIds(Date.now() - this.config.liveRetentionMs)) {
-        const a = await this.store.activity(id);
-        if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
+      // Every activity of the retention, a page at a time (there can be more than a page of them).
+      const from = Date.now() - this.config.liveRetentionMs;
+      for (let offset = 0; ; offset += RESUME_PAGE) {
+        const ids = await this.store.activityIds(from, RESUME_PAGE, offset);
+        for (const id of ids) {
+          const a = await this.store.activity(id);
+          if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
+        }
+        if (ids.length < RESUME_PAGE || this.shutDown) break;
       }
     } catch (err) {
       if (attempt === 1) this.logger.warn({ err: (err as Error).message }, 'could not resume crediting yet; retrying until Redis answers');
@@ -94,16 +105,24 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   /** Creates (funds, then loads in the background) the activity once; the same command again answers its state. */
   async create(cmd: CreateActivityCommand): Promise<{ activity: ActivityRecord; created: boolean }> {
     const fingerprint = createHash('sha256').update(JSON.stringify(cmd)).digest('hex');
-    const existing = await this.store.activity(cmd.activityId);
+    let existing = await this.store.activity(cmd.activityId);
     if (existing) {
       if (existing.fingerprint !== fingerprint)
         throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity ${cmd.activityId} exists with another configuration`);
+      if (existing.state === 'FUNDING') {
+        // Another request is funding it: its outcome is this request's. Refused funds delete the record, and then
+        // this request is a new attempt (answered 409 the same way, or creating it if the money has come since).
+        existing = await this.afterFunding(cmd.activityId);
+        if (!existing) return this.create(cmd);
+      }
       if (existing.state === 'FUNDING' || existing.state === 'LOADING') void this.advance(existing.activityId).catch(() => undefined);
       return { activity: existing, created: false };
     }
     // Envelope ids and the funding and refund references are made of the activity id: never reused, so that an
     // earlier rain's wallet entries can never stand for a new one's.
     if (await this.store.wasUsed(cmd.activityId)) {
+      // The index entry is written just after the record: a record there now is a concurrent create of this id.
+      if (await this.store.activity(cmd.activityId)) return this.create(cmd);
       throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity id ${cmd.activityId} was used by an earlier rain; ids are never reused`);
     }
     const now = await this.store.now();
@@ -127,6 +146,16 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       this.logger.warn({ activityId: a.activityId, err: err.message }, 'preload failed; its job takes it up again'),
     );
     return { activity: loading, created: true };
+  }
+
+  /** The activity once it has left FUNDING (null: deleted, its funds refused), or still FUNDING after FUNDING_WAIT_MS (a crashed create: its job takes it up). */
+  private async afterFunding(activityId: string): Promise<ActivityRecord | null> {
+    const deadline = Date.now() + FUNDING_WAIT_MS;
+    for (;;) {
+      const a = await this.store.activity(activityId);
+      if (!a || a.state !== 'FUNDING' || Date.now() >= deadline) return a;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   async mustRead(activityId: string): Promise<ActivityRecord> {
@@ -225,7 +254,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       amount: a.totalAmount,
       reference: `red-envelope:${a.activityId}`,
       kind: 'funding',
-      memo: a.title.slice(0, 64),
+      memo: memoOf(a.title),
     });
   }
 
@@ -290,7 +319,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
         amount: refunded,
         reference: `red-envelope:${a.activityId}:leftover`,
         kind: 'refund',
-        memo: a.title.slice(0, 64),
+        memo: memoOf(a.title),
       });
     }
     const now = await this.store.now();

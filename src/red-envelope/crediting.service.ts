@@ -5,6 +5,7 @@ import type { StreamEntry } from '../streams/stream-group-runner';
 import type { StreamGroupRunner } from '../streams/stream-group-runner';
 import { StreamRunners } from '../streams/stream-runners.service';
 import { WalletService } from '../wallet/wallet.service';
+import { memoOf } from './activity-command';
 import { RedEnvelopeConfig } from './red-envelope.config';
 import { RedEnvelopeMetrics } from './red-envelope.metrics';
 import { RedEnvelopeStore, type Settled } from './red-envelope.store';
@@ -116,7 +117,7 @@ export class CreditingService implements OnModuleDestroy {
       amount,
       reference: f.envelopeId,
       kind: 'red-envelope',
-      memo: a.title.slice(0, 64),
+      memo: memoOf(a.title),
     });
     const s = await this.settler(a.activityId, Number(f.pool)).load(f.envelopeId);
     if (s.moved) {

@@ -86,9 +86,9 @@ export class RedEnvelopeStore {
     return (await this.redis.command((c) => c.zscore(activityIndexKey(this.keys), activityId))) !== null;
   }
 
-  /** Activities whose end is after `from` minus the retention: the ones whose jobs may still have work. */
-  async activityIds(from: number): Promise<string[]> {
-    return this.redis.command((c) => c.zrangebyscore(activityIndexKey(this.keys), from, '+inf', 'LIMIT', 0, 1000));
+  /** Activities whose end is at `from` or later (the ones whose jobs may still have work), soonest first: `limit` of them after the first `offset`. */
+  async activityIds(from: number, limit: number, offset = 0): Promise<string[]> {
+    return this.redis.command((c) => c.zrangebyscore(activityIndexKey(this.keys), from, '+inf', 'LIMIT', offset, limit));
   }
 
   async now(): Promise<number> {

@@ -69,7 +69,9 @@ export class ActivitiesService {
   }
 
   /** Replaces the activity's configuration; only before it starts. */
-  edit(cmd: ActivityCommand): Promise<ActivityRecord> {
+  async edit(cmd: ActivityCommand): Promise<ActivityRecord> {
+    // An activity that does not exist gets its 404 before any lock is taken, so it leaves no lock state behind.
+    await this.mustRead(cmd.activityId);
     return this.locks.withLock(lockName(cmd.activityId), ACTIVITY_LOCK, async () => {
       const existing = await this.store.activity(cmd.activityId);
       if (!existing) throw new SeckillNotFoundError('activity');
@@ -82,7 +84,9 @@ export class ActivitiesService {
   }
 
   /** Ends the sale now, on every product shard (reservations already made stay). Idempotent. */
-  end(activityId: string): Promise<ActivityRecord> {
+  async end(activityId: string): Promise<ActivityRecord> {
+    // As for an edit: the 404 comes before the lock.
+    await this.mustRead(activityId);
     return this.locks.withLock(lockName(activityId), ACTIVITY_LOCK, async () => {
       const a = await this.mustRead(activityId);
       if (a.endedAt > 0) return a;

@@ -36,6 +36,17 @@ const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
+/** Half of a surrogate pair without its other half (titles stored before they were checked for it). */
+const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/**
+ * The first `max` UTF-16 units of `text` as well-formed text: never half of a surrogate pair (the scripts' JSON
+ * refuses a lone half), an unpaired one replaced by U+FFFD.
+ */
+const clip = (text: string, max: number) => {
+  const t = text.replace(LONE_SURROGATES, '\uFFFD');
+  return /[\uD800-\uDBFF]/.test(t.charAt(max - 1)) ? t.slice(0, max - 1) : t.slice(0, max);
+};
+
 /** A reservation as its buyer sees it. */
 export interface ReservationView {
   reservationId: string;
@@ -124,6 +135,8 @@ export class ReservationsService implements OnApplicationBootstrap {
     // The script also puts the reservation in its shard's due set: a process killed anywhere after it leaves nothing
     // the safety net's sweep does not find. A refusal leaves nothing behind.
     const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs);
+    // The same requestId is the same request: another quantity under it is a mistake, not a retry.
+    if (!taken.created && taken.record.q !== cmd.quantity) throw this.refused(REFUSALS.requestReused(taken.record.q));
     const view = viewOf(a, p, rsvId, taken.record);
     if (taken.record.s === 'RESERVED') {
       try {
@@ -155,16 +168,14 @@ export class ReservationsService implements OnApplicationBootstrap {
 
   /** The buyer's reservations, of one activity or all. */
   async list(accountId: string, activityId?: string): Promise<ReservationView[]> {
-    const located = await this.store.located(accountId, 200);
+    const located = await this.store.located(accountId, 200, activityId);
     const views = await Promise.all(
-      located
-        .filter(([, loc]) => !activityId || loc.activityId === activityId)
-        .map(async ([rsvId, loc]) => {
-          const a = await this.catalog.get(loc.activityId);
-          const p = a?.productsById.get(loc.productId);
-          const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
-          return a && p && record ? viewOf(a, p, rsvId, record) : null;
-        }),
+      located.map(async ([rsvId, loc]) => {
+        const a = await this.catalog.get(loc.activityId);
+        const p = a?.productsById.get(loc.productId);
+        const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
+        return a && p && record ? viewOf(a, p, rsvId, record) : null;
+      }),
     );
     return views.filter((v): v is ReservationView => v !== null).sort((x, y) => y.createdAt - x.createdAt);
   }
@@ -456,7 +467,7 @@ export class ReservationsService implements OnApplicationBootstrap {
       merchantOrderNo: rsvId,
       amount: p.price * r.q,
       currency: p.currency,
-      subject: `${a.title}: ${p.title}`.slice(0, 128),
+      subject: clip(`${a.title}: ${p.title}`, 128),
       expireMinutes: a.payWindowMinutes,
       payerAccountId: r.a,
     });

@@ -78,8 +78,17 @@ export class SeckillController {
   @ApiErrors({
     404: { description: 'No such activity or product', errors: [new SeckillNotFoundError('activity'), new SeckillNotFoundError('product')] },
     409: {
-      description: 'SOLD_OUT (details.available: what is left), LIMIT_EXCEEDED, NOT_STARTED, ENDED, NOT_ELIGIBLE',
-      errors: [REFUSALS.soldOut(0), REFUSALS.soldOut(1), REFUSALS.limit(1, 1), REFUSALS.notStarted(), REFUSALS.ended(), REFUSALS.notEligible()],
+      description:
+        'SOLD_OUT (details.available: what is left), LIMIT_EXCEEDED, NOT_STARTED, ENDED, NOT_ELIGIBLE, REQUEST_REUSED (this requestId reserved another quantity)',
+      errors: [
+        REFUSALS.soldOut(0),
+        REFUSALS.soldOut(1),
+        REFUSALS.limit(1, 1),
+        REFUSALS.notStarted(),
+        REFUSALS.ended(),
+        REFUSALS.notEligible(),
+        REFUSALS.requestReused(1),
+      ],
     },
   })
   async reserve(

@@ -22,7 +22,8 @@ export type SeckillConflictCode =
   | 'LEFTOVER_KEYS'
   | 'RESERVATION_PAID'
   | 'RESERVATION_PAYING'
-  | 'RESERVATION_RELEASED';
+  | 'RESERVATION_RELEASED'
+  | 'REQUEST_REUSED';
 
 export class SeckillConflictError extends DomainError {
   readonly kind = 'conflict';
@@ -43,4 +44,6 @@ export const REFUSALS = {
   notStarted: () => seckillConflict('NOT_STARTED', 'The sale has not started'),
   ended: () => seckillConflict('ENDED', 'The sale has ended'),
   notEligible: () => seckillConflict('NOT_ELIGIBLE', 'This account may not buy in this sale'),
+  requestReused: (quantity: number) =>
+    seckillConflict('REQUEST_REUSED', `This requestId reserved ${quantity} before; a new reservation needs a new requestId`, { quantity }),
 };

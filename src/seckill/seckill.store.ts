@@ -238,11 +238,13 @@ export class SeckillStore {
   }
 
   /** Every reservation of the account, with where it is (at most `limit`). */
-  async located(accountId: string, limit: number): Promise<[string, ReservationLocation][]> {
+  /** At most `limit` of the buyer's reservations (of one activity, when given: chosen before the limit). */
+  async located(accountId: string, limit: number, activityId?: string): Promise<[string, ReservationLocation][]> {
     const all = await this.redis.command((c) => c.hgetall(buyerIndexKey(this.keys, accountId)));
     return Object.entries(all)
-      .slice(0, limit)
-      .map(([id, raw]) => [id, JSON.parse(raw) as ReservationLocation]);
+      .map(([id, raw]): [string, ReservationLocation] => [id, JSON.parse(raw) as ReservationLocation])
+      .filter(([, loc]) => !activityId || loc.activityId === activityId)
+      .slice(0, limit);
   }
 
   // ---- cluster placement

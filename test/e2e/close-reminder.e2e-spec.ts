@@ -264,6 +264,11 @@ describe('close reminders over HTTP', () => {
       [{ enabled: true, content: 'x'.repeat(1001) }, 'content'],
       [{ enabled: true, title: '' }, 'title'],
       [{ enabled: true, title: null }, 'title'],
+      [{ enabled: true, title: '   ' }, 'title'],
+      [{ enabled: true, content: '\n' }, 'content'],
+      // Half of a surrogate pair (valid JSON, not valid text): the settings script's JSON decoder refused it with a 500.
+      [{ enabled: true, title: 'Pay \ud83d now' }, 'title'],
+      [{ enabled: true, content: 'Pay {amount} \udc00' }, 'content'],
     ])('refuses %j with a 400 naming %s, and stores nothing', async (body, field) => {
       const res = await putSettings('m_bad', body);
       expect400(res, field);

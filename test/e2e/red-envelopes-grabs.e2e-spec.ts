@@ -181,3 +181,19 @@ describe('red-envelope rains: the leftover refund and settlement', () => {
     expect(await kit.merchantBalance(sponsor)).toBe(left);
   });
 });
+
+describe('red-envelope rains: titles outside the Basic Multilingual Plane', () => {
+  it('the wallet memo cut from a long emoji title never ends in half an emoji', async () => {
+    const id = rainId('emoji');
+    // 'a' and 63 emoji: 64 characters, 127 UTF-16 units; the memo's 64th unit is the first half of an emoji.
+    await kit.create(rainBody(id, { title: `a${'😀'.repeat(63)}`, totalAmount: 100, count: 2 }));
+    expect((await kit.grab('acc_emoji_memo', id)).body.status).toBe('GRABBED');
+    await kit.credited(id);
+    await kit.expectBalanced(id);
+    const memo = `a${'😀'.repeat(31)}`;
+    const credit = (await kit.admin().get('/admin/wallets/account:acc_emoji_memo')).body.entries as { kind: string; memo: string }[];
+    expect(credit.map((e) => [e.kind, e.memo])).toEqual([['red-envelope', memo]]);
+    const sponsor = (await kit.admin().get(`/admin/wallets/merchant:${CREDS.merchantId}?limit=200`)).body.entries as { reference: string; memo: string }[];
+    expect(sponsor.find((e) => e.reference === `red-envelope:${id}`)?.memo).toBe(memo);
+  });
+});

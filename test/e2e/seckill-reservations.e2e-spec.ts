@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { ActivityCatalog } from '../../src/seckill/activity-catalog';
 import { homeShard } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
@@ -245,6 +246,30 @@ describe('seckill reservations: sharded products', () => {
     expect((await kit.reserve(buyer, id, 'p1', 1, 'tap-g')).status).toBe(201);
   });
 
+  it('the same requestId with another quantity is 409 REQUEST_REUSED, not the first reservation passed off as this one; nothing more taken', async () => {
+    const id = activityId('reuse');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 10, shards: 2 }], { perUserLimit: 5 }));
+    const first = await kit.reserve('acc_reuse', id, 'p1', 1, 'tap-q');
+    expect(first.status).toBe(201);
+    const other = await kit.reserve('acc_reuse', id, 'p1', 2, 'tap-q');
+    expect({ status: other.status, error: other.body.error, details: other.body.details }).toEqual({
+      status: 409,
+      error: 'REQUEST_REUSED',
+      details: { quantity: 1 },
+    });
+    // The same quantity is still the retry it always was.
+    const again = await kit.reserve('acc_reuse', id, 'p1', 1, 'tap-q');
+    expect({ status: again.status, id: again.body.reservationId }).toEqual({ status: 200, id: first.body.reservationId });
+    // At once, with mixed quantities: one reservation of one quantity; every other answer is that one (200) or 409.
+    const all = await Promise.all([1, 2, 3, 1, 2, 3].map((q) => kit.reserve('acc_reuse', id, 'p1', q, 'tap-r')));
+    const made = all.find((r) => r.status === 201)!;
+    for (const r of all) {
+      if (r.body.quantity === made.body.quantity) expect({ status: r.status, id: r.body.reservationId }).toMatchObject({ id: made.body.reservationId });
+      else expect({ status: r.status, error: r.body.error }).toEqual({ status: 409, error: 'REQUEST_REUSED' });
+    }
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ reserved: 1 + (made.body.quantity as number) });
+  });
+
   it('the same request again after a fall-over reservation was cancelled answers the released reservation, taking nothing', async () => {
     const id = activityId('refo');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 8, shards: 4 }]));
@@ -428,6 +453,59 @@ describe('seckill reservations: paid, cancelled and closed', () => {
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
     // The buyer's own cancel afterwards changes nothing.
     expect((await kit.user('acc_closed').delete(rsvPath(r.body.reservationId))).body.state).toBe('RELEASED');
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
+  });
+});
+
+describe('seckill reservations: the list', () => {
+  it('of one activity finds its reservations even when the buyer holds more than a page (200) of others', async () => {
+    const id = activityId('many');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    const r = await kit.reserve('acc_many', id, 'p1');
+    expect(r.status).toBe(201);
+    // 3,000 reservations of another activity in the buyer's index (as the reservation script's caller records them).
+    const other = activityId('other');
+    const keepUntil = Date.now() + 3600_000;
+    for (let i = 0; i < 3000; i += 500) {
+      await Promise.all(
+        Array.from({ length: 500 }, (_, j) =>
+          kit.store.remember(
+            'acc_many',
+            `sk_${(i + j).toString(16).padStart(24, '0')}`,
+            { activityId: other, productId: 'p1', shard: 0, home: 0, requestId: `x${i + j}` },
+            keepUntil,
+          ),
+        ),
+      );
+    }
+    const list = await kit.user('acc_many').get(`/seckill/reservations?activityId=${id}`);
+    expect(list.body.items.map((x: { reservationId: string }) => x.reservationId)).toEqual([r.body.reservationId]);
+  });
+});
+
+describe('seckill reservations: titles outside the Basic Multilingual Plane', () => {
+  it('an order subject cut at 128 units never ends in half an emoji: the reservation is made, its order created', async () => {
+    const id = activityId('emoji');
+    // 'a' and 127 emoji: 255 UTF-16 units, so the subject's 128th unit is the first half of an emoji.
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }], { title: `a${'😀'.repeat(127)}` }));
+    const r = await kit.reserve('acc_emoji', id, 'p1');
+    expect(r.status).toBe(201);
+    const order = await kit.orders.findById(r.body.orderId);
+    expect(order?.status).toBe('CREATED');
+    expect(order?.subject).toBe(`a${'😀'.repeat(63)}`);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 1, reserved: 1 });
+  });
+
+  it('an activity stored with half a surrogate pair in its title (before titles were checked): its reservations are made and released', async () => {
+    const id = activityId('lone');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    const stored = (await kit.store.activity(id))!;
+    await kit.store.saveActivity({ ...stored, title: 'Sale \ud83d' }, stored.endsAt + 3600_000, false);
+    ctx.t.app.get(ActivityCatalog).forget(id);
+    const r = await kit.reserve('acc_lone', id, 'p1');
+    expect(r.status).toBe(201);
+    expect((await kit.orders.findById(r.body.orderId))?.subject).toBe('Sale \ufffd: Product p1');
+    expect((await kit.user('acc_lone').delete(rsvPath(r.body.reservationId))).body.state).toBe('RELEASED');
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
   });
 });

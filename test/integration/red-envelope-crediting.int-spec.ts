@@ -1,5 +1,7 @@
 import Redis from 'ioredis';
 import { CreditingService } from '../../src/red-envelope/crediting.service';
+import { activityIndexKey } from '../../src/red-envelope/red-envelope-keys';
+import { KeyBuilder } from '../../src/redis/key-builder';
 import { WalletService } from '../../src/wallet/wallet.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
@@ -203,4 +205,27 @@ describe('red-envelope crediting through redelivery', () => {
     await kit.credited(id);
     await expectConserved(kit, raw, [id], 50_000);
   }, 60_000);
+
+  it('at boot, crediting resumes for activities past the first page of the index (more than 1,000 in the retention)', async () => {
+    const prefix = randomPrefix();
+    const first = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix });
+    const kit = rainKit(first);
+    await kit.fund(CREDS.merchantId, 1000);
+    const id = rainId('paged');
+    await kit.create(rainBody(id, { totalAmount: 1000, count: 10 }));
+    // A grab whose crediting has not happened when the instance stops (its consumer stopped first).
+    await first.app.get(CreditingService).stop(id);
+    expect((await kit.store.grab(kit.store.pool(id, 0), 'acc_paged', false)).outcome).toBe('GRABBED');
+    expect(await kit.reconciliation(id)).toMatchObject({ grabbed: { count: 1 }, pending: { count: 1 } });
+    // 1,000 other activities ending before this one: listed first, so this one is on the index's second page.
+    const indexKey = activityIndexKey(first.app.get(KeyBuilder));
+    const soon = Date.now() + 60_000;
+    await raw.zadd(indexKey, ...Array.from({ length: 1000 }, (_, i) => [soon, `${id}-other-${i}`]).flat());
+    await first.close();
+
+    const next = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix });
+    apps.push(next);
+    const r = await rainKit(next).credited(id, 15_000);
+    expect(r).toMatchObject({ grabbed: { count: 1 }, credited: { count: 1 }, pending: { count: 0 }, balanced: true });
+  }, 40_000);
 });

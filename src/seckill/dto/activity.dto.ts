@@ -1,6 +1,20 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsString, Max, MaxLength, Min, MinLength, ValidateBy, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateBy,
+  ValidateNested,
+} from 'class-validator';
 import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
@@ -15,6 +29,18 @@ export const MAX_STOCK = 10_000_000;
 export const MAX_PER_USER_LIMIT = 1000;
 const isAccountId = (a: unknown) => typeof a === 'string' && ACCOUNT_ID_RE.test(a);
 
+/** Half of a surrogate pair without its other half: JSON can carry it, the scripts' JSON decoder refuses it. */
+const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** Text that is well-formed UTF-16 (no unpaired surrogate); the 400 names the field. */
+export const IsWellFormedText = () =>
+  ValidateBy({
+    name: 'isWellFormedText',
+    validator: {
+      validate: (v: unknown) => typeof v !== 'string' || !LONE_SURROGATE_RE.test(v),
+      defaultMessage: (args) => `${args?.property} must be well-formed Unicode text (no unpaired surrogate)`,
+    },
+  });
+
 export class ProductDto {
   @ApiProperty({ example: 'data-10g', maxLength: 64 })
   @IsIdString(64, PRODUCT_ID_RE, 'productId must be 1-64 characters of A-Z a-z 0-9 _ -')
@@ -24,6 +50,8 @@ export class ProductDto {
   @IsString()
   @MinLength(1)
   @MaxLength(128)
+  @IsWellFormedText()
+  @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 
   /** Minor units */
@@ -74,6 +102,8 @@ export class ActivityDto {
   @IsString()
   @MinLength(1)
   @MaxLength(128)
+  @IsWellFormedText()
+  @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 
   @ApiProperty({ example: '2026-11-25T10:00:00+08:00' })
