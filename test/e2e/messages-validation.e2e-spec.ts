@@ -87,6 +87,8 @@ describe('Message center: bad input', () => {
       ['a createdAt in a local format', setting('createdAt', '22/11/2026 08:30'), 'createdAt'],
       ['a createdAt that is epoch milliseconds', setting('createdAt', 1795302000000), 'createdAt'],
       ['a createdAt with month 13', setting('createdAt', '2026-13-01T00:00:00Z'), 'createdAt'],
+      ['a createdAt as a week date', setting('createdAt', '2026-W48-3T10:00:00Z'), 'createdAt'],
+      ['an expiresAt as an ordinal date', setting('expiresAt', '2026-332T10:00:00Z'), 'expiresAt'],
       ['a needPush that is a string', setting('needPush', 'true'), 'needPush'],
       ['a title holding a lone surrogate (not Unicode text)', setting('title', 'Paid \ud800'), 'title'],
       ['content holding a lone surrogate', setting('content', '\udfff'), 'content'],

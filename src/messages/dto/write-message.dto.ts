@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { DATE_TIME_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { MAX_MESSAGE_TTL_MS } from '../message-commands';
 import { IsAccountId } from './account-id';
@@ -12,8 +13,6 @@ export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 const LOGO_URL_RE = /^https:\/\/\S+$/;
 /** Text shown to the user: at least one character that is not white space. */
 export const NOT_BLANK_RE = /\S/;
-/** A date and time with a zone (IsISO8601 strict also allows a bare date). */
-const DATE_TIME_RE = /T\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
 
 export class WriteMessageDto {
   /** The account the message is for */
