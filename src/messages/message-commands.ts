@@ -97,6 +97,8 @@ export interface BroadcastCommand {
   content: string;
   url?: string;
   audience: 'all' | string[];
+  /** The caller's idempotency key: the same request id again makes no second broadcast. */
+  requestId?: string;
 }
 
 export interface BroadcastResult {
@@ -104,6 +106,8 @@ export interface BroadcastResult {
   audience: 'all' | 'accounts';
   written: number;
   duplicates: number;
+  /** True when `requestId` was broadcast before: nothing new was written. */
+  duplicate: boolean;
 }
 
 /** A user started an action the app reminds them about if it is not finished. */

@@ -18,6 +18,6 @@ export class MessagesAdminController {
   @ApiOperation({ summary: 'Send a message to every account ("all": one write) or to a list of up to 10,000 accounts' })
   @ApiOkResponse({ type: BroadcastResultDto })
   broadcast(@Body() dto: BroadcastDto): Promise<BroadcastResultDto> {
-    return this.messages.broadcast({ title: dto.title, content: dto.content, url: dto.url, audience: dto.audience });
+    return this.messages.broadcast({ title: dto.title, content: dto.content, url: dto.url, audience: dto.audience, requestId: dto.requestId });
   }
 }

@@ -138,12 +138,15 @@ export class MessagesService {
         createdAt,
         ...(cmd.url ? { url: cmd.url } : {}),
       };
-      const id = await this.store.broadcast(JSON.stringify({ ...message, outerBizId: 'all' }), MAX_BROADCASTS_KEPT);
-      this.feed.invalidate();
-      this.metrics.broadcasts.inc({ audience: 'all' });
-      return { broadcastId: id, audience: 'all', written: 0, duplicates: 0 };
+      const { id, duplicate } = await this.store.broadcast(JSON.stringify({ ...message, outerBizId: 'all' }), MAX_BROADCASTS_KEPT, cmd.requestId);
+      if (!duplicate) {
+        this.feed.invalidate();
+        this.metrics.broadcasts.inc({ audience: 'all' });
+      }
+      return { broadcastId: id, audience: 'all', written: 0, duplicates: 0, duplicate };
     }
-    const broadcastId = randomUUID();
+    // Under a request id, each inbox's write is idempotent on it: a retry writes only where the first did not.
+    const broadcastId = cmd.requestId ?? randomUUID();
     const accounts = [...new Set(cmd.audience)];
     const results = await mapLimit(accounts, FAN_OUT, (accountId) =>
       this.write(
@@ -151,9 +154,10 @@ export class MessagesService {
         'broadcast',
       ),
     );
-    this.metrics.broadcasts.inc({ audience: 'accounts' });
     const duplicates = results.filter((r) => r.duplicate).length;
-    return { broadcastId, audience: 'accounts', written: results.length - duplicates, duplicates };
+    const written = results.length - duplicates;
+    if (written > 0) this.metrics.broadcasts.inc({ audience: 'accounts' });
+    return { broadcastId, audience: 'accounts', written, duplicates, duplicate: written === 0 };
   }
 
   /** A pull after taking in any broadcasts the account has not seen yet (one script call when there are none). */

@@ -131,8 +131,15 @@ export class MessagesStore {
     return this.scripts.run<number>('messages/delete', inboxKeys(this.keys, accountId), [msgId, this.retentionMs]);
   }
 
-  broadcast(body: string, maxKept: number): Promise<string> {
-    return this.scripts.run<string>('messages/broadcast', broadcastKeys(this.keys), [body, this.retentionMs, maxKept]);
+  /** Records a broadcast to everyone; one made before under `requestId` (while it is kept) is answered instead. */
+  async broadcast(body: string, maxKept: number, requestId = ''): Promise<{ id: string; duplicate: boolean }> {
+    const [id, duplicate] = await this.scripts.run<[string, number]>('messages/broadcast', broadcastKeys(this.keys), [
+      body,
+      this.retentionMs,
+      maxKept,
+      requestId,
+    ]);
+    return { id, duplicate: duplicate === 1 };
   }
 
   /** Broadcasts above `after` (oldest first), or the newest `limit` when `after` is undefined; and the latest sequence. */

@@ -588,7 +588,7 @@ describe('Message center over HTTP', () => {
 
       const res = await one.broadcast(bodyOf('Double 11', 'all'));
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ broadcastId: expect.stringMatching(MSG_ID), audience: 'all', written: 0, duplicates: 0 });
+      expect(res.body).toEqual({ broadcastId: expect.stringMatching(MSG_ID), audience: 'all', written: 0, duplicates: 0, duplicate: false });
       const added = (await raw.keys(`${prefix}:messages:*`)).filter((k) => !keysBefore.has(k));
       expect(added.length).toBeGreaterThan(0);
       expect(added.filter((k) => !k.startsWith(`${prefix}:messages:{bc}:`))).toEqual([]);
@@ -648,12 +648,41 @@ describe('Message center over HTTP', () => {
     it('to a list is written into each listed inbox once (repeats count once); accounts not listed never see it', async () => {
       const res = await one.broadcast(bodyOf('For you', ['acc_list1', 'acc_list2', 'acc_list1', 'acc_list3']));
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ broadcastId: expect.stringMatching(UUID), audience: 'accounts', written: 3, duplicates: 0 });
+      expect(res.body).toEqual({ broadcastId: expect.stringMatching(UUID), audience: 'accounts', written: 3, duplicates: 0, duplicate: false });
       for (const acc of ['acc_list1', 'acc_list2', 'acc_list3']) {
         const mine = withBroadcast(await two.pull(acc, '?limit=100'), res.body.broadcastId);
         expect(mine).toEqual([expect.objectContaining({ bizType: 'BROADCAST', outerBizId: res.body.broadcastId, title: 'For you', read: false })]);
       }
       expect(withBroadcast(await two.pull('acc_list4', '?limit=100'), res.body.broadcastId)).toEqual([]);
+    });
+
+    it('to "all" under a requestId: 20 identical requests at once make one broadcast, every answer names it, each account sees it once', async () => {
+      const streamKey = `${prefix}:messages:{bc}:stream`;
+      const sent = await raw.zcard(streamKey);
+      const body = { ...bodyOf('Retried', 'all'), requestId: 'retried-all-1' };
+      const answers = await Promise.all(Array.from({ length: 20 }, () => one.broadcast(body)));
+      expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
+      const ids = new Set(answers.map((r) => r.body.broadcastId));
+      expect(ids.size).toBe(1);
+      expect(answers.filter((r) => r.body.duplicate === false)).toHaveLength(1);
+      expect(await raw.zcard(streamKey)).toBe(sent + 1);
+      // Again later, from the other instance: still that one.
+      const again = await two.broadcast(body);
+      expect(again.body).toEqual({ broadcastId: [...ids][0], audience: 'all', written: 0, duplicates: 0, duplicate: true });
+      expect(withBroadcast(await one.pull('acc_all_rq'), [...ids][0])).toHaveLength(1);
+      // Another requestId is another broadcast.
+      expect((await one.broadcast({ ...body, requestId: 'retried-all-2' })).body.broadcastId).not.toBe([...ids][0]);
+    });
+
+    it('to a list under a requestId: a retry writes only where the first did not, and names the same broadcast', async () => {
+      const first = await one.broadcast({ ...bodyOf('Retried list', ['acc_rq1', 'acc_rq2']), requestId: 'retried-list-1' });
+      expect(first.body).toEqual({ broadcastId: 'retried-list-1', audience: 'accounts', written: 2, duplicates: 0, duplicate: false });
+      const retry = await two.broadcast({ ...bodyOf('Retried list', ['acc_rq1', 'acc_rq2']), requestId: 'retried-list-1' });
+      expect(retry.body).toEqual({ broadcastId: 'retried-list-1', audience: 'accounts', written: 0, duplicates: 2, duplicate: true });
+      // A retry that names one more account (the first attempt failed before it) completes the broadcast.
+      const wider = await one.broadcast({ ...bodyOf('Retried list', ['acc_rq1', 'acc_rq2', 'acc_rq3']), requestId: 'retried-list-1' });
+      expect(wider.body).toMatchObject({ written: 1, duplicates: 2, duplicate: false });
+      for (const acc of ['acc_rq1', 'acc_rq2', 'acc_rq3']) expect(withBroadcast(await two.pull(acc, '?limit=100'), 'retried-list-1')).toHaveLength(1);
     });
 
     it.each<[string, Record<string, unknown>, string]>([
@@ -671,6 +700,8 @@ describe('Message center over HTTP', () => {
       ['no audience', { title: 'No audience', content: 'x' }, 'audience'],
       ['a title of 101 characters', bodyOf('x'.repeat(101), 'all'), 'title'],
       ['an unknown field', { ...bodyOf('Extra', 'all'), pinned: true }, 'pinned'],
+      ['a requestId with a space', { ...bodyOf('Bad request id', 'all'), requestId: 'two words' }, 'requestId'],
+      ['a requestId of 65 characters', { ...bodyOf('Long request id', 'all'), requestId: 'r'.repeat(65) }, 'requestId'],
     ])('refuses %s with 400 naming the field, sending nothing', async (_what, body, field) => {
       const streamKey = `${prefix}:messages:{bc}:stream`;
       const sent = await raw.zcard(streamKey);

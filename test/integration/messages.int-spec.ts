@@ -434,7 +434,7 @@ describe(MessagesService.name, () => {
       await a.write('bc-writer', 'PAYMENT_SUCCESS', 'before');
       const before = await a.storedKeys();
       const result = await a.svc.broadcast({ title: 'Double 11', content: '20% back', audience: 'all' });
-      expect(result).toEqual({ broadcastId: expect.stringMatching(/^[1-9]\d+$/), audience: 'all', written: 0, duplicates: 0 });
+      expect(result).toEqual({ broadcastId: expect.stringMatching(/^[1-9]\d+$/), audience: 'all', written: 0, duplicates: 0, duplicate: false });
       const after = await a.storedKeys();
       expect(after.filter((k) => !before.includes(k))).toEqual(broadcastKeys(a.t.app.get(KeyBuilder)).sort());
       await broadcast('second');
@@ -577,7 +577,7 @@ describe(MessagesService.name, () => {
         url: 'redispay://promotions/x',
         audience: ['list-1', 'list-2', 'list-1', 'list-3'],
       });
-      expect(r).toEqual({ broadcastId: expect.any(String), audience: 'accounts', written: 3, duplicates: 0 });
+      expect(r).toEqual({ broadcastId: expect.any(String), audience: 'accounts', written: 3, duplicates: 0, duplicate: false });
       for (const acc of ['list-1', 'list-2', 'list-3']) {
         expect(await a.all(acc)).toEqual([
           expect.objectContaining({

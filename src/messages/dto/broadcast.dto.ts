@@ -4,6 +4,9 @@ import { IsOptionalField } from '../../http/optional-field';
 import { ACCOUNT_ID_RE } from '../message-keys';
 import { LINK_RE, NOT_BLANK_RE } from './write-message.dto';
 
+/** A caller's idempotency key. */
+const REQUEST_ID_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+
 /** Most accounts one listed broadcast may name. */
 export const MAX_AUDIENCE = 10_000;
 
@@ -46,6 +49,18 @@ export class BroadcastDto {
     },
   })
   audience!: 'all' | string[];
+
+  @ApiPropertyOptional({
+    description:
+      'Your idempotency key for this broadcast: the same requestId again (a retry after a timeout or a 503) makes no second broadcast and answers the first one (duplicate: true), while the broadcast is kept',
+    example: 'double-11-2026',
+    maxLength: 64,
+  })
+  @IsOptionalField()
+  @IsString()
+  @MaxLength(64)
+  @Matches(REQUEST_ID_RE, { message: 'requestId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  requestId?: string;
 }
 
 export class BroadcastResultDto {
@@ -53,4 +68,5 @@ export class BroadcastResultDto {
   @ApiProperty({ enum: ['all', 'accounts'] }) audience!: string;
   @ApiProperty({ description: 'Inboxes written (0 for "all": accounts take it in on their next pull)', example: 0 }) written!: number;
   @ApiProperty({ description: 'Accounts that already had it', example: 0 }) duplicates!: number;
+  @ApiProperty({ description: 'True when the requestId was broadcast before: nothing new was written', example: false }) duplicate!: boolean;
 }
