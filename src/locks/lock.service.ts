@@ -21,6 +21,9 @@ export const LOCK_CLOCK = Symbol('LOCK_CLOCK');
 export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const MAX_LEASE_MS = 10 * 60_000;
 export const MAX_WAIT_MS = 5 * 60_000;
+/** After a try that timed out: the first give-back after this, then at most this far apart. */
+const GIVE_BACK_FIRST_DELAY_MS = 250;
+const GIVE_BACK_MAX_DELAY_MS = 5_000;
 
 /** A lock held by a withLock in the current call chain; `active` turns false at its release. */
 interface ChainHold {
@@ -97,6 +100,8 @@ export class LockService implements OnApplicationShutdown, HoldHost {
     const waitMs = bounded('waitMs', options.waitMs ?? policy.waitMs, 0, MAX_WAIT_MS);
     const mode: LockMode = options.mode ?? 'write';
     const inChain = this.chain.getStore()?.get(name);
+    // A new owner token nobody else knows: this call is its only hold (neither reentrant nor the caller's own token).
+    const freshOwner = options.owner === undefined && !inChain?.active;
     const owner = options.owner ?? (inChain?.active ? inChain.owner : this.newOwner());
     const labels = this.metrics.forAcquire(options.policy ?? 'default', mode);
     const clock = this.clock;
@@ -137,11 +142,39 @@ export class LockService implements OnApplicationShutdown, HoldHost {
         await this.waiters.sleep(keys.channel, nap, since, mode === 'write', options.signal);
       }
     } catch (err) {
-      if (err instanceof LockUnavailableError) labels.unavailable.inc();
+      if (err instanceof LockUnavailableError) {
+        labels.unavailable.inc();
+        // A try that timed out may still run once Redis answers again (it was on the wire when Redis stopped):
+        // a fresh owner gives back whatever it got then, so that nobody holds the lock for a whole lease.
+        if (freshOwner) this.giveBackLater(name, keys, owner, leaseMs);
+      }
       throw err;
     } finally {
       if (joined) this.waiters.leave(keys.channel);
     }
+  }
+
+  /**
+   * Releases `owner`'s hold once Redis answers, trying again (backing off) until the lease would have ended anyway.
+   * A release runs after the try it undoes: both go in order on the same connection. "Not held" means the try never
+   * took the lock: done.
+   */
+  private giveBackLater(name: string, keys: LockKeys, owner: string, leaseMs: number): void {
+    const until = this.clock.now() + leaseMs;
+    const attempt = (delayMs: number): void => {
+      const timer = setTimeout(() => {
+        this.store.release(name, keys, owner).then(
+          (holdCount) => {
+            if (holdCount === 0) this.logger.warn({ lock: name }, 'gave back a lock taken by a try that had timed out');
+          },
+          (err: unknown) => {
+            if (err instanceof LockUnavailableError && this.clock.now() + delayMs < until) attempt(Math.min(2 * delayMs, GIVE_BACK_MAX_DELAY_MS));
+          },
+        );
+      }, delayMs);
+      timer.unref();
+    };
+    attempt(GIVE_BACK_FIRST_DELAY_MS);
   }
 
   /**

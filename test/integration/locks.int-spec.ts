@@ -632,4 +632,30 @@ describe(`${LockService.name} when Redis is down`, () => {
     );
     expect(await locks.inspect('down:b')).toBeNull();
   });
+
+  it('a try that timed out while Redis was frozen leaves no lock held once Redis answers again (not for its whole lease)', async () => {
+    const locks = app.app.get(LockService);
+    await waitUntil(
+      'redis answering',
+      async () =>
+        (await locks.inspect('frozen:a').then(
+          () => true,
+          () => false,
+        )) || 'not yet',
+      10_000,
+    );
+    const pid = redis.pid!;
+    process.kill(pid, 'SIGSTOP');
+    let err: unknown;
+    try {
+      err = await locks.acquire('frozen:a', { leaseMs: 60_000, waitMs: 0 }).catch((e: unknown) => e);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(err).toMatchObject({ name: 'LockUnavailableError', lockName: 'frozen:a' });
+    // The try reached Redis when it woke up and took the lock; it is given back long before its 60 s lease ends.
+    await waitUntil('the lock free', async () => (await locks.inspect('frozen:a')) === null || 'still held', 5_000, 50);
+    const again = await locks.acquire('frozen:a', { leaseMs: 5_000, waitMs: 0 });
+    await again.release();
+  });
 });
