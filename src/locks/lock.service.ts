@@ -24,6 +24,8 @@ export const MAX_WAIT_MS = 5 * 60_000;
 /** After a try that timed out: the first give-back after this, then at most this far apart. */
 const GIVE_BACK_FIRST_DELAY_MS = 250;
 const GIVE_BACK_MAX_DELAY_MS = 5_000;
+/** Give-backs waiting for Redis at once, at most: in a long outage the leases end on their own. */
+const GIVE_BACK_MAX_PENDING = 1_000;
 
 /** A lock held by a withLock in the current call chain; `active` turns false at its release. */
 interface ChainHold {
@@ -52,6 +54,8 @@ interface ChainHold {
 @Injectable()
 export class LockService implements OnApplicationShutdown, HoldHost {
   private readonly logger = new Logger(LockService.name);
+  /** Give-backs of timed-out tries still waiting for Redis (see giveBackLater). */
+  private giveBacks = 0;
   /** The locks the current async call chain holds (withLock), by name. */
   private readonly chain = new AsyncLocalStorage<ReadonlyMap<string, ChainHold>>();
   /** withLock calls under way, in this process (the storage is on only while there is one). */
@@ -160,15 +164,19 @@ export class LockService implements OnApplicationShutdown, HoldHost {
    * took the lock: done.
    */
   private giveBackLater(name: string, keys: LockKeys, owner: string, leaseMs: number): void {
+    if (this.giveBacks >= GIVE_BACK_MAX_PENDING) return;
+    this.giveBacks++;
     const until = this.clock.now() + leaseMs;
     const attempt = (delayMs: number): void => {
       const timer = setTimeout(() => {
         this.store.release(name, keys, owner).then(
           (holdCount) => {
+            this.giveBacks--;
             if (holdCount === 0) this.logger.warn({ lock: name }, 'gave back a lock taken by a try that had timed out');
           },
           (err: unknown) => {
             if (err instanceof LockUnavailableError && this.clock.now() + delayMs < until) attempt(Math.min(2 * delayMs, GIVE_BACK_MAX_DELAY_MS));
+            else this.giveBacks--;
           },
         );
       }, delayMs);
