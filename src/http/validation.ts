@@ -57,6 +57,11 @@ class FastPathValidationPipe implements PipeTransform {
       }
       // Passed on as the parsed object: DTOs are plain data, nothing relies on their prototype.
       if (fastPathFor(metadata.metatype)?.(value)) return value;
+      // No query parameter is a list: one given twice (`?limit=1&limit=2`) is named once, not by every rule it breaks.
+      if (metadata.type === 'query') {
+        const repeated = repeatedField(value);
+        if (repeated) return Promise.reject(repeated);
+      }
     }
     return this.classValidator.transform(value, metadata);
   }
@@ -73,6 +78,14 @@ function dotSegment(params: unknown): ApiError | undefined {
   if (typeof params !== 'object' || params === null) return undefined;
   for (const [field, v] of Object.entries(params)) {
     if (v === '.' || v === '..') return fieldError(field, `${field} must not be "." or ".."`);
+  }
+  return undefined;
+}
+
+function repeatedField(query: unknown): ApiError | undefined {
+  if (typeof query !== 'object' || query === null) return undefined;
+  for (const [field, v] of Object.entries(query)) {
+    if (Array.isArray(v)) return fieldError(boundedName(field), `${boundedName(field)} must be given once`);
   }
   return undefined;
 }

@@ -203,6 +203,12 @@ describe('Message center: bad input', () => {
       expect400(await request(t.server).get(`/messages${query}`).set(auth(owner)), field);
     });
 
+    it('names a query parameter given twice once, as given twice (not by every rule a list breaks)', async () => {
+      const res = await request(t.server).get('/messages?limit=1&limit=2').set(auth(owner));
+      expect400(res, 'limit');
+      expect(res.body.details).toEqual([{ field: 'limit', errors: ['limit must be given once'] }]);
+    });
+
     const badIds = ['abc', '0', '0123', '-1', '1.5', '1'.repeat(18), '1e15'];
     const routes: Array<[string, (id: string) => request.Test]> = [
       ['GET /messages/{msgId}', (id) => request(t.server).get(`/messages/${id}`)],
