@@ -95,6 +95,7 @@ describe('seckill admin: bad input (400 naming the field, nothing stored)', () =
     // ISO 8601 week dates pass the format check but do not parse: the 400 names startsAt (it named endsAt).
     ['a week-date startsAt', (id) => activityBody(id, [{ productId: 'p1', stock: 5 }], { startsAt: '2026-W49-1T10:00:00Z' }), 'startsAt'],
     ['a blank title', (id) => activityBody(id, [{ productId: 'p1', stock: 5 }], { title: ' \t ' }), 'title'],
+    ['an empty eligibility list (nobody could buy)', (id) => activityBody(id, [{ productId: 'p1', stock: 5 }], { eligibleAccounts: [] }), 'eligibleAccounts'],
     ['a blank product title', (id) => activityBody(id, [{ productId: 'p1', stock: 5, title: '   ' }]), 'products[0].title'],
     // Half of a surrogate pair (valid JSON, not valid text): stored, it made every reservation's order script fail (500).
     ['a title with an unpaired surrogate', (id) => activityBody(id, [{ productId: 'p1', stock: 5 }], { title: 'Sale \ud83d' }), 'title'],

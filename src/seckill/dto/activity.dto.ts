@@ -130,10 +130,11 @@ export class ActivityDto {
   @Max(MAX_PER_USER_LIMIT)
   perUserLimit?: number;
 
-  /** Only these accounts may buy; absent: any account */
-  @ApiPropertyOptional({ type: [String], maxItems: MAX_ELIGIBLE, example: ['acc_1001', 'acc_1002'] })
+  /** Only these accounts may buy (at least one); absent: any account */
+  @ApiPropertyOptional({ type: [String], minItems: 1, maxItems: MAX_ELIGIBLE, example: ['acc_1001', 'acc_1002'] })
   @IsOptionalField()
   @IsArray()
+  @ArrayMinSize(1, { message: 'eligibleAccounts must name at least one account (leave it out to let every account buy)' })
   @ArrayMaxSize(MAX_ELIGIBLE)
   @ValidateBy({
     name: 'isAccountIdList',
