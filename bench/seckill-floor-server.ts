@@ -126,7 +126,7 @@ async function main(): Promise<void> {
       });
       const index = buyerIndexKey(keys, account);
       const keepUntil = a.endsAt + liveRetentionMs;
-      const location = JSON.stringify({ activityId, productId, shard: 0, home: 0, requestId });
+      const location = JSON.stringify({ activityId, productId, shard: 0, home: 0, requestId, at: Date.now() });
       const [written] = await Promise.all([
         (async () => {
           const w = (await writeOrder(

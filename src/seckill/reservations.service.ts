@@ -142,7 +142,7 @@ export class ReservationsService implements OnApplicationBootstrap {
       try {
         await Promise.all([
           this.createOrder(a, p, rsvId, taken.record),
-          this.store.remember(cmd.accountId, rsvId, loc, a.endsAt + this.config.liveRetentionMs),
+          this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs),
         ]);
       } catch (err) {
         // No order, no way to pay: give the units back now (the safety net does it later if this fails too).
@@ -153,7 +153,7 @@ export class ReservationsService implements OnApplicationBootstrap {
         throw err;
       }
     } else {
-      await this.store.remember(cmd.accountId, rsvId, loc, a.endsAt + this.config.liveRetentionMs);
+      await this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs);
     }
     if (taken.created) this.metrics.reserved.inc();
     return { view, created: taken.created };

@@ -237,13 +237,13 @@ export class SeckillStore {
     ]);
   }
 
-  /** Every reservation of the account, with where it is (at most `limit`). */
-  /** At most `limit` of the buyer's reservations (of one activity, when given: chosen before the limit). */
+  /** The buyer's reservations with where they are (of one activity, when given: chosen before the limit), newest first, at most `limit`. */
   async located(accountId: string, limit: number, activityId?: string): Promise<[string, ReservationLocation][]> {
     const all = await this.redis.command((c) => c.hgetall(buyerIndexKey(this.keys, accountId)));
     return Object.entries(all)
       .map(([id, raw]): [string, ReservationLocation] => [id, JSON.parse(raw) as ReservationLocation])
       .filter(([, loc]) => !activityId || loc.activityId === activityId)
+      .sort(([, x], [, y]) => (y.at ?? 0) - (x.at ?? 0))
       .slice(0, limit);
   }
 

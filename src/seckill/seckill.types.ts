@@ -79,4 +79,6 @@ export interface ReservationLocation {
   /** The buyer's home shard (holds its units against the per-user limit). */
   home: number;
   requestId: string;
+  /** When the reservation was made (epoch ms; absent in entries written before it was kept): the buyer's list is newest first. */
+  at?: number;
 }

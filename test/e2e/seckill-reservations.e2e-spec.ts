@@ -481,6 +481,31 @@ describe('seckill reservations: the list', () => {
     const list = await kit.user('acc_many').get(`/seckill/reservations?activityId=${id}`);
     expect(list.body.items.map((x: { reservationId: string }) => x.reservationId)).toEqual([r.body.reservationId]);
   });
+
+  it('of every activity is the newest 200 when the buyer holds more', async () => {
+    const id = activityId('newest');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    // 3,000 older reservations of another activity, made an hour ago.
+    const other = activityId('older');
+    const keepUntil = Date.now() + 3600_000;
+    for (let i = 0; i < 3000; i += 500) {
+      await Promise.all(
+        Array.from({ length: 500 }, (_, j) =>
+          kit.store.remember(
+            'acc_newest',
+            `sk_${(i + j).toString(16).padStart(24, '0')}`,
+            { activityId: other, productId: 'p1', shard: 0, home: 0, requestId: `y${i + j}`, at: Date.now() - 3600_000 + i + j },
+            keepUntil,
+          ),
+        ),
+      );
+    }
+    const r = await kit.reserve('acc_newest', id, 'p1');
+    expect(r.status).toBe(201);
+    const list = await kit.user('acc_newest').get('/seckill/reservations');
+    expect(list.status).toBe(200);
+    expect(list.body.items.map((x: { reservationId: string }) => x.reservationId)).toContain(r.body.reservationId);
+  });
 });
 
 describe('seckill reservations: titles outside the Basic Multilingual Plane', () => {
