@@ -36,7 +36,9 @@ export interface Reconciliation {
   dead: { count: number; amount: number };
   left: { count: number; amount: number };
   refunded: { count: number; amount: number };
-  /** total = grabbed + left + refunded, and grabbed = credited + pending + dead, and the loaded pools hold the total. */
+  /** Funded (the sponsor debited) but not yet in an armed sub-pool: the rain is loading. */
+  loading: { count: number; amount: number };
+  /** total = grabbed + left + refunded + loading, and grabbed = credited + pending + dead; once every sub-pool is armed, nothing is loading. */
   balanced: boolean;
 }
 
@@ -188,15 +190,20 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       left: pair('left'),
       refunded: pair('refunded'),
     };
-    const armed = stats.every((p) => p.armed);
+    // What the armed sub-pools hold came from the funded total; the rest is still being loaded.
+    const armed = stats.filter((p) => p.armed);
+    const loading = {
+      count: a.count - armed.reduce((s, p) => s + Number(p.loadedCount), 0),
+      amount: a.totalAmount - armed.reduce((s, p) => s + Number(p.loadedAmount), 0),
+    };
     const balanced =
-      armed &&
-      sum('loadedAmount') === a.totalAmount &&
-      sum('loadedCount') === a.count &&
-      r.total === r.grabbed.amount + r.left.amount + r.refunded.amount &&
+      loading.count >= 0 &&
+      loading.amount >= 0 &&
+      (armed.length < stats.length || (loading.count === 0 && loading.amount === 0)) &&
+      r.total === r.grabbed.amount + r.left.amount + r.refunded.amount + loading.amount &&
       r.grabbed.amount === r.credited.amount + r.pending.amount + r.dead.amount &&
       r.grabbed.count === r.credited.count + r.pending.count + r.dead.count;
-    return { ...r, balanced };
+    return { ...r, loading, balanced };
   }
 
   /** The split's amounts (computed again from the stored seed: the split is reproducible). */

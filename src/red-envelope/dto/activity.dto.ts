@@ -128,7 +128,9 @@ export class ReconciliationDto {
   @ApiProperty({ type: CountAmountDto }) dead!: CountAmountDto;
   @ApiProperty({ type: CountAmountDto }) left!: CountAmountDto;
   @ApiProperty({ type: CountAmountDto }) refunded!: CountAmountDto;
-  @ApiProperty({ example: true, description: 'total = grabbed + left + refunded, and grabbed = credited + pending + dead' }) balanced!: boolean;
+  @ApiProperty({ type: CountAmountDto, description: 'Funded but not yet in an armed sub-pool: the rain is loading (0 once READY)' })
+  loading!: CountAmountDto;
+  @ApiProperty({ example: true, description: 'total = grabbed + left + refunded + loading, and grabbed = credited + pending + dead' }) balanced!: boolean;
 }
 
 export class BucketDto {
