@@ -18,7 +18,6 @@ let dir: string;
 beforeAll(async () => {
   kit = rainKit(ctx.t);
   await kit.fund(CREDS.merchantId, 100_000);
-  await ctx.t.app.listen({ port: 0, host: '127.0.0.1' });
   baseUrl = `http://127.0.0.1:${(ctx.t.app.getHttpServer().address() as AddressInfo).port}`;
   dir = mkdtempSync(join(tmpdir(), 'red-envelopes-cli-'));
 });

@@ -84,12 +84,18 @@ export interface AppOnOwnRedis {
 /**
  * Registers the hooks of a suite that runs the app on a redis-server of its own: both started before all tests,
  * stopped after all. The returned object is filled in by that `beforeAll`.
+ *
+ * The app listens (on a loopback port) for the whole suite. Left to SuperTest, a server that is not listening is
+ * opened for the requests in flight and closed after the last one, and under hundreds of concurrent requests that
+ * close raced the keep-alive sockets of the next ones: a reset request, then a close waiting on a connection that
+ * never ended, and every later request of the suite waiting for that close.
  */
 export function useAppOnOwnRedis(env: Record<string, string> = {}): AppOnOwnRedis {
   const handles = {} as AppOnOwnRedis;
   beforeAll(async () => {
     handles.redis = await startRedisServer();
     handles.t = await startTestApp(handles.redis.url, env);
+    await handles.t.app.listen({ port: 0, host: '127.0.0.1' });
     handles.raw = new Redis(handles.redis.url);
   });
   afterAll(async () => {
