@@ -1,3 +1,4 @@
+import { clipUnits } from '../common/text';
 /**
  * The reminder's title and content templates: `{subject}`, `{amount}` (in the
  * order's currency), `{currency}`, `{closeAt}` and `{minutes}` are filled in
@@ -75,11 +76,7 @@ function fill(template: string, facts: ReminderFacts, made: Partial<Record<Place
 }
 
 /** `text` in at most `max` UTF-16 units, ending in `…` when cut, never cutting a surrogate pair in half. */
-const cut = (text: string, max: number) => {
-  if (text.length <= max) return text;
-  const end = /[\uD800-\uDBFF]/.test(text.charAt(max - 2)) ? max - 2 : max - 1;
-  return `${text.slice(0, end)}…`;
-};
+const cut = (text: string, max: number) => (text.length <= max ? text : `${clipUnits(text, max - 1)}…`);
 
 /** The title and content of one reminder, within the message center's limits. */
 export function renderReminder(templates: { title: string; content: string }, facts: ReminderFacts): { title: string; content: string } {

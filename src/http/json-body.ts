@@ -37,8 +37,6 @@ export function jsonNestsDeeperThan(body: Buffer, max: number): boolean {
   return false;
 }
 
-/** A UTF-16 surrogate without its other half: text that is not Unicode (no UTF-8 for it; Redis's Lua JSON refuses its escape). */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /**
  * Whether the bytes may hold a surrogate: one reaches parsed JSON only as a `\uD800`-`\uDFFF` escape (UTF-8
  * bytes cannot encode one). Two native scans; a false alarm (`\ud0..`) only costs the walk.
@@ -51,7 +49,8 @@ const MAX_FIELD_NAME = 64;
  * that holds a lone surrogate; undefined when there is none.
  */
 export function loneSurrogateField(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path || 'body' : undefined;
+  // Not well-formed: a UTF-16 surrogate without its other half, text that is not Unicode (no UTF-8 for it; Redis's Lua JSON refuses its escape).
+  if (typeof value === 'string') return value.isWellFormed() ? undefined : path || 'body';
   if (value === null || typeof value !== 'object') return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
@@ -64,7 +63,7 @@ export function loneSurrogateField(value: unknown, path = ''): string | undefine
     // A key is input too: named cut short, never echoed at length.
     const name = key.length > MAX_FIELD_NAME ? `${key.slice(0, MAX_FIELD_NAME)}…` : key;
     const field = path ? `${path}.${name}` : name;
-    if (LONE_SURROGATE.test(key)) return path || 'body';
+    if (!key.isWellFormed()) return path || 'body';
     const found = loneSurrogateField(v, field);
     if (found !== undefined) return found;
   }

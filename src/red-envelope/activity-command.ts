@@ -1,9 +1,10 @@
+import { clipUnits } from '../common/text';
 import { InvalidArgumentError } from '../errors/domain-error';
 import type { CreateRedEnvelopeActivityDto } from './dto/activity.dto';
 import type { CreateActivityCommand } from './red-envelope-commands';
 
 /** The wallet memo of a rain's entries: its title's first 64 UTF-16 units, never half of a surrogate pair. */
-export const memoOf = (title: string): string => (/[\uD800-\uDBFF]/.test(title.charAt(63)) ? title.slice(0, 63) : title.slice(0, 64));
+export const memoOf = (title: string): string => clipUnits(title, 64);
 
 const CALENDAR_DATE = (field: string) => `${field} must be a calendar date and time, e.g. 2026-11-25T10:00:00+08:00`;
 

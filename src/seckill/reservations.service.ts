@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { eachLimit } from '../common/for-each-limit';
+import { clipUnits } from '../common/text';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { DomainError } from '../errors/domain-error';
@@ -36,16 +37,11 @@ const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
-/** Half of a surrogate pair without its other half (titles stored before they were checked for it). */
-const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 /**
  * The first `max` UTF-16 units of `text` as well-formed text: never half of a surrogate pair (the scripts' JSON
- * refuses a lone half), an unpaired one replaced by U+FFFD.
+ * refuses a lone half), an unpaired one (in titles stored before they were checked for it) replaced by U+FFFD.
  */
-const clip = (text: string, max: number) => {
-  const t = text.replace(LONE_SURROGATES, '\uFFFD');
-  return /[\uD800-\uDBFF]/.test(t.charAt(max - 1)) ? t.slice(0, max - 1) : t.slice(0, max);
-};
+const clip = (text: string, max: number) => clipUnits(text.toWellFormed(), max);
 
 /** A reservation as its buyer sees it. */
 export interface ReservationView {

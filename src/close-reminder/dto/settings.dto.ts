@@ -8,22 +8,6 @@ import { DEFAULT_CONTENT, DEFAULT_TITLE, MAX_CONTENT_TEMPLATE, MAX_TITLE_TEMPLAT
 
 const PLACEHOLDER_LIST = PLACEHOLDERS.map((p) => `{${p}}`).join(' ');
 
-/** Half of a surrogate pair without its other half: JSON can carry it, the scripts' JSON decoder refuses it. */
-const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Text that is well-formed UTF-16 (no unpaired surrogate); the 400 names the field. */
-const IsWellFormedText = (options?: ValidationOptions) =>
-  ValidateBy(
-    {
-      name: 'isWellFormedText',
-      validator: {
-        validate: (v: unknown) => typeof v !== 'string' || !LONE_SURROGATE_RE.test(v),
-        defaultMessage: (a) => `${a?.property} must be well-formed Unicode text (no unpaired surrogate)`,
-      },
-    },
-    options,
-  );
-
 /** A template whose `{…}` are all known placeholders. */
 const IsTemplate = (options?: ValidationOptions) =>
   ValidateBy(
@@ -73,7 +57,6 @@ export class ReminderSettingsDto {
   @MinLength(1)
   @MaxLength(MAX_TITLE_TEMPLATE)
   @Matches(/\S/, { message: 'title must not be blank' })
-  @IsWellFormedText()
   @IsTemplate()
   title?: string;
 
@@ -84,7 +67,6 @@ export class ReminderSettingsDto {
   @MinLength(1)
   @MaxLength(MAX_CONTENT_TEMPLATE)
   @Matches(/\S/, { message: 'content must not be blank' })
-  @IsWellFormedText()
   @IsTemplate()
   content?: string;
 }

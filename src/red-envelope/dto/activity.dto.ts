@@ -1,13 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACTIVITY_ID_RE } from '../red-envelope-keys';
-
-/** Half of a surrogate pair without its other half: JSON can carry it, no wallet memo or screen should show it. */
-const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export class CreateRedEnvelopeActivityDto {
   @ApiProperty({ example: 'nye-quiz', maxLength: 32 })
@@ -23,13 +20,6 @@ export class CreateRedEnvelopeActivityDto {
   @IsString()
   @MinLength(1)
   @MaxLength(64)
-  @ValidateBy({
-    name: 'isWellFormedText',
-    validator: {
-      validate: (v: unknown) => typeof v !== 'string' || !LONE_SURROGATE_RE.test(v),
-      defaultMessage: () => 'title must be well-formed Unicode text (no unpaired surrogate)',
-    },
-  })
   @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 

@@ -29,18 +29,6 @@ export const MAX_STOCK = 10_000_000;
 export const MAX_PER_USER_LIMIT = 1000;
 const isAccountId = (a: unknown) => typeof a === 'string' && ACCOUNT_ID_RE.test(a);
 
-/** Half of a surrogate pair without its other half: JSON can carry it, the scripts' JSON decoder refuses it. */
-const LONE_SURROGATE_RE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-/** Text that is well-formed UTF-16 (no unpaired surrogate); the 400 names the field. */
-export const IsWellFormedText = () =>
-  ValidateBy({
-    name: 'isWellFormedText',
-    validator: {
-      validate: (v: unknown) => typeof v !== 'string' || !LONE_SURROGATE_RE.test(v),
-      defaultMessage: (args) => `${args?.property} must be well-formed Unicode text (no unpaired surrogate)`,
-    },
-  });
-
 export class ProductDto {
   @ApiProperty({ example: 'data-10g', maxLength: 64 })
   @IsIdString(64, PRODUCT_ID_RE, 'productId must be 1-64 characters of A-Z a-z 0-9 _ -')
@@ -50,7 +38,6 @@ export class ProductDto {
   @IsString()
   @MinLength(1)
   @MaxLength(128)
-  @IsWellFormedText()
   @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 
@@ -102,7 +89,6 @@ export class ActivityDto {
   @IsString()
   @MinLength(1)
   @MaxLength(128)
-  @IsWellFormedText()
   @Matches(/\S/, { message: 'title must not be blank' })
   title!: string;
 
