@@ -8,8 +8,6 @@ export interface ActivityLimits {
   maxShards: number;
 }
 
-const CALENDAR_DATE = (field: string) => `${field} must be a calendar date and time, e.g. 2026-11-25T10:00:00+08:00`;
-
 /** How far ahead a start may be: keys (and, for a rain, the sponsor's money) are not held for years. */
 const MAX_LEAD_MS = 366 * 86_400_000;
 const invalid = (field: string, message: string) => new InvalidArgumentError(`${field}: ${message}`, field, message);
@@ -23,9 +21,6 @@ export function toActivityCommand(dto: ActivityDto, limits: ActivityLimits, body
   if (bodyId !== undefined && bodyId !== dto.activityId) throw invalid('activityId', 'activityId must be the one in the path');
   const startsAt = Date.parse(dto.startsAt);
   const endsAt = Date.parse(dto.endsAt);
-  // Week dates and ordinal dates (2026-W49-1T10:00:00Z, 2026-335T10:00:00Z) pass the ISO 8601 check but do not parse.
-  if (Number.isNaN(startsAt)) throw invalid('startsAt', CALENDAR_DATE('startsAt'));
-  if (Number.isNaN(endsAt)) throw invalid('endsAt', CALENDAR_DATE('endsAt'));
   if (startsAt - Date.now() > MAX_LEAD_MS) throw invalid('startsAt', 'an activity starts at most 366 days from now');
   if (!(endsAt > startsAt)) throw invalid('endsAt', 'endsAt must be after startsAt');
   if (endsAt - startsAt > 31 * 86_400_000) throw invalid('endsAt', 'an activity lasts at most 31 days');
