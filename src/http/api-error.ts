@@ -16,6 +16,13 @@ export class ApiError extends HttpException {
   }
 }
 
+/** A 400 about one field, shaped as the class-validator failures are. */
+export const fieldError = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
+
+/** A field name as the caller sent it, cut short: an unknown field's name is input, and errors never echo unbounded input. */
+const MAX_FIELD_NAME = 64;
+export const boundedName = (name: string): string => (name.length > MAX_FIELD_NAME ? `${name.slice(0, MAX_FIELD_NAME)}…` : name);
+
 export const unauthorized = (message: string) => new ApiError(401, 'UNAUTHORIZED', message);
 export const forbidden = (message: string) => new ApiError(403, 'FORBIDDEN', message);
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from './api-error';
+import { ApiError, boundedName, fieldError } from './api-error';
 
 /** Deepest nesting of arrays and objects a request body may have. The deepest documented body nests 4 levels. */
 export const MAX_JSON_DEPTH = 32;
@@ -42,7 +42,6 @@ export function jsonNestsDeeperThan(body: Buffer, max: number): boolean {
  * bytes cannot encode one). Two native scans; a false alarm (`\ud0..`) only costs the walk.
  */
 const maySurrogate = (body: Buffer): boolean => body.indexOf('\\ud') !== -1 || body.indexOf('\\uD') !== -1;
-const MAX_FIELD_NAME = 64;
 
 /**
  * The path (`a.b[0].c`, as validation names fields) of the first string in `value`, key or value,
@@ -61,7 +60,7 @@ export function loneSurrogateField(value: unknown, path = ''): string | undefine
   }
   for (const [key, v] of Object.entries(value)) {
     // A key is input too: named cut short, never echoed at length.
-    const name = key.length > MAX_FIELD_NAME ? `${key.slice(0, MAX_FIELD_NAME)}…` : key;
+    const name = boundedName(key);
     const field = path ? `${path}.${name}` : name;
     if (!key.isWellFormed()) return path || 'body';
     const found = loneSurrogateField(v, field);
@@ -92,10 +91,7 @@ function markPerItem(body: unknown, array: string): void {
   });
 }
 
-const notUnicode = (field: string) => {
-  const message = notUnicodeMessage(field);
-  return new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
-};
+const notUnicode = (field: string) => fieldError(field, notUnicodeMessage(field));
 
 const unsupportedEncoding = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must not be encoded (no Content-Encoding)');
 

@@ -1,6 +1,6 @@
 import { ArgumentMetadata, type PipeTransform, ValidationError, ValidationPipe, type ValidationPipeOptions } from '@nestjs/common';
 import { Transform } from 'class-transformer';
-import { ApiError } from './api-error';
+import { ApiError, boundedName, fieldError } from './api-error';
 import { fastPathFor } from './fast-path';
 
 export interface FieldError {
@@ -21,10 +21,6 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
     return [...own, ...flattenValidationErrors(e.children ?? [], field)];
   });
 }
-
-/** A field name as the caller sent it, cut short: an unknown field's name is input, and errors never echo unbounded input. */
-const MAX_FIELD_NAME = 64;
-const boundedName = (name: string): string => (name.length > MAX_FIELD_NAME ? `${name.slice(0, MAX_FIELD_NAME)}…` : name);
 
 function ownErrors(e: ValidationError): string[] {
   const constraints = e.constraints ?? {};
@@ -91,9 +87,6 @@ function repeatedField(query: unknown): ApiError | undefined {
 }
 
 const bodyNotObject = () => fieldError('body', 'Request body must be a JSON object');
-
-/** A 400 about one field, shaped as the class-validator failures are. */
-const fieldError = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
 
 /**
  * The global pipe: unknown fields are rejected, and every failure is a 400
