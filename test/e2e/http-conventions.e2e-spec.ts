@@ -147,7 +147,6 @@ describe('HTTP conventions', () => {
   describe('requests the HTTP parser refuses', () => {
     /** Sends raw bytes on a new connection and reads until the server closes it. */
     const rawExchange = async (bytes: string): Promise<string> => {
-      if (!t.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
       const { port } = t.server.address() as AddressInfo;
       return new Promise((resolve, reject) => {
         const socket = connect(port, '127.0.0.1');

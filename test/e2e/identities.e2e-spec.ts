@@ -21,7 +21,6 @@ describe('Identities', () => {
   const whoami = (headers: Record<string, string>) => request(t.server).get('/diagnostics/whoami').set(headers);
   /** A GET with headers exactly as listed (name, value, …), repeats included (supertest would merge them), on a raw socket. */
   const rawRequest = async (path: string, headers: string[]): Promise<{ status: number; body: string }> => {
-    if (!t.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = t.server.address() as AddressInfo;
     let lines = `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n`;
     for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;

@@ -117,7 +117,6 @@ describe('Lifecycle', () => {
             events.push(`worker stopped after visit ${await admin.hget(visitKey, 'n')}, redis ${redisService.client.status}`);
           },
         });
-        await t.app.listen({ port: 0, host: '127.0.0.1' });
         const port = (t.app.getHttpServer().address() as { port: number }).port;
         // Hold Redis for 1.5 s so the request below is in flight when shutdown starts.
         await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');

@@ -74,8 +74,6 @@ describe(`${LocksController.name} over HTTP`, () => {
   beforeAll(async () => {
     redis = await startRedisServer();
     t = await startTestApp(redis.url, ENV);
-    // Listening for real: the waiting tests keep requests open while others run.
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
     keys = t.app.get(KeyBuilder);
     raw = new Redis(redis.url);
   });

@@ -79,7 +79,6 @@ describe('Malformed input, generated from the OpenAPI document', () => {
       RATE_LIMIT_ANONYMOUS: HIGH,
     });
     raw = new Redis(redis.url);
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
     const p = escapeRe(t.config.redis.keyPrefix);
     IGNORED = [

@@ -101,8 +101,6 @@ describe('Message center over HTTP', () => {
   beforeAll(async () => {
     redis = await startRedisServer();
     t = await startTestApp(redis.url, ENV);
-    // Listening for real: the concurrency tests open many connections at once.
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
     raw = new Redis(redis.url);
   });
 

@@ -127,7 +127,10 @@ export function rainKit(t: TestApp) {
     },
     /** The account's wallet balance in a currency (over HTTP, as the app sees it). */
     async balance(account: string, currency = 'CNY'): Promise<number> {
-      const res = await kit.user(account).get('/wallet');
+      // A 503 (a Redis command timed out on a loaded machine) is retried; any other non-200 fails here, not as a 0.
+      let res = await kit.user(account).get('/wallet');
+      for (let i = 0; i < 3 && res.status === 503; i++) res = await kit.user(account).get('/wallet');
+      if (res.status !== 200) throw new Error(`GET /wallet of ${account}: ${res.status} ${JSON.stringify(res.body)}`);
       const balances = res.body.balances as Record<string, number> | { currency: string; balance: number }[];
       if (Array.isArray(balances)) return balances.find((b) => b.currency === currency)?.balance ?? 0;
       return balances?.[currency] ?? 0;

@@ -29,7 +29,13 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The whole application on Fastify against a harness Redis, with test credentials and a random key prefix. */
+/**
+ * The whole application on Fastify against a harness Redis, with test credentials and a random key prefix, listening
+ * on a loopback port until close(). Left to SuperTest, a server that is not listening is opened for the requests in
+ * flight and closed after the last one, and under hundreds of concurrent requests that close raced the keep-alive
+ * sockets of the next ones: a reset request, then a close waiting on a connection that never ended, and every later
+ * request of the suite waiting for that close.
+ */
 export async function startTestApp(redisUrl: string, env: Record<string, string> = {}): Promise<TestApp> {
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -47,6 +53,7 @@ export async function startTestApp(redisUrl: string, env: Record<string, string>
     ...env,
   });
   const app = await createApp(config);
+  await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, config, server: app.getHttpServer(), close: () => app.close() };
 }
 
@@ -84,18 +91,12 @@ export interface AppOnOwnRedis {
 /**
  * Registers the hooks of a suite that runs the app on a redis-server of its own: both started before all tests,
  * stopped after all. The returned object is filled in by that `beforeAll`.
- *
- * The app listens (on a loopback port) for the whole suite. Left to SuperTest, a server that is not listening is
- * opened for the requests in flight and closed after the last one, and under hundreds of concurrent requests that
- * close raced the keep-alive sockets of the next ones: a reset request, then a close waiting on a connection that
- * never ended, and every later request of the suite waiting for that close.
  */
 export function useAppOnOwnRedis(env: Record<string, string> = {}): AppOnOwnRedis {
   const handles = {} as AppOnOwnRedis;
   beforeAll(async () => {
     handles.redis = await startRedisServer();
     handles.t = await startTestApp(handles.redis.url, env);
-    await handles.t.app.listen({ port: 0, host: '127.0.0.1' });
     handles.raw = new Redis(handles.redis.url);
   });
   afterAll(async () => {
