@@ -23,6 +23,15 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const adapter = new FastifyAdapter({
     ...logging,
     bodyLimit: config.bodyLimitBytes,
+    // A client sending its request slowly (a trickled body, slowloris) holds a connection for at most this long, then
+    // gets 408 (clientErrorHandler). Fastify's default, 0, let a body of 1 byte every few seconds hold one forever.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      // Node swaps the two timeouts when the headers' one is the longer (its default, 60 s, is), and then a body had 60 s.
+      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+      // Node checks both on a timer (30 s by default): a third of the timeout, so a slow sender is cut within 4/3 of it.
+      connectionsCheckingInterval: Math.min(30_000, Math.max(1000, Math.floor(config.requestTimeoutMs / 3))),
+    },
     // Path parameters up to this length reach validation (and get a 400 naming the field);
     // Fastify's default of 100 would answer a longer one with its own 414, outside our conventions.
     routerOptions: { maxParamLength: 512 },

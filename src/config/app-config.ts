@@ -74,6 +74,8 @@ export class AppConfig {
   logLevel!: string;
   bodyLimitBytes!: number;
   requestIdHeader!: string;
+  /** Most time a client may take to send one request, headers and body (slow senders get 408). */
+  requestTimeoutMs!: number;
   shutdownGraceMs!: number;
   swaggerEnabled!: boolean;
   redis!: RedisConfig;

@@ -47,6 +47,13 @@ export class EnvSchema {
   @IsOptional()
   @Transform(toInt)
   @IsInt()
+  @Min(1000)
+  @Max(600_000)
+  REQUEST_TIMEOUT_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
   @Min(0)
   @Max(600_000)
   SHUTDOWN_GRACE_MS?: number;

@@ -76,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   cfg.logLevel = s.LOG_LEVEL ?? 'info';
   cfg.bodyLimitBytes = s.BODY_LIMIT_BYTES ?? 64 * 1024;
   cfg.requestIdHeader = s.REQUEST_ID_HEADER ?? 'x-request-id';
+  cfg.requestTimeoutMs = s.REQUEST_TIMEOUT_MS ?? 30_000;
   cfg.shutdownGraceMs = s.SHUTDOWN_GRACE_MS ?? 10_000;
   cfg.swaggerEnabled = s.SWAGGER_ENABLED ?? true;
 

@@ -177,6 +177,51 @@ describe('HTTP conventions', () => {
     });
   });
 
+  describe('a client that sends its request slowly', () => {
+    let slow: TestApp;
+    beforeAll(async () => {
+      slow = await startTestApp(redis.url, { REQUEST_TIMEOUT_MS: '1500' });
+    });
+    afterAll(() => slow.close());
+
+    it('gets 408 in the standard shape and loses the connection once REQUEST_TIMEOUT_MS has passed; nothing is stored', async () => {
+      const before = await storedKeys();
+      const { port } = slow.server.address() as AddressInfo;
+      const body = JSON.stringify({ label: 'trickled' }).padEnd(100, ' ');
+      const response = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let got = '';
+        let sent = 0;
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (got += c));
+        socket.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' || e.code === 'EPIPE' ? undefined : reject(e)));
+        // One byte every 250 ms: the whole body would take 25 s, far past the timeout.
+        const drip = setInterval(() => {
+          if (sent < body.length && socket.writable) socket.write(body[sent++]);
+        }, 250);
+        socket.on('close', () => {
+          clearInterval(drip);
+          resolve(got);
+        });
+        socket.write(
+          `POST /diagnostics/touch HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        );
+      });
+      const [head, text] = response.split('\r\n\r\n');
+      expect(head.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+      expect(head.toLowerCase()).toContain('connection: close');
+      const parsed = JSON.parse(text) as Record<string, unknown>;
+      expectErrorShape(parsed, 408);
+      expect(parsed.error).toBe('REQUEST_TIMEOUT');
+      expect(await storedKeys()).toEqual(before);
+    }, 20_000);
+
+    it('still serves a request whose body arrives within the timeout', async () => {
+      const res = await request(slow.server).post('/diagnostics/touch').set(auth).send({ label: 'prompt' });
+      expect(res.status).toBe(200);
+    });
+  });
+
   describe('Swagger', () => {
     it('serves Swagger UI at /docs and an OpenAPI document with the four security schemes', async () => {
       const ui = await request(t.server).get('/docs/');
