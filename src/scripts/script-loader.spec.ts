@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadAllScripts, parseContract, ScriptContractError } from './script-loader';
 
 const header = (extra: string) => `--[[
@@ -47,5 +49,17 @@ describe('the durable scripts', () => {
       ['wallet/debit', 'money'],
       ['wallet/void', 'money'],
     ]);
+  });
+
+  it('are the ones docs/durability.md lists, each with its class', () => {
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'durability.md'), 'utf8');
+    // Table rows: | `lua/<id>-<n>.lua`, `lua/...` | `class` | what it covers |
+    const listed = doc
+      .split('\n')
+      .map((line) => /^\| (`lua\/[^|]+) \| `(money|messages)` \|/.exec(line))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .flatMap((m) => [...m[1].matchAll(/`lua\/([a-z-]+\/[a-z-]+)-\d+\.lua`/g)].map((f) => [f[1], m[2]]));
+    const durable = [...loadAllScripts().values()].filter((d) => d.contract.durable).map((d) => [d.id, d.contract.durable]);
+    expect(listed.sort()).toEqual(durable.sort());
   });
 });
