@@ -319,6 +319,8 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     if (a.state !== 'READY' && a.state !== 'ENDED') throw new Error(`activity ${activityId} is ${a.state}: not ended yet`);
     let refunded = 0;
     for (let k = 0; k < a.subPools; k++) refunded += (await this.store.drain(this.store.pool(a.activityId, k))).amount;
+    // Drained, no sub-pool takes a grab any more: every key of the rain now expires with its record.
+    await this.expirePools(a);
     if (refunded > 0) {
       await this.wallets.credit({
         owner: { kind: 'merchant', id: a.sponsorMerchantId },
@@ -337,8 +339,14 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       await this.crediting.start(ended);
       throw new Error(`activity ${activityId}: grabs still to credit`);
     }
+    // Again once settled: a dead-letter stream made by a failed credit after the end has no expiry yet.
+    await this.expirePools(a);
     await this.store.saveActivity({ ...ended, state: 'SETTLED', settledAt: now }, this.expireAt(a));
     await this.crediting.stop(activityId);
+  }
+
+  private async expirePools(a: ActivityRecord): Promise<void> {
+    for (let k = 0; k < a.subPools; k++) await this.store.expirePool(this.store.pool(a.activityId, k), this.expireAt(a));
   }
 
   private expireAt(a: { endsAt: number }): number {

@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { activityIndexKey, activityKey, poolKeys, type PoolKeys } from './red-envelope-keys';
+import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolKeys } from './red-envelope-keys';
 import type { ActivityRecord, PoolStats } from './red-envelope.types';
 
 /** What grab-6.lua and take-5.lua answered. */
@@ -113,6 +113,15 @@ export class RedEnvelopeStore {
       [a.count, a.amount, a.startsAt, a.endsAt, a.limit, a.pool, a.expireAt],
     );
     return { armed: r !== 0, staged: staged ?? 0 };
+  }
+
+  /**
+   * Gives every key of a sub-pool the rain's expiry. Arming gives it to the envelopes and the stats; the keys the grabs
+   * and their crediting create (grabs, claims, envelope states, the credit stream and its dead letters) have none of
+   * their own until the rain ends.
+   */
+  async expirePool(k: PoolKeys, expireAt: number): Promise<void> {
+    await Promise.all(POOL_PARTS.map((part) => this.redis.command((c) => c.pexpireat(k[part], expireAt))));
   }
 
   // ---- grabbing

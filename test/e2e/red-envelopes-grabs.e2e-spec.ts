@@ -175,6 +175,15 @@ describe('red-envelope rains: the leftover refund and settlement', () => {
     expect(refunds.map((e) => [e.reference, e.amount])).toEqual([[`red-envelope:${id}:leftover`, left]]);
     expect(await kit.merchantBalance(sponsor)).toBe(left);
     expect(await kit.balance('acc_left_held')).toBe((held as { amount: number }).amount);
+    // Every key of the rain expires with its record (the grabs, envelope states and credit stream too).
+    const rainKeys = await ctx.raw.keys(`${ctx.t.config.redis.keyPrefix}:red-envelope:{[ap]:${id}*`);
+    for (const pool of [0, 1]) for (const part of ['grabs', 'env', 'stats', 'credits']) expect(rainKeys).toContain(kit.store.pool(id, pool)[part as 'grabs']);
+    const activityTtl = await ctx.raw.pttl(rainKeys.find((k) => k.endsWith(':activity'))!);
+    expect(activityTtl).toBeGreaterThan(0);
+    for (const k of rainKeys) {
+      const ttl = await ctx.raw.pttl(k);
+      expect({ k, expires: ttl > 0 && Math.abs(ttl - activityTtl) < 60_000 }).toEqual({ k, expires: true });
+    }
     // Running the end again changes nothing.
     await kit.activities.end(id);
     expect((await kit.entries(`merchant:${sponsor}`)).filter((e) => e.reference === `red-envelope:${id}:leftover`)).toHaveLength(1);
