@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { freePort } from '../harness/free-port';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -33,6 +33,24 @@ function response(stdout: string): { status: number; body: unknown } {
   const lines = stdout.trimEnd().split('\n');
   const status = Number(lines.pop());
   return { status, body: JSON.parse(lines.join('\n')) };
+}
+
+/** The JSON objects curl printed back to back (no newline after each). */
+function jsonValues(text: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  let depth = 0;
+  let inString = false;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' && depth++ === 0) start = i;
+    else if (c === '}' && --depth === 0) out.push(JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>);
+  }
+  return out;
 }
 
 describe('curl examples of the README against the built service', () => {
@@ -94,6 +112,18 @@ describe('curl examples of the README against the built service', () => {
       body: expect.objectContaining({ merchantOrderNo: orderNo, subject: 'Jo\'s "best" café ☕ 1 kg', amount: 12800, status: 'CREATED' }),
     });
   });
+
+  it("the README's order flow, run as written: the order id it shows is the one made, and the plan is paid", async () => {
+    const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
+    const block = /The order flow:[\s\S]*?```bash\n([\s\S]*?)```/.exec(readme)?.[1];
+    if (!block) throw new Error('README.md: no bash block after "The order flow:"');
+    const r = await bash(at(block));
+    expect(r.stderr).toBe('');
+    const answers = jsonValues(r.stdout);
+    const shown = /"orderId":"(ord_[0-9a-f]+)"/.exec(block)?.[1];
+    expect(answers[0]).toMatchObject({ orderId: shown, status: 'CREATED' });
+    expect(answers[answers.length - 1]).toMatchObject({ planId: `${shown}_p1`, status: 'PAID' });
+  }, 120_000);
 
   it('scripts/order-flow-example.sh: a wallet top-up, a signed merchant order, a payment plan by the app user, paid', async () => {
     const r = await bash('scripts/order-flow-example.sh', { BASE_URL: `http://127.0.0.1:${port}` });
