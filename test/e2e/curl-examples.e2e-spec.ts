@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { freePort } from '../harness/free-port';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -123,6 +123,26 @@ describe('curl examples of the README against the built service', () => {
     const shown = /"orderId":"(ord_[0-9a-f]+)"/.exec(block)?.[1];
     expect(answers[0]).toMatchObject({ orderId: shown, status: 'CREATED' });
     expect(answers[answers.length - 1]).toMatchObject({ planId: `${shown}_p1`, status: 'PAID' });
+  }, 120_000);
+
+  it('the red-envelope design doc\'s "Try it", run as written: a funded rain created by the CLI, then a grab', async () => {
+    const doc = readFileSync(resolve(ROOT, 'docs/modules/red-envelope.md'), 'utf8');
+    const block = /## Try it[\s\S]*?```bash\n([\s\S]*?)```/.exec(doc)?.[1];
+    if (!block) throw new Error('docs/modules/red-envelope.md: no bash block under "Try it"');
+    // The block writes rain.json in the project folder: keep a file of that name that was there before.
+    const file = resolve(ROOT, 'rain.json');
+    const kept = existsSync(file) ? `${file}.${process.pid}` : undefined;
+    if (kept) renameSync(file, kept);
+    try {
+      const r = await bash(at(block), { REDPAY_URL: `http://127.0.0.1:${port}` });
+      const answers = jsonValues(r.stdout);
+      expect(answers[0]).toMatchObject({ applied: true, currency: 'CNY' });
+      expect(answers[1]).toMatchObject({ activityId: 'nye-quiz', state: 'OPEN', progress: { loaded: 1000, total: 1000 } });
+      expect(answers[2]).toMatchObject({ status: 'GRABBED', envelopeId: expect.stringMatching(/^nye-quiz\.\d+$/) });
+    } finally {
+      rmSync(file, { force: true });
+      if (kept) renameSync(kept, file);
+    }
   }, 120_000);
 
   it('scripts/order-flow-example.sh: a wallet top-up, a signed merchant order, a payment plan by the app user, paid', async () => {
