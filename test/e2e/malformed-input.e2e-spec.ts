@@ -92,6 +92,9 @@ describe('Malformed input, generated from the OpenAPI document', () => {
       // expiry, payment follow-ups, reminders) write these when they claim and heartbeat items, whatever requests do.
       // Every other part of a queue (pending, ready, in-flight, dead, payloads, attempts, errors) is compared.
       { re: new RegExp(`^${p}:delay-queue:\\{[^}]*\\}:(lease|seq)$`), why: 'delay-queue worker bookkeeping (leases, fencing sequence)' },
+      // <prefix>:seckill:{i}:sweep (src/seckill/seckill-keys.ts): the flash-sale safety net's sweep takes this lease on
+      // its own timer (SET NX PX) and lets it expire, whatever requests do.
+      { re: new RegExp(`^${p}:seckill:\\{i\\}:sweep$`), why: 'the seckill safety-net sweep lease' },
     ];
 
     doc = await fetchDocument();
