@@ -68,6 +68,7 @@ export class PaymentPlansService {
       const seq = o.planSeq + 1;
       const planId = planIdFor(orderId, seq);
       const instructions: Instruction[] = input.map((i) => ({ method: i.method, amount: i.amount, status: 'PENDING' }));
+      const legStamp = String(o.createdAt);
       const r = await this.store.write({
         orderId,
         planId,
@@ -86,6 +87,7 @@ export class PaymentPlansService {
             instructions,
             createdAt: serverNow(),
             failureReason: '',
+            legStamp,
           },
         },
         deadline: o.expiresAt,
@@ -105,6 +107,7 @@ export class PaymentPlansService {
         createdAt: r.now,
         updatedAt: r.now,
         failureReason: '',
+        legStamp,
       };
       return { plan, created: true };
     });
