@@ -147,6 +147,16 @@ describe('wallets over HTTP', () => {
         third.body.next,
       ]).toEqual([['3', '2'], ['1'], undefined]);
     });
+
+    it('a cursor past the newest entry pages from the newest: every entry is older than it, and none is skipped', async () => {
+      const id = `pastend_${process.pid}`;
+      for (let i = 1; i <= 5; i++) expect((await topUp(`merchant:${id}`, { amount: 100, currency: 'CNY', reference: `p-${i}` })).status).toBe(201);
+      money.toppedUp += 500;
+      for (const cursor of ['6', '7', '9999999999999999']) {
+        const page = await adminWallet(`merchant:${id}`, `?limit=2&cursor=${cursor}`);
+        expect([cursor, page.status, page.body.entries.map((e: { entryId: string }) => e.entryId), page.body.next]).toEqual([cursor, 200, ['5', '4'], '4']);
+      }
+    });
   });
 
   describe('identities', () => {
