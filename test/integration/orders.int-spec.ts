@@ -397,6 +397,23 @@ describe(OrdersService.name, () => {
     });
   });
 
+  describe('retention', () => {
+    it("a plan written alone renews its order's retention too: a plan never outlives its order", async () => {
+      // Otherwise a plan written after its order's last write (a reversal confirmed hours later) outlived the order, and the
+      // merchantOrderNo, made again once the order was gone, got the same order id while its first plan id was still taken.
+      const a = await orderWithPlan('acc-retention');
+      const [orderKey, planKey] = orderKeys(keyBuilder, a.orderId, a.planId);
+      // The order's last write long ago: a minute of its retention left.
+      await raw.pexpire(orderKey, 60_000);
+      const s = await store.readPlan(a.planId);
+      const w = await store.write({ orderId: a.orderId, planId: a.planId, plan: { version: s.plan!.version, set: { failureReason: 'written alone' } } });
+      expect(w.status).toBe('OK');
+      const [orderTtl, planTtl] = [await raw.pttl(orderKey), await raw.pttl(planKey)];
+      expect(planTtl).toBeGreaterThan(86_400_000);
+      expect(orderTtl).toBeGreaterThanOrEqual(planTtl - 1000);
+    });
+  });
+
   describe('events', () => {
     it('a consumer group gets created, paid and closed events from every shard, each once, and acks them', async () => {
       const events = t.app.get(OrderEventsService);
