@@ -161,6 +161,22 @@ describe('Message center: bad input', () => {
     });
   });
 
+  describe('POST /admin/messages/broadcast', () => {
+    it.each([['.'], ['..']])('refuses the requestId %j with a 400 naming requestId (not a field the caller never sent), nothing stored', async (requestId) => {
+      const before = await snapshot();
+      for (const audience of [['acc_vrq1', 'acc_vrq2'], 'all']) {
+        expect400(
+          await request(t.server)
+            .post('/admin/messages/broadcast')
+            .set({ 'x-admin-key': CREDS.adminKey })
+            .send({ audience, requestId, title: 'T', content: 'c' }),
+          'requestId',
+        );
+      }
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
   describe('POST /messages/batch', () => {
     it('an item holding a lone surrogate fails alone, naming its field; the others are written', async () => {
       const res = await request(t.server)
