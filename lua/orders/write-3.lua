@@ -6,10 +6,12 @@
   not exist yet, and creates it) and the caller's fencing token is at least the
   highest one recorded on the record its lock guards (ARGV[1]). Then it bumps
   the version of each record written, records the token, renews the
-  retention TTL and appends the event, if any, to the shard's stream: all in
-  one step, so an event exists exactly when its state change does. Field
-  values are stored exactly as given; the fields that take the Redis clock
-  come in a list of their own (ARGV[11] on), so no value is ever interpreted.
+  retention TTL (the order's too when only its plan is written, so a plan
+  never outlives its order) and appends the event, if any, to the shard's
+  stream: all in one step, so an event exists exactly when its state change
+  does. Field values are stored exactly as given; the fields that take the
+  Redis clock come in a list of their own (ARGV[11] on), so no value is ever
+  interpreted.
 
   KEYS[1]  order hash
   KEYS[2]  plan hash
@@ -116,6 +118,9 @@ local function apply(i)
 end
 orderVersion = apply(1) or orderVersion
 planVersion = apply(2) or planVersion
+-- A plan written alone renews its order's retention too, so a plan never outlives its order: the order's
+-- merchantOrderNo, made again once the order is gone, makes the same order id and plan ids again.
+if expectedOrderVersion == '' and expectedPlanVersion ~= '' then redis.call('PEXPIRE', orderKey, retentionMs) end
 
 if eventType ~= '' then
   local names = {'orderId', 'merchantId', 'merchantOrderNo', 'amount', 'currency', 'status', 'version', 'expiresAt', 'accountId', 'paidPlan', 'closeReason'}

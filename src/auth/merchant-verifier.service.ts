@@ -47,7 +47,11 @@ export class MerchantVerifier {
     const secret = MERCHANT_RE.test(merchantId) ? this.config.merchantSecrets.get(merchantId) : undefined;
     if (!secret) throw unauthorized('Unknown merchant');
     if (!/^\d{10,16}$/.test(timestamp)) throw unauthorized('X-Timestamp must be Unix time in milliseconds');
-    if (Math.abs(Date.now() - Number(timestamp)) > this.config.merchantSignatureWindowMs) {
+    const now = Date.now();
+    const windowMs = this.config.merchantSignatureWindowMs;
+    if (Math.abs(now - Number(timestamp)) > windowMs) {
+      // Unix seconds (a common slip) would be within the window as milliseconds: say so rather than blame the clock.
+      if (Math.abs(now - Number(timestamp) * 1000) <= windowMs) throw unauthorized('X-Timestamp must be Unix time in milliseconds, not seconds');
       throw unauthorized('X-Timestamp is outside the allowed window; check the clock');
     }
     if (!NONCE_RE.test(nonce)) throw unauthorized('X-Nonce must be 16-64 characters of A-Z a-z 0-9 _ -');

@@ -148,6 +148,18 @@ describe('Validation', () => {
       expect(fields(err)).toEqual(['amount']);
     });
 
+    it('a value of the wrong type is told the type it must have, not the ranges it was never measured against', async () => {
+      // A string amount broke @Min and @Max too, and was told "must not be greater than 100, must not be less than 1, ...".
+      expect((await failure({ ...valid(), lines: [{ sku: 'a', qty: '5' }] })).details).toEqual([
+        { field: 'lines[0].qty', errors: ['qty must be an integer number'] },
+      ]);
+      expect((await failure({ ...valid(), lines: [{ sku: 5, qty: 1 }] })).details).toEqual([{ field: 'lines[0].sku', errors: ['sku must be a string'] }]);
+      // The right type: every rule it breaks.
+      expect((await failure({ ...valid(), lines: [{ sku: 'a', qty: 0.5 }] })).details).toEqual([
+        { field: 'lines[0].qty', errors: ['qty must not be less than 1', 'qty must be an integer number'] },
+      ]);
+    });
+
     it('reports every failing field, joined in the message', async () => {
       const err = await failure({ amount: 0, address: {}, lines: [{ sku: '', qty: 1 }], extra: 1 });
       expect(fields(err).sort()).toEqual(['address.city', 'amount', 'extra', 'lines[0].sku'].sort());

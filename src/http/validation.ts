@@ -22,12 +22,26 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   });
 }
 
+/** The constraints that check a value's JSON type, each with the test of that type. */
+const TYPE_CHECKS: Record<string, (value: unknown) => boolean> = {
+  isInt: (v) => typeof v === 'number',
+  isNumber: (v) => typeof v === 'number',
+  isString: (v) => typeof v === 'string',
+  isBoolean: (v) => typeof v === 'boolean',
+  isArray: (v) => Array.isArray(v),
+};
+
 function ownErrors(e: ValidationError): string[] {
   const constraints = e.constraints ?? {};
   // An unknown field keeps its "should not exist", whatever its value.
   if (constraints.whitelistValidation) return [`property ${boundedName(e.property)} should not exist`];
   if (e.value === undefined && 'value' in e) return [`${e.property} is required`];
   if (e.value === null) return [`${e.property} must not be null`];
+  // A value of the wrong type ("100" for a number) is told its type only: the ranges and formats it also "broke" were never about it.
+  if ('value' in e) {
+    const wrongType = Object.keys(constraints).filter((c) => TYPE_CHECKS[c]?.(e.value) === false);
+    if (wrongType.length > 0) return wrongType.map((c) => constraints[c]);
+  }
   return Object.values(constraints);
 }
 

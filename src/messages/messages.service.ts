@@ -4,6 +4,7 @@ import { InvalidArgumentError } from '../errors/domain-error';
 import { BroadcastFeed } from './broadcast-feed';
 import { checkMessageCommand } from './command-checks';
 import { MessageDto, PullResultDto } from './dto/pull.dto';
+import { BROADCAST_BIZ_TYPE } from './dto/write-message.dto';
 import type {
   BroadcastCommand,
   BroadcastResult,
@@ -130,7 +131,7 @@ export class MessagesService {
     if (cmd.audience === 'all') {
       const message: StoredMessage = {
         k: '',
-        bizType: 'BROADCAST',
+        bizType: BROADCAST_BIZ_TYPE,
         outerBizId: '',
         title: cmd.title,
         content: cmd.content,
@@ -150,7 +151,7 @@ export class MessagesService {
     const accounts = [...new Set(cmd.audience)];
     const results = await mapLimit(accounts, FAN_OUT, (accountId) =>
       this.write(
-        { accountId, bizType: 'BROADCAST', outerBizId: broadcastId, title: cmd.title, content: cmd.content, url: cmd.url, needPush: false, createdAt },
+        { accountId, bizType: BROADCAST_BIZ_TYPE, outerBizId: broadcastId, title: cmd.title, content: cmd.content, url: cmd.url, needPush: false, createdAt },
         'broadcast',
       ),
     );
@@ -205,7 +206,7 @@ function toDto(row: PageRow): MessageDto {
   return {
     msgId: row.msgId,
     ...fields,
-    ...(fields.bizType === 'BROADCAST' ? { broadcastId: fields.outerBizId } : {}),
+    ...(fields.bizType === BROADCAST_BIZ_TYPE ? { broadcastId: fields.outerBizId } : {}),
     storedAt: new Date(Math.floor(Number(row.msgId) / 1000)).toISOString(),
     read: row.read,
   };

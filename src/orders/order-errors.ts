@@ -5,7 +5,15 @@ import type { WriteResult } from './orders.store';
 
 /** The stable codes of the orders' conflicts: which state stopped the operation. */
 export type OrderConflictCode =
-  'ORDER_PAID' | 'ORDER_CLOSED' | 'ORDER_PAYING' | 'ORDER_EXPIRED' | 'ORDER_CHANGED' | 'STALE_LOCK_HOLDER' | 'ORDER_NO_REUSED' | 'PLAN_NOT_PAYABLE';
+  | 'ORDER_PAID'
+  | 'ORDER_CLOSED'
+  | 'ORDER_PAYING'
+  | 'ORDER_EXPIRED'
+  | 'ORDER_CHANGED'
+  | 'STALE_LOCK_HOLDER'
+  | 'ORDER_NO_REUSED'
+  | 'PLAN_NOT_PAYABLE'
+  | 'PLAN_LIMIT';
 
 /** An order or plan that does not exist or is not the caller's: the two are not told apart (404). */
 export class OrderNotFoundError extends DomainError {

@@ -16,5 +16,14 @@ export interface LegRef {
   index: number;
 }
 
-/** The stable id of one instruction: the delay-queue id and the reference sent to the channel. */
+/** The stable id of one instruction within its order's life: the delay-queue id of its query and reversal. */
 export const legId = (planId: string, index: number) => `${planId}:${index}`;
+
+/**
+ * The reference sent to the channel for one instruction: its id and the plan's `legStamp`, so a
+ * merchantOrderNo used again once its order's retention is over (the same order id, the same plan ids)
+ * never pays with, queries or reverses the earlier order's references (a wallet's references never
+ * expire). A plan stored without a stamp keeps the bare id.
+ */
+export const legReference = (plan: { planId: string; legStamp: string }, index: number) =>
+  plan.legStamp ? `${legId(plan.planId, index)}:${plan.legStamp}` : legId(plan.planId, index);

@@ -74,6 +74,12 @@ export interface PlanRecord {
   createdAt: number;
   updatedAt: number;
   failureReason: string;
+  /**
+   * Its order's `createdAt` (epoch ms) when the plan was made, in every channel reference of its legs
+   * (`legReference`): unique to this order's life, while the plan id comes back with its merchantOrderNo
+   * after the retention time. '' for plans stored without one.
+   */
+  legStamp: string;
 }
 
 /** Events on the shard streams. */

@@ -208,5 +208,6 @@ function parsePlan(h: Record<string, string>): PlanRecord {
     createdAt: num(h.createdAt),
     updatedAt: num(h.updatedAt),
     failureReason: h.failureReason ?? '',
+    legStamp: h.legStamp ?? '',
   };
 }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { LockService } from '../locks/lock.service';
 import type { CreatePlanCommand } from './order-commands';
-import { expectWritten, invalidField, orderNotFound, planNotFound, refusalError } from './order-errors';
+import { expectWritten, invalidField, orderConflict, orderNotFound, planNotFound, refusalError } from './order-errors';
 import { planIdFor } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
 import { orderTransitionAt, planTransition } from './order-state';
@@ -10,6 +10,16 @@ import { payableBy } from './order-views';
 import type { Instruction, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
 import { OrdersStore, serverNow } from './orders.store';
+
+/**
+ * The most plans one order takes (each a key kept for the retention time; plan ids have room for 999,999).
+ * A checkout that needs more is abuse, not payment.
+ */
+export const MAX_PLANS_PER_ORDER = 100;
+
+/** The 409 of a plan past MAX_PLANS_PER_ORDER. */
+export const planLimitReached = () =>
+  orderConflict('PLAN_LIMIT', `The order has had ${MAX_PLANS_PER_ORDER} payment plans, the most it takes; pay the current one or start a new order`);
 
 /**
  * Payment plans (the sub-orders of a master order), created under the
@@ -53,6 +63,7 @@ export class PaymentPlansService {
       const supersede = s.plan ? planTransition(s.plan.status, 'supersede') : undefined;
       const active = supersede?.ok ? s.plan : null;
       if (active?.fingerprint === fingerprint) return { plan: active, created: false };
+      if (o.planSeq >= MAX_PLANS_PER_ORDER) throw planLimitReached();
       if (active && supersede?.ok) {
         const r = await this.store.write({
           orderId,
@@ -68,6 +79,7 @@ export class PaymentPlansService {
       const seq = o.planSeq + 1;
       const planId = planIdFor(orderId, seq);
       const instructions: Instruction[] = input.map((i) => ({ method: i.method, amount: i.amount, status: 'PENDING' }));
+      const legStamp = String(o.createdAt);
       const r = await this.store.write({
         orderId,
         planId,
@@ -86,6 +98,7 @@ export class PaymentPlansService {
             instructions,
             createdAt: serverNow(),
             failureReason: '',
+            legStamp,
           },
         },
         deadline: o.expiresAt,
@@ -105,6 +118,7 @@ export class PaymentPlansService {
         createdAt: r.now,
         updatedAt: r.now,
         failureReason: '',
+        legStamp,
       };
       return { plan, created: true };
     });

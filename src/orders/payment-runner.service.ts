@@ -9,7 +9,7 @@ import type { Payer } from './channels/payment-channel';
 import type { PayPlanCommand } from './order-commands';
 import { expectWritten, planNotFound, refusalError } from './order-errors';
 import { PLAN_LOCK, planLockName } from './order-locks';
-import { LegRef, legId, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
+import { LegRef, legId, legReference, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
 import { followUpOf, orderTransition, orderTransitionAt, planTransition, type OrderAction, type PlanAction, type Transition } from './order-state';
 import type { Instruction, OrderEventType, OrderRecord, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
@@ -116,13 +116,13 @@ export class PaymentRunner implements OnApplicationBootstrap {
       let outcome;
       if (ins.status === 'SENT') {
         // An earlier run stopped during this call: never pay twice, ask the channel what happened.
-        outcome = await this.channels.query(ins.method, legId(planId, i), payerOf(run.plan));
+        outcome = await this.channels.query(ins.method, legReference(run.plan, i), payerOf(run.plan));
       } else {
         if (run.lock.signal.aborted) throw run.lock.signal.reason ?? new LockLostError(run.lock.name, run.lock.owner);
         // Should this run stop during the call or after it, the resume entry finds the plan once the lock's lease is over.
         await this.armResume(run);
         await this.commitLeg(run, i, { status: 'SENT' });
-        outcome = await this.channels.pay(ins.method, legId(planId, i), ins.amount, payerOf(run.plan));
+        outcome = await this.channels.pay(ins.method, legReference(run.plan, i), ins.amount, payerOf(run.plan));
       }
       if (outcome === 'unknown') {
         await this.commitLeg(run, i, { status: 'UNKNOWN' });
@@ -179,7 +179,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
   private async reverse(run: Run, index: number): Promise<void> {
     const ins = run.plan.instructions[index];
     const id = legId(run.plan.planId, index);
-    const outcome = await this.channels.reverse(ins.method, id, ins.amount, payerOf(run.plan));
+    const outcome = await this.channels.reverse(ins.method, legReference(run.plan, index), ins.amount, payerOf(run.plan));
     if (outcome === 'success') {
       await this.commitLeg(run, index, { reversal: 'REVERSED' });
       this.metrics.reversals.inc({ outcome: 'reversed' });
@@ -234,7 +234,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
         await this.proceed(run);
         return;
       }
-      const outcome = await this.channels.query(ins.method, legId(planId, index), payerOf(run.plan));
+      const outcome = await this.channels.query(ins.method, legReference(run.plan, index), payerOf(run.plan));
       this.metrics.queries.inc({ outcome });
       if (outcome === 'unknown') throw new Error(`${ins.method} still reports ${legId(planId, index)} as unknown`);
       if (outcome === 'failure') {
@@ -260,7 +260,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
     await this.underPlanLock(planId, async (run) => {
       const ins = run.plan.instructions[index];
       if (ins?.reversal !== 'PENDING') return;
-      const outcome = await this.channels.reverse(ins.method, legId(planId, index), ins.amount, payerOf(run.plan));
+      const outcome = await this.channels.reverse(ins.method, legReference(run.plan, index), ins.amount, payerOf(run.plan));
       if (outcome !== 'success') {
         this.metrics.reversals.inc({ outcome: 'retry' });
         throw new Error(`${ins.method} did not confirm the reversal of ${legId(planId, index)} (${outcome})`);

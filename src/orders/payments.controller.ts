@@ -13,7 +13,7 @@ import { orderConflict, orderNotFound, planNotFound } from './order-errors';
 import { EXAMPLE_ORDER_ID, ORDER_CONFLICTS, OrdersErrorResponses } from './orders-api.decorators';
 import { orderLockName, planLockName } from './order-locks';
 import { OrdersService } from './orders.service';
-import { PaymentPlansService } from './payment-plans.service';
+import { PaymentPlansService, planLimitReached } from './payment-plans.service';
 import { PaymentRunner } from './payment-runner.service';
 
 const EXAMPLE_PLAN_ID = `${EXAMPLE_ORDER_ID}_p1`;
@@ -52,12 +52,14 @@ export class PaymentsController {
   @ApiErrors({
     404: noOrder,
     409: {
-      description: 'ORDER_PAID, ORDER_CLOSED, ORDER_PAYING, ORDER_EXPIRED, LOCK_CONTENDED (another request holds the order), ORDER_CHANGED, STALE_LOCK_HOLDER',
+      description:
+        'ORDER_PAID, ORDER_CLOSED, ORDER_PAYING, ORDER_EXPIRED, PLAN_LIMIT (the order has had 100 plans), LOCK_CONTENDED (another request holds the order), ORDER_CHANGED, STALE_LOCK_HOLDER',
       errors: [
         ORDER_CONFLICTS.alreadyPaid,
         ORDER_CONFLICTS.closed,
         orderConflict('ORDER_PAYING', 'A plan of this order is being paid', { planId: EXAMPLE_PLAN_ID }),
         ORDER_CONFLICTS.expired,
+        planLimitReached(),
         new LockContendedError(orderLockName(EXAMPLE_ORDER_ID), 2400),
         ORDER_CONFLICTS.changed,
         ORDER_CONFLICTS.staleHolder,

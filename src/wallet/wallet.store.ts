@@ -70,11 +70,13 @@ export class WalletStore {
 
   /**
    * Up to `limit` entries newest first, older than entry `before` (from the newest when absent). Entry n sits at
-   * index n-1 of a list that only grows at its tail, so a cursor stays valid while entries are added.
+   * index n-1 of a list that only grows at its tail, so a cursor stays valid while entries are added. A `before`
+   * past the newest entry (no page gave it) pages from the newest too: every entry is older than it.
    */
   async entries(owner: WalletOwner, before: number | undefined, limit: number): Promise<WalletEntryPage> {
     const { ledger } = walletKeys(this.keys, owner);
     let raw: string[];
+    if (before !== undefined && before > 1) before = Math.min(before, (await this.redis.command((c) => c.llen(ledger))) + 1);
     if (before === undefined) raw = await this.redis.command((c) => c.lrange(ledger, -limit, -1));
     else if (before <= 1) raw = [];
     else raw = await this.redis.command((c) => c.lrange(ledger, Math.max(0, before - 1 - limit), before - 2));

@@ -139,6 +139,12 @@ describe('Identities', () => {
     it.each([
       ['a timestamp 6 minutes old', () => merchantHeaders('GET', '/diagnostics/whoami', '', { timestamp: Date.now() - 6 * 60_000 }), /window/],
       ['a timestamp 6 minutes ahead', () => merchantHeaders('GET', '/diagnostics/whoami', '', { timestamp: Date.now() + 6 * 60_000 }), /window/],
+      // Unix seconds, a common slip: told so, not sent to check a clock that is right.
+      [
+        'a timestamp in seconds',
+        () => merchantHeaders('GET', '/diagnostics/whoami', '', { timestamp: Math.floor(Date.now() / 1000) }),
+        /milliseconds, not seconds/,
+      ],
       ['a signature for another path', () => merchantHeaders('GET', '/diagnostics/whoami?x=1', ''), /Signature/],
       ['the wrong secret', () => merchantHeaders('GET', '/diagnostics/whoami', '', { secret: 'wrong-secret-wrong-secret-012345' }), /Signature/],
       ['another merchant id with my secret', () => merchantHeaders('GET', '/diagnostics/whoami', '', { merchantId: CREDS.otherMerchantId }), /Signature/],

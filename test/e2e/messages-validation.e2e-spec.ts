@@ -94,6 +94,7 @@ describe('Message center: bad input', () => {
       ['content holding a lone surrogate', setting('content', '\udfff'), 'content'],
       ['a blank title (white space only)', setting('title', '   '), 'title'],
       ['blank content (white space only)', setting('content', '\n\t '), 'content'],
+      ['the bizType of broadcasts (BROADCAST)', setting('bizType', 'BROADCAST'), 'bizType'],
     ];
 
     it.each(cases.map(([what, change, field], i) => [what, change, field, i] as const))(
@@ -126,6 +127,52 @@ describe('Message center: bad input', () => {
       const res = await request(t.server).post('/messages').set(SERVICE).set('content-type', 'application/json').send(body);
       expect({ status: res.status, statusCode: res.body.statusCode }).toEqual({ status: 400, statusCode: 400 });
       expect(typeof res.body.requestId).toBe('string');
+      expect(await snapshot()).toEqual(before);
+    });
+  });
+
+  describe('the bizType BROADCAST belongs to broadcasts', () => {
+    it('a business system can neither write nor withdraw one (400 naming bizType, nothing stored): a list broadcast still reaches the inbox as sent', async () => {
+      const accountId = 'acc_vbc';
+      const key = { accountId, bizType: 'BROADCAST', outerBizId: 'promo-vbc' };
+      const before = await snapshot();
+      expect400(
+        await request(t.server)
+          .post('/messages')
+          .set(SERVICE)
+          .send({ ...key, title: 'Not from ops', content: 'c' }),
+        'bizType',
+      );
+      expect400(await request(t.server).post('/messages/withdraw').set(SERVICE).send(key), 'bizType');
+      const batch = await request(t.server)
+        .post('/messages/batch')
+        .set(SERVICE)
+        .send({ messages: [{ ...key, title: 'Not from ops', content: 'c' }] });
+      expect([batch.status, batch.body.invalid, batch.body.results[0].status]).toEqual([200, 1, 400]);
+      expect(batch.body.results[0].error).toMatch(/^bizType /);
+      expect(await snapshot()).toEqual(before);
+
+      const sent = await request(t.server)
+        .post('/admin/messages/broadcast')
+        .set({ 'x-admin-key': CREDS.adminKey })
+        .send({ audience: [accountId], requestId: 'promo-vbc', title: 'From ops', content: 'c' });
+      expect([sent.status, sent.body.written, sent.body.duplicate]).toEqual([200, 1, false]);
+      expect((await inbox(accountId)).messages).toEqual([expect.objectContaining({ bizType: 'BROADCAST', broadcastId: 'promo-vbc', title: 'From ops' })]);
+    });
+  });
+
+  describe('POST /admin/messages/broadcast', () => {
+    it.each([['.'], ['..']])('refuses the requestId %j with a 400 naming requestId (not a field the caller never sent), nothing stored', async (requestId) => {
+      const before = await snapshot();
+      for (const audience of [['acc_vrq1', 'acc_vrq2'], 'all']) {
+        expect400(
+          await request(t.server)
+            .post('/admin/messages/broadcast')
+            .set({ 'x-admin-key': CREDS.adminKey })
+            .send({ audience, requestId, title: 'T', content: 'c' }),
+          'requestId',
+        );
+      }
       expect(await snapshot()).toEqual(before);
     });
   });

@@ -271,6 +271,27 @@ describe('orders and payments over HTTP', () => {
       expect(status).toBe('PAID');
     });
 
+    it('an order takes at most 100 plans: the next is 409 PLAN_LIMIT and stores nothing; the last plan stays payable', async () => {
+      // Unbounded, one user made plan keys at line rate for the retention time, and the millionth plan got an id
+      // (…_p1000000) that GET and pay refuse with a 400.
+      const { orderId } = await orderWithPlan('acc-many');
+      const u = user('acc-many');
+      const legs = (i: number) => [
+        { method: 'balance', amount: i },
+        { method: 'quickpay', amount: 12800 - i },
+      ];
+      for (let i = 2; i <= 100; i++) expect((await u.createPlan(orderId, legs(i))).status).toBe(201);
+      const [orderKey] = orderKeys(t.app.get(KeyBuilder), orderId);
+      const before = { order: await raw.hgetall(orderKey), keys: (await raw.keys(`*${orderId}*`)).sort() };
+      const refused = await u.createPlan(orderId, legs(101));
+      expectError(refused, 409, 'PLAN_LIMIT');
+      expect({ order: await raw.hgetall(orderKey), keys: (await raw.keys(`*${orderId}*`)).sort() }).toEqual(before);
+      // The 100th plan is still the order's: asked for again it is the same plan (200), and it pays.
+      const again = await u.createPlan(orderId, legs(100));
+      expect([again.status, again.body.planId]).toEqual([200, `${orderId}_p100`]);
+      expect((await u.pay(again.body.planId)).body.status).toBe('PAID');
+    });
+
     it('another account gets 404 for a bound order and its plan; a malformed id is a 400 naming it', async () => {
       const { orderId, planId } = await orderWithPlan('acc-owner');
       const other = user('acc-other');

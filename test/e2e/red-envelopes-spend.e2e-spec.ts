@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { legReference } from '../../src/orders/order-queues';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { CREDS, merchantHeaders, useAppOnOwnRedis, userToken } from '../support/test-app';
 
@@ -36,8 +37,11 @@ async function balancePlan(payer: string, amount: number): Promise<string> {
     .set(asUser(payer))
     .send({ instructions: [{ method: 'balance', amount }] });
   expect(plan.status).toBe(201);
+  legStamps.set(plan.body.planId, String(Date.parse(order.body.createdAt)));
   return plan.body.planId as string;
 }
+/** The order's createdAt (epoch ms) of each plan made by balancePlan: part of its legs' channel references. */
+const legStamps = new Map<string, string>();
 const pay = (payer: string, planId: string) => request(ctx.t.server).post(`/payment-plans/${planId}/pay`).set(asUser(payer)).send();
 
 describe('red envelopes: a user spends what they grabbed', () => {
@@ -76,7 +80,9 @@ describe('red envelopes: a user spends what they grabbed', () => {
     expect((await pay(u, planId)).body.status).toBe('PAID');
     expect(await kit.balance(u)).toBe(1);
     const entries = (await kit.user(u).get('/wallet?limit=50')).body.entries as { kind: string; amount: number; reference: string }[];
-    expect(entries.filter((e) => e.kind === 'payment').map((e) => [e.amount, e.reference])).toEqual([[-price, `${planId}:0`]]);
+    expect(entries.filter((e) => e.kind === 'payment').map((e) => [e.amount, e.reference])).toEqual([
+      [-price, legReference({ planId, legStamp: legStamps.get(planId)! }, 0)],
+    ]);
     await kit.expectBalanced(id);
   });
 });

@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import request from 'supertest';
 import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
+import { legReference } from '../../src/orders/order-queues';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -53,8 +54,12 @@ describe('wallets over HTTP', () => {
     expect(created.status).toBe(201);
     const plan = await request(t.server).post(`/orders/${created.body.orderId}/payment-plans`).set(asUser(account)).send({ instructions: legs });
     expect(plan.status).toBe(201);
+    legStamps.set(plan.body.planId, String(Date.parse(created.body.createdAt)));
     return plan.body.planId as string;
   }
+  /** The order's createdAt (epoch ms) of each plan made by orderWithPlan: part of its legs' channel references. */
+  const legStamps = new Map<string, string>();
+  const refOf = (planId: string, index: number) => legReference({ planId, legStamp: legStamps.get(planId)! }, index);
   const pay = (account: string, planId: string) => request(t.server).post(`/payment-plans/${planId}/pay`).set(asUser(account)).send();
   const balanceOf = async (accountId: string) =>
     ((await myWallet(accountId)).body.balances as Array<{ currency: string; balance: number }>).find((b) => b.currency === 'CNY')?.balance ?? 0;
@@ -141,6 +146,16 @@ describe('wallets over HTTP', () => {
         third.body.entries.map((e: { entryId: string }) => e.entryId),
         third.body.next,
       ]).toEqual([['3', '2'], ['1'], undefined]);
+    });
+
+    it('a cursor past the newest entry pages from the newest: every entry is older than it, and none is skipped', async () => {
+      const id = `pastend_${process.pid}`;
+      for (let i = 1; i <= 5; i++) expect((await topUp(`merchant:${id}`, { amount: 100, currency: 'CNY', reference: `p-${i}` })).status).toBe(201);
+      money.toppedUp += 500;
+      for (const cursor of ['6', '7', '9999999999999999']) {
+        const page = await adminWallet(`merchant:${id}`, `?limit=2&cursor=${cursor}`);
+        expect([cursor, page.status, page.body.entries.map((e: { entryId: string }) => e.entryId), page.body.next]).toEqual([cursor, 200, ['5', '4'], '4']);
+      }
     });
   });
 
@@ -235,7 +250,7 @@ describe('wallets over HTTP', () => {
       expect(await balanceOf(u)).toBe(2200);
       const entries = await entriesOf(u);
       expect(entries.filter((e) => e.kind === 'payment')).toEqual([
-        expect.objectContaining({ kind: 'payment', amount: -2800, balanceAfter: 2200, reference: `${planId}:0` }),
+        expect.objectContaining({ kind: 'payment', amount: -2800, balanceAfter: 2200, reference: refOf(planId, 0) }),
       ]);
     });
 
@@ -280,19 +295,73 @@ describe('wallets over HTTP', () => {
       // A reversal retried (a lost confirmation) is confirmed again without a second credit; a query finds the debit.
       const gateway = t.app.get(ChannelGateway);
       const payer = { accountId: u, currency: 'CNY' };
-      expect(await gateway.reverse('balance', `${planId}:0`, 2800, payer)).toBe('success');
-      expect(await gateway.reverse('balance', `${planId}:0`, 2800, payer)).toBe('success');
-      expect(await gateway.query('balance', `${planId}:0`, payer)).toBe('success');
-      expect(await gateway.query('balance', `${planId}:1`, payer)).toBe('failure');
-      expect(await gateway.reverse('balance', `${planId}:1`, 10000, payer)).toBe('failure');
+      expect(await gateway.reverse('balance', refOf(planId, 0), 2800, payer)).toBe('success');
+      expect(await gateway.reverse('balance', refOf(planId, 0), 2800, payer)).toBe('success');
+      expect(await gateway.query('balance', refOf(planId, 0), payer)).toBe('success');
+      expect(await gateway.query('balance', refOf(planId, 1), payer)).toBe('failure');
+      expect(await gateway.reverse('balance', refOf(planId, 1), 10000, payer)).toBe('failure');
       money.spent += 2800;
       money.reversed += 2800;
       expect(await balanceOf(u)).toBe(5000);
       expect((await entriesOf(u)).map((e) => [e.kind, e.amount, e.reference])).toEqual([
-        ['reversal', 2800, `${planId}:0:reversal`],
-        ['payment', -2800, `${planId}:0`],
+        ['reversal', 2800, `${refOf(planId, 0)}:reversal`],
+        ['payment', -2800, refOf(planId, 0)],
         ['top-up', 5000, expect.any(String)],
       ]);
+    });
+
+    it('an order made again under its merchantOrderNo once its retention is over pays with debits of its own, and its reversal gives back only its own', async () => {
+      const u = acc('again');
+      await fund(u, 5000);
+      const no = orderNo();
+      /** The order and its plan made (again) under `no`, with `legs`; then paid. */
+      const orderAndPay = async (legs: Array<{ method: string; amount: number }>) => {
+        const amount = legs.reduce((s, l) => s + l.amount, 0);
+        const created = await merchant('POST', '/merchant/orders', { merchantOrderNo: no, amount, currency: 'CNY', subject: 'Coffee beans' });
+        expect(created.status).toBe(201);
+        const plan = await request(t.server).post(`/orders/${created.body.orderId}/payment-plans`).set(asUser(u)).send({ instructions: legs });
+        expect(plan.status).toBe(201);
+        return { orderId: created.body.orderId as string, planId: plan.body.planId as string, paid: await pay(u, plan.body.planId) };
+      };
+      /** What ORDERS_RETENTION_SECONDS does to an order nobody writes any more: its keys (order and plans) expire. */
+      const retentionPasses = async (orderId: string) => {
+        const gone = await raw.keys(`*:orders:*${orderId}*`);
+        expect(gone.length).toBeGreaterThanOrEqual(2);
+        await raw.del(...gone);
+      };
+
+      const first = await orderAndPay([{ method: 'balance', amount: 1000 }]);
+      expect(first.paid.body.status).toBe('PAID');
+      money.spent += 1000;
+      await retentionPasses(first.orderId);
+
+      // The same number makes the same order id and plan id again: the payment is still a debit of its own.
+      const second = await orderAndPay([{ method: 'balance', amount: 1000 }]);
+      expect([second.orderId, second.planId]).toEqual([first.orderId, first.planId]);
+      expect(second.paid.body.status).toBe('PAID');
+      money.spent += 1000;
+      expect(await balanceOf(u)).toBe(3000);
+      await retentionPasses(second.orderId);
+
+      // A third one fails on its second leg: the reversal gives back its own debit, never an earlier order's.
+      expect((await setChannel('quickpay', { pay: 'failure' })).status).toBe(200);
+      const third = await orderAndPay([
+        { method: 'balance', amount: 1000 },
+        { method: 'quickpay', amount: 500 },
+      ]);
+      expect([third.paid.body.status, third.paid.body.instructions[0].reversal]).toEqual(['FAILED', 'REVERSED']);
+      money.spent += 1000;
+      money.reversed += 1000;
+      expect(await balanceOf(u)).toBe(3000);
+      const entries = await entriesOf(u);
+      expect(entries.map((e) => [e.kind, e.amount])).toEqual([
+        ['reversal', 1000],
+        ['payment', -1000],
+        ['payment', -1000],
+        ['payment', -1000],
+        ['top-up', 5000],
+      ]);
+      expect(new Set(entries.map((e) => e.reference)).size).toBe(5);
     });
   });
 });

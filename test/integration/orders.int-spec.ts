@@ -50,8 +50,8 @@ describe(OrdersService.name, () => {
     orders.create({ merchantId: MERCHANT, merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...extra });
   const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
   const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
-  const ledger = (planId: string, legs?: Legs) => ledgerOf(channels, planId, legs);
-  const net = (planId: string, legs?: Legs) => netHeld(ledger(planId, legs));
+  const ledger = (plan: { planId: string; legStamp: string }, legs?: Legs) => ledgerOf(channels, plan, legs);
+  const net = (plan: { planId: string; legStamp: string }, legs?: Legs) => netHeld(ledger(plan, legs));
   /** Every event of the order in its shard stream, oldest first. */
   const eventsOf = async (orderId: string) => {
     const entries = await raw.xrange(orderKeys(keyBuilder, orderId)[2], '-', '+');
@@ -221,11 +221,11 @@ describe(OrdersService.name, () => {
       expect(paid.length + refused.length).toBe(10);
       expect(new Set(refused)).toEqual(new Set(['LOCK_CONTENDED']));
       expect([channelCalls('balance').pay - before[0], channelCalls('quickpay').pay - before[1]]).toEqual([1, 1]);
-      expect(ledger(a.planId).map((e) => [e?.state, e?.payCalls, e?.refunds])).toEqual([
+      expect(ledger(a).map((e) => [e?.state, e?.payCalls, e?.refunds])).toEqual([
         ['paid', 1, 0],
         ['paid', 1, 0],
       ]);
-      expect(net(a.planId)).toBe(12800);
+      expect(net(a)).toBe(12800);
       expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'PAID', paidPlanId: a.planId });
       expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
       // Paying a paid plan again runs nothing.
@@ -244,11 +244,11 @@ describe(OrdersService.name, () => {
         ['quickpay', 'FAILED', undefined],
       ]);
       expect(channelCalls('balance').reverse - reversesBefore).toBe(1);
-      expect(ledger(a.planId).map((e) => [e?.state, e?.refunds])).toEqual([
+      expect(ledger(a).map((e) => [e?.state, e?.refunds])).toEqual([
         ['paid', 1],
         ['declined', 0],
       ]);
-      expect(net(a.planId)).toBe(0);
+      expect(net(a)).toBe(0);
       const order = await orders.checkout('acc-fail', a.orderId);
       expect([order.status, order.activePlanId]).toEqual(['CREATED', undefined]);
 
@@ -277,8 +277,8 @@ describe(OrdersService.name, () => {
       configure('balance', { reverse: 'success' });
       await waitUntil('the reversal confirmed', async () => (await plans.get('acc-rev', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       expect(channelCalls('ebanking').pay).toBe(ebankingPays);
-      expect(ledger(a.planId, a.instructions).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
-      expect(net(a.planId, a.instructions)).toBe(0);
+      expect(ledger(a, a.instructions).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
+      expect(net(a, a.instructions)).toBe(0);
     });
 
     it.each([
@@ -309,8 +309,8 @@ describe(OrdersService.name, () => {
       expect(order.status).toBe(planStatus === 'PAID' ? 'PAID' : 'CREATED');
       if (planStatus === 'FAILED') expect((await plans.get('acc-unknown', a.planId)).instructions[0].reversal).toBe('REVERSED');
       // Once the channel answered, what it holds is what the plan says: everything, or nothing.
-      expect(net(a.planId)).toBe(planStatus === 'PAID' ? 12800 : 0);
-      expect(ledger(a.planId).map((e) => e?.payCalls)).toEqual([1, 1]);
+      expect(net(a)).toBe(planStatus === 'PAID' ? 12800 : 0);
+      expect(ledger(a).map((e) => e?.payCalls)).toEqual([1, 1]);
     });
 
     it('a query that stays unknown is retried with backoff until the channel knows', async () => {
@@ -394,6 +394,23 @@ describe(OrdersService.name, () => {
       expect((await store.read(a.orderId)).order!.subject).toBe('first');
       // The order's fence is now above any token the lock engine issues: every real holder of the order lock is refused from here on.
       expect((await rejection(orders.close(MERCHANT, a.merchantOrderNo))).code).toBe('STALE_LOCK_HOLDER');
+    });
+  });
+
+  describe('retention', () => {
+    it("a plan written alone renews its order's retention too: a plan never outlives its order", async () => {
+      // Otherwise a plan written after its order's last write (a reversal confirmed hours later) outlived the order, and the
+      // merchantOrderNo, made again once the order was gone, got the same order id while its first plan id was still taken.
+      const a = await orderWithPlan('acc-retention');
+      const [orderKey, planKey] = orderKeys(keyBuilder, a.orderId, a.planId);
+      // The order's last write long ago: a minute of its retention left.
+      await raw.pexpire(orderKey, 60_000);
+      const s = await store.readPlan(a.planId);
+      const w = await store.write({ orderId: a.orderId, planId: a.planId, plan: { version: s.plan!.version, set: { failureReason: 'written alone' } } });
+      expect(w.status).toBe('OK');
+      const [orderTtl, planTtl] = [await raw.pttl(orderKey), await raw.pttl(planKey)];
+      expect(planTtl).toBeGreaterThan(86_400_000);
+      expect(orderTtl).toBeGreaterThanOrEqual(planTtl - 1000);
     });
   });
 

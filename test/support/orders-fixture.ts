@@ -2,6 +2,7 @@ import { DomainError, STATUS_BY_KIND } from '../../src/errors/domain-error';
 import { ApiError } from '../../src/http/api-error';
 import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
+import { legReference } from '../../src/orders/order-queues';
 import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
 import type { OrdersService } from '../../src/orders/orders.service';
 import type { PaymentPlansService } from '../../src/orders/payment-plans.service';
@@ -32,12 +33,12 @@ export async function orderWithPlan(
   const amount = legs.reduce((s, l) => s + l.amount, 0);
   const { order } = await orders.create({ merchantId: merchant, merchantOrderNo, amount, currency: 'CNY', subject: 'Coffee beans' });
   const { plan } = await plans.create({ accountId: account, orderId: order.orderId, instructions: [...legs] });
-  return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId, instructions: legs };
+  return { orderId: order.orderId, merchantOrderNo: order.merchantOrderNo, planId: plan.planId, legStamp: plan.legStamp, instructions: legs };
 }
 
-/** What each channel's ledger holds for the plan's instructions, in order. */
-export const ledgerOf = (channels: ChannelGateway, planId: string, legs: ReadonlyArray<{ method: PaymentMethod }> = TWO_LEGS) =>
-  legs.map((l, i) => channels.channel(l.method).ledger(`${planId}:${i}`));
+/** What each channel's ledger holds for the plan's instructions (under their channel references), in order. */
+export const ledgerOf = (channels: ChannelGateway, plan: { planId: string; legStamp: string }, legs: ReadonlyArray<{ method: PaymentMethod }> = TWO_LEGS) =>
+  legs.map((l, i) => channels.channel(l.method).ledger(legReference(plan, i)));
 
 /** Money the channels hold over these entries: charged and not given back. */
 export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);

@@ -4,8 +4,8 @@ import { IsOptionalField } from '../../http/optional-field';
 import { ACCOUNT_ID_RE } from '../message-keys';
 import { LINK_RE, NOT_BLANK_RE } from './write-message.dto';
 
-/** A caller's idempotency key. */
-const REQUEST_ID_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** A caller's idempotency key; never `.` or `..`: a listed broadcast's requestId is its outerBizId in each inbox. */
+const REQUEST_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 
 /** Most accounts one listed broadcast may name. */
 export const MAX_AUDIENCE = 10_000;
@@ -59,7 +59,7 @@ export class BroadcastDto {
   @IsOptionalField()
   @IsString()
   @MaxLength(64)
-  @Matches(REQUEST_ID_RE, { message: 'requestId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  @Matches(REQUEST_ID_RE, { message: 'requestId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."' })
   requestId?: string;
 }
 

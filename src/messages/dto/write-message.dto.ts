@@ -7,6 +7,13 @@ import { IsAccountId } from './account-id';
 
 /** Both appear in URLs (pending actions), so neither may be `.` or `..`, which a URL cannot carry as a segment. */
 export const BIZ_TYPE_RE = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,32}$/;
+/**
+ * The bizType of broadcasts, which the service writes itself (a message of this type is shown as one, with
+ * `broadcastId`, and a list broadcast's requestId is its outerBizId): never a business system's to write or withdraw.
+ */
+export const BROADCAST_BIZ_TYPE = 'BROADCAST';
+/** A bizType a business system may use: BIZ_TYPE_RE, and not BROADCAST. */
+export const WRITABLE_BIZ_TYPE_RE = /^(?!\.\.?$)(?!BROADCAST$)[A-Za-z0-9_.-]{1,32}$/;
 export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
 /** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
 export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
@@ -24,7 +31,7 @@ export class WriteMessageDto {
   @ApiProperty({ example: 'PAYMENT_SUCCESS' })
   @IsString()
   @MaxLength(32)
-  @Matches(BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -, not "." or ".."' })
+  @Matches(WRITABLE_BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -, not "." or "..", and not BROADCAST (kept for broadcasts)' })
   bizType!: string;
 
   /** The business system's own id for the event (order id, refund id...) */

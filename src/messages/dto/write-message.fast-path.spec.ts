@@ -5,7 +5,7 @@ import { ApiError } from '../../http/api-error';
 import { fastPathFor } from '../../http/fast-path';
 import { createValidationPipe, validationPipeOptions } from '../../http/validation';
 import { ACCOUNT_ID_RE } from '../message-keys';
-import { BIZ_TYPE_RE, OUTER_BIZ_ID_RE, WriteMessageDto } from './write-message.dto';
+import { OUTER_BIZ_ID_RE, WRITABLE_BIZ_TYPE_RE, WriteMessageDto } from './write-message.dto';
 
 /**
  * POST /messages skips class-transformer and class-validator's error building when the fast path accepts the
@@ -85,7 +85,7 @@ const body = fc
 const validBody = fc.record(
   {
     accountId: matching(ACCOUNT_ID_RE),
-    bizType: matching(BIZ_TYPE_RE),
+    bizType: matching(WRITABLE_BIZ_TYPE_RE),
     outerBizId: matching(OUTER_BIZ_ID_RE),
     // Shown text is never blank (white space only).
     title: fc.string({ minLength: 1, maxLength: 100 }).filter((t) => /\S/.test(t)),

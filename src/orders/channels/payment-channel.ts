@@ -13,7 +13,7 @@ export interface Payer {
 
 /**
  * One payment channel (balance, quick pay, points, e-banking). Every call is
- * idempotent on `ref`, the instruction's stable id: a retried pay or reverse
+ * idempotent on `ref`, the instruction's reference (`legReference`): a retried pay or reverse
  * of the same ref moves money at most once. Never called inside a Redis
  * script or transaction.
  */

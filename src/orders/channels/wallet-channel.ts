@@ -8,7 +8,7 @@ export const reversalReference = (ref: string) => `${ref}:reversal`;
 
 /**
  * The `balance` method for real: a leg is a debit of the payer's account wallet in the order's currency,
- * with the leg's stable id (`<planId>:<index>`) as the wallet reference, so a repeated pay moves money once.
+ * with the leg's reference (`legReference`: `<planId>:<index>:<stamp>`) as the wallet reference, so a repeated pay moves money once.
  * - pay: the debit; a short balance (INSUFFICIENT_FUNDS), a reference applied with other terms or voided is `failure`;
  * - query: `success` when the debit entry exists; else `failure`, and the reference is voided (`WalletService.settle`),
  *   so that a debit arriving after the answer (from a run that stalled mid-call) is refused instead of taken;
