@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
@@ -10,6 +11,8 @@ import { HEADERS } from './security-schemes';
 
 export const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
 export const MERCHANT_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+/** The one answer to a signature that does not match, and to a merchant id that does not exist. */
+const SIGNATURE_MISMATCH = 'X-Signature does not match the request for this X-Merchant-Id';
 /** Extra nonce lifetime covering clock skew between instances. */
 const NONCE_MARGIN_MS = 60_000;
 
@@ -26,6 +29,12 @@ const header = (req: FastifyRequest, name: string): string | undefined => {
  */
 @Injectable()
 export class MerchantVerifier {
+  /**
+   * An unknown merchant's requests are checked against this secret, which no merchant has, and refused as a
+   * signature that does not match: the answer (and its timing) never tells whether a merchant id exists.
+   */
+  private readonly decoySecret = randomBytes(32).toString('hex');
+
   constructor(
     private readonly config: AppConfig,
     private readonly redis: RedisService,
@@ -44,8 +53,8 @@ export class MerchantVerifier {
     if (!merchantId || !timestamp || !nonce || !signature) {
       throw unauthorized('Merchant requests need X-Merchant-Id, X-Timestamp, X-Nonce and X-Signature');
     }
-    const secret = MERCHANT_RE.test(merchantId) ? this.config.merchantSecrets.get(merchantId) : undefined;
-    if (!secret) throw unauthorized('Unknown merchant');
+    const known = MERCHANT_RE.test(merchantId) ? this.config.merchantSecrets.get(merchantId) : undefined;
+    const secret = known ?? this.decoySecret;
     if (!/^\d{10,16}$/.test(timestamp)) throw unauthorized('X-Timestamp must be Unix time in milliseconds');
     const now = Date.now();
     const windowMs = this.config.merchantSignatureWindowMs;
@@ -56,7 +65,7 @@ export class MerchantVerifier {
     }
     if (!NONCE_RE.test(nonce)) throw unauthorized('X-Nonce must be 16-64 characters of A-Z a-z 0-9 _ -');
     const ok = signatureMatches(secret, { method: req.method, path: req.url, timestamp, nonce, body: req.rawBody ?? '' }, signature);
-    if (!ok) throw unauthorized('X-Signature does not match the request');
+    if (!ok || !known) throw unauthorized(SIGNATURE_MISMATCH);
     if (consumeNonce) await this.claimNonce(merchantId, nonce);
     return merchantId;
   }

@@ -36,7 +36,7 @@ const KIND_OF_SCHEME: Record<string, CallerKind> = {
  */
 export const INVALID_CREDENTIAL: Record<CallerKind, { summary: string; message: string }> = {
   user: { summary: 'An expired bearer token', message: 'Bearer token has expired' },
-  merchant: { summary: 'A merchant signature that does not match the request', message: 'X-Signature does not match the request' },
+  merchant: { summary: 'A merchant signature that does not match the request', message: 'X-Signature does not match the request for this X-Merchant-Id' },
   service: { summary: 'An unknown service token', message: 'Invalid service token' },
   admin: { summary: 'An unknown admin key', message: 'Invalid admin key' },
 };

@@ -148,7 +148,12 @@ describe('Identities', () => {
       ['a signature for another path', () => merchantHeaders('GET', '/diagnostics/whoami?x=1', ''), /Signature/],
       ['the wrong secret', () => merchantHeaders('GET', '/diagnostics/whoami', '', { secret: 'wrong-secret-wrong-secret-012345' }), /Signature/],
       ['another merchant id with my secret', () => merchantHeaders('GET', '/diagnostics/whoami', '', { merchantId: CREDS.otherMerchantId }), /Signature/],
-      ['an unknown merchant', () => merchantHeaders('GET', '/diagnostics/whoami', '', { merchantId: 'm_nobody' }), /Unknown merchant/],
+      // Answered as a signature that does not match: no answer tells which merchant ids exist.
+      [
+        'an unknown merchant',
+        () => merchantHeaders('GET', '/diagnostics/whoami', '', { merchantId: 'm_nobody' }),
+        /^X-Signature does not match the request for this X-Merchant-Id$/,
+      ],
       ['a short nonce', () => merchantHeaders('GET', '/diagnostics/whoami', '', { nonce: 'abc' }), /Nonce/],
     ])('rejects %s with 401', async (_what, make, message) => {
       const res = await whoami(make());
