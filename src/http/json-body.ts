@@ -97,7 +97,19 @@ const unsupportedEncoding = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'T
 
 const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
 
+/** JSON the parser refused although it is valid: a `__proto__` key, or a `constructor` key holding `prototype` (prototype poisoning). */
+export const forbiddenKey = () => new ApiError(400, 'BAD_REQUEST', 'Request body must not have a "__proto__" key, or a "constructor" key holding "prototype"');
+
 export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
+
+function isValidJson(body: string | Buffer): boolean {
+  try {
+    JSON.parse(String(body));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The service's only body parser: `application/json`, kept as raw bytes too
@@ -110,7 +122,10 @@ export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request bod
  * validation).
  */
 export function registerJsonBodyParser(fastify: FastifyInstance): void {
-  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  const parseSecure = fastify.getDefaultJsonParser('error', 'error');
+  // Fastify answers a prototype-poisoning key as "not valid JSON"; valid JSON refused is told why (the error path only).
+  const parseJson = (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) =>
+    parseSecure(req, body, (err: Error | null, value?: unknown) => done(err && isValidJson(body) ? forbiddenKey() : err, value));
   fastify.removeContentTypeParser('text/plain');
   // An empty body of any type is no body (clients send `curl -d ''` as a form); a route that needs one says so.
   fastify.addContentTypeParser('*', (req, _payload, done) => done(req.headers['content-length'] === '0' ? null : unsupportedMediaType(), undefined));

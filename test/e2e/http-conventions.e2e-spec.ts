@@ -88,6 +88,18 @@ describe('HTTP conventions', () => {
       expectErrorShape(res.body, 400);
     });
 
+    it.each([
+      ['a "__proto__" key', '{"label":"p","__proto__":{"admin":true}}'],
+      ['a "constructor" key holding "prototype"', '{"label":"p","nested":{"constructor":{"prototype":{"admin":true}}}}'],
+    ])('refuses valid JSON with %s (prototype poisoning) with a 400 that says so; nothing stored', async (_what, body) => {
+      const before = await storedKeys();
+      const res = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send(body);
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body, 400);
+      expect(res.body.message).toBe('Request body must not have a "__proto__" key, or a "constructor" key holding "prototype"');
+      expect(await storedKeys()).toEqual(before);
+    });
+
     it('rejects a body over the size limit with 413 in the standard shape', async () => {
       const res = await request(t.server)
         .post('/diagnostics/touch')
