@@ -1,5 +1,6 @@
 import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from './order-keys';
 import type { PaymentMethod } from './order.types';
+import { hasHiddenCharacter, hiddenCharacterMessage } from '../http/display-text';
 
 /**
  * Plain commands of the orders services. Controllers map their DTOs to these;
@@ -79,6 +80,7 @@ export function orderCommandProblem(c: CreateOrderCommand): { field: string; mes
       typeof c.subject === 'string' && c.subject.length >= 1 && c.subject.length <= MAX_SUBJECT_LENGTH,
       `subject must be 1-${MAX_SUBJECT_LENGTH} characters`,
     ],
+    ['subject', !hasHiddenCharacter(c.subject), hiddenCharacterMessage('subject')],
     [
       'expireMinutes',
       c.expireMinutes === undefined || isIntIn(c.expireMinutes, 1, MAX_EXPIRE_MINUTES),

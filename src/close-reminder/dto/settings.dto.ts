@@ -5,6 +5,7 @@ import { QueryInt } from '../../http/validation';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { MERCHANT_ID_RE } from '../close-reminder-keys';
 import { DEFAULT_CONTENT, DEFAULT_TITLE, MAX_CONTENT_TEMPLATE, MAX_TITLE_TEMPLATE, PLACEHOLDERS, unknownPlaceholders } from '../reminder-template';
+import { IsDisplayText } from '../../http/display-text';
 
 const PLACEHOLDER_LIST = PLACEHOLDERS.map((p) => `{${p}}`).join(' ');
 
@@ -57,6 +58,7 @@ export class ReminderSettingsDto {
   @MinLength(1)
   @MaxLength(MAX_TITLE_TEMPLATE)
   @Matches(/\S/, { message: 'title must not be blank' })
+  @IsDisplayText('title')
   @IsTemplate()
   title?: string;
 
@@ -67,6 +69,7 @@ export class ReminderSettingsDto {
   @MinLength(1)
   @MaxLength(MAX_CONTENT_TEMPLATE)
   @Matches(/\S/, { message: 'content must not be blank' })
+  @IsDisplayText('content')
   @IsTemplate()
   content?: string;
 }

@@ -3,6 +3,7 @@ import { IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-valid
 import { IsOptionalField } from '../../http/optional-field';
 import { ACCOUNT_ID_RE } from '../message-keys';
 import { LINK_RE, NOT_BLANK_RE } from './write-message.dto';
+import { IsDisplayText } from '../../http/display-text';
 
 /** A caller's idempotency key; never `.` or `..`: a listed broadcast's requestId is its outerBizId in each inbox. */
 const REQUEST_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
@@ -16,6 +17,7 @@ export class BroadcastDto {
   @MinLength(1)
   @MaxLength(100)
   @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
+  @IsDisplayText('title')
   title!: string;
 
   @ApiProperty({ example: 'Pay with your balance today and get 20% back, up to ¥50.' })
@@ -23,6 +25,7 @@ export class BroadcastDto {
   @MinLength(1)
   @MaxLength(2000)
   @Matches(NOT_BLANK_RE, { message: 'content must not be blank' })
+  @IsDisplayText('content')
   content!: string;
 
   @ApiPropertyOptional({ example: 'redispay://promotions/double-11' })

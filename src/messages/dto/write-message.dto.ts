@@ -4,6 +4,7 @@ import { DATE_TIME_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { MAX_MESSAGE_TTL_MS } from '../message-commands';
 import { IsAccountId } from './account-id';
+import { IsDisplayText } from '../../http/display-text';
 
 /** Both appear in URLs (pending actions), so neither may be `.` or `..`, which a URL cannot carry as a segment. */
 export const BIZ_TYPE_RE = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,32}$/;
@@ -46,6 +47,7 @@ export class WriteMessageDto {
   @MinLength(1)
   @MaxLength(100)
   @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
+  @IsDisplayText('title')
   title!: string;
 
   @ApiProperty({ example: '¥128.00 paid to Coffee Corner' })
@@ -53,6 +55,7 @@ export class WriteMessageDto {
   @MinLength(1)
   @MaxLength(2000)
   @Matches(NOT_BLANK_RE, { message: 'content must not be blank' })
+  @IsDisplayText('content')
   content!: string;
 
   /** Where tapping the message leads (https:// or an app deep link) */

@@ -4,6 +4,7 @@ import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, DEFAULT_EXPIRE_MINUTES, MAX_AMOUNT, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order-commands';
 import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from '../order-keys';
 import { IsIdString } from '../orders-api.decorators';
+import { IsDisplayText } from '../../http/display-text';
 
 export { MAX_AMOUNT } from '../order-commands';
 
@@ -33,6 +34,7 @@ export class CreateOrderDto {
   @MinLength(1)
   @MaxLength(MAX_SUBJECT_LENGTH)
   @Matches(/\S/, { message: 'subject must not be blank' })
+  @IsDisplayText('subject')
   subject!: string;
 
   /** Minutes until an unpaid order closes by itself */

@@ -5,6 +5,7 @@ import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACTIVITY_ID_RE } from '../red-envelope-keys';
+import { IsDisplayText } from '../../http/display-text';
 
 export class CreateRedEnvelopeActivityDto {
   @ApiProperty({ example: 'nye-quiz', maxLength: 32 })
@@ -21,6 +22,7 @@ export class CreateRedEnvelopeActivityDto {
   @MinLength(1)
   @MaxLength(64)
   @Matches(/\S/, { message: 'title must not be blank' })
+  @IsDisplayText('title')
   title!: string;
 
   @ApiProperty({ example: 'CNY' })

@@ -20,6 +20,7 @@ import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACCOUNT_ID_RE, ACTIVITY_ID_RE, PRODUCT_ID_RE } from '../seckill-keys';
+import { IsDisplayText } from '../../http/display-text';
 
 /** Most accounts on one activity's eligibility list. */
 export const MAX_ELIGIBLE = 50_000;
@@ -39,6 +40,7 @@ export class ProductDto {
   @MinLength(1)
   @MaxLength(128)
   @Matches(/\S/, { message: 'title must not be blank' })
+  @IsDisplayText('title')
   title!: string;
 
   /** Minor units */
@@ -90,6 +92,7 @@ export class ActivityDto {
   @MinLength(1)
   @MaxLength(128)
   @Matches(/\S/, { message: 'title must not be blank' })
+  @IsDisplayText('title')
   title!: string;
 
   @ApiProperty({ example: '2026-11-25T10:00:00+08:00' })

@@ -7,6 +7,7 @@ import { IsIdString } from '../../orders/orders-api.decorators';
 import { OWNER_REF_RE } from '../wallet-keys';
 import { MAX_PAGE } from '../wallet.service';
 import { CURRENCY_RE, MAX_AMOUNT, MAX_MEMO, MIN_AMOUNT, REFERENCE_RE, WALLET_ENTRY_KINDS } from '../wallet.types';
+import { IsDisplayText } from '../../http/display-text';
 
 export class OwnerIdParamDto {
   /** The wallet's owner: `account:<accountId>` or `merchant:<merchantId>` (ids: 1-64 of A-Z a-z 0-9 _ . : -, not "." or "..") */
@@ -60,6 +61,7 @@ export class TopUpDto {
   @IsOptionalField()
   @IsString()
   @MaxLength(MAX_MEMO)
+  @IsDisplayText('memo')
   memo?: string;
 }
 
