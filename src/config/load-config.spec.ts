@@ -285,6 +285,15 @@ describe(loadConfig.name, () => {
       expect(loadError({ ...PROD, [variable]: DEV_DEFAULTS[variable] }, variable).message).toMatch(/development default/);
     });
 
+    it.each<[string, string]>([
+      ['ADMIN_API_KEYS', `ops:${DEV_DEFAULTS.SERVICE_TOKENS.split(':')[1]}`],
+      ['SERVICE_TOKENS', `billing:${DEV_DEFAULTS.MERCHANT_SECRETS.split(':')[1]}`],
+      ['MERCHANT_SECRETS', `m_live:${DEV_DEFAULTS.ADMIN_API_KEYS.split(':')[1]}`],
+      ['MERCHANT_SECRETS', `m_live:${DEV_DEFAULTS.JWT_SECRET}`],
+    ])('refuses a development default secret moved into %s (%s)', (variable, value) => {
+      expect(loadError({ ...PROD, [variable]: value }, variable).message).toMatch(/development default/);
+    });
+
     it('does not need JWT_SECRET when verifying with a public key', () => {
       const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
       const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();

@@ -172,7 +172,9 @@ function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefine
   }
   const parsed = parseNamedSecrets(variable, raw);
   if (prod) {
-    const dev = new Set(parseNamedSecrets(variable, DEV_DEFAULTS[variable]).values());
+    // Every built-in credential is public (README, Swagger UI in development), whichever variable it is put in.
+    const named = (['MERCHANT_SECRETS', 'SERVICE_TOKENS', 'ADMIN_API_KEYS'] as const).flatMap((v) => [...parseNamedSecrets(v, DEV_DEFAULTS[v]).values()]);
+    const dev = new Set([DEV_DEFAULTS.JWT_SECRET, ...named]);
     for (const [name, secret] of parsed) {
       if (dev.has(secret)) throw new ConfigError(variable, `entry "${name}" uses a development default secret; production needs its own`);
     }
