@@ -309,6 +309,44 @@ describe(loadConfig.name, () => {
     });
   });
 
+  describe('one secret per caller', () => {
+    it.each<[string, NodeJS.ProcessEnv, string, RegExp]>([
+      [
+        'a service token that is also an admin key',
+        { SERVICE_TOKENS: 'billing:shared-secret-0123456789', ADMIN_API_KEYS: 'ops:shared-secret-0123456789' },
+        'ADMIN_API_KEYS',
+        /entry "ops" .*SERVICE_TOKENS entry "billing"/,
+      ],
+      ['a merchant secret that is the HS256 JWT secret', { MERCHANT_SECRETS: `m_live:${STRONG_JWT}` }, 'MERCHANT_SECRETS', /same secret as JWT_SECRET;/],
+      [
+        'two services with one token',
+        { SERVICE_TOKENS: 'a:same-token-0123456789,b:same-token-0123456789' },
+        'SERVICE_TOKENS',
+        /entry "b" .*SERVICE_TOKENS entry "a"/,
+      ],
+      [
+        'an admin key that is a merchant secret',
+        { ADMIN_API_KEYS: 'ops:live-merchant-secret-abcdefghij' },
+        'ADMIN_API_KEYS',
+        /MERCHANT_SECRETS entry "m_live"/,
+      ],
+    ])('refuses %s, naming both entries and not the secret', (_case, change, variable, names) => {
+      const err = loadError({ ...PROD, ...change }, variable);
+      expect(err.message).toMatch(names);
+      expect(err.message).not.toMatch(/secret-0123456789|same-token|abcdefghij|aaaaaaaa/);
+    });
+
+    it('outside production too', () => {
+      expect(loadError({ SERVICE_TOKENS: 'svc:shared-secret-0123456789', ADMIN_API_KEYS: 'ops:shared-secret-0123456789' }, 'ADMIN_API_KEYS').message).toMatch(
+        /same secret as SERVICE_TOKENS entry "svc"/,
+      );
+    });
+
+    it('accepts distinct secrets, and the same name in two variables', () => {
+      expect(() => loadConfig({ ...PROD, SERVICE_TOKENS: 'ops:live-service-token-abcdefghij' })).not.toThrow();
+    });
+  });
+
   describe(parseNamedSecrets.name, () => {
     it('parses name:secret pairs via loadConfig', () => {
       const c = loadConfig({ MERCHANT_SECRETS: 'm1:0123456789abcdef, m.2-x_y:fedcba9876543210fedcba' });

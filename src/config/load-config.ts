@@ -132,6 +132,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   cfg.merchantSignatureWindowMs = s.MERCHANT_SIGNATURE_WINDOW_MS ?? 5 * 60_000;
   cfg.serviceTokens = credentials('SERVICE_TOKENS', s.SERVICE_TOKENS, prod);
   cfg.adminKeys = credentials('ADMIN_API_KEYS', s.ADMIN_API_KEYS, prod);
+  refuseSharedSecrets(cfg);
 
   cfg.rateLimit = {
     enabled: s.RATE_LIMIT_ENABLED ?? true,
@@ -180,6 +181,29 @@ function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefine
     }
   }
   return parsed;
+}
+
+/**
+ * One secret names one caller. A secret in two entries would let whoever holds it be the other caller too: a
+ * service token that is also an admin key opens the admin routes, a merchant secret equal to the HS256 JWT secret
+ * mints user tokens, and two entries of one variable always authenticate as the first name.
+ */
+function refuseSharedSecrets(cfg: AppConfig): void {
+  const seen = new Map<string, string>();
+  const sources: Array<[variable: string, secrets: Iterable<[string, string]>]> = [
+    ['JWT_SECRET', cfg.jwt.algorithm === 'HS256' ? [['', cfg.jwt.key]] : []],
+    ['MERCHANT_SECRETS', cfg.merchantSecrets],
+    ['SERVICE_TOKENS', cfg.serviceTokens],
+    ['ADMIN_API_KEYS', cfg.adminKeys],
+  ];
+  for (const [variable, secrets] of sources) {
+    for (const [name, secret] of secrets) {
+      const first = seen.get(secret);
+      const self = name ? `entry "${name}"` : 'its value';
+      if (first) throw new ConfigError(variable, `${self} uses the same secret as ${first}; every caller needs a secret of its own`);
+      seen.set(secret, name ? `${variable} entry "${name}"` : variable);
+    }
+  }
 }
 
 function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
