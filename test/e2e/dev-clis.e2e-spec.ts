@@ -45,3 +45,19 @@ describe('npm run -s token', () => {
     60_000,
   );
 });
+
+describe('npm run -s sign', () => {
+  it.each([
+    ['no name', 'dev-merchant-secret-0123456789', /^MERCHANT_SECRETS has an entry without a valid name/m],
+    ['a short secret', 'm_demo:short', /^MERCHANT_SECRETS entry "m_demo" has a secret shorter than 16 characters/m],
+  ])(
+    'a MERCHANT_SECRETS with %s: exit 2 and the variable named, no stack trace',
+    async (_case, value, message) => {
+      const r = await run('sign-request.ts', ['GET', '/diagnostics/whoami'], { MERCHANT_SECRETS: value });
+      expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(r.stderr).toMatch(message);
+      noStack(r.stderr);
+    },
+    60_000,
+  );
+});
