@@ -155,6 +155,21 @@ describe(loadConfig.name, () => {
       expect(err.message).toContain('REDIS_SENTINELS');
     });
 
+    it.each<[string, NodeJS.ProcessEnv, string]>([
+      ['a Sentinel master name with REDIS_URL', { REDIS_URL: 'redis://r:6379', REDIS_SENTINEL_MASTER: 'mymaster' }, 'REDIS_SENTINEL_MASTER'],
+      ['a Sentinel password with cluster nodes', { REDIS_CLUSTER_NODES: 'n1:7000', REDIS_SENTINEL_PASSWORD: 'sentinel-pw' }, 'REDIS_SENTINEL_PASSWORD'],
+      ['a Sentinel master name and no Redis at all (development)', { REDIS_SENTINEL_MASTER: 'mymaster' }, 'REDIS_SENTINEL_MASTER'],
+      ['REDIS_TLS=false with a rediss:// URL', { REDIS_URL: 'rediss://r:6380', REDIS_TLS: 'false' }, 'REDIS_TLS'],
+      ['a CA file with TLS off', { REDIS_URL: 'redis://r:6379', REDIS_TLS_CA_FILE: __filename }, 'REDIS_TLS_CA_FILE'],
+    ])('refuses settings that contradict the rest instead of ignoring them: %s', (_case, env, variable) => {
+      loadError(env, variable);
+    });
+
+    it('accepts TLS asked for by REDIS_TLS on a redis:// URL, and a CA file with a rediss:// URL', () => {
+      expect(loadConfig({ REDIS_URL: 'redis://r:6379', REDIS_TLS: 'true' }).redis.tls).toBe(true);
+      expect(loadConfig({ REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: __filename }).redis.tlsCaFile).toBe(__filename);
+    });
+
     it('parses cluster nodes', () => {
       const c = loadConfig({ REDIS_CLUSTER_NODES: 'n1:7000,n2.internal:7001,10.0.0.3:7002' });
       expect(c.redis.topology).toEqual({

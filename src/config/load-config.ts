@@ -81,11 +81,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   cfg.swaggerEnabled = s.SWAGGER_ENABLED ?? true;
 
   if (s.REDIS_TLS_CA_FILE) readPem('REDIS_TLS_CA_FILE', s.REDIS_TLS_CA_FILE);
+  const tls = s.REDIS_TLS ?? s.REDIS_URL?.startsWith('rediss://') ?? false;
+  // Settings that contradict the rest are refused rather than ignored: the service would run otherwise than its
+  // operator believes (on REDIS_URL rather than Sentinel; with the URL's TLS but without the CA file).
+  if (s.REDIS_TLS === false && s.REDIS_URL?.startsWith('rediss://')) {
+    throw new ConfigError('REDIS_TLS', 'is false but REDIS_URL is a rediss:// URL; use redis:// for a connection without TLS');
+  }
+  if (s.REDIS_TLS_CA_FILE && !tls) {
+    throw new ConfigError('REDIS_TLS_CA_FILE', 'is set but TLS is off; set REDIS_TLS=true or use a rediss:// REDIS_URL');
+  }
   cfg.redis = {
     topology,
     username: s.REDIS_USERNAME,
     password: s.REDIS_PASSWORD,
-    tls: s.REDIS_TLS ?? s.REDIS_URL?.startsWith('rediss://') ?? false,
+    tls,
     tlsCaFile: s.REDIS_TLS_CA_FILE,
     tlsRejectUnauthorized: s.REDIS_TLS_REJECT_UNAUTHORIZED ?? true,
     keyPrefix: s.REDIS_KEY_PREFIX ?? 'rp',
@@ -209,6 +218,11 @@ function refuseSharedSecrets(cfg: AppConfig): void {
 function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
   const set = [s.REDIS_URL && 'REDIS_URL', s.REDIS_SENTINELS && 'REDIS_SENTINELS', s.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES'].filter(Boolean) as string[];
   if (set.length > 1) throw new ConfigError(set[1], `cannot be combined with ${set[0]}; configure exactly one Redis topology`);
+  if (!s.REDIS_SENTINELS) {
+    for (const variable of ['REDIS_SENTINEL_MASTER', 'REDIS_SENTINEL_PASSWORD'] as const) {
+      if (s[variable]) throw new ConfigError(variable, 'applies only to Sentinel, but REDIS_SENTINELS is not set');
+    }
+  }
   if (s.REDIS_URL) return { mode: 'standalone', url: s.REDIS_URL };
   if (s.REDIS_SENTINELS) {
     if (!s.REDIS_SENTINEL_MASTER) throw new ConfigError('REDIS_SENTINEL_MASTER', 'is required with REDIS_SENTINELS');
