@@ -255,6 +255,11 @@ describe(loadConfig.name, () => {
       loadError({ JWT_ALGORITHM: 'RS256', JWT_PUBLIC_KEY: join(tmpdir(), 'no-such-dir-rp', 'key.pem') }, 'JWT_PUBLIC_KEY');
     });
 
+    it('refuses PEM text in REDIS_TLS_CA_FILE, which every connection opens as a path', () => {
+      const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----';
+      expect(loadError({ REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: pem }, 'REDIS_TLS_CA_FILE').message).toMatch(/not a readable file/);
+    });
+
     it('refuses an unreadable REDIS_TLS_CA_FILE', () => {
       loadError({ REDIS_TLS_CA_FILE: join(tmpdir(), 'no-such-dir-rp', 'ca.pem') }, 'REDIS_TLS_CA_FILE');
     });

@@ -80,7 +80,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   cfg.shutdownGraceMs = s.SHUTDOWN_GRACE_MS ?? 10_000;
   cfg.swaggerEnabled = s.SWAGGER_ENABLED ?? true;
 
-  if (s.REDIS_TLS_CA_FILE) readPem('REDIS_TLS_CA_FILE', s.REDIS_TLS_CA_FILE);
+  // A path, read again by every Redis connection: PEM text (which JWT_PUBLIC_KEY takes) would pass a PEM check here
+  // and then stop the boot with a stack trace when the first connection opened it as a file.
+  if (s.REDIS_TLS_CA_FILE) {
+    try {
+      readFileSync(resolve(s.REDIS_TLS_CA_FILE));
+    } catch {
+      throw new ConfigError('REDIS_TLS_CA_FILE', 'is not a readable file; give the path of the CA certificate (PEM)');
+    }
+  }
   const tls = s.REDIS_TLS ?? s.REDIS_URL?.startsWith('rediss://') ?? false;
   // Settings that contradict the rest are refused rather than ignored: the service would run otherwise than its
   // operator believes (on REDIS_URL rather than Sentinel; with the URL's TLS but without the CA file).
