@@ -3,7 +3,7 @@
  * Creates the activity (POST /admin/red-envelopes/activities) and shows a progress bar until it is READY.
  * The service is REDPAY_URL (default http://localhost:3000); the admin key is REDPAY_ADMIN_KEY, else the first
  * key of ADMIN_API_KEYS (from the environment or `.env`), else the development default.
- * Exit codes: 0 ready, 1 refused or failed, 2 usage. While the service answers 503 (or 429, 502, 504) or cannot
+ * Exit codes: 0 ready, 1 refused or failed, 2 usage (or a file it cannot read). While the service answers 503 (or 429, 502, 504) or cannot
  * be reached after the create, the progress is asked again every second, for up to a minute.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -50,8 +50,18 @@ async function call(url: string, init: RequestInit): Promise<{ status: number; b
 
 const why = (r: { status: number; body: Record<string, unknown> }) => `${r.status} ${String(r.body.error ?? '')} ${String(r.body.message ?? '')}`.trim();
 
+/** The activity file; one that cannot be read is a usage error (exit 2), like a missing argument. */
+function readActivity(): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    console.error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    process.exit(2);
+  }
+}
+
 async function main(): Promise<number> {
-  const body = readFileSync(file, 'utf8');
+  const body = readActivity();
   const created = await call(`${base}/admin/red-envelopes/activities`, { method: 'POST', headers, body });
   if (created.status !== 202 && created.status !== 200) {
     console.error(`refused: ${why(created)}`);

@@ -68,6 +68,10 @@ describe('the red-envelopes ops CLI', () => {
     const wrongKey = await cli(['create', file('key.json', rainBody(rainId('clikey')))], { REDPAY_ADMIN_KEY: 'wrong-key-0123456789abcdef' });
     expect(wrongKey.code).toBe(1);
     expect((await cli(['nonsense'])).code).toBe(2);
+    for (const path of [join(dir, 'missing.json'), dir]) {
+      const unreadable = await cli(['create', path]);
+      expect([unreadable.code, unreadable.stderr]).toEqual([2, expect.stringMatching(new RegExp(`cannot read ${path}: E(NOENT|ISDIR)`))]);
+    }
   }, 90_000);
 });
 
