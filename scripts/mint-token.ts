@@ -1,6 +1,7 @@
 /**
  * Mints a development app-user token: `npm run token -- <accountId> [ttlSeconds]`.
- * Uses JWT_SECRET from the environment or `.env`, else the development default.
+ * Uses JWT_SECRET from the environment or `.env`, else the development default, and adds the `iss` and `aud`
+ * the service requires when JWT_ISSUER / JWT_AUDIENCE are set there.
  * Refuses to run with NODE_ENV=production: production tokens come from the identity provider.
  */
 import { existsSync } from 'node:fs';
@@ -24,4 +25,9 @@ if (process.env.JWT_ALGORITHM && process.env.JWT_ALGORITHM !== 'HS256') {
   process.exit(2);
 }
 const secret = process.env.JWT_SECRET || DEV_DEFAULTS.JWT_SECRET;
-process.stdout.write(sign({ sub: accountId }, secret, { algorithm: 'HS256', expiresIn: Number(ttl) }) + '\n');
+// The service requires iss and aud when JWT_ISSUER / JWT_AUDIENCE are set: a token without them would be refused.
+const claims = {
+  ...(process.env.JWT_ISSUER ? { issuer: process.env.JWT_ISSUER } : {}),
+  ...(process.env.JWT_AUDIENCE ? { audience: process.env.JWT_AUDIENCE } : {}),
+};
+process.stdout.write(sign({ sub: accountId }, secret, { algorithm: 'HS256', expiresIn: Number(ttl), ...claims }) + '\n');

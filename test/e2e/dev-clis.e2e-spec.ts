@@ -11,7 +11,8 @@ const ROOT = resolve(__dirname, '../..');
 
 function run(script: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const base = { ...process.env };
-  for (const k of ['MERCHANT_ID', 'MERCHANT_SECRET', 'MERCHANT_SECRETS', 'JWT_SECRET', 'JWT_ALGORITHM', 'NODE_ENV']) delete base[k];
+  for (const k of ['MERCHANT_ID', 'MERCHANT_SECRET', 'MERCHANT_SECRETS', 'JWT_SECRET', 'JWT_ALGORITHM', 'JWT_ISSUER', 'JWT_AUDIENCE', 'NODE_ENV'])
+    delete base[k];
   return new Promise((done) => {
     execFile('npx', ['tsx', `scripts/${script}`, ...args], { cwd: ROOT, timeout: 60_000, env: { ...base, ...env } }, (err, stdout, stderr) =>
       done({ code: err ? ((err as { code?: number }).code ?? -1) : 0, stdout, stderr }),
@@ -44,6 +45,16 @@ describe('npm run -s token', () => {
     },
     60_000,
   );
+});
+
+describe('npm run -s token with JWT_ISSUER and JWT_AUDIENCE set', () => {
+  it('mints a token with the iss and aud the service then requires', async () => {
+    const env = { JWT_ISSUER: 'https://id.example', JWT_AUDIENCE: 'redis-pay' };
+    const strict = new JwtVerifier(loadConfig({ NODE_ENV: 'test', JWT_SECRET: DEV_DEFAULTS.JWT_SECRET, ...env }));
+    const r = await run('mint-token.ts', ['acc_1001'], env);
+    expect(r.code).toBe(0);
+    expect(strict.verify(r.stdout.trim())).toBe('acc_1001');
+  }, 60_000);
 });
 
 describe('npm run -s sign', () => {
