@@ -192,6 +192,8 @@ describe(loadConfig.name, () => {
       ['PORT not a number', { PORT: 'abc' }, 'PORT'],
       ['PORT out of range', { PORT: '70000' }, 'PORT'],
       ['PORT fractional', { PORT: '80.5' }, 'PORT'],
+      // 0 would listen on a random port, announced as ":0", that nobody (the image's HEALTHCHECK included) can find.
+      ['PORT zero', { PORT: '0' }, 'PORT'],
       ['NODE_ENV unknown', { NODE_ENV: 'staging' }, 'NODE_ENV'],
       ['LOG_LEVEL unknown', { LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
       ['BODY_LIMIT_BYTES too small', { BODY_LIMIT_BYTES: '10' }, 'BODY_LIMIT_BYTES'],
