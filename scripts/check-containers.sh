@@ -192,6 +192,11 @@ function cmdCompose() {
   check(!build.dockerfile || build.dockerfile === 'Dockerfile', 'app uses ./Dockerfile');
   const ports = (a.ports ?? []).map((p) => (typeof p === 'object' ? `${p.published}:${p.target}` : String(p)));
   check(ports.some((p) => /(^|:)3000:3000(\/tcp)?$/.test(p)), `app publishes 3000:3000 (${ports.join(', ')})`);
+  // The compose file's secrets are public EXAMPLE values that production accepts: published on every interface
+  // (docker's default, past most host firewalls), anyone on the network could use its admin key (wallet top-ups).
+  const hostIp = (p) => (typeof p === 'object' ? p.host_ip : /^(.*):\d+:\d+(\/tcp)?$/.exec(String(p))?.[1]);
+  check((a.ports ?? []).every((p) => ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(hostIp(p))),
+    `app publishes its port on the loopback interface only (${ports.join(', ')}), as its example secrets are public`);
   const dep = Array.isArray(a.depends_on) ? {} : a.depends_on ?? {};
   check(dep.redis?.condition === 'service_healthy', 'app depends_on redis with condition service_healthy');
   check(a.init === true, 'app init: true (PID 1 forwards SIGTERM, reaps zombies)');

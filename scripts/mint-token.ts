@@ -1,16 +1,19 @@
 /**
  * Mints a development app-user token: `npm run token -- <accountId> [ttlSeconds]`.
- * Uses JWT_SECRET from the environment or `.env`, else the development default.
+ * Uses JWT_SECRET from the environment or `.env`, else the development default, and adds the `iss` and `aud`
+ * the service requires when JWT_ISSUER / JWT_AUDIENCE are set there.
  * Refuses to run with NODE_ENV=production: production tokens come from the identity provider.
  */
 import { existsSync } from 'node:fs';
 import { sign } from 'jsonwebtoken';
+import { SUB_RE } from '../src/auth/jwt-verifier.service';
 import { DEV_DEFAULTS } from '../src/config/load-config';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const [accountId, ttl = '86400'] = process.argv.slice(2);
-if (!accountId || !/^[A-Za-z0-9_.:-]{1,64}$/.test(accountId) || !/^\d+$/.test(ttl)) {
-  console.error('usage: npm run token -- <accountId> [ttlSeconds]   (accountId: 1-64 of A-Z a-z 0-9 _ . : -)');
+// The service's own rule for `sub`: a token it would refuse is never printed.
+if (!accountId || !SUB_RE.test(accountId) || !/^\d+$/.test(ttl)) {
+  console.error('usage: npm run token -- <accountId> [ttlSeconds]   (accountId: 1-64 of A-Z a-z 0-9 _ . : -, not "." or "..")');
   process.exit(2);
 }
 if (process.env.NODE_ENV === 'production') {
@@ -22,4 +25,9 @@ if (process.env.JWT_ALGORITHM && process.env.JWT_ALGORITHM !== 'HS256') {
   process.exit(2);
 }
 const secret = process.env.JWT_SECRET || DEV_DEFAULTS.JWT_SECRET;
-process.stdout.write(sign({ sub: accountId }, secret, { algorithm: 'HS256', expiresIn: Number(ttl) }) + '\n');
+// The service requires iss and aud when JWT_ISSUER / JWT_AUDIENCE are set: a token without them would be refused.
+const claims = {
+  ...(process.env.JWT_ISSUER ? { issuer: process.env.JWT_ISSUER } : {}),
+  ...(process.env.JWT_AUDIENCE ? { audience: process.env.JWT_AUDIENCE } : {}),
+};
+process.stdout.write(sign({ sub: accountId }, secret, { algorithm: 'HS256', expiresIn: Number(ttl), ...claims }) + '\n');

@@ -26,6 +26,16 @@ const usage = () => {
   process.exit(2);
 };
 
+/** MERCHANT_SECRETS (or the development default), parsed as the service parses it; a malformed one is a usage error. */
+function merchantSecrets(): Map<string, string> {
+  try {
+    return parseNamedSecrets('MERCHANT_SECRETS', process.env.MERCHANT_SECRETS || DEV_DEFAULTS.MERCHANT_SECRETS);
+  } catch (err) {
+    console.error(`${(err as Error).message}; or set MERCHANT_SECRET to sign with one secret`);
+    process.exit(2);
+  }
+}
+
 if (existsSync('.env')) process.loadEnvFile('.env');
 const args = process.argv.slice(2);
 if (args.length < 2 || args.length > 3) usage();
@@ -34,8 +44,7 @@ const method = rawMethod.toUpperCase();
 if (!/^[A-Z]+$/.test(method) || !path.startsWith('/') || /\s/.test(path)) usage();
 
 const merchantId = process.env.MERCHANT_ID || 'm_demo';
-const secret =
-  process.env.MERCHANT_SECRET || parseNamedSecrets('MERCHANT_SECRETS', process.env.MERCHANT_SECRETS || DEV_DEFAULTS.MERCHANT_SECRETS).get(merchantId);
+const secret = process.env.MERCHANT_SECRET || merchantSecrets().get(merchantId);
 if (!secret) {
   console.error(`no secret for merchant ${merchantId}: set MERCHANT_SECRET, or add ${merchantId} to MERCHANT_SECRETS`);
   process.exit(2);

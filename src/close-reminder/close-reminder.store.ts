@@ -102,12 +102,18 @@ export class CloseReminderStore {
   }
 
   /** Up to `limit` merchants' settings in id order, after `after` ('' from the start). */
-  async settingsPage(after: string, limit: number): Promise<ReminderSettings[]> {
+  /**
+   * Up to `limit` merchants' settings after `after`, by id, and where the next page starts (absent on the last
+   * page). `next` comes from the index read, not from the settings found: a merchant removed between the two
+   * reads leaves its page short, and the listing must go on past it.
+   */
+  async settingsPage(after: string, limit: number): Promise<{ items: ReminderSettings[]; next?: string }> {
     const [hash, index] = settingsKeys(this.keys);
     const ids = await this.redis.command((c) => c.zrangebylex(index, after ? `(${after}` : '-', '+', 'LIMIT', 0, limit));
-    if (ids.length === 0) return [];
+    if (ids.length === 0) return { items: [] };
     const raws = await this.redis.command((c) => c.hmget(hash, ...ids));
-    return raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as ReminderSettings);
+    const items = raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as ReminderSettings);
+    return ids.length === limit ? { items, next: ids[ids.length - 1] } : { items };
   }
 
   async schedule(orderId: string, merchantId: string, expiresAt: number, leadMs: number, orderVersion: number): Promise<ScheduleDecision> {

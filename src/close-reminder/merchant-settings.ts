@@ -88,8 +88,8 @@ export class MerchantSettings implements OnModuleDestroy {
   }
 
   async page(after: string, limit: number): Promise<SettingsPageDto> {
-    const items = await this.store.settingsPage(after, limit);
-    return { items: items.map(settingsView), ...(items.length === limit ? { next: items[items.length - 1].merchantId } : {}) };
+    const { items, next } = await this.store.settingsPage(after, limit);
+    return { items: items.map(settingsView), ...(next !== undefined ? { next } : {}) };
   }
 
   onModuleDestroy(): void {

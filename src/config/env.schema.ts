@@ -17,7 +17,7 @@ export class EnvSchema {
   @IsOptional()
   @Transform(toInt)
   @IsInt()
-  @Min(0)
+  @Min(1)
   @Max(65535)
   PORT?: number;
 

@@ -155,6 +155,21 @@ describe(loadConfig.name, () => {
       expect(err.message).toContain('REDIS_SENTINELS');
     });
 
+    it.each<[string, NodeJS.ProcessEnv, string]>([
+      ['a Sentinel master name with REDIS_URL', { REDIS_URL: 'redis://r:6379', REDIS_SENTINEL_MASTER: 'mymaster' }, 'REDIS_SENTINEL_MASTER'],
+      ['a Sentinel password with cluster nodes', { REDIS_CLUSTER_NODES: 'n1:7000', REDIS_SENTINEL_PASSWORD: 'sentinel-pw' }, 'REDIS_SENTINEL_PASSWORD'],
+      ['a Sentinel master name and no Redis at all (development)', { REDIS_SENTINEL_MASTER: 'mymaster' }, 'REDIS_SENTINEL_MASTER'],
+      ['REDIS_TLS=false with a rediss:// URL', { REDIS_URL: 'rediss://r:6380', REDIS_TLS: 'false' }, 'REDIS_TLS'],
+      ['a CA file with TLS off', { REDIS_URL: 'redis://r:6379', REDIS_TLS_CA_FILE: __filename }, 'REDIS_TLS_CA_FILE'],
+    ])('refuses settings that contradict the rest instead of ignoring them: %s', (_case, env, variable) => {
+      loadError(env, variable);
+    });
+
+    it('accepts TLS asked for by REDIS_TLS on a redis:// URL, and a CA file with a rediss:// URL', () => {
+      expect(loadConfig({ REDIS_URL: 'redis://r:6379', REDIS_TLS: 'true' }).redis.tls).toBe(true);
+      expect(loadConfig({ REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: __filename }).redis.tlsCaFile).toBe(__filename);
+    });
+
     it('parses cluster nodes', () => {
       const c = loadConfig({ REDIS_CLUSTER_NODES: 'n1:7000,n2.internal:7001,10.0.0.3:7002' });
       expect(c.redis.topology).toEqual({
@@ -177,6 +192,8 @@ describe(loadConfig.name, () => {
       ['PORT not a number', { PORT: 'abc' }, 'PORT'],
       ['PORT out of range', { PORT: '70000' }, 'PORT'],
       ['PORT fractional', { PORT: '80.5' }, 'PORT'],
+      // 0 would listen on a random port, announced as ":0", that nobody (the image's HEALTHCHECK included) can find.
+      ['PORT zero', { PORT: '0' }, 'PORT'],
       ['NODE_ENV unknown', { NODE_ENV: 'staging' }, 'NODE_ENV'],
       ['LOG_LEVEL unknown', { LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
       ['BODY_LIMIT_BYTES too small', { BODY_LIMIT_BYTES: '10' }, 'BODY_LIMIT_BYTES'],
@@ -240,6 +257,11 @@ describe(loadConfig.name, () => {
       loadError({ JWT_ALGORITHM: 'RS256', JWT_PUBLIC_KEY: join(tmpdir(), 'no-such-dir-rp', 'key.pem') }, 'JWT_PUBLIC_KEY');
     });
 
+    it('refuses PEM text in REDIS_TLS_CA_FILE, which every connection opens as a path', () => {
+      const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----';
+      expect(loadError({ REDIS_URL: 'rediss://r:6380', REDIS_TLS_CA_FILE: pem }, 'REDIS_TLS_CA_FILE').message).toMatch(/not a readable file/);
+    });
+
     it('refuses an unreadable REDIS_TLS_CA_FILE', () => {
       loadError({ REDIS_TLS_CA_FILE: join(tmpdir(), 'no-such-dir-rp', 'ca.pem') }, 'REDIS_TLS_CA_FILE');
     });
@@ -285,6 +307,15 @@ describe(loadConfig.name, () => {
       expect(loadError({ ...PROD, [variable]: DEV_DEFAULTS[variable] }, variable).message).toMatch(/development default/);
     });
 
+    it.each<[string, string]>([
+      ['ADMIN_API_KEYS', `ops:${DEV_DEFAULTS.SERVICE_TOKENS.split(':')[1]}`],
+      ['SERVICE_TOKENS', `billing:${DEV_DEFAULTS.MERCHANT_SECRETS.split(':')[1]}`],
+      ['MERCHANT_SECRETS', `m_live:${DEV_DEFAULTS.ADMIN_API_KEYS.split(':')[1]}`],
+      ['MERCHANT_SECRETS', `m_live:${DEV_DEFAULTS.JWT_SECRET}`],
+    ])('refuses a development default secret moved into %s (%s)', (variable, value) => {
+      expect(loadError({ ...PROD, [variable]: value }, variable).message).toMatch(/development default/);
+    });
+
     it('does not need JWT_SECRET when verifying with a public key', () => {
       const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
       const pem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
@@ -297,6 +328,44 @@ describe(loadConfig.name, () => {
       const c = loadConfig({ NODE_ENV: 'test' });
       expect(c.redis.topology.mode).toBe('managed');
       expect(c.jwt.isDevSecret).toBe(true);
+    });
+  });
+
+  describe('one secret per caller', () => {
+    it.each<[string, NodeJS.ProcessEnv, string, RegExp]>([
+      [
+        'a service token that is also an admin key',
+        { SERVICE_TOKENS: 'billing:shared-secret-0123456789', ADMIN_API_KEYS: 'ops:shared-secret-0123456789' },
+        'ADMIN_API_KEYS',
+        /entry "ops" .*SERVICE_TOKENS entry "billing"/,
+      ],
+      ['a merchant secret that is the HS256 JWT secret', { MERCHANT_SECRETS: `m_live:${STRONG_JWT}` }, 'MERCHANT_SECRETS', /same secret as JWT_SECRET;/],
+      [
+        'two services with one token',
+        { SERVICE_TOKENS: 'a:same-token-0123456789,b:same-token-0123456789' },
+        'SERVICE_TOKENS',
+        /entry "b" .*SERVICE_TOKENS entry "a"/,
+      ],
+      [
+        'an admin key that is a merchant secret',
+        { ADMIN_API_KEYS: 'ops:live-merchant-secret-abcdefghij' },
+        'ADMIN_API_KEYS',
+        /MERCHANT_SECRETS entry "m_live"/,
+      ],
+    ])('refuses %s, naming both entries and not the secret', (_case, change, variable, names) => {
+      const err = loadError({ ...PROD, ...change }, variable);
+      expect(err.message).toMatch(names);
+      expect(err.message).not.toMatch(/secret-0123456789|same-token|abcdefghij|aaaaaaaa/);
+    });
+
+    it('outside production too', () => {
+      expect(loadError({ SERVICE_TOKENS: 'svc:shared-secret-0123456789', ADMIN_API_KEYS: 'ops:shared-secret-0123456789' }, 'ADMIN_API_KEYS').message).toMatch(
+        /same secret as SERVICE_TOKENS entry "svc"/,
+      );
+    });
+
+    it('accepts distinct secrets, and the same name in two variables', () => {
+      expect(() => loadConfig({ ...PROD, SERVICE_TOKENS: 'ops:live-service-token-abcdefghij' })).not.toThrow();
     });
   });
 

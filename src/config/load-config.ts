@@ -80,12 +80,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   cfg.shutdownGraceMs = s.SHUTDOWN_GRACE_MS ?? 10_000;
   cfg.swaggerEnabled = s.SWAGGER_ENABLED ?? true;
 
-  if (s.REDIS_TLS_CA_FILE) readPem('REDIS_TLS_CA_FILE', s.REDIS_TLS_CA_FILE);
+  // A path, read again by every Redis connection: PEM text (which JWT_PUBLIC_KEY takes) would pass a PEM check here
+  // and then stop the boot with a stack trace when the first connection opened it as a file.
+  if (s.REDIS_TLS_CA_FILE) {
+    try {
+      readFileSync(resolve(s.REDIS_TLS_CA_FILE));
+    } catch {
+      throw new ConfigError('REDIS_TLS_CA_FILE', 'is not a readable file; give the path of the CA certificate (PEM)');
+    }
+  }
+  const tls = s.REDIS_TLS ?? s.REDIS_URL?.startsWith('rediss://') ?? false;
+  // Settings that contradict the rest are refused rather than ignored: the service would run otherwise than its
+  // operator believes (on REDIS_URL rather than Sentinel; with the URL's TLS but without the CA file).
+  if (s.REDIS_TLS === false && s.REDIS_URL?.startsWith('rediss://')) {
+    throw new ConfigError('REDIS_TLS', 'is false but REDIS_URL is a rediss:// URL; use redis:// for a connection without TLS');
+  }
+  if (s.REDIS_TLS_CA_FILE && !tls) {
+    throw new ConfigError('REDIS_TLS_CA_FILE', 'is set but TLS is off; set REDIS_TLS=true or use a rediss:// REDIS_URL');
+  }
   cfg.redis = {
     topology,
     username: s.REDIS_USERNAME,
     password: s.REDIS_PASSWORD,
-    tls: s.REDIS_TLS ?? s.REDIS_URL?.startsWith('rediss://') ?? false,
+    tls,
     tlsCaFile: s.REDIS_TLS_CA_FILE,
     tlsRejectUnauthorized: s.REDIS_TLS_REJECT_UNAUTHORIZED ?? true,
     keyPrefix: s.REDIS_KEY_PREFIX ?? 'rp',
@@ -132,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   cfg.merchantSignatureWindowMs = s.MERCHANT_SIGNATURE_WINDOW_MS ?? 5 * 60_000;
   cfg.serviceTokens = credentials('SERVICE_TOKENS', s.SERVICE_TOKENS, prod);
   cfg.adminKeys = credentials('ADMIN_API_KEYS', s.ADMIN_API_KEYS, prod);
+  refuseSharedSecrets(cfg);
 
   cfg.rateLimit = {
     enabled: s.RATE_LIMIT_ENABLED ?? true,
@@ -172,7 +190,9 @@ function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefine
   }
   const parsed = parseNamedSecrets(variable, raw);
   if (prod) {
-    const dev = new Set(parseNamedSecrets(variable, DEV_DEFAULTS[variable]).values());
+    // Every built-in credential is public (README, Swagger UI in development), whichever variable it is put in.
+    const named = (['MERCHANT_SECRETS', 'SERVICE_TOKENS', 'ADMIN_API_KEYS'] as const).flatMap((v) => [...parseNamedSecrets(v, DEV_DEFAULTS[v]).values()]);
+    const dev = new Set([DEV_DEFAULTS.JWT_SECRET, ...named]);
     for (const [name, secret] of parsed) {
       if (dev.has(secret)) throw new ConfigError(variable, `entry "${name}" uses a development default secret; production needs its own`);
     }
@@ -180,9 +200,37 @@ function credentials(variable: keyof typeof DEV_DEFAULTS, raw: string | undefine
   return parsed;
 }
 
+/**
+ * One secret names one caller. A secret in two entries would let whoever holds it be the other caller too: a
+ * service token that is also an admin key opens the admin routes, a merchant secret equal to the HS256 JWT secret
+ * mints user tokens, and two entries of one variable always authenticate as the first name.
+ */
+function refuseSharedSecrets(cfg: AppConfig): void {
+  const seen = new Map<string, string>();
+  const sources: Array<[variable: string, secrets: Iterable<[string, string]>]> = [
+    ['JWT_SECRET', cfg.jwt.algorithm === 'HS256' ? [['', cfg.jwt.key]] : []],
+    ['MERCHANT_SECRETS', cfg.merchantSecrets],
+    ['SERVICE_TOKENS', cfg.serviceTokens],
+    ['ADMIN_API_KEYS', cfg.adminKeys],
+  ];
+  for (const [variable, secrets] of sources) {
+    for (const [name, secret] of secrets) {
+      const first = seen.get(secret);
+      const self = name ? `entry "${name}"` : 'its value';
+      if (first) throw new ConfigError(variable, `${self} uses the same secret as ${first}; every caller needs a secret of its own`);
+      seen.set(secret, name ? `${variable} entry "${name}"` : variable);
+    }
+  }
+}
+
 function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
   const set = [s.REDIS_URL && 'REDIS_URL', s.REDIS_SENTINELS && 'REDIS_SENTINELS', s.REDIS_CLUSTER_NODES && 'REDIS_CLUSTER_NODES'].filter(Boolean) as string[];
   if (set.length > 1) throw new ConfigError(set[1], `cannot be combined with ${set[0]}; configure exactly one Redis topology`);
+  if (!s.REDIS_SENTINELS) {
+    for (const variable of ['REDIS_SENTINEL_MASTER', 'REDIS_SENTINEL_PASSWORD'] as const) {
+      if (s[variable]) throw new ConfigError(variable, 'applies only to Sentinel, but REDIS_SENTINELS is not set');
+    }
+  }
   if (s.REDIS_URL) return { mode: 'standalone', url: s.REDIS_URL };
   if (s.REDIS_SENTINELS) {
     if (!s.REDIS_SENTINEL_MASTER) throw new ConfigError('REDIS_SENTINEL_MASTER', 'is required with REDIS_SENTINELS');

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth } from '../auth/auth.decorators';
 import { ApiError } from '../http/api-error';
 import { ApiErrors } from '../http/error-responses';
-import { ScriptCode, scriptErrorFor } from '../scripts/script-errors';
+import { ScriptNotFoundError } from '../scripts/script-errors';
 import { DelayQueueService } from './delay-queue.service';
 import {
   CancelResultDto,
@@ -21,6 +21,8 @@ const badInput = 'A bad queue name, id or paging parameter';
 /** What a per-queue route answers for the documented examples' queue, which nobody has scheduled on. */
 const unknownQueue = (queue: string) => new ApiError(404, 'NOT_FOUND', `no delay queue ${queue}: nothing was ever scheduled on it and no processor runs it`);
 const noSuchQueue = unknownQueue('close-reminder');
+const noDeadLetter = (queue: string, id: string) =>
+  new ApiError(404, 'NOT_FOUND', `no dead letter ${id} in queue ${queue} (never dead, already retried, or cancelled)`);
 
 /**
  * Ops view of the delay queues (admin key). A queue is known once any instance
@@ -69,12 +71,18 @@ export class DelayQueueAdminController {
     400: badInput,
     404: {
       description: 'No queue with this name, or no dead letter with this id',
-      errors: [noSuchQueue, scriptErrorFor('delay-queue/retry-dead', ScriptCode.NOT_FOUND)],
+      errors: [noSuchQueue, noDeadLetter('close-reminder', 'order-1001')],
     },
   })
   async retry(@Param() p: ItemParamDto): Promise<RetryResultDto> {
     await this.mustExist(p.queue);
-    return { dueAt: await this.queues.retryDead(p.queue, p.id) };
+    try {
+      return { dueAt: await this.queues.retryDead(p.queue, p.id) };
+    } catch (err) {
+      // The script's bare "Not found" would not say what was looked for (and a retry that raced another finds none).
+      if (err instanceof ScriptNotFoundError) throw noDeadLetter(p.queue, p.id);
+      throw err;
+    }
   }
 
   @Delete(':queue/items/:id')

@@ -1,5 +1,6 @@
-import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
 import type { Caller } from '../auth/caller';
 import { ApiError } from '../http/api-error';
@@ -49,15 +50,37 @@ export class LocksController {
       errors: [new LockContendedError(EXAMPLE_LOCK, 2400), new LockUpgradeRefusedError(EXAMPLE_LOCK)],
     },
   })
-  async acquire(@Param() p: LockNameParamDto, @Body() dto: AcquireLockDto, @CurrentCaller() caller: Caller): Promise<AcquireResultDto> {
-    const lock = await this.locks.acquire(lockName(p), {
-      owner: ownerOf(caller, dto.owner),
-      leaseMs: dto.leaseMs,
-      waitMs: dto.waitMs ?? 0,
-      mode: dto.mode,
-      watchdog: false,
-    });
-    return { fencingToken: lock.fencingToken, expiresAt: lock.expiresAt, holdCount: lock.holdCount };
+  async acquire(
+    @Param() p: LockNameParamDto,
+    @Body() dto: AcquireLockDto,
+    @CurrentCaller() caller: Caller,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<AcquireResultDto> {
+    // A caller that hangs up while waiting (its own timeout, a crash) must not be given the lock afterwards: it
+    // believes it failed, and nobody would release the hold before its lease ends. Its connection closing ends the
+    // wait, and a hold taken just as it closed is given back.
+    const gone = new AbortController();
+    const hungUp = () => {
+      if (!reply.raw.writableEnded) gone.abort();
+    };
+    reply.raw.once('close', hungUp);
+    try {
+      const lock = await this.locks.acquire(lockName(p), {
+        owner: ownerOf(caller, dto.owner),
+        leaseMs: dto.leaseMs,
+        waitMs: dto.waitMs ?? 0,
+        mode: dto.mode,
+        watchdog: false,
+        signal: gone.signal,
+      });
+      if (gone.signal.aborted) {
+        await lock.release();
+        throw new ApiError(499, 'CLIENT_CLOSED', 'The caller closed the connection while waiting; the hold was given back');
+      }
+      return { fencingToken: lock.fencingToken, expiresAt: lock.expiresAt, holdCount: lock.holdCount };
+    } finally {
+      reply.raw.off('close', hungUp);
+    }
   }
 
   @Post(':name/renew')

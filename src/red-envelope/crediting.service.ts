@@ -61,6 +61,8 @@ export class CreditingService implements OnModuleDestroy {
     const pools = Array.from({ length: a.subPools }, (_, k) => this.store.pool(a.activityId, k));
     const runner = await this.streams.start({
       name: `red-envelope-credit:${a.activityId}`,
+      // Named per rain: a settled rain's series leave the scrape with its runner.
+      forgetMetricsOnStop: true,
       streams: pools.map((k) => ({ key: k.credits, deadLetterKey: k.dead })),
       group: CREDIT_GROUP,
       consumer: this.consumer,

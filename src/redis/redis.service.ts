@@ -118,6 +118,11 @@ export class RedisService implements OnApplicationShutdown {
     return counts.sort((a, b) => a - b);
   }
 
+  /** Each master's `maxmemory-policy` (INFO memory, which managed services that disable CONFIG still answer). */
+  async evictionPolicies(): Promise<string[]> {
+    return Promise.all(this.masters().map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1] ?? 'unknown'));
+  }
+
   /** Runs after HTTP has drained: stop the workers that still use Redis, then close every connection. */
   async onApplicationShutdown(): Promise<void> {
     await this.workers.stopAll();

@@ -110,6 +110,29 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
       if (first) throw err;
       this.logger.error({ err: (err as Error).message }, 'durable writes will be answered WRITE_UNCONFIRMED');
     }
+    try {
+      await this.checkEviction();
+    } catch (err) {
+      if (first) throw err;
+      this.logger.error({ err: (err as Error).message }, 'the Redis evicts keys: acknowledged state may vanish');
+    }
+  }
+
+  /**
+   * Every key of the core Redis is state the service has acknowledged (orders, wallets, locks, queues), most of
+   * them with a retention TTL, so any eviction policy, volatile-* included, can drop it silently under memory
+   * pressure. Only `noeviction` (a write refused instead) is safe: anything else is refused in production (naming
+   * the topology's variable), a warning elsewhere. A master that cannot be asked now is not a refusal.
+   */
+  private async checkEviction(): Promise<void> {
+    const policies = await this.redis.evictionPolicies().catch(() => []);
+    const evicting = policies.find((p) => p !== 'noeviction');
+    if (evicting === undefined) return;
+    const mode = this.redis.config.redis.topology.mode;
+    const variable = mode === 'sentinel' ? 'REDIS_SENTINELS' : mode === 'cluster' ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+    const problem = `names a Redis with maxmemory-policy ${evicting}: it would drop acknowledged state (orders, wallets, locks) under memory pressure; the service needs maxmemory-policy noeviction (caches go to REDIS_CACHE_URL)`;
+    if (this.redis.config.env === 'production') throw new ConfigError(variable, problem);
+    this.logger.warn({ variable, policy: evicting }, `${variable} ${problem}`);
   }
 
   /**

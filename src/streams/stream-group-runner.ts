@@ -65,6 +65,11 @@ export interface StreamGroupOptions {
   startFrom?: 'beginning' | 'now';
   /** Told of every delivery's outcome, after the runner's own metrics (for a feature's own counters). */
   onOutcome?: (outcome: EntryOutcome, entry: StreamEntry) => void;
+  /**
+   * Drop this runner's metric series once it has stopped. For runners named after an entity that ends (a rain's
+   * crediting): their series would otherwise stay in every scrape for the life of the process. Default false.
+   */
+  forgetMetricsOnStop?: boolean;
 }
 
 /** What a runner needs of the rest of the service. */
@@ -202,6 +207,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     }
     await Promise.all(this.readers);
     await this.parkLoop;
+    // After the last handler has counted: nothing of this runner reports any more.
+    if (this.options.forgetMetricsOnStop) this.deps.metrics.forget(this);
   }
 
   async pending(): Promise<number | undefined> {

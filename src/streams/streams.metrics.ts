@@ -2,6 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { Counter, Histogram } from 'prom-client';
 import { MetricsService } from '../metrics/metrics.service';
 
+/** The outcomes `stream_entries_total` counts (EntryOutcome of the runner). */
+const STREAM_OUTCOMES = ['acked', 'failed', 'dead', 'skipped'] as const;
+
 /** What the pending-entries gauge asks each running consumer at scrape time. */
 export interface PendingSource {
   readonly name: string;
@@ -58,5 +61,17 @@ export class StreamsMetrics {
 
   untrack(source: PendingSource): void {
     this.sources.delete(source);
+  }
+
+  /**
+   * Drops a stopped runner's series. Some runners are named per entity (a rain's crediting runner carries its
+   * activity id), so series kept after their runner ends would grow the scrape with every rain for the life of
+   * the process.
+   */
+  forget(source: Pick<PendingSource, 'name' | 'group'>): void {
+    const labels = { runner: source.name, group: source.group };
+    for (const outcome of STREAM_OUTCOMES) this.entries.remove({ ...labels, outcome });
+    this.claimed.remove(labels);
+    this.handlerSeconds.remove(labels);
   }
 }

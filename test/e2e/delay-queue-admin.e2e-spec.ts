@@ -210,6 +210,7 @@ describe('Delay-queue admin API', () => {
       expect(res.status).toBe(404);
       expectErrorBody(res.body, 404);
       expect(res.body.error).toBe('NOT_FOUND');
+      expect(res.body.message).toBe(`no dead letter ${id} in queue ${queue} (never dead, already retried, or cancelled)`);
       if (id === 'p1') expect(await dq.get('cancel-q', 'p1')).toMatchObject({ state: 'pending' });
     });
   });

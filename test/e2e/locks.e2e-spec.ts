@@ -165,6 +165,26 @@ describe(`${LocksController.name} over HTTP`, () => {
       expect((await inspect(name)).body.holders).toEqual([expect.objectContaining({ owner: `svc:${CREDS.serviceName}:op-2`, count: 1 })]);
     });
 
+    it('a waiter that hangs up stops waiting: the lock freed afterwards is not taken for it', async () => {
+      const name = fresh('hang-up');
+      await hold(name, { owner: 'op-1', leaseMs: 30_000 });
+      // op-2's client gives up after 300 ms of a 20 s wait and closes its connection.
+      const gaveUp = await acquire(name, { owner: 'op-2', leaseMs: 60_000, waitMs: 20_000 })
+        .timeout(300)
+        .then(
+          () => false,
+          (err: { timeout?: number }) => err.timeout === 300,
+        );
+      expect(gaveUp).toBe(true);
+      await sleep(200);
+      expect((await release(name, { owner: 'op-1' })).body).toEqual({ holdCount: 0 });
+      // A waiter still running would be woken by that release at once and hold the lock for 60 s, for nobody.
+      await sleep(1_000);
+      expectError(await inspect(name), 404, 'NOT_FOUND');
+      // The lock is free for the next caller.
+      expect((await hold(name, { owner: 'op-3', leaseMs: 5_000 })).holdCount).toBe(1);
+    });
+
     it('with waitMs and nobody releasing, answers 409 LOCK_CONTENDED once waitMs has passed', async () => {
       const name = fresh('wait-out');
       await hold(name, { owner: 'op-1', leaseMs: 30_000 });

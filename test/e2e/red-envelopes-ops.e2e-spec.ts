@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -67,7 +68,63 @@ describe('the red-envelopes ops CLI', () => {
     const wrongKey = await cli(['create', file('key.json', rainBody(rainId('clikey')))], { REDPAY_ADMIN_KEY: 'wrong-key-0123456789abcdef' });
     expect(wrongKey.code).toBe(1);
     expect((await cli(['nonsense'])).code).toBe(2);
+    for (const path of [join(dir, 'missing.json'), dir]) {
+      const unreadable = await cli(['create', path]);
+      expect([unreadable.code, unreadable.stderr]).toEqual([2, expect.stringMatching(new RegExp(`cannot read ${path}: E(NOENT|ISDIR)`))]);
+    }
   }, 90_000);
+});
+
+describe('the red-envelopes ops CLI, the service answering 503 or unreachable', () => {
+  /** Stands in for the service: the create is accepted, then the progress answers `answers` in turn (the last one repeats). */
+  async function service(answers: Array<[number, unknown]>): Promise<{ url: string; gets: () => number; close: () => Promise<void> }> {
+    let gets = 0;
+    const server = createServer((req, res) => {
+      const [status, body] = req.method === 'POST' ? [202, { activityId: 'cli-outage', state: 'FUNDING' }] : answers[Math.min(gets++, answers.length - 1)];
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      gets: () => gets,
+      close: () => new Promise((r) => server.close(() => r())),
+    };
+  }
+  const unavailable: [number, unknown] = [503, { statusCode: 503, error: 'REDIS_UNAVAILABLE', message: 'A backing store is unavailable; retry later' }];
+  const progress = (state: string, loaded: number): [number, unknown] => [200, { activityId: 'cli-outage', state, progress: { loaded, total: 10 } }];
+
+  it('a 503 while the rain loads is waited through: exit 0 once it is READY', async () => {
+    const s = await service([progress('LOADING', 2), unavailable, unavailable, progress('READY', 10)]);
+    try {
+      const r = await cli(['create', file('outage.json', rainBody('cli-outage'))], { REDPAY_URL: s.url });
+      expect({ code: r.code, stderr: r.code ? r.stderr : '' }).toEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toMatchObject({ state: 'READY' });
+      expect(s.gets()).toBe(4);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
+  it('any other refusal of the progress exits 1 and says what the service answered', async () => {
+    const s = await service([[401, { statusCode: 401, error: 'UNAUTHORIZED', message: 'Invalid admin key' }]]);
+    try {
+      const r = await cli(['create', file('outage401.json', rainBody('cli-outage'))], { REDPAY_URL: s.url });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('401 UNAUTHORIZED Invalid admin key');
+      expect(r.stderr).not.toMatch(/TypeError|Cannot read properties/);
+    } finally {
+      await s.close();
+    }
+  }, 60_000);
+
+  it('an unreachable service: exit 1 naming REDPAY_URL and the cause', async () => {
+    const s = await service([]);
+    const url = s.url;
+    await s.close();
+    const r = await cli(['create', file('nowhere.json', rainBody('cli-outage'))], { REDPAY_URL: url });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`cannot reach ${url} (REDPAY_URL): ECONNREFUSED`);
+  }, 60_000);
 });
 
 describe('red envelopes with Redis down', () => {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MerchantSettings, SETTINGS_POLL_MS } from '../../src/close-reminder/merchant-settings';
+import { RedisService } from '../../src/redis/redis.service';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
 
@@ -76,5 +77,28 @@ describe('close reminders: merchant settings on two instances', () => {
     const second = await sb.page(first.next!, 2);
     expect(second.items.map((i) => i.merchantId)).toEqual(['m_p3']);
     expect(second.next).toBeUndefined();
+  });
+
+  it('a merchant removed while its page is read does not end the listing there', async () => {
+    for (const id of ['m_q1', 'm_q2', 'm_q3', 'm_q4']) await sa.save({ merchantId: id, enabled: true });
+    // The page reads the index, then the settings: m_q2 is removed (through the other instance) in between.
+    const redisB = b.app.get(RedisService);
+    const real = redisB.command.bind(redisB);
+    let reads = 0;
+    const spy = jest.spyOn(redisB, 'command').mockImplementation(async (fn) => {
+      const out = await real(fn);
+      if (++reads === 1) await sa.remove('m_q2');
+      return out;
+    });
+    let first;
+    try {
+      first = await sb.page('m_q', 2);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(first.items.map((i) => i.merchantId)).toEqual(['m_q1']);
+    expect(first.next).toBe('m_q2');
+    const rest = await sb.page(first.next!, 10);
+    expect(rest.items.map((i) => i.merchantId)).toEqual(['m_q3', 'm_q4']);
   });
 });

@@ -181,3 +181,32 @@ describe('the start-up check of DURABILITY_REPLICAS', () => {
     }
   });
 });
+
+describe('the start-up check of the eviction policy', () => {
+  it('refuses to boot in production on a Redis that evicts keys, naming REDIS_URL and the policy; development boots', async () => {
+    const redis = await startRedisServer({ args: ['--maxmemory', '64mb', '--maxmemory-policy', 'volatile-lru'] });
+    try {
+      const err = await startTestApp(redis.url, { NODE_ENV: 'production' }).then(
+        (t) => t.close().then(() => undefined),
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe('REDIS_URL');
+      expect((err as ConfigError).message).toMatch(/^REDIS_URL names a Redis with maxmemory-policy volatile-lru: .*noeviction/);
+      const dev = await startTestApp(redis.url, { NODE_ENV: 'development' });
+      await dev.close();
+    } finally {
+      await redis.destroy();
+    }
+  });
+
+  it('boots in production on a Redis with noeviction', async () => {
+    const redis = await startRedisServer({ args: ['--maxmemory', '64mb', '--maxmemory-policy', 'noeviction'] });
+    try {
+      const t = await startTestApp(redis.url, { NODE_ENV: 'production' });
+      await t.close();
+    } finally {
+      await redis.destroy();
+    }
+  });
+});

@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { MetricsService } from '../../src/metrics/metrics.service';
 import { CreditingService } from '../../src/red-envelope/crediting.service';
 import { activityIndexKey } from '../../src/red-envelope/red-envelope-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
@@ -94,8 +95,12 @@ describe('red-envelope crediting through redelivery', () => {
     expect(crediting.map((c) => c.isRunning(id))).toEqual([true, true]);
     // Ended and settled by the end job of one of them.
     await waitUntil('settled', async () => (await kit1.state(id)) === 'SETTLED', 20_000, 50);
+    // The rain's crediting runner is labelled with its id in /metrics; once retired, its series go too.
+    const series = async (t: TestApp) => (await t.app.get(MetricsService).render()).body.split('\n').filter((l) => l.includes(`red-envelope-credit:${id}"`));
+    expect((await series(t1)).length + (await series(t2)).length).toBeGreaterThan(0);
     for (const c of crediting) await c.retireSettled();
     expect(crediting.map((c) => c.isRunning(id))).toEqual([false, false]);
+    expect([await series(t1), await series(t2)]).toEqual([[], []]);
     await expectConserved(kit1, raw, [id], 1000);
   }, 40_000);
 

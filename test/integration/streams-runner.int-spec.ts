@@ -111,6 +111,20 @@ describe(StreamGroupRunner.name, () => {
     expect(r.workers.names).toEqual(['streams:test:g1:c1']);
   });
 
+  it("with forgetMetricsOnStop, drops a stopped runner's series (runners named per rain must not grow the scrape)", async () => {
+    const r = await makeRig();
+    const runner = await start(r, 'g-gone', 'c1', async () => undefined, { name: 'credit:rain-42', forgetMetricsOnStop: true });
+    const kept = await start(r, 'g-kept', 'c1', async () => undefined, { name: 'order-events' });
+    await add(r.streams[3], 'n', '1');
+    await waitUntil('acked by both', async () => (await count(r, 'acked')) === 1 && (await r.metrics.entries.get()).values.length === 2, 5000);
+    const series = async (runnerName: string) => (await r.registry.render()).body.split('\n').filter((l) => l.includes(`runner="${runnerName}"`));
+    expect((await series('credit:rain-42')).length).toBeGreaterThan(0);
+    await runner.stop();
+    await kept.stop();
+    expect(await series('credit:rain-42')).toEqual([]);
+    expect((await series('order-events')).length).toBeGreaterThan(0);
+  });
+
   it('runs one runner per name, group and consumer at a time; a stopped one can be started again', async () => {
     const r = await makeRig();
     const first = await start(r, 'g-dup', 'c1', async () => undefined);
