@@ -342,6 +342,22 @@ describe('orders and payments over HTTP', () => {
       expect([seen.status, seen.body.activePlanId]).toEqual([200, undefined]);
     });
 
+    it('a plan whose instruction is an array is a 400 saying so (it was taken as an instruction and answered "amounts add up to NaN")', async () => {
+      const created = await createOrder({ merchantOrderNo: orderNo(), amount: 12800, currency: 'CNY', subject: 'Coffee beans' });
+      const cases: Array<[unknown[], string]> = [
+        [[[]], 'instructions[0] must be an object'],
+        [[{ method: 'quickpay', amount: 12800 }, []], 'instructions[1] must be an object'],
+      ];
+      for (const [instructions, message] of cases) {
+        const res = await user('acc-bad').createPlan(created.body.orderId, instructions);
+        expectError(res, 400, 'VALIDATION_FAILED', 'instructions');
+        expect(res.body.message).toContain(message);
+        expect(res.body.message).not.toContain('NaN');
+      }
+      const seen = await user('acc-someone-else').checkout(created.body.orderId);
+      expect([seen.status, seen.body.activePlanId]).toEqual([200, undefined]);
+    });
+
     it('ops settings are validated: unknown method or outcome is a 400, and only the admin key may change them', async () => {
       expectError(await setChannel('cash', { pay: 'failure' }), 400, 'VALIDATION_FAILED', 'method');
       expectError(await setChannel('quickpay', { pay: 'maybe' }), 400, 'VALIDATION_FAILED', 'pay');

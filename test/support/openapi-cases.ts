@@ -428,6 +428,21 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
       }
     }
 
+    // An empty array where the schema has no array: nothing inside it to fail a rule (ValidateNested passed it).
+    for (const f of reachable) {
+      const types = reader.typesOf(f.schema);
+      if (types.size === 0 || types.has('array')) continue;
+      add({
+        cls: 'body-wrong-type',
+        name: `${fieldName(f.path)}: empty array []`,
+        body: json(setAt(base, f.path, [])),
+        expect: '4xx',
+        statuses: [400],
+        field: f.path,
+        names: true,
+      });
+    }
+
     // Bodies that are not an object.
     if (isObjectBody) {
       for (const raw of ['null', '[]', '"x"', '1', 'true']) {
