@@ -104,6 +104,15 @@ describe('orders and payments over HTTP', () => {
       expect([emoji.status, emoji.body.subject]).toEqual([201, 'Beans 😀']);
     });
 
+    it('a subject of 128 characters is taken however many UTF-16 units they use; 129 is a 400 (128 emoji were refused as over 128)', async () => {
+      const subject = '☕😀'.repeat(64);
+      const ok = await createOrder({ merchantOrderNo: orderNo(), amount: 100, currency: 'CNY', subject });
+      expect([ok.status, ok.body.subject]).toEqual([201, subject]);
+      const no = orderNo();
+      expectError(await createOrder({ merchantOrderNo: no, amount: 100, currency: 'CNY', subject: `${subject}😀` }), 400, 'VALIDATION_FAILED', 'subject');
+      expectError(await merchant('GET', `/merchant/orders/${no}`), 404, 'NOT_FOUND');
+    });
+
     it('closing an order that does not exist is a 404 that leaves nothing in Redis (no lock, no fencing counter)', async () => {
       const before = (await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort();
       expectError(await merchant('POST', `/merchant/orders/${orderNo()}/close`), 404, 'NOT_FOUND');
