@@ -42,7 +42,7 @@ export const INVALID_CREDENTIAL: Record<CallerKind, { summary: string; message: 
 };
 
 /** The DTOs a route validates: its `@Body()`, `@Param()` and `@Query()` classes. */
-interface RouteInputs {
+export interface RouteInputs {
   body?: Type;
   path?: Type;
   query?: Type;
@@ -52,7 +52,7 @@ type Location = keyof RouteInputs;
 const PIPE_TYPE: Record<Location, RouteParamtypes> = { body: RouteParamtypes.BODY, path: RouteParamtypes.PARAM, query: RouteParamtypes.QUERY };
 
 /** Every route's inputs, by its default operationId (`<Controller>_<method>`). */
-function routeInputs(app: INestApplication): Map<string, RouteInputs> {
+export function routeInputs(app: INestApplication): Map<string, RouteInputs> {
   const out = new Map<string, RouteInputs>();
   for (const module of app.get(ModulesContainer).values()) {
     for (const { metatype } of module.controllers.values()) {

@@ -1,8 +1,12 @@
+import { plainToInstance } from 'class-transformer';
+import { validateSync, type ValidationError, type ValidatorOptions } from 'class-validator';
 import request from 'supertest';
 import { HEADERS, SECURITY } from '../../src/auth/security-schemes';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../../src/config/load-config';
 import { MAX_AMOUNT } from '../../src/orders/dto/create-order.dto';
+import { routeInputs } from '../../src/http/error-examples';
 import { USER_FACING_TAG } from '../../src/http/swagger';
+import { validationPipeOptions } from '../../src/http/validation';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
 
@@ -23,6 +27,10 @@ interface Schema {
   enum?: unknown[];
   pattern?: string;
   maximum?: number;
+  minimum?: number;
+  maxLength?: number;
+  type?: string;
+  format?: string;
 }
 interface Example {
   summary: string;
@@ -33,6 +41,7 @@ interface Response {
   content?: Record<string, { schema?: Schema; examples?: Record<string, Example> }>;
 }
 interface Operation {
+  operationId?: string;
   parameters?: Array<{ name: string; in: string; required?: boolean; example?: unknown; schema?: Schema }>;
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<string, Response>;
@@ -149,6 +158,45 @@ describe('OpenAPI document', () => {
     expect(s.CreateOrderDto.properties!.amount).toMatchObject({ minimum: 1, maximum: MAX_AMOUNT });
     expect(s.CreateOrderDto.properties!.currency).toMatchObject({ pattern: '^[A-Z]{3}$', enum: expect.arrayContaining(['CNY', 'EUR']) });
     expect(s.TouchDto.properties!.label).toMatchObject({ maxLength: 32, pattern: '^[A-Za-z0-9_-]+$' });
+  });
+
+  it('refuses no value its schema documents as valid for its type or characters: @IsInt fields are integers, @Matches fields carry the pattern', () => {
+    // A fraction where the document says number, and text with a space, a tilde and an accent where it gives no
+    // pattern, enum or format: the field's own rules (not the business checks after them) must let each through.
+    const inputs = routeInputs(t.app);
+    const options = validationPipeOptions();
+    const ruleErrors = (dto: new () => object, field: string, value: unknown) =>
+      validateSync(plainToInstance(dto, { [field]: value }, options.transformOptions) as object, options as ValidatorOptions)
+        .filter((e: ValidationError) => e.property === field)
+        .flatMap((e) => Object.keys(e.constraints ?? {}))
+        .filter((c) => c === 'isInt' || c === 'matches');
+    const refused: string[] = [];
+    let checked = 0;
+    const check = (where: string, dto: (new () => object) | undefined, field: string, s: Schema | undefined, asText: boolean) => {
+      if (!dto || !s) return;
+      let value: unknown;
+      if (s.type === 'number') {
+        const v = (s.minimum ?? 0) + 0.5;
+        if (s.maximum === undefined || v <= s.maximum) value = asText ? String(v) : v;
+      } else if (s.type === 'string' && !s.pattern && !s.enum && !s.format && (s.maxLength ?? 8) >= 5) {
+        value = 'x y~é';
+      }
+      if (value === undefined) return;
+      checked++;
+      const broken = ruleErrors(dto, field, value);
+      if (broken.length) refused.push(`${where} ${field}: ${JSON.stringify(value)} (${broken.join(', ')})`);
+    };
+    for (const { id, op } of operations()) {
+      const route = inputs.get(op.operationId ?? '') ?? {};
+      const body = bodySchema(op);
+      for (const [field, s] of Object.entries(body?.properties ?? {})) check(id, route.body as new () => object, field, resolve(s), false);
+      for (const p of op.parameters ?? []) {
+        const dto = p.in === 'path' ? route.path : p.in === 'query' ? route.query : undefined;
+        check(id, dto as new () => object, p.name, resolve(p.schema), true);
+      }
+    }
+    expect(checked).toBeGreaterThan(0);
+    expect(refused).toEqual([]);
   });
 
   it('gives every documented error response examples whose status and code fit it', () => {
