@@ -93,6 +93,9 @@ describe('Malformed input, generated from the OpenAPI document', () => {
       // expiry, payment follow-ups, reminders) write these when they claim and heartbeat items, whatever requests do.
       // Every other part of a queue (pending, ready, in-flight, dead, payloads, attempts, errors) is compared.
       { re: new RegExp(`^${p}:delay-queue:\\{[^}]*\\}:(lease|seq)$`), why: 'delay-queue worker bookkeeping (leases, fencing sequence)' },
+      // <prefix>:seckill:{i}:sweep (src/seckill/seckill-keys.ts): the lease of the flash-sale safety net's periodic
+      // sweep, taken by whichever instance sweeps that round, whatever requests do.
+      { re: new RegExp(`^${p}:seckill:\\{i\\}:sweep$`), why: 'the seckill safety-net sweep lease' },
     ];
 
     doc = await fetchDocument();
