@@ -99,6 +99,10 @@ const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', '
 
 export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
 
+/** A request that says it carries no bytes: `Content-Length: 0`, or neither a length nor a chunked body. */
+const hasNoBody = (req: FastifyRequest): boolean =>
+  req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined);
+
 /**
  * The service's only body parser: `application/json`, kept as raw bytes too
  * (merchant signatures cover them), refused before parsing when it nests too
@@ -112,13 +116,16 @@ export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request bod
 export function registerJsonBodyParser(fastify: FastifyInstance): void {
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('text/plain');
-  // An empty body of any type is no body (clients send `curl -d ''` as a form); a route that needs one says so.
-  fastify.addContentTypeParser('*', (req, _payload, done) => done(req.headers['content-length'] === '0' ? null : unsupportedMediaType(), undefined));
+  // An empty body of any type is no body (clients send `curl -d ''` as a form, and many send a Content-Type with every
+  // POST, body or not); a route that needs one says so.
+  fastify.addContentTypeParser('*', (req, _payload, done) => done(hasNoBody(req) ? null : unsupportedMediaType(), undefined));
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req: FastifyRequest & { rawBody?: Buffer }, body: Buffer, done) => {
     req.rawBody = body;
     const encoding = req.headers['content-encoding'];
+    // Fastify's JSON parser would answer an empty body with its own 400 ("Body cannot be empty…").
+    if (body.length === 0) done(null, undefined);
     // Bodies are never decompressed: a compressed one would be read as if it were not.
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') done(unsupportedEncoding(), undefined);
+    else if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') done(unsupportedEncoding(), undefined);
     else if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
     else if (!maySurrogate(body)) parseJson(req, body as unknown as string, done);
     else

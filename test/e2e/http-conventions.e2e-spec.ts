@@ -98,6 +98,33 @@ describe('HTTP conventions', () => {
       expect(res.body.error).toBe('PAYLOAD_TOO_LARGE');
     });
 
+    it('takes an empty application/json body as no body too (it was Fastify\'s 400 "Body cannot be empty"), and asks for the body where the route takes one', async () => {
+      for (const type of ['application/json', 'application/json; charset=utf-8', 'text/plain']) {
+        const empty = await request(t.server).post('/messages/read-all').set(auth).set('content-type', type).send('');
+        expect({ type, status: empty.status, body: empty.body }).toEqual({ type, status: 200, body: { marked: 0, unread: 0 } });
+      }
+      // A Content-Type and neither a Content-Length nor a chunked body: no body either.
+      if (!t.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = t.server.address() as AddressInfo;
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let got = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (got += c));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+        socket.write(
+          `POST /messages/read-all HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+        );
+      });
+      expect(reply.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+      const before = await storedKeys();
+      const needsOne = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send('');
+      expectErrorShape(needsOne.body, 400);
+      expect([needsOne.body.error, needsOne.body.details]).toEqual(['VALIDATION_FAILED', [{ field: 'body', errors: ['Request body must be a JSON object'] }]]);
+      expect(await storedKeys()).toEqual(before);
+    });
+
     it('takes an empty body of any media type as no body, and refuses a non-JSON body with 415', async () => {
       const before = await storedKeys();
       const empty = await request(t.server).post('/messages/read-all').set(auth).set('content-type', 'application/x-www-form-urlencoded').send('');
