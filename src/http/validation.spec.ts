@@ -185,6 +185,12 @@ describe('Validation', () => {
       expect(err.details).toEqual([{ field: 'tip', errors: ['tip must not be null'] }]);
     });
 
+    it('names a null array element with its array, not as a bare index ("0 must not be null")', async () => {
+      const err = await failure({ ...valid(), lines: [{ sku: 'a', qty: 1 }, null] });
+      expect(err.details).toEqual([{ field: 'lines[1]', errors: ['lines[1] must not be null'] }]);
+      expect(err.message).toBe('lines[1] must not be null');
+    });
+
     it('still names an unknown field as such when its value is null', async () => {
       const err = await failure({ ...valid(), admin: null });
       expect(err.details).toEqual([{ field: 'admin', errors: ['property admin should not exist'] }]);

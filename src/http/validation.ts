@@ -17,17 +17,19 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   return errors.flatMap((e) => {
     const property = boundedName(e.property);
     const field = parent ? (/^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`) : property;
-    const own = e.constraints ? [{ field, errors: ownErrors(e) }] : [];
+    const own = e.constraints ? [{ field, errors: ownErrors(e, field) }] : [];
     return [...own, ...flattenValidationErrors(e.children ?? [], field)];
   });
 }
 
-function ownErrors(e: ValidationError): string[] {
+function ownErrors(e: ValidationError, field: string): string[] {
   const constraints = e.constraints ?? {};
   // An unknown field keeps its "should not exist", whatever its value.
   if (constraints.whitelistValidation) return [`property ${boundedName(e.property)} should not exist`];
-  if (e.value === undefined && 'value' in e) return [`${e.property} is required`];
-  if (e.value === null) return [`${e.property} must not be null`];
+  // An array element is named with its array (`lines[1]`), not as a bare index.
+  const name = /^\d+$/.test(e.property) ? field : e.property;
+  if (e.value === undefined && 'value' in e) return [`${name} is required`];
+  if (e.value === null) return [`${name} must not be null`];
   return Object.values(constraints);
 }
 
