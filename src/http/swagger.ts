@@ -3,7 +3,7 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { SECURITY } from '../auth/security-schemes';
 import { AppConfig } from '../config/app-config';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../config/load-config';
-import { addErrorExamples } from './error-examples';
+import { addErrorExamples, addTransportErrors } from './error-examples';
 import { addValidationRules } from './schema-rules';
 
 /**
@@ -102,6 +102,7 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
   orderTags(document);
   addValidationRules(document, app);
   addErrorExamples(document, app);
+  addTransportErrors(document);
   return document;
 }
 

@@ -4,6 +4,7 @@ import request from 'supertest';
 import { HEADERS, SECURITY } from '../../src/auth/security-schemes';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../../src/config/load-config';
 import { MAX_AMOUNT } from '../../src/orders/dto/create-order.dto';
+import { ROUTE_BODY_LIMITS } from '../../src/http/body-limits';
 import { routeInputs } from '../../src/http/error-examples';
 import { USER_FACING_TAG } from '../../src/http/swagger';
 import { validationPipeOptions } from '../../src/http/validation';
@@ -66,6 +67,9 @@ const CODE_OF_STATUS: Record<string, string> = {
   401: 'UNAUTHORIZED',
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'RATE_LIMITED',
   503: 'REDIS_UNAVAILABLE',
 };
@@ -291,6 +295,27 @@ describe('OpenAPI document', () => {
       }
     }
     expect(mismatches).toEqual([]);
+  });
+
+  it('answers each 413, 414 and 415 example (before any route runs): a body over the limit, a path parameter of 513 characters, a text/plain body', async () => {
+    const problems: string[] = [];
+    let replayed = 0;
+    const strip = (b: Record<string, unknown>) => ({ ...b, requestId: undefined });
+    for (const { id, path, method, status, examples } of errorResponses()) {
+      if (!['413', '414', '415'].includes(status)) continue;
+      const url = path.replace(/\{[^}]+\}/g, () => (status === '414' ? 'p'.repeat(513) : 'x1'));
+      let req = request(t.server)[method as 'post'](url);
+      const limit = Math.max(ROUTE_BODY_LIMITS.get(`${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`) ?? 0, t.config.bodyLimitBytes);
+      if (status === '413') req = req.set('content-type', 'application/json').send(JSON.stringify({ pad: 'x'.repeat(limit + 1024) }));
+      if (status === '415') req = req.set('content-type', 'text/plain').send('hello');
+      const res = await req;
+      replayed++;
+      const want = examples.map(([, e]) => strip(e.value));
+      if (!want.some((w) => JSON.stringify(w) === JSON.stringify(strip(res.body))))
+        problems.push(`${id} ${status}: answered ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    expect(replayed).toBeGreaterThan(0);
+    expect(problems).toEqual([]);
   });
 
   it("answers a request for the examples' resource, which a fresh service does not have, with one of its 404 examples", async () => {

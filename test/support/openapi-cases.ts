@@ -48,6 +48,7 @@ export interface OperationObject {
   parameters?: ParameterObject[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: SchemaObject }> };
   security?: Array<Record<string, string[]>>;
+  responses?: Record<string, unknown>;
 }
 
 export interface OpenApiDocument {
