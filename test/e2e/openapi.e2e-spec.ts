@@ -32,6 +32,7 @@ interface Schema {
   maxLength?: number;
   type?: string;
   format?: string;
+  additionalProperties?: unknown;
 }
 interface Example {
   summary: string;
@@ -201,6 +202,16 @@ describe('OpenAPI document', () => {
     }
     expect(checked).toBeGreaterThan(0);
     expect(refused).toEqual([]);
+  });
+
+  it('describes what every object schema holds (GET /health/ready documented an object with no properties)', async () => {
+    const empty = Object.entries(doc.components.schemas)
+      .filter(([, s]) => s.type === 'object' && Object.keys(s.properties ?? {}).length === 0 && !s.additionalProperties)
+      .map(([name]) => name);
+    expect(empty).toEqual([]);
+    const ready = await request(t.server).get('/health/ready');
+    const schema = resolve(doc.paths['/health/ready'].get.responses['200'].content!['application/json'].schema)!;
+    expect(Object.keys(schema.properties ?? {}).sort()).toEqual(Object.keys(ready.body).sort());
   });
 
   it('gives every documented error response examples whose status and code fit it', () => {
