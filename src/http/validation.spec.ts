@@ -1,6 +1,6 @@
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, Min, MinLength, ValidateNested, ValidationError } from 'class-validator';
-import { ApiError } from './api-error';
+import { ApiError, listedMessage, MAX_ERROR_DETAILS, MAX_LISTED_MESSAGE } from './api-error';
 import { IsOptionalField } from './optional-field';
 import { createValidationPipe, type FieldError, flattenValidationErrors } from './validation';
 
@@ -146,6 +146,27 @@ describe('Validation', () => {
     it('does not convert types implicitly', async () => {
       const err = await failure({ ...valid(), amount: '500' });
       expect(fields(err)).toEqual(['amount']);
+    });
+
+    it('stays small however many fields fail: 5,000 unknown fields give a message of at most 500 characters that counts the rest, and 50 details', async () => {
+      const body: Record<string, unknown> = { ...valid() };
+      for (let i = 0; i < 5000; i++) body[`k${i}`] = 1;
+      const err = await failure(body);
+      expect(err.message.length).toBeLessThanOrEqual(MAX_LISTED_MESSAGE);
+      expect(err.message).toMatch(/^property k0 should not exist; property k1 should not exist; .*; … and \d+ more$/);
+      const listed = err.message.split('; ').length - 1;
+      expect(Number(/and (\d+) more$/.exec(err.message)![1])).toBe(5000 - listed);
+      expect(err.details).toHaveLength(MAX_ERROR_DETAILS);
+      expect((err.details as FieldError[])[0]).toEqual({ field: 'k0', errors: ['property k0 should not exist'] });
+    });
+
+    it('lists failures while they fit (listedMessage)', () => {
+      expect(listedMessage(['a', 'b', 'c'])).toBe('a; b; c');
+      const ten = 'x'.repeat(10);
+      expect(listedMessage(Array(10).fill(ten), 40)).toBe(`${ten}; ${ten}; … and 8 more`);
+      expect(listedMessage([ten, ten, ten], 34)).toBe(`${ten}; ${ten}; ${ten}`);
+      expect(listedMessage(['x'.repeat(40)], 20)).toBe(`${'x'.repeat(19)}…`);
+      expect(listedMessage([])).toBe('');
     });
 
     it('reports every failing field, joined in the message', async () => {

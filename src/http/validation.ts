@@ -1,6 +1,6 @@
 import { ArgumentMetadata, type PipeTransform, ValidationError, ValidationPipe, type ValidationPipeOptions } from '@nestjs/common';
 import { Transform } from 'class-transformer';
-import { ApiError, boundedName, fieldError } from './api-error';
+import { ApiError, boundedName, fieldError, listedMessage, MAX_ERROR_DETAILS } from './api-error';
 import { fastPathFor } from './fast-path';
 
 export interface FieldError {
@@ -109,10 +109,12 @@ export function validationPipeOptions(): ValidationPipeOptions {
     transformOptions: { enableImplicitConversion: false },
     // Values are read to tell a missing or null field apart, and never copied into the response.
     validationError: { target: false, value: true },
+    // However many fields fail (thousands of unknown ones fit in a body), the answer stays small: the message lists
+    // what fits in 500 characters and counts the rest, and details names the first MAX_ERROR_DETAILS fields.
     exceptionFactory: (errors) => {
-      const details = flattenValidationErrors(errors);
-      const message = details.map((d) => d.errors.join(', ')).join('; ') || 'Validation failed';
-      return new ApiError(400, 'VALIDATION_FAILED', message, details);
+      const all = flattenValidationErrors(errors);
+      const message = listedMessage(all.map((d) => d.errors.join(', '))) || 'Validation failed';
+      return new ApiError(400, 'VALIDATION_FAILED', message, all.slice(0, MAX_ERROR_DETAILS));
     },
   };
 }

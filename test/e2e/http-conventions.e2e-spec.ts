@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { startTestApp, TestApp, userToken } from '../support/test-app';
+import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
 
 const ERROR_KEYS = ['statusCode', 'error', 'message', 'requestId'];
 
@@ -80,6 +80,39 @@ describe('HTTP conventions', () => {
       expect(res.body.details.map((d: { field: string }) => d.field)).toContain(field);
       expect(res.body.message).toContain(field);
       expect(await storedKeys()).toEqual(before);
+    });
+
+    it('answers hundreds of bad fields with a small 400: the message lists what fits in 500 characters and counts the rest, details name 50 (a 65 KB body of 5,000 unknown fields got a 495 KB answer)', async () => {
+      const check = (res: request.Response, first: string) => {
+        expect(res.status).toBe(400);
+        expectErrorShape(res.body, 400);
+        expect(res.text.length).toBeLessThan(10_000);
+        expect(res.body.message.length).toBeLessThanOrEqual(500);
+        expect(res.body.message).toMatch(new RegExp(`^${first}; .*; … and \\d+ more$`));
+        expect(res.body.details).toHaveLength(50);
+      };
+      const before = await storedKeys();
+      const body = Object.fromEntries([['label', 'home'], ...Array.from({ length: 200 }, (_, i) => [`k${i}`, 1])]);
+      check(await request(t.server).post('/diagnostics/touch').set(auth).send(body), 'property k0 should not exist');
+      expect(await storedKeys()).toEqual(before);
+      const query = Array.from({ length: 1500 }, (_, i) => `q${i}=1`).join('&');
+      check(await request(t.server).get(`/messages?${query}`).set(auth), 'property q0 should not exist');
+      // One item of a batch with 400 unknown fields: its error is bounded the same way.
+      const item = {
+        accountId: 'acc_http',
+        bizType: 'T',
+        outerBizId: 'o-1',
+        title: 't',
+        content: 'c',
+        ...Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`k${i}`, 1])),
+      };
+      const batch = await request(t.server)
+        .post('/messages/batch')
+        .set('x-service-token', CREDS.serviceToken)
+        .send({ messages: [item] });
+      expect([batch.status, batch.body.results[0].status, batch.body.invalid]).toEqual([200, 400, 1]);
+      expect(batch.body.results[0].error.length).toBeLessThanOrEqual(500);
+      expect(batch.body.results[0].error).toMatch(/^property k0 should not exist; .*; … and \d+ more$/);
     });
 
     it('rejects malformed JSON with 400 in the standard shape', async () => {
