@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, boundedName, fieldError } from './api-error';
 
@@ -97,6 +98,8 @@ const unsupportedEncoding = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'T
 
 export const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
 
+const notUtf8 = () => new ApiError(400, 'BAD_REQUEST', 'Request body is not valid UTF-8 (JSON must be UTF-8)');
+
 export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
 
 /** A request that says it carries no bytes: `Content-Length: 0`, or neither a length nor a chunked body. */
@@ -108,7 +111,7 @@ const hasNoBody = (req: FastifyRequest): boolean =>
  * (merchant signatures cover them), refused before parsing when it nests too
  * deep. A string (or key) holding a lone UTF-16 surrogate, which no UTF-8 text
  * can carry, is a 400 naming the field: looked for only when the bytes hold such
- * an escape. A body with a Content-Encoding (gzip…) gets a 415: bodies are not
+ * an escape. Bytes that are not UTF-8 are a 400 before parsing. A body with a Content-Encoding (gzip…) gets a 415: bodies are not
  * decompressed. Any other media type gets a 415 (Fastify's own would quote the
  * Content-Type header back, and its `text/plain` parser would hand a string to
  * validation).
@@ -127,6 +130,8 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
     // Bodies are never decompressed: a compressed one would be read as if it were not.
     else if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') done(unsupportedEncoding(), undefined);
     else if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
+    // JSON is UTF-8 (RFC 8259): other bytes (Latin-1 "Café") were read as U+FFFD and stored that way.
+    else if (!isUtf8(body)) done(notUtf8(), undefined);
     else if (!maySurrogate(body)) parseJson(req, body as unknown as string, done);
     else
       parseJson(req, body as unknown as string, (err: Error | null, value?: unknown) => {

@@ -115,6 +115,36 @@ describe('HTTP conventions', () => {
       expect(batch.body.results[0].error).toMatch(/^property k0 should not exist; .*; … and \d+ more$/);
     });
 
+    it('refuses a body that is not UTF-8 with 400, storing nothing (Latin-1 "Café" was stored as "Caf\uFFFD")', async () => {
+      // Raw bytes, through Fastify's inject (SuperTest would serialise a Buffer as JSON).
+      const post = async (url: string, headers: Record<string, string>, payload: Buffer) => {
+        const r = await t.app
+          .getHttpAdapter()
+          .getInstance()
+          .inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload });
+        return { status: r.statusCode, body: JSON.parse(r.body) as Record<string, string> };
+      };
+      const before = await storedKeys();
+      const latin1 = Buffer.concat([Buffer.from('{"label":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+      const res = await post('/diagnostics/touch', auth, latin1);
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body, 400);
+      expect(res.body.message).toContain('UTF-8');
+      expect(await storedKeys()).toEqual(before);
+      const inboxBefore = await raw.keys(`${t.config.redis.keyPrefix}:messages:*`);
+      const message = Buffer.concat([
+        Buffer.from('{"accountId":"acc_http","bizType":"T","outerBizId":"latin1-1","title":"Caf'),
+        Buffer.from([0xe9, 0x20, 0xff, 0xfe]),
+        Buffer.from('","content":"c"}'),
+      ]);
+      const write = await post('/messages', { 'x-service-token': CREDS.serviceToken }, message);
+      expect([write.status, write.body.error]).toEqual([400, 'BAD_REQUEST']);
+      expect(await raw.keys(`${t.config.redis.keyPrefix}:messages:*`)).toEqual(inboxBefore);
+      // The same text in UTF-8 is taken.
+      const utf8 = await post('/diagnostics/touch', auth, Buffer.from('{"label":"cafe"}'));
+      expect(utf8.status).toBe(200);
+    });
+
     it('rejects malformed JSON with 400 in the standard shape', async () => {
       const res = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send('{"label":');
       expect(res.status).toBe(400);
