@@ -1,5 +1,5 @@
 import { Controller, Get, HttpCode, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Public } from '../auth/auth.decorators';
 import { AppConfig } from '../config/app-config';
@@ -7,10 +7,11 @@ import { SkipRateLimit } from '../rate-limit/rate-limit.guard';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 
+// Spelled out: the Swagger plugin reads only *.dto.ts files, and left this schema without properties.
 class ReadyBody {
-  status!: 'ready' | 'not-ready';
-  redis!: 'up' | 'down';
-  scriptsLoaded!: boolean;
+  @ApiProperty({ enum: ['ready', 'not-ready'], example: 'ready' }) status!: 'ready' | 'not-ready';
+  @ApiProperty({ enum: ['up', 'down'], example: 'up' }) redis!: 'up' | 'down';
+  @ApiProperty({ example: true }) scriptsLoaded!: boolean;
 }
 
 /** Probes for the orchestrator. Public (probes carry no credentials) and never rate limited. */

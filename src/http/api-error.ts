@@ -23,6 +23,30 @@ export const fieldError = (field: string, message: string) => new ApiError(400, 
 const MAX_FIELD_NAME = 64;
 export const boundedName = (name: string): string => (name.length > MAX_FIELD_NAME ? `${name.slice(0, MAX_FIELD_NAME)}…` : name);
 
+/** Longest message of a 400 that lists failures: it lists them while they fit, then says how many more there are. */
+export const MAX_LISTED_MESSAGE = 500;
+/** Most failing fields one 400 names in `details` (the message counts the rest): the error never grows with the input. */
+export const MAX_ERROR_DETAILS = 50;
+
+/** `a; b; c`, cut after the last part that fits in `max` characters, then `; … and N more`. */
+export function listedMessage(parts: string[], max = MAX_LISTED_MESSAGE): string {
+  const all = parts.join('; ');
+  if (all.length <= max) return all;
+  let out = '';
+  for (let i = 0; i < parts.length; i++) {
+    const next = out ? `${out}; ${parts[i]}` : parts[i];
+    const rest = parts.length - i - 1;
+    const more = rest > 0 ? `; … and ${rest} more` : '';
+    if (next.length + more.length > max) {
+      // Nothing listed yet: the first part, cut (parts are short; this only bounds a pathological one).
+      if (!out) return `${parts[i].slice(0, Math.max(0, max - more.length - 1))}…${more}`;
+      return `${out}; … and ${rest + 1} more`;
+    }
+    out = next;
+  }
+  return out;
+}
+
 export const unauthorized = (message: string) => new ApiError(401, 'UNAUTHORIZED', message);
 export const forbidden = (message: string) => new ApiError(403, 'FORBIDDEN', message);
 

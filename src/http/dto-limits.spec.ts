@@ -50,6 +50,8 @@ function unboundedFields(dto: new () => object): string[] {
     if ((kinds.has('isInt') || kinds.has('isNumber')) && !(has(BOUNDED_NUMBER_MAX) && has(BOUNDED_NUMBER_MIN)))
       problems.push(`${field}: number without Min and Max`);
     if (kinds.has('isArray') && !has(BOUNDED_ARRAY)) problems.push(`${field}: array without ArrayMaxSize`);
+    // ValidateNested checks an array found where an object goes element by element, so `[]` there passes it.
+    if (kinds.has('nestedValidation') && !kinds.has('isObject')) problems.push(`${field}: ValidateNested without IsObject`);
   }
   return problems;
 }
@@ -61,21 +63,23 @@ describe('request DTO limits', () => {
     expect(classes.map(([name]) => name)).toContain('diagnostics/dto/touch.dto.ts#TouchDto');
   });
 
-  it.each(classes)('%s bounds every string, number and array', (_name, dto) => {
+  it.each(classes)('%s bounds every string, number and array, and checks nested values are objects', (_name, dto) => {
     expect(unboundedFields(dto)).toEqual([]);
   });
 
   it('notices an unbounded field (the check itself can fail)', () => {
-    const { IsString, IsInt, IsArray } = require('class-validator');
+    const { IsString, IsInt, IsArray, ArrayMaxSize, ValidateNested } = require('class-validator');
     class Loose {
       @IsString() name!: string;
       @IsInt() count!: number;
       @IsArray() items!: string[];
+      @IsArray() @ArrayMaxSize(3) @ValidateNested({ each: true }) parts!: object[];
     }
     expect(unboundedFields(Loose)).toEqual([
       'name: string without MaxLength/Length/IsIn',
       'count: number without Min and Max',
       'items: array without ArrayMaxSize',
+      'parts: ValidateNested without IsObject',
     ]);
   });
 });

@@ -20,6 +20,7 @@ import { AppConfig } from '../config/app-config';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { ApiError, forbidden, rateLimited, unauthorized } from './api-error';
 import { errorExample } from './error-responses';
+import { unsupportedMediaType } from './json-body';
 import { validationPipeOptions } from './validation';
 
 const KINDS: CallerKind[] = ['user', 'merchant', 'service', 'admin'];
@@ -42,7 +43,7 @@ export const INVALID_CREDENTIAL: Record<CallerKind, { summary: string; message: 
 };
 
 /** The DTOs a route validates: its `@Body()`, `@Param()` and `@Query()` classes. */
-interface RouteInputs {
+export interface RouteInputs {
   body?: Type;
   path?: Type;
   query?: Type;
@@ -52,7 +53,7 @@ type Location = keyof RouteInputs;
 const PIPE_TYPE: Record<Location, RouteParamtypes> = { body: RouteParamtypes.BODY, path: RouteParamtypes.PARAM, query: RouteParamtypes.QUERY };
 
 /** Every route's inputs, by its default operationId (`<Controller>_<method>`). */
-function routeInputs(app: INestApplication): Map<string, RouteInputs> {
+export function routeInputs(app: INestApplication): Map<string, RouteInputs> {
   const out = new Map<string, RouteInputs>();
   for (const module of app.get(ModulesContainer).values()) {
     for (const { metatype } of module.controllers.values()) {
@@ -224,3 +225,36 @@ export function addErrorExamples(doc: OpenAPIObject, app: INestApplication): voi
 }
 
 const isErrorBody = (s: SchemaObject | ReferenceObject | undefined) => !!s && '$ref' in s && s.$ref === '#/components/schemas/ErrorBodyDto';
+
+/** An error as Fastify raises it before a route runs (the exception filter words it). */
+const fastifyError = (statusCode: number, code: string) => Object.assign(new Error(code), { statusCode, code });
+
+/**
+ * The answers of the HTTP layer before any route runs, documented on every
+ * operation they can happen to: 413 and 415 wherever a body may be sent (every
+ * method but GET and HEAD), 414 wherever there is a path parameter. Each with
+ * its example, as the exception filter words it. Run on the built document.
+ */
+export function addTransportErrors(doc: OpenAPIObject): void {
+  const error = (description: string, err: Error, summary: string): ResponseObject => {
+    const example = errorExample(err, summary);
+    const code = (example.value as { error: string }).error;
+    return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBodyDto' }, examples: { [code]: example } } } };
+  };
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item) as Array<[string, OperationObject]>) {
+      if (!op?.responses) continue;
+      if (method !== 'get' && method !== 'head') {
+        op.responses['413'] ??= error('The body is over the size limit', fastifyError(413, 'FST_ERR_CTP_BODY_TOO_LARGE'), 'A body over the size limit');
+        op.responses['415'] ??= error('A body that is not application/json, or has a Content-Encoding', unsupportedMediaType(), 'A text/plain body');
+      }
+      if (/\{[^}]+\}/.test(path)) {
+        op.responses['414'] ??= error(
+          'A path parameter is longer than 512 characters',
+          fastifyError(414, 'FST_ERR_MAX_PARAM_LENGTH'),
+          'A path parameter of 513 characters',
+        );
+      }
+    }
+  }
+}

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, boundedName, fieldError } from './api-error';
 
@@ -95,7 +96,9 @@ const notUnicode = (field: string) => fieldError(field, notUnicodeMessage(field)
 
 const unsupportedEncoding = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must not be encoded (no Content-Encoding)');
 
-const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
+export const unsupportedMediaType = () => new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json');
+
+const notUtf8 = () => new ApiError(400, 'BAD_REQUEST', 'Request body is not valid UTF-8 (JSON must be UTF-8)');
 
 /** JSON the parser refused although it is valid: a `__proto__` key, or a `constructor` key holding `prototype` (prototype poisoning). */
 export const forbiddenKey = () => new ApiError(400, 'BAD_REQUEST', 'Request body must not have a "__proto__" key, or a "constructor" key holding "prototype"');
@@ -111,12 +114,16 @@ function isValidJson(body: string | Buffer): boolean {
   }
 }
 
+/** A request that says it carries no bytes: `Content-Length: 0`, or neither a length nor a chunked body. */
+const hasNoBody = (req: FastifyRequest): boolean =>
+  req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined);
+
 /**
  * The service's only body parser: `application/json`, kept as raw bytes too
  * (merchant signatures cover them), refused before parsing when it nests too
  * deep. A string (or key) holding a lone UTF-16 surrogate, which no UTF-8 text
  * can carry, is a 400 naming the field: looked for only when the bytes hold such
- * an escape. A body with a Content-Encoding (gzip…) gets a 415: bodies are not
+ * an escape. Bytes that are not UTF-8 are a 400 before parsing. A body with a Content-Encoding (gzip…) gets a 415: bodies are not
  * decompressed. Any other media type gets a 415 (Fastify's own would quote the
  * Content-Type header back, and its `text/plain` parser would hand a string to
  * validation).
@@ -127,14 +134,19 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
   const parseJson = (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) =>
     parseSecure(req, body, (err: Error | null, value?: unknown) => done(err && isValidJson(body) ? forbiddenKey() : err, value));
   fastify.removeContentTypeParser('text/plain');
-  // An empty body of any type is no body (clients send `curl -d ''` as a form); a route that needs one says so.
-  fastify.addContentTypeParser('*', (req, _payload, done) => done(req.headers['content-length'] === '0' ? null : unsupportedMediaType(), undefined));
+  // An empty body of any type is no body (clients send `curl -d ''` as a form, and many send a Content-Type with every
+  // POST, body or not); a route that needs one says so.
+  fastify.addContentTypeParser('*', (req, _payload, done) => done(hasNoBody(req) ? null : unsupportedMediaType(), undefined));
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req: FastifyRequest & { rawBody?: Buffer }, body: Buffer, done) => {
     req.rawBody = body;
     const encoding = req.headers['content-encoding'];
+    // Fastify's JSON parser would answer an empty body with its own 400 ("Body cannot be empty…").
+    if (body.length === 0) done(null, undefined);
     // Bodies are never decompressed: a compressed one would be read as if it were not.
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') done(unsupportedEncoding(), undefined);
+    else if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') done(unsupportedEncoding(), undefined);
     else if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) done(bodyTooDeep(), undefined);
+    // JSON is UTF-8 (RFC 8259): other bytes (Latin-1 "Café") were read as U+FFFD and stored that way.
+    else if (!isUtf8(body)) done(notUtf8(), undefined);
     else if (!maySurrogate(body)) parseJson(req, body as unknown as string, done);
     else
       parseJson(req, body as unknown as string, (err: Error | null, value?: unknown) => {

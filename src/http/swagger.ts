@@ -3,7 +3,8 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import { SECURITY } from '../auth/security-schemes';
 import { AppConfig } from '../config/app-config';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../config/load-config';
-import { addErrorExamples } from './error-examples';
+import { addErrorExamples, addTransportErrors } from './error-examples';
+import { addValidationRules } from './schema-rules';
 
 /**
  * Runs in the browser (Swagger UI "Try it out"): when the MerchantSecret
@@ -99,7 +100,9 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
     .build();
   const document = SwaggerModule.createDocument(app, config);
   orderTags(document);
+  addValidationRules(document, app);
   addErrorExamples(document, app);
+  addTransportErrors(document);
   return document;
 }
 

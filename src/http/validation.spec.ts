@@ -1,6 +1,6 @@
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, Min, MinLength, ValidateNested, ValidationError } from 'class-validator';
-import { ApiError } from './api-error';
+import { ApiError, listedMessage, MAX_ERROR_DETAILS, MAX_LISTED_MESSAGE } from './api-error';
 import { IsOptionalField } from './optional-field';
 import { createValidationPipe, type FieldError, flattenValidationErrors } from './validation';
 
@@ -160,6 +160,27 @@ describe('Validation', () => {
       ]);
     });
 
+    it('stays small however many fields fail: 5,000 unknown fields give a message of at most 500 characters that counts the rest, and 50 details', async () => {
+      const body: Record<string, unknown> = { ...valid() };
+      for (let i = 0; i < 5000; i++) body[`k${i}`] = 1;
+      const err = await failure(body);
+      expect(err.message.length).toBeLessThanOrEqual(MAX_LISTED_MESSAGE);
+      expect(err.message).toMatch(/^property k0 should not exist; property k1 should not exist; .*; … and \d+ more$/);
+      const listed = err.message.split('; ').length - 1;
+      expect(Number(/and (\d+) more$/.exec(err.message)![1])).toBe(5000 - listed);
+      expect(err.details).toHaveLength(MAX_ERROR_DETAILS);
+      expect((err.details as FieldError[])[0]).toEqual({ field: 'k0', errors: ['property k0 should not exist'] });
+    });
+
+    it('lists failures while they fit (listedMessage)', () => {
+      expect(listedMessage(['a', 'b', 'c'])).toBe('a; b; c');
+      const ten = 'x'.repeat(10);
+      expect(listedMessage(Array(10).fill(ten), 40)).toBe(`${ten}; ${ten}; … and 8 more`);
+      expect(listedMessage([ten, ten, ten], 34)).toBe(`${ten}; ${ten}; ${ten}`);
+      expect(listedMessage(['x'.repeat(40)], 20)).toBe(`${'x'.repeat(19)}…`);
+      expect(listedMessage([])).toBe('');
+    });
+
     it('reports every failing field, joined in the message', async () => {
       const err = await failure({ amount: 0, address: {}, lines: [{ sku: '', qty: 1 }], extra: 1 });
       expect(fields(err).sort()).toEqual(['address.city', 'amount', 'extra', 'lines[0].sku'].sort());
@@ -195,6 +216,12 @@ describe('Validation', () => {
       await expect(run({ ...valid() })).resolves.toEqual(valid());
       const err = await failure({ ...valid(), tip: null });
       expect(err.details).toEqual([{ field: 'tip', errors: ['tip must not be null'] }]);
+    });
+
+    it('names a null array element with its array, not as a bare index ("0 must not be null")', async () => {
+      const err = await failure({ ...valid(), lines: [{ sku: 'a', qty: 1 }, null] });
+      expect(err.details).toEqual([{ field: 'lines[1]', errors: ['lines[1] must not be null'] }]);
+      expect(err.message).toBe('lines[1] must not be null');
     });
 
     it('still names an unknown field as such when its value is null', async () => {

@@ -1,6 +1,6 @@
 import { ArgumentMetadata, type PipeTransform, ValidationError, ValidationPipe, type ValidationPipeOptions } from '@nestjs/common';
 import { Transform } from 'class-transformer';
-import { ApiError, boundedName, fieldError } from './api-error';
+import { ApiError, boundedName, fieldError, listedMessage, MAX_ERROR_DETAILS } from './api-error';
 import { fastPathFor } from './fast-path';
 
 export interface FieldError {
@@ -17,7 +17,7 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   return errors.flatMap((e) => {
     const property = boundedName(e.property);
     const field = parent ? (/^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`) : property;
-    const own = e.constraints ? [{ field, errors: ownErrors(e) }] : [];
+    const own = e.constraints ? [{ field, errors: ownErrors(e, field) }] : [];
     return [...own, ...flattenValidationErrors(e.children ?? [], field)];
   });
 }
@@ -31,12 +31,14 @@ const TYPE_CHECKS: Record<string, (value: unknown) => boolean> = {
   isArray: (v) => Array.isArray(v),
 };
 
-function ownErrors(e: ValidationError): string[] {
+function ownErrors(e: ValidationError, field: string): string[] {
   const constraints = e.constraints ?? {};
   // An unknown field keeps its "should not exist", whatever its value.
   if (constraints.whitelistValidation) return [`property ${boundedName(e.property)} should not exist`];
-  if (e.value === undefined && 'value' in e) return [`${e.property} is required`];
-  if (e.value === null) return [`${e.property} must not be null`];
+  // An array element is named with its array (`lines[1]`), not as a bare index.
+  const name = /^\d+$/.test(e.property) ? field : e.property;
+  if (e.value === undefined && 'value' in e) return [`${name} is required`];
+  if (e.value === null) return [`${name} must not be null`];
   // A value of the wrong type ("100" for a number) is told its type only: the ranges and formats it also "broke" were never about it.
   if ('value' in e) {
     const wrongType = Object.keys(constraints).filter((c) => TYPE_CHECKS[c]?.(e.value) === false);
@@ -121,10 +123,12 @@ export function validationPipeOptions(): ValidationPipeOptions {
     transformOptions: { enableImplicitConversion: false },
     // Values are read to tell a missing or null field apart, and never copied into the response.
     validationError: { target: false, value: true },
+    // However many fields fail (thousands of unknown ones fit in a body), the answer stays small: the message lists
+    // what fits in 500 characters and counts the rest, and details names the first MAX_ERROR_DETAILS fields.
     exceptionFactory: (errors) => {
-      const details = flattenValidationErrors(errors);
-      const message = details.map((d) => d.errors.join(', ')).join('; ') || 'Validation failed';
-      return new ApiError(400, 'VALIDATION_FAILED', message, details);
+      const all = flattenValidationErrors(errors);
+      const message = listedMessage(all.map((d) => d.errors.join(', '))) || 'Validation failed';
+      return new ApiError(400, 'VALIDATION_FAILED', message, all.slice(0, MAX_ERROR_DETAILS));
     },
   };
 }

@@ -1,3 +1,4 @@
+import { codePoints } from '../common/text';
 import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from './order-keys';
 import type { PaymentMethod } from './order.types';
 import { hasHiddenCharacter, hiddenCharacterMessage } from '../http/display-text';
@@ -77,7 +78,7 @@ export function orderCommandProblem(c: CreateOrderCommand): { field: string; mes
     ],
     [
       'subject',
-      typeof c.subject === 'string' && c.subject.length >= 1 && c.subject.length <= MAX_SUBJECT_LENGTH,
+      typeof c.subject === 'string' && c.subject.length >= 1 && codePoints(c.subject) <= MAX_SUBJECT_LENGTH,
       `subject must be 1-${MAX_SUBJECT_LENGTH} characters`,
     ],
     ['subject', !hasHiddenCharacter(c.subject), hiddenCharacterMessage('subject')],

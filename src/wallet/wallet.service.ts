@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InvalidArgumentError } from '../errors/domain-error';
+import { codePoints } from '../common/text';
 import { OWNER_ID_RE, type WalletOwner } from './wallet-keys';
 import { BalanceLimitError, InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from './wallet.errors';
 import { WalletMetrics } from './wallet.metrics';
@@ -110,6 +111,6 @@ function checkCommand(cmd: WalletCommand): void {
   checkReference(cmd.reference);
   if (!(WALLET_ENTRY_KINDS as readonly string[]).includes(cmd.kind))
     throw new InvalidArgumentError(`kind must be one of ${WALLET_ENTRY_KINDS.join(', ')}`, 'kind');
-  if (cmd.memo !== undefined && (typeof cmd.memo !== 'string' || cmd.memo.length > MAX_MEMO))
+  if (cmd.memo !== undefined && (typeof cmd.memo !== 'string' || codePoints(cmd.memo) > MAX_MEMO))
     throw new InvalidArgumentError(`memo must be at most ${MAX_MEMO} characters`, 'memo');
 }

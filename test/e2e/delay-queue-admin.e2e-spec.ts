@@ -348,12 +348,13 @@ describe('Delay-queue admin API', () => {
       const doc = res.body;
       expect(doc.components.securitySchemes.AdminKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Admin-Key' });
       const ops: Array<[string, string, string[]]> = [
-        // The list takes no input, so it cannot answer 400.
+        // The list takes no input, so it cannot answer 400. A path parameter may be too long (414); a POST or DELETE may
+        // carry a body the HTTP layer refuses (413, 415).
         ['/admin/delay-queues', 'get', []],
-        ['/admin/delay-queues/{queue}', 'get', ['400', '404']],
-        ['/admin/delay-queues/{queue}/dead', 'get', ['400', '404']],
-        ['/admin/delay-queues/{queue}/dead/{id}/retry', 'post', ['400', '404']],
-        ['/admin/delay-queues/{queue}/items/{id}', 'delete', ['400', '404']],
+        ['/admin/delay-queues/{queue}', 'get', ['400', '404', '414']],
+        ['/admin/delay-queues/{queue}/dead', 'get', ['400', '404', '414']],
+        ['/admin/delay-queues/{queue}/dead/{id}/retry', 'post', ['400', '404', '413', '414', '415']],
+        ['/admin/delay-queues/{queue}/items/{id}', 'delete', ['400', '404', '413', '414', '415']],
       ];
       for (const [path, method, extra] of ops) {
         const op = doc.paths[path]?.[method];

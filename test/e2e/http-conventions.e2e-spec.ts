@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { startTestApp, TestApp, userToken } from '../support/test-app';
+import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
 
 const ERROR_KEYS = ['statusCode', 'error', 'message', 'requestId'];
 
@@ -82,6 +82,69 @@ describe('HTTP conventions', () => {
       expect(await storedKeys()).toEqual(before);
     });
 
+    it('answers hundreds of bad fields with a small 400: the message lists what fits in 500 characters and counts the rest, details name 50 (a 65 KB body of 5,000 unknown fields got a 495 KB answer)', async () => {
+      const check = (res: request.Response, first: string) => {
+        expect(res.status).toBe(400);
+        expectErrorShape(res.body, 400);
+        expect(res.text.length).toBeLessThan(10_000);
+        expect(res.body.message.length).toBeLessThanOrEqual(500);
+        expect(res.body.message).toMatch(new RegExp(`^${first}; .*; … and \\d+ more$`));
+        expect(res.body.details).toHaveLength(50);
+      };
+      const before = await storedKeys();
+      const body = Object.fromEntries([['label', 'home'], ...Array.from({ length: 200 }, (_, i) => [`k${i}`, 1])]);
+      check(await request(t.server).post('/diagnostics/touch').set(auth).send(body), 'property k0 should not exist');
+      expect(await storedKeys()).toEqual(before);
+      const query = Array.from({ length: 1500 }, (_, i) => `q${i}=1`).join('&');
+      check(await request(t.server).get(`/messages?${query}`).set(auth), 'property q0 should not exist');
+      // One item of a batch with 400 unknown fields: its error is bounded the same way.
+      const item = {
+        accountId: 'acc_http',
+        bizType: 'T',
+        outerBizId: 'o-1',
+        title: 't',
+        content: 'c',
+        ...Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`k${i}`, 1])),
+      };
+      const batch = await request(t.server)
+        .post('/messages/batch')
+        .set('x-service-token', CREDS.serviceToken)
+        .send({ messages: [item] });
+      expect([batch.status, batch.body.results[0].status, batch.body.invalid]).toEqual([200, 400, 1]);
+      expect(batch.body.results[0].error.length).toBeLessThanOrEqual(500);
+      expect(batch.body.results[0].error).toMatch(/^property k0 should not exist; .*; … and \d+ more$/);
+    });
+
+    it('refuses a body that is not UTF-8 with 400, storing nothing (Latin-1 "Café" was stored as "Caf\uFFFD")', async () => {
+      // Raw bytes, through Fastify's inject (SuperTest would serialise a Buffer as JSON).
+      const post = async (url: string, headers: Record<string, string>, payload: Buffer) => {
+        const r = await t.app
+          .getHttpAdapter()
+          .getInstance()
+          .inject({ method: 'POST', url, headers: { ...headers, 'content-type': 'application/json' }, payload });
+        return { status: r.statusCode, body: JSON.parse(r.body) as Record<string, string> };
+      };
+      const before = await storedKeys();
+      const latin1 = Buffer.concat([Buffer.from('{"label":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]);
+      const res = await post('/diagnostics/touch', auth, latin1);
+      expect(res.status).toBe(400);
+      expectErrorShape(res.body, 400);
+      expect(res.body.message).toContain('UTF-8');
+      expect(await storedKeys()).toEqual(before);
+      const inboxBefore = await raw.keys(`${t.config.redis.keyPrefix}:messages:*`);
+      const message = Buffer.concat([
+        Buffer.from('{"accountId":"acc_http","bizType":"T","outerBizId":"latin1-1","title":"Caf'),
+        Buffer.from([0xe9, 0x20, 0xff, 0xfe]),
+        Buffer.from('","content":"c"}'),
+      ]);
+      const write = await post('/messages', { 'x-service-token': CREDS.serviceToken }, message);
+      expect([write.status, write.body.error]).toEqual([400, 'BAD_REQUEST']);
+      expect(await raw.keys(`${t.config.redis.keyPrefix}:messages:*`)).toEqual(inboxBefore);
+      // The same text in UTF-8 is taken.
+      const utf8 = await post('/diagnostics/touch', auth, Buffer.from('{"label":"cafe"}'));
+      expect(utf8.status).toBe(200);
+    });
+
     it('rejects malformed JSON with 400 in the standard shape', async () => {
       const res = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send('{"label":');
       expect(res.status).toBe(400);
@@ -108,6 +171,33 @@ describe('HTTP conventions', () => {
       expect(res.status).toBe(413);
       expectErrorShape(res.body, 413);
       expect(res.body.error).toBe('PAYLOAD_TOO_LARGE');
+    });
+
+    it('takes an empty application/json body as no body too (it was Fastify\'s 400 "Body cannot be empty"), and asks for the body where the route takes one', async () => {
+      for (const type of ['application/json', 'application/json; charset=utf-8', 'text/plain']) {
+        const empty = await request(t.server).post('/messages/read-all').set(auth).set('content-type', type).send('');
+        expect({ type, status: empty.status, body: empty.body }).toEqual({ type, status: 200, body: { marked: 0, unread: 0 } });
+      }
+      // A Content-Type and neither a Content-Length nor a chunked body: no body either.
+      if (!t.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = t.server.address() as AddressInfo;
+      const reply = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let got = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (c: string) => (got += c));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+        socket.write(
+          `POST /messages/read-all HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+        );
+      });
+      expect(reply.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+      const before = await storedKeys();
+      const needsOne = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send('');
+      expectErrorShape(needsOne.body, 400);
+      expect([needsOne.body.error, needsOne.body.details]).toEqual(['VALIDATION_FAILED', [{ field: 'body', errors: ['Request body must be a JSON object'] }]]);
+      expect(await storedKeys()).toEqual(before);
     });
 
     it('takes an empty body of any media type as no body, and refuses a non-JSON body with 415', async () => {

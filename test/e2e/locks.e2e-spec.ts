@@ -510,10 +510,10 @@ describe(`${LocksController.name} over HTTP`, () => {
       expect(res.status).toBe(200);
       const doc = res.body;
       const ops: Array<[string, string, string | undefined, string[]]> = [
-        ['/locks/{name}/acquire', 'post', 'AcquireLockDto', ['409']],
-        ['/locks/{name}/renew', 'post', 'RenewLockDto', ['409']],
-        ['/locks/{name}/release', 'post', 'ReleaseLockDto', ['409']],
-        ['/locks/{name}', 'get', undefined, ['404']],
+        ['/locks/{name}/acquire', 'post', 'AcquireLockDto', ['409', '413', '414', '415']],
+        ['/locks/{name}/renew', 'post', 'RenewLockDto', ['409', '413', '414', '415']],
+        ['/locks/{name}/release', 'post', 'ReleaseLockDto', ['409', '413', '414', '415']],
+        ['/locks/{name}', 'get', undefined, ['404', '414']],
       ];
       for (const [path, method, schema, extra] of ops) {
         const op = doc.paths[path]?.[method];

@@ -271,6 +271,12 @@ describe('Malformed input, generated from the OpenAPI document', () => {
     if (extra.length) out.push(`error body has extra ${extra.join(', ')}`);
     if (body.statusCode !== res.status) out.push(`statusCode ${String(body.statusCode)} is not the HTTP status ${res.status}`);
     if (typeof body.error !== 'string' || body.error === '') out.push('error is not a non-empty string code');
+    // Every error status is one the operation documents; but a 404 from the router (no route has this path) is no
+    // operation's, and an operation that takes no input documents no 400, which broken JSON sent to it still gets.
+    const routerMiss = res.status === 404 && typeof body.message === 'string' && body.message.startsWith('Cannot ');
+    const unwantedBody = res.status === 400 && !c.op.op.requestBody && (body.error === 'BAD_REQUEST' || body.error === 'BODY_TOO_DEEP');
+    if (!routerMiss && !unwantedBody && !(String(res.status) in (c.op.op.responses ?? {})))
+      out.push(`${res.status} is not a documented response of ${c.op.id}`);
     if (typeof body.message !== 'string') out.push('message is not a string');
     else if (body.message.length > MAX_MESSAGE) out.push(`message is ${body.message.length} characters (over ${MAX_MESSAGE})`);
     const header = res.headers[t.config.requestIdHeader];

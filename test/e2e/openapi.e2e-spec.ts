@@ -1,8 +1,13 @@
+import { plainToInstance } from 'class-transformer';
+import { validateSync, type ValidationError, type ValidatorOptions } from 'class-validator';
 import request from 'supertest';
 import { HEADERS, SECURITY } from '../../src/auth/security-schemes';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../../src/config/load-config';
 import { MAX_AMOUNT } from '../../src/orders/dto/create-order.dto';
+import { ROUTE_BODY_LIMITS } from '../../src/http/body-limits';
+import { routeInputs } from '../../src/http/error-examples';
 import { USER_FACING_TAG } from '../../src/http/swagger';
+import { validationPipeOptions } from '../../src/http/validation';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
 
@@ -23,6 +28,11 @@ interface Schema {
   enum?: unknown[];
   pattern?: string;
   maximum?: number;
+  minimum?: number;
+  maxLength?: number;
+  type?: string;
+  format?: string;
+  additionalProperties?: unknown;
 }
 interface Example {
   summary: string;
@@ -33,6 +43,7 @@ interface Response {
   content?: Record<string, { schema?: Schema; examples?: Record<string, Example> }>;
 }
 interface Operation {
+  operationId?: string;
   parameters?: Array<{ name: string; in: string; required?: boolean; example?: unknown; schema?: Schema }>;
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<string, Response>;
@@ -57,6 +68,9 @@ const CODE_OF_STATUS: Record<string, string> = {
   401: 'UNAUTHORIZED',
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
+  413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'RATE_LIMITED',
   503: 'REDIS_UNAVAILABLE',
 };
@@ -151,6 +165,55 @@ describe('OpenAPI document', () => {
     expect(s.TouchDto.properties!.label).toMatchObject({ maxLength: 32, pattern: '^[A-Za-z0-9_-]+$' });
   });
 
+  it('refuses no value its schema documents as valid for its type or characters: @IsInt fields are integers, @Matches fields carry the pattern', () => {
+    // A fraction where the document says number, and text with a space, a tilde and an accent where it gives no
+    // pattern, enum or format: the field's own rules (not the business checks after them) must let each through.
+    const inputs = routeInputs(t.app);
+    const options = validationPipeOptions();
+    const ruleErrors = (dto: new () => object, field: string, value: unknown) =>
+      validateSync(plainToInstance(dto, { [field]: value }, options.transformOptions) as object, options as ValidatorOptions)
+        .filter((e: ValidationError) => e.property === field)
+        .flatMap((e) => Object.keys(e.constraints ?? {}))
+        .filter((c) => c === 'isInt' || c === 'matches');
+    const refused: string[] = [];
+    let checked = 0;
+    const check = (where: string, dto: (new () => object) | undefined, field: string, s: Schema | undefined, asText: boolean) => {
+      if (!dto || !s) return;
+      let value: unknown;
+      if (s.type === 'number') {
+        const v = (s.minimum ?? 0) + 0.5;
+        if (s.maximum === undefined || v <= s.maximum) value = asText ? String(v) : v;
+      } else if (s.type === 'string' && !s.pattern && !s.enum && !s.format && (s.maxLength ?? 8) >= 5) {
+        value = 'x y~é';
+      }
+      if (value === undefined) return;
+      checked++;
+      const broken = ruleErrors(dto, field, value);
+      if (broken.length) refused.push(`${where} ${field}: ${JSON.stringify(value)} (${broken.join(', ')})`);
+    };
+    for (const { id, op } of operations()) {
+      const route = inputs.get(op.operationId ?? '') ?? {};
+      const body = bodySchema(op);
+      for (const [field, s] of Object.entries(body?.properties ?? {})) check(id, route.body as new () => object, field, resolve(s), false);
+      for (const p of op.parameters ?? []) {
+        const dto = p.in === 'path' ? route.path : p.in === 'query' ? route.query : undefined;
+        check(id, dto as new () => object, p.name, resolve(p.schema), true);
+      }
+    }
+    expect(checked).toBeGreaterThan(0);
+    expect(refused).toEqual([]);
+  });
+
+  it('describes what every object schema holds (GET /health/ready documented an object with no properties)', async () => {
+    const empty = Object.entries(doc.components.schemas)
+      .filter(([, s]) => s.type === 'object' && Object.keys(s.properties ?? {}).length === 0 && !s.additionalProperties)
+      .map(([name]) => name);
+    expect(empty).toEqual([]);
+    const ready = await request(t.server).get('/health/ready');
+    const schema = resolve(doc.paths['/health/ready'].get.responses['200'].content!['application/json'].schema)!;
+    expect(Object.keys(schema.properties ?? {}).sort()).toEqual(Object.keys(ready.body).sort());
+  });
+
   it('gives every documented error response examples whose status and code fit it', () => {
     const problems: string[] = [];
     for (const { id, status, response, examples } of errorResponses()) {
@@ -243,6 +306,27 @@ describe('OpenAPI document', () => {
       }
     }
     expect(mismatches).toEqual([]);
+  });
+
+  it('answers each 413, 414 and 415 example (before any route runs): a body over the limit, a path parameter of 513 characters, a text/plain body', async () => {
+    const problems: string[] = [];
+    let replayed = 0;
+    const strip = (b: Record<string, unknown>) => ({ ...b, requestId: undefined });
+    for (const { id, path, method, status, examples } of errorResponses()) {
+      if (!['413', '414', '415'].includes(status)) continue;
+      const url = path.replace(/\{[^}]+\}/g, () => (status === '414' ? 'p'.repeat(513) : 'x1'));
+      let req = request(t.server)[method as 'post'](url);
+      const limit = Math.max(ROUTE_BODY_LIMITS.get(`${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`) ?? 0, t.config.bodyLimitBytes);
+      if (status === '413') req = req.set('content-type', 'application/json').send(JSON.stringify({ pad: 'x'.repeat(limit + 1024) }));
+      if (status === '415') req = req.set('content-type', 'text/plain').send('hello');
+      const res = await req;
+      replayed++;
+      const want = examples.map(([, e]) => strip(e.value));
+      if (!want.some((w) => JSON.stringify(w) === JSON.stringify(strip(res.body))))
+        problems.push(`${id} ${status}: answered ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    expect(replayed).toBeGreaterThan(0);
+    expect(problems).toEqual([]);
   });
 
   it("answers a request for the examples' resource, which a fresh service does not have, with one of its 404 examples", async () => {

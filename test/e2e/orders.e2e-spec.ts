@@ -104,6 +104,15 @@ describe('orders and payments over HTTP', () => {
       expect([emoji.status, emoji.body.subject]).toEqual([201, 'Beans 😀']);
     });
 
+    it('a subject of 128 characters is taken however many UTF-16 units they use; 129 is a 400 (128 emoji were refused as over 128)', async () => {
+      const subject = '☕😀'.repeat(64);
+      const ok = await createOrder({ merchantOrderNo: orderNo(), amount: 100, currency: 'CNY', subject });
+      expect([ok.status, ok.body.subject]).toEqual([201, subject]);
+      const no = orderNo();
+      expectError(await createOrder({ merchantOrderNo: no, amount: 100, currency: 'CNY', subject: `${subject}😀` }), 400, 'VALIDATION_FAILED', 'subject');
+      expectError(await merchant('GET', `/merchant/orders/${no}`), 404, 'NOT_FOUND');
+    });
+
     it('closing an order that does not exist is a 404 that leaves nothing in Redis (no lock, no fencing counter)', async () => {
       const before = (await raw.keys(`${t.config.redis.keyPrefix}:*`)).sort();
       expectError(await merchant('POST', `/merchant/orders/${orderNo()}/close`), 404, 'NOT_FOUND');
@@ -359,6 +368,22 @@ describe('orders and payments over HTTP', () => {
       const created = await createOrder({ merchantOrderNo: orderNo(), amount: 12800, currency: 'CNY', subject: 'Coffee beans' });
       expectError(await user('acc-bad').createPlan(created.body.orderId, instructions), 400, 'VALIDATION_FAILED', field);
       // Still unbound: another account sees it, without a plan.
+      const seen = await user('acc-someone-else').checkout(created.body.orderId);
+      expect([seen.status, seen.body.activePlanId]).toEqual([200, undefined]);
+    });
+
+    it('a plan whose instruction is an array is a 400 saying so (it was taken as an instruction and answered "amounts add up to NaN")', async () => {
+      const created = await createOrder({ merchantOrderNo: orderNo(), amount: 12800, currency: 'CNY', subject: 'Coffee beans' });
+      const cases: Array<[unknown[], string]> = [
+        [[[]], 'instructions[0] must be an object'],
+        [[{ method: 'quickpay', amount: 12800 }, []], 'instructions[1] must be an object'],
+      ];
+      for (const [instructions, message] of cases) {
+        const res = await user('acc-bad').createPlan(created.body.orderId, instructions);
+        expectError(res, 400, 'VALIDATION_FAILED', 'instructions');
+        expect(res.body.message).toContain(message);
+        expect(res.body.message).not.toContain('NaN');
+      }
       const seen = await user('acc-someone-else').checkout(created.body.orderId);
       expect([seen.status, seen.body.activePlanId]).toEqual([200, undefined]);
     });

@@ -91,6 +91,16 @@ describe('wallets over HTTP', () => {
   });
 
   describe('top-ups and reads', () => {
+    it('a memo of 256 characters is taken however many UTF-16 units they use (256 emoji were a 400 "memo must be at most 256 characters")', async () => {
+      const a = acc('memo');
+      const memo = '😀'.repeat(256);
+      const res = await topUp(`account:${a}`, { amount: 100, currency: 'CNY', reference: 'memo-emoji', memo });
+      expect([res.status, res.body.applied]).toEqual([201, true]);
+      money.toppedUp += 100;
+      const w = await adminWallet(`account:${a}`);
+      expect(w.body.entries.map((e: { memo: string }) => e.memo)).toEqual([memo]);
+    });
+
     it('a top-up is 201, the same reference again 200 with the same entry and no money moved; another amount is 409', async () => {
       const a = acc('top');
       const body = { amount: 5000, currency: 'CNY', reference: 'topup-0001', memo: 'quiz prize' };
@@ -210,6 +220,7 @@ describe('wallets over HTTP', () => {
       ['reference', 'account:acc_bad', { ...good, reference: 'a b' }],
       ['reference', 'account:acc_bad', { ...good, reference: 'r'.repeat(129) }],
       ['memo', 'account:acc_bad', { ...good, memo: 'm'.repeat(257) }],
+      ['memo', 'account:acc_bad', { ...good, memo: '😀'.repeat(257) }],
     ])('top-up: a bad %s (case %#)', async (field, ownerId, body) => {
       const before = await walletKeysIn(raw, keys);
       expectError(await topUp(ownerId, body), 400, 'VALIDATION_FAILED', field);

@@ -48,6 +48,7 @@ export interface OperationObject {
   parameters?: ParameterObject[];
   requestBody?: { required?: boolean; content?: Record<string, { schema?: SchemaObject }> };
   security?: Array<Record<string, string[]>>;
+  responses?: Record<string, unknown>;
 }
 
 export interface OpenApiDocument {
@@ -272,6 +273,7 @@ export const CASE_CLASSES = [
   'body-not-object',
   'body-huge-string',
   'body-unknown-field',
+  'body-edge-values',
   'body-syntax-and-content-type',
   'path-params',
   'query-params',
@@ -349,6 +351,70 @@ export function jsonBodySchema(op: Operation): SchemaObject | undefined {
 }
 
 const huge = (n: number) => 'Z'.repeat(n);
+
+/** Placeholder replaced by the raw JSON text of an edge value (1e309 and 2^53+1 cannot go through JSON.stringify). */
+const EDGE_MARK = '__edge_value_placeholder__';
+/** Date-times of the documented shape that name no instant. */
+const IMPOSSIBLE_DATES = [
+  '2026-02-30T10:00:00Z',
+  '2026-02-29T10:00:00Z',
+  '2026-12-31T23:59:60Z',
+  '2026-11-25T24:00:00Z',
+  '2026-13-01T00:00:00Z',
+  '2026-11-25T10:00:00+24:00',
+];
+/** Characters that no id pattern of the API admits (each tried only where the documented pattern refuses it). */
+const OUTSIDE_ID = [
+  ['NUL', 'a\\u0000b'],
+  ['a control character', 'a\\u0007b'],
+  ['a right-to-left override', 'a\\u202eb'],
+  ['a zero-width space', 'a\\u200bb'],
+  ['an emoji', 'a\\ud83d\\ude00b'],
+  ['a space', 'a b'],
+] as const;
+
+/**
+ * Values the schema refuses, as `[label, raw JSON text]`: every one must be a 400 naming the field. Only what the
+ * document itself states is used (type, bounds, maxLength, pattern, a date-time shape), so each case is one where the
+ * document and the service must agree.
+ */
+function edgeValues(reader: SchemaReader, schema: SchemaObject, sample: unknown): Array<[string, string]> {
+  const s = reader.resolve(schema);
+  if (!s || s.enum || s.oneOf || s.anyOf) return [];
+  const out: Array<[string, string]> = [];
+  const types = [s.type ?? []].flat();
+  if (types.includes('number') || types.includes('integer')) {
+    out.push(['1e309 (beyond a double)', '1e309'], ['-1e309', '-1e309']);
+    if (s.maximum !== undefined) {
+      out.push([`maximum + 1 (${s.maximum + 1})`, String(s.maximum + 1)]);
+      if (s.maximum < 2 ** 53) out.push(['2^53 + 1', '9007199254740993']);
+    }
+    if (s.minimum !== undefined) out.push([`minimum - 1 (${s.minimum - 1})`, String(s.minimum - 1)]);
+    if (types.includes('integer')) {
+      const lo = s.minimum ?? 0;
+      out.push([`a fraction (${lo + 0.5})`, String(lo + 0.5)], ['1e-7', '1e-7']);
+    }
+  }
+  if (types.includes('string')) {
+    out.push(['a lone surrogate', '"a\\ud800b"']);
+    const pattern = s.pattern !== undefined ? new RegExp(s.pattern) : undefined;
+    if (s.maxLength !== undefined && s.maxLength < 10_000) {
+      // One past maxLength, its first maxLength characters valid where possible, so only the length is wrong.
+      const seed = typeof sample === 'string' ? sample : '';
+      const candidates = [seed.padEnd(s.maxLength + 1, 'a'), seed.padEnd(s.maxLength + 1, '1'), 'a'.repeat(s.maxLength + 1)];
+      const long = candidates.find((c) => !pattern || pattern.test(c.slice(0, s.maxLength))) ?? candidates[2];
+      out.push([`maxLength + 1 (${s.maxLength + 1})`, JSON.stringify(long)]);
+    }
+    if (pattern) {
+      for (const [label, raw] of OUTSIDE_ID) {
+        const value = JSON.parse(`"${raw}"`) as string;
+        if (!pattern.test(value)) out.push([label, `"${raw}"`]);
+      }
+      if (/\\d\{4\}-/.test(s.pattern!)) for (const d of IMPOSSIBLE_DATES) out.push([`date ${d}`, JSON.stringify(d)]);
+    }
+  }
+  return out;
+}
 
 function formEncode(body: unknown): string {
   const o = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : { value: body };
@@ -428,6 +494,21 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
       }
     }
 
+    // An empty array where the schema has no array: nothing inside it to fail a rule (ValidateNested passed it).
+    for (const f of reachable) {
+      const types = reader.typesOf(f.schema);
+      if (types.size === 0 || types.has('array')) continue;
+      add({
+        cls: 'body-wrong-type',
+        name: `${fieldName(f.path)}: empty array []`,
+        body: json(setAt(base, f.path, [])),
+        expect: '4xx',
+        statuses: [400],
+        field: f.path,
+        names: true,
+      });
+    }
+
     // Bodies that are not an object.
     if (isObjectBody) {
       for (const raw of ['null', '[]', '"x"', '1', 'true']) {
@@ -488,6 +569,23 @@ export function casesFor(doc: OpenApiDocument, op: Operation, opts: CaseOptions)
           expect: '4xx',
           statuses: [400],
           field: p,
+          names: true,
+        });
+      }
+    }
+
+    // Values at the edges of what the document allows, each of which it refuses: numbers past a bound, too big for a
+    // double or a safe integer, fractions where it says integer; text one character past maxLength, holding a lone
+    // surrogate, or characters its pattern leaves out; dates of the right shape that no calendar has.
+    for (const f of reachable) {
+      for (const [label, raw] of edgeValues(reader, f.schema, reader.sample(f.schema))) {
+        add({
+          cls: 'body-edge-values',
+          name: `${fieldName(f.path)}: ${label}`,
+          body: json(setAt(base, f.path, EDGE_MARK)).replace(JSON.stringify(EDGE_MARK), raw),
+          expect: '4xx',
+          statuses: [400],
+          field: f.path,
           names: true,
         });
       }

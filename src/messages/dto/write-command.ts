@@ -1,5 +1,6 @@
 import { plainToInstance } from 'class-transformer';
 import { validate } from 'class-validator';
+import { listedMessage } from '../../http/api-error';
 import { fastPathFor } from '../../http/fast-path';
 import { NOT_UNICODE, notUnicodeMessage } from '../../http/json-body';
 import { flattenValidationErrors } from '../../http/validation';
@@ -30,9 +31,7 @@ export async function batchItemCommand(item: unknown): Promise<WriteMessageComma
   const errors = await validate(plainToInstance(WriteMessageDto, item), { whitelist: true, forbidNonWhitelisted: true });
   if (errors.length > 0)
     return {
-      invalid: flattenValidationErrors(errors)
-        .flatMap((e) => e.errors)
-        .join('; '),
+      invalid: listedMessage(flattenValidationErrors(errors).flatMap((e) => e.errors)),
     };
   return toWriteCommand(item as WriteMessageDto);
 }

@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, Max, Min, ValidateNested } from 'class-validator';
+import { EachIsObject } from '../../http/each-object';
 import {
   INSTRUCTION_STATUSES,
   PAYMENT_METHODS,
@@ -43,6 +44,7 @@ export class CreatePlanDto {
   @ArrayMinSize(1)
   @ArrayMaxSize(MAX_INSTRUCTIONS)
   @ArrayUnique((i: InstructionInputDto) => i?.method, { message: 'instructions must use each method at most once' })
+  @EachIsObject()
   @ValidateNested({ each: true })
   @Type(() => InstructionInputDto)
   instructions!: InstructionInputDto[];

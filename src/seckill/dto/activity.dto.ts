@@ -16,6 +16,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
+import { EachIsObject } from '../../http/each-object';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
@@ -146,6 +147,7 @@ export class ActivityDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(MAX_PRODUCTS_IN_BODY)
+  @EachIsObject()
   @ValidateNested({ each: true })
   @Type(() => ProductDto)
   products!: ProductDto[];
