@@ -3,6 +3,7 @@ import { CreditingService } from '../../src/red-envelope/crediting.service';
 import { activityIndexKey } from '../../src/red-envelope/red-envelope-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { WalletService } from '../../src/wallet/wallet.service';
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -97,6 +98,27 @@ describe('red-envelope crediting through redelivery', () => {
     for (const c of crediting) await c.retireSettled();
     expect(crediting.map((c) => c.isRunning(id))).toEqual([false, false]);
     await expectConserved(kit1, raw, [id], 1000);
+  }, 40_000);
+
+  it('concurrent starts of one rain’s crediting (grabs on an instance not crediting it yet, the jobs) make one runner', async () => {
+    const t = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: randomPrefix() });
+    apps.push(t);
+    const kit = rainKit(t);
+    await kit.fund(CREDS.merchantId, 1000);
+    const id = rainId('race');
+    await kit.create(rainBody(id, { totalAmount: 1000, count: 10 }));
+    const crediting = t.app.get(CreditingService);
+    await crediting.stop(id);
+    const a = await kit.activities.mustRead(id);
+    await Promise.all(Array.from({ length: 20 }, () => crediting.start(a)));
+    const workers = t.app.get(BackgroundWorkers);
+    const runnersOf = () => workers.names.filter((n) => n.startsWith(`streams:red-envelope-credit:${id}:`));
+    // The one stopped above, and one started again.
+    expect(runnersOf()).toHaveLength(2);
+    expect(crediting.isRunning(id)).toBe(true);
+    expect((await kit.grab('acc_race', id)).body.status).toBe('GRABBED');
+    await kit.credited(id);
+    await expectCreditedOnce(kit, id);
   }, 40_000);
 
   it('a grab that keeps failing is dead-lettered (balanced), then re-driven by ops and credited once', async () => {
