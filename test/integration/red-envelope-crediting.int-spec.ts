@@ -228,6 +228,54 @@ describe('red-envelope crediting through redelivery', () => {
     await expectConserved(kit, raw, [id], 50_000);
   }, 60_000);
 
+  it('an instance that was already running and never served a grab of the rain takes over the grabs of a SIGKILLed crediting instance', async () => {
+    const prefix = randomPrefix();
+    // Up before the rain exists, so its crediting is not resumed at its boot; it serves no grab of the rain either.
+    // It looks for rains to credit every 3 s, so it usually finds this one only after the child is gone.
+    const survivor = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix, RED_ENVELOPE_CREDIT_RETRY_MS: '3000' });
+    apps.push(survivor);
+    const kit = rainKit(survivor);
+    const child = await startService(redis.url, prefix, { ...ENV, RED_ENVELOPE_CREDIT_CONCURRENCY: '1' });
+    kills.push(() => child.kill());
+    const top = await child.call(`/admin/wallets/merchant:${CREDS.merchantId}/top-ups`, {
+      method: 'POST',
+      headers: ADMIN,
+      body: JSON.stringify({ amount: 30_000, currency: 'CNY', reference: 'top-orphan' }),
+    });
+    expect(top.status).toBe(201);
+    const id = rainId('orphan');
+    const created = await child.call('/admin/red-envelopes/activities', {
+      method: 'POST',
+      headers: ADMIN,
+      body: JSON.stringify(rainBody(id, { totalAmount: 30_000, count: 300 })),
+    });
+    expect(created.status).toBe(202);
+    await waitUntil(
+      'the rain to be loaded',
+      async () => ['READY', 'OPEN'].includes((await kit.admin().get(`/admin/red-envelopes/activities/${id}`)).body.state),
+      20_000,
+      50,
+    );
+
+    // Every grab goes through the child, 30 at a time; it dies right after the last answer, with grabs not credited.
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, w) => {
+        for (let i = w; i < 300; i += 30)
+          await child.call(`/red-envelopes/activities/${id}/grab`, { method: 'POST', headers: { authorization: `Bearer ${userToken(`acc_o${i}`)}` } });
+      }),
+    );
+    await child.kill();
+    const before = await kit.reconciliation(id);
+    expect(before.grabbed.count).toBe(300);
+    // The child credits one at a time, so it dies with grabs pending (200 of 300 in a typical run): the survivor
+    // credits them, without a grab of the rain coming to it (before, they waited for the end job).
+
+    const r = await kit.credited(id, 20_000);
+    expect(r).toMatchObject({ grabbed: { count: 300 }, credited: { count: 300 }, dead: { count: 0 }, balanced: true });
+    await expectCreditedOnce(kit, id);
+    await expectConserved(kit, raw, [id], 30_000);
+  }, 60_000);
+
   it('at boot, crediting resumes for activities past the first page of the index (more than 1,000 in the retention)', async () => {
     const prefix = randomPrefix();
     const first = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix });
