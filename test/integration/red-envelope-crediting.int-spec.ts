@@ -278,7 +278,8 @@ describe('red-envelope crediting through redelivery', () => {
 
   it('at boot, crediting resumes for activities past the first page of the index (more than 1,000 in the retention)', async () => {
     const prefix = randomPrefix();
-    const first = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix });
+    // It looks for rains to credit at its boot and then once a minute: it does not take this one up again once stopped.
+    const first = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix, RED_ENVELOPE_CREDIT_RETRY_MS: '60000' });
     const kit = rainKit(first);
     await kit.fund(CREDS.merchantId, 1000);
     const id = rainId('paged');
