@@ -28,6 +28,8 @@ const FUNDING_WAIT_MS = 3000;
 const RESUME_PAGE = 1000;
 /** Most settled rains one instance remembers (past it, it starts again: they are only read once more). */
 const MAX_SETTLED_REMEMBERED = 100_000;
+/** A rain found settled is read again after this long (its id may be used again once its keys are gone), ms. */
+const SETTLED_RECHECK_MS = 10 * 60_000;
 
 export interface Reconciliation {
   total: number;
@@ -56,8 +58,8 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   private readonly logger = new Logger(RedEnvelopeActivities.name);
   private resumeTimer?: NodeJS.Timeout;
   private shutDown = false;
-  /** Rains found SETTLED (final): the periodic look for rains to credit does not read them again. */
-  private readonly settled = new Set<string>();
+  /** Rains found SETTLED (final), with when: the periodic look for rains to credit does not read them again for a while. */
+  private readonly settled = new Map<string, number>();
 
   constructor(
     private readonly store: RedEnvelopeStore,
@@ -90,7 +92,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
    * Starts crediting every rain of the retention that is READY or ENDED and not credited here yet: at boot, and then
    * every RED_ENVELOPE_CREDIT_RETRY_MS, so a rain loaded by another instance after this one booted is credited here
    * too, even if no grab of it ever comes to this instance (otherwise, once the instances that credit it die, its
-   * grabs would wait for the end job). Settled rains are remembered and not read again.
+   * grabs would wait for the end job). Settled rains are remembered and read again only every SETTLED_RECHECK_MS.
    */
   private async resumeCrediting(attempt: number): Promise<void> {
     if (this.shutDown) return;
@@ -101,7 +103,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       for (let offset = 0; ; offset += RESUME_PAGE) {
         const ids = await this.store.activityIds(from, RESUME_PAGE, offset);
         for (const id of ids) {
-          if (this.crediting.isRunning(id) || this.settled.has(id)) continue;
+          if (this.crediting.isRunning(id) || Date.now() - (this.settled.get(id) ?? -Infinity) < SETTLED_RECHECK_MS) continue;
           const a = await this.store.activity(id);
           if (a?.state === 'SETTLED') this.rememberSettled(id);
           else if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
@@ -121,7 +123,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
 
   private rememberSettled(id: string): void {
     if (this.settled.size >= MAX_SETTLED_REMEMBERED) this.settled.clear();
-    this.settled.add(id);
+    this.settled.set(id, Date.now());
   }
 
   /** Creates (funds, then loads in the background) the activity once; the same command again answers its state. */
