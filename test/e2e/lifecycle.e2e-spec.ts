@@ -334,6 +334,7 @@ describe('Lifecycle', () => {
           method: 'POST',
           headers: { authorization: `Bearer ${userToken('acc_sig')}`, 'content-type': 'application/json' },
           body: JSON.stringify({ label: 'drain' }),
+          signal: AbortSignal.timeout(15_000),
         });
         await new Promise((r) => setTimeout(r, 300));
         p.child.kill('SIGTERM');
