@@ -10,6 +10,7 @@ import { ROUTE_BODY_LIMITS } from './http/body-limits';
 import { registerJsonBodyParser } from './http/json-body';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
 import { setupSwagger } from './http/swagger';
+import { trackConnections } from './http/unused-connections';
 import { createValidationPipe } from './http/validation';
 import { MetricsService } from './metrics/metrics.service';
 
@@ -76,10 +77,13 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   logging.logController.onCompleted = (req, reply, route) =>
     metrics.httpDuration.observe({ method: req.method, route: route ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
-  // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open.
+  // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open,
+  // and end the connections with no request in progress (see trackConnections).
   let draining = false;
+  const connections = trackConnections(fastify.server);
   fastify.addHook('preClose', (done) => {
     draining = true;
+    connections.closeUnused();
     done();
   });
   fastify.addHook('onSend', (_req, reply, payload, done) => {

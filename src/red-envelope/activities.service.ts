@@ -24,8 +24,12 @@ const STAGE_BATCH = 10_000;
 const RESUME_AFTER_MS = 60_000;
 /** How long a repeated create waits for the first one's funding to end, ms. */
 const FUNDING_WAIT_MS = 3000;
-/** Activity ids read from the index at a time when crediting resumes at boot. */
+/** Activity ids read from the index at a time when looking for rains to credit. */
 const RESUME_PAGE = 1000;
+/** Most settled rains one instance remembers (past it, it starts again: they are only read once more). */
+const MAX_SETTLED_REMEMBERED = 100_000;
+/** A rain found settled is read again after this long (its id may be used again once its keys are gone), ms. */
+const SETTLED_RECHECK_MS = 10 * 60_000;
 
 export interface Reconciliation {
   total: number;
@@ -54,6 +58,8 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   private readonly logger = new Logger(RedEnvelopeActivities.name);
   private resumeTimer?: NodeJS.Timeout;
   private shutDown = false;
+  /** Rains found SETTLED (final), with when: the periodic look for rains to credit does not read them again for a while. */
+  private readonly settled = new Map<string, number>();
 
   constructor(
     private readonly store: RedEnvelopeStore,
@@ -71,8 +77,9 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       visibilityTimeoutMs: 120_000,
       backoff: { initialMs: 500, maxMs: 10_000 },
     });
-    // Crediting runs on every instance for every activity not yet settled. Not awaited: the service boots (and
-    // answers 503) while Redis is down, and this is tried again until Redis answers.
+    // Crediting runs on every instance for every activity not yet settled, from boot on and for the rains loaded
+    // later. Not awaited: the service boots (and answers 503) while Redis is down, and this is tried again until
+    // Redis answers.
     void this.resumeCrediting(1);
   }
 
@@ -81,27 +88,42 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     clearTimeout(this.resumeTimer);
   }
 
+  /**
+   * Starts crediting every rain of the retention that is READY or ENDED and not credited here yet: at boot, and then
+   * every RED_ENVELOPE_CREDIT_RETRY_MS, so a rain loaded by another instance after this one booted is credited here
+   * too, even if no grab of it ever comes to this instance (otherwise, once the instances that credit it die, its
+   * grabs would wait for the end job). Settled rains are remembered and read again only every SETTLED_RECHECK_MS.
+   */
   private async resumeCrediting(attempt: number): Promise<void> {
     if (this.shutDown) return;
+    let delay: number;
     try {
       // Every activity of the retention, a page at a time (there can be more than a page of them).
       const from = Date.now() - this.config.liveRetentionMs;
       for (let offset = 0; ; offset += RESUME_PAGE) {
         const ids = await this.store.activityIds(from, RESUME_PAGE, offset);
         for (const id of ids) {
+          if (this.crediting.isRunning(id) || Date.now() - (this.settled.get(id) ?? -Infinity) < SETTLED_RECHECK_MS) continue;
           const a = await this.store.activity(id);
-          if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
+          if (a?.state === 'SETTLED') this.rememberSettled(id);
+          else if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
         }
         if (ids.length < RESUME_PAGE || this.shutDown) break;
       }
+      attempt = 0;
+      delay = this.config.creditRetryMs;
     } catch (err) {
       if (attempt === 1) this.logger.warn({ err: (err as Error).message }, 'could not resume crediting yet; retrying until Redis answers');
-      this.resumeTimer = setTimeout(
-        () => void this.resumeCrediting(attempt + 1),
-        retryDelayMs(attempt + 1, 250, 10_000, () => 1),
-      );
-      this.resumeTimer.unref();
+      delay = retryDelayMs(attempt + 1, 250, 10_000, () => 1);
     }
+    if (this.shutDown) return;
+    this.resumeTimer = setTimeout(() => void this.resumeCrediting(attempt + 1), delay);
+    this.resumeTimer.unref();
+  }
+
+  private rememberSettled(id: string): void {
+    if (this.settled.size >= MAX_SETTLED_REMEMBERED) this.settled.clear();
+    this.settled.set(id, Date.now());
   }
 
   /** Creates (funds, then loads in the background) the activity once; the same command again answers its state. */

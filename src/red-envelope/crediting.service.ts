@@ -42,6 +42,7 @@ const fieldsOf = (flat: string[]): Record<string, string> => {
 export class CreditingService implements OnModuleDestroy {
   private readonly logger = new Logger(CreditingService.name);
   private readonly runners = new Map<string, StreamGroupRunner>();
+  private readonly starting = new Map<string, Promise<void>>();
   private readonly consumer = `${hostname()}-${process.pid}`;
   /** By sub-pool (activity:pool): settles to 'credited' what was credited in the same turn, in one call. */
   private readonly settlers = new Map<string, DataLoader<string, Settled>>();
@@ -55,9 +56,20 @@ export class CreditingService implements OnModuleDestroy {
     private readonly config: RedEnvelopeConfig,
   ) {}
 
-  /** Starts crediting an activity's grabs on this instance (once). */
-  async start(a: ActivityRecord): Promise<void> {
-    if (this.runners.has(a.activityId)) return;
+  /** Starts crediting an activity's grabs on this instance (once, however many calls race). */
+  start(a: ActivityRecord): Promise<void> {
+    if (this.runners.has(a.activityId)) return Promise.resolve();
+    // Grabs, the jobs and the periodic look for rains call this concurrently: the first call's start is shared, so
+    // no second runner is started for the rain (one the map would forget, never retired).
+    let starting = this.starting.get(a.activityId);
+    if (!starting) {
+      starting = this.startRunner(a).finally(() => this.starting.delete(a.activityId));
+      this.starting.set(a.activityId, starting);
+    }
+    return starting;
+  }
+
+  private async startRunner(a: ActivityRecord): Promise<void> {
     const pools = Array.from({ length: a.subPools }, (_, k) => this.store.pool(a.activityId, k));
     const runner = await this.streams.start({
       name: `red-envelope-credit:${a.activityId}`,

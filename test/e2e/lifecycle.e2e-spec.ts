@@ -8,7 +8,7 @@ import { BackgroundWorkers } from '../../src/workers/background-workers.service'
 import { RedisService } from '../../src/redis/redis.service';
 import { freePort } from '../harness/free-port';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
-import { startTestApp, userToken } from '../support/test-app';
+import { CREDS, startTestApp, userToken } from '../support/test-app';
 import { sign } from 'jsonwebtoken';
 import { DEV_DEFAULTS } from '../../src/config/load-config';
 
@@ -296,6 +296,61 @@ describe('Lifecycle', () => {
         await holder.close();
       }
     });
+
+    it('SIGTERM with connections that have sent no request (or half a request) open: the request in flight is answered, they are closed, exit 0 well before the grace', async () => {
+      const redis = await startRedisServer();
+      const port = await freePort();
+      const p = runMain({
+        NODE_ENV: 'production',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        REDIS_URL: redis.url,
+        REDIS_COMMAND_TIMEOUT_MS: '3000',
+        SHUTDOWN_GRACE_MS: '20000',
+        JWT_SECRET: CREDS.jwtSecret,
+        MERCHANT_SECRETS: `${CREDS.merchantId}:${CREDS.merchantSecret}`,
+        ADMIN_API_KEYS: `${CREDS.adminName}:${CREDS.adminKey}`,
+        SERVICE_TOKENS: `${CREDS.serviceName}:${CREDS.serviceToken}`,
+      });
+      const admin = new Redis(redis.url);
+      const opened: Socket[] = [];
+      try {
+        await until(async () => ((await fetch(`http://127.0.0.1:${port}/health/ready`)).status === 200 ? true : undefined), 30_000);
+        // A connection a client or a load balancer opened ahead of a request, and one whose request headers never end.
+        const open = async (send?: string) => {
+          const s = connect(port, '127.0.0.1');
+          s.on('error', () => undefined);
+          await new Promise((r) => s.once('connect', r));
+          if (send) s.write(send);
+          opened.push(s);
+          return { closed: new Promise<void>((r) => s.once('close', () => r())) };
+        };
+        const closed = [(await open()).closed, (await open('POST /diagnostics/touch HTTP/1.1\r\nHost: x\r\n')).closed];
+        // A request held in flight by Redis (writes paused for 1.5 s) when the signal comes.
+        await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+        const inFlight = fetch(`http://127.0.0.1:${port}/diagnostics/touch`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${userToken('acc_sig')}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ label: 'drain' }),
+          signal: AbortSignal.timeout(15_000),
+        });
+        await new Promise((r) => setTimeout(r, 300));
+        p.child.kill('SIGTERM');
+        const res = await inFlight;
+        expect(res.status).toBe(200);
+        expect(res.headers.get('connection')).toBe('close');
+        await Promise.all(closed);
+        // Before, the connection with no request held the shutdown until SHUTDOWN_GRACE_MS: exit 1, workers never stopped.
+        expect(await exitWithin(p, 15_000)).toBe(0);
+        expect(p.output()).not.toContain('shutdown took longer');
+      } finally {
+        opened.forEach((s) => s.destroy());
+        admin.disconnect();
+        p.child.kill('SIGKILL');
+        await redis.destroy();
+      }
+    }, 60_000);
 
     it('in production refuses to start without Redis settings, naming the variable', async () => {
       const p = runMain({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) });

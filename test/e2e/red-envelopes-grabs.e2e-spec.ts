@@ -1,5 +1,6 @@
-import { CreditingService } from '../../src/red-envelope/crediting.service';
 import { homePool } from '../../src/red-envelope/red-envelope-keys';
+import { WalletService } from '../../src/wallet/wallet.service';
+import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { waitUntil } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';
@@ -141,9 +142,15 @@ describe('red-envelope rains: the leftover refund and settlement', () => {
     const users = Array.from({ length: 12 }, (_, i) => `acc_left_${i}`);
     for (const r of await Promise.all(users.map((u) => kit.grab(u, id)))) expect(r.body.status).toBe('GRABBED');
     await kit.credited(id);
-    // One more grab whose crediting is held back (this instance's consumer stopped, the grab made by the store's
-    // script directly, as a grab whose crediting is still under way at the end).
-    await ctx.t.app.get(CreditingService).stop(id);
+    // One more grab whose crediting is held back until the rain has ENDED (its wallet credit fails until then), as a
+    // grab whose crediting is still under way at the end.
+    const wallets = ctx.t.app.get(WalletService);
+    const credit = wallets.credit.bind(wallets);
+    let holding = true;
+    const spy = jest.spyOn(wallets, 'credit').mockImplementation(async (cmd: WalletCommand) => {
+      if (holding && cmd.owner.id === 'acc_left_held') throw new Error('wallet unavailable');
+      return credit(cmd);
+    });
     const held = await kit.store.grab(kit.store.pool(id, 0), 'acc_left_held', false);
     expect(held.outcome).toBe('GRABBED');
     const before = await kit.reconciliation(id);
@@ -156,11 +163,13 @@ describe('red-envelope rains: the leftover refund and settlement', () => {
       async () => {
         const s = await kit.state(id);
         if (seen[seen.length - 1] !== s) seen.push(s);
+        if (s === 'ENDED') holding = false;
         return s === 'SETTLED';
       },
-      20_000,
+      30_000,
       20,
     );
+    spy.mockRestore();
     expect(seen.slice(seen.indexOf('ENDED'))).toEqual(['ENDED', 'SETTLED']);
     const after = await kit.expectBalanced(id);
     expect(after).toMatchObject({

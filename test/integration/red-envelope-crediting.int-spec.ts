@@ -4,6 +4,7 @@ import { CreditingService } from '../../src/red-envelope/crediting.service';
 import { activityIndexKey } from '../../src/red-envelope/red-envelope-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { WalletService } from '../../src/wallet/wallet.service';
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -102,6 +103,27 @@ describe('red-envelope crediting through redelivery', () => {
     expect(crediting.map((c) => c.isRunning(id))).toEqual([false, false]);
     expect([await series(t1), await series(t2)]).toEqual([[], []]);
     await expectConserved(kit1, raw, [id], 1000);
+  }, 40_000);
+
+  it('concurrent starts of one rain’s crediting (grabs on an instance not crediting it yet, the jobs) make one runner', async () => {
+    const t = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: randomPrefix() });
+    apps.push(t);
+    const kit = rainKit(t);
+    await kit.fund(CREDS.merchantId, 1000);
+    const id = rainId('race');
+    await kit.create(rainBody(id, { totalAmount: 1000, count: 10 }));
+    const crediting = t.app.get(CreditingService);
+    await crediting.stop(id);
+    const a = await kit.activities.mustRead(id);
+    await Promise.all(Array.from({ length: 20 }, () => crediting.start(a)));
+    const workers = t.app.get(BackgroundWorkers);
+    const runnersOf = () => workers.names.filter((n) => n.startsWith(`streams:red-envelope-credit:${id}:`));
+    // The one stopped above, and one started again.
+    expect(runnersOf()).toHaveLength(2);
+    expect(crediting.isRunning(id)).toBe(true);
+    expect((await kit.grab('acc_race', id)).body.status).toBe('GRABBED');
+    await kit.credited(id);
+    await expectCreditedOnce(kit, id);
   }, 40_000);
 
   it('a grab that keeps failing is dead-lettered (balanced), then re-driven by ops and credited once', async () => {
@@ -211,9 +233,58 @@ describe('red-envelope crediting through redelivery', () => {
     await expectConserved(kit, raw, [id], 50_000);
   }, 60_000);
 
+  it('an instance that was already running and never served a grab of the rain takes over the grabs of a SIGKILLed crediting instance', async () => {
+    const prefix = randomPrefix();
+    // Up before the rain exists, so its crediting is not resumed at its boot; it serves no grab of the rain either.
+    // It looks for rains to credit every 3 s, so it usually finds this one only after the child is gone.
+    const survivor = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix, RED_ENVELOPE_CREDIT_RETRY_MS: '3000' });
+    apps.push(survivor);
+    const kit = rainKit(survivor);
+    const child = await startService(redis.url, prefix, { ...ENV, RED_ENVELOPE_CREDIT_CONCURRENCY: '1' });
+    kills.push(() => child.kill());
+    const top = await child.call(`/admin/wallets/merchant:${CREDS.merchantId}/top-ups`, {
+      method: 'POST',
+      headers: ADMIN,
+      body: JSON.stringify({ amount: 30_000, currency: 'CNY', reference: 'top-orphan' }),
+    });
+    expect(top.status).toBe(201);
+    const id = rainId('orphan');
+    const created = await child.call('/admin/red-envelopes/activities', {
+      method: 'POST',
+      headers: ADMIN,
+      body: JSON.stringify(rainBody(id, { totalAmount: 30_000, count: 300 })),
+    });
+    expect(created.status).toBe(202);
+    await waitUntil(
+      'the rain to be loaded',
+      async () => ['READY', 'OPEN'].includes((await kit.admin().get(`/admin/red-envelopes/activities/${id}`)).body.state),
+      20_000,
+      50,
+    );
+
+    // Every grab goes through the child, 30 at a time; it dies right after the last answer, with grabs not credited.
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, w) => {
+        for (let i = w; i < 300; i += 30)
+          await child.call(`/red-envelopes/activities/${id}/grab`, { method: 'POST', headers: { authorization: `Bearer ${userToken(`acc_o${i}`)}` } });
+      }),
+    );
+    await child.kill();
+    const before = await kit.reconciliation(id);
+    expect(before.grabbed.count).toBe(300);
+    // The child credits one at a time, so it dies with grabs pending (200 of 300 in a typical run): the survivor
+    // credits them, without a grab of the rain coming to it (before, they waited for the end job).
+
+    const r = await kit.credited(id, 20_000);
+    expect(r).toMatchObject({ grabbed: { count: 300 }, credited: { count: 300 }, dead: { count: 0 }, balanced: true });
+    await expectCreditedOnce(kit, id);
+    await expectConserved(kit, raw, [id], 30_000);
+  }, 60_000);
+
   it('at boot, crediting resumes for activities past the first page of the index (more than 1,000 in the retention)', async () => {
     const prefix = randomPrefix();
-    const first = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix });
+    // It looks for rains to credit at its boot and then once a minute: it does not take this one up again once stopped.
+    const first = await startTestApp(redis.url, { ...ENV, REDIS_KEY_PREFIX: prefix, RED_ENVELOPE_CREDIT_RETRY_MS: '60000' });
     const kit = rainKit(first);
     await kit.fund(CREDS.merchantId, 1000);
     const id = rainId('paged');
