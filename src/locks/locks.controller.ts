@@ -64,6 +64,8 @@ export class LocksController {
       if (!reply.raw.writableEnded) gone.abort();
     };
     reply.raw.once('close', hungUp);
+    // A connection that closed before this handler ran (while a guard awaited Redis) has emitted 'close' already.
+    if (reply.raw.destroyed) hungUp();
     try {
       const lock = await this.locks.acquire(lockName(p), {
         owner: ownerOf(caller, dto.owner),

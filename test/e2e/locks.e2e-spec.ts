@@ -8,6 +8,8 @@ import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { EventEmitter } from 'node:events';
+import type { FastifyReply } from 'fastify';
 
 /**
  * The lock engine's HTTP API (internal services, service token) on the whole
@@ -183,6 +185,26 @@ describe(`${LocksController.name} over HTTP`, () => {
       expectError(await inspect(name), 404, 'NOT_FOUND');
       // The lock is free for the next caller.
       expect((await hold(name, { owner: 'op-3', leaseMs: 5_000 })).holdCount).toBe(1);
+    });
+
+    it('a waiter whose connection closed before the handler ran (during the guards) is not given the lock either', async () => {
+      const name = fresh('closed-early');
+      await hold(name, { owner: 'op-1', leaseMs: 30_000 });
+      // What Node leaves of the response of a client that hung up while a guard awaited Redis (the rate limit): it is
+      // destroyed and its 'close' event has already been emitted, so no listener added now will hear it.
+      const closed = Object.assign(new EventEmitter(), { destroyed: true, writableEnded: false });
+      const reply = { raw: closed } as unknown as FastifyReply;
+      const waiting = t.app
+        .get(LocksController)
+        .acquire({ name }, { owner: 'op-2', leaseMs: 60_000, waitMs: 20_000 }, { kind: 'service', id: CREDS.serviceName }, reply)
+        .then(
+          (held) => held,
+          (err: { status?: number; code?: string }) => ({ refused: err.code ?? err.status }),
+        );
+      expect((await release(name, { owner: 'op-1' })).body).toEqual({ holdCount: 0 });
+      // A waiter that went on waiting is woken by that release and holds the lock for 60 s, for nobody.
+      expect(await waiting).toEqual({ refused: expect.anything() });
+      expectError(await inspect(name), 404, 'NOT_FOUND');
     });
 
     it('with waitMs and nobody releasing, answers 409 LOCK_CONTENDED once waitMs has passed', async () => {
