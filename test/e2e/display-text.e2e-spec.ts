@@ -154,6 +154,18 @@ describe('text shown to people', () => {
     });
   });
 
+  it.each(SENDERS.filter(([, field]) => field !== 'memo'))(
+    '%s %s of invisible characters only (zero-width space, Hangul filler): 400 "must not be blank"',
+    async (_route, field, send) => {
+      const before = await stored();
+      const res = await send('\u200B\u3164\u200B');
+      expect(res.status).toBe(400);
+      const named = (res.body.details as Array<{ field: string; errors: string[] }>).find((d) => d.field === field);
+      expect(named?.errors).toContain(`${field.replace(/^.*\./, '')} must not be blank`);
+      expect(await stored()).toEqual(before);
+    },
+  );
+
   it('a message batch refuses only the item that holds one', async () => {
     const res = await request(ctx.t.server)
       .post('/messages/batch')

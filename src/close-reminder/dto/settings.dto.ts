@@ -5,7 +5,7 @@ import { QueryInt } from '../../http/validation';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { MERCHANT_ID_RE } from '../close-reminder-keys';
 import { DEFAULT_CONTENT, DEFAULT_TITLE, MAX_CONTENT_TEMPLATE, MAX_TITLE_TEMPLATE, PLACEHOLDERS, unknownPlaceholders } from '../reminder-template';
-import { IsDisplayText } from '../../http/display-text';
+import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 const PLACEHOLDER_LIST = PLACEHOLDERS.map((p) => `{${p}}`).join(' ');
 
@@ -57,7 +57,7 @@ export class ReminderSettingsDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_TITLE_TEMPLATE)
-  @Matches(/\S/, { message: 'title must not be blank' })
+  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
   @IsDisplayText('title')
   @IsTemplate()
   title?: string;
@@ -68,7 +68,7 @@ export class ReminderSettingsDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_CONTENT_TEMPLATE)
-  @Matches(/\S/, { message: 'content must not be blank' })
+  @Matches(NOT_BLANK_RE, { message: 'content must not be blank' })
   @IsDisplayText('content')
   @IsTemplate()
   content?: string;

@@ -2,8 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { ACCOUNT_ID_RE } from '../message-keys';
-import { LINK_RE, NOT_BLANK_RE } from './write-message.dto';
-import { IsDisplayText } from '../../http/display-text';
+import { LINK_RE } from './write-message.dto';
+import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 /** A caller's idempotency key; never `.` or `..`: a listed broadcast's requestId is its outerBizId in each inbox. */
 const REQUEST_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;

@@ -4,7 +4,7 @@ import { DATE_TIME_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
 import { MAX_MESSAGE_TTL_MS } from '../message-commands';
 import { IsAccountId } from './account-id';
-import { IsDisplayText } from '../../http/display-text';
+import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 /** Both appear in URLs (pending actions), so neither may be `.` or `..`, which a URL cannot carry as a segment. */
 export const BIZ_TYPE_RE = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,32}$/;
@@ -20,7 +20,6 @@ export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
 export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
 const LOGO_URL_RE = /^https:\/\/\S+$/;
 /** Text shown to the user: at least one character that is not white space. */
-export const NOT_BLANK_RE = /\S/;
 
 export class WriteMessageDto {
   /** The account the message is for */

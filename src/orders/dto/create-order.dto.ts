@@ -4,7 +4,7 @@ import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, DEFAULT_EXPIRE_MINUTES, MAX_AMOUNT, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order-commands';
 import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from '../order-keys';
 import { IsIdString } from '../orders-api.decorators';
-import { IsDisplayText } from '../../http/display-text';
+import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 export { MAX_AMOUNT } from '../order-commands';
 
@@ -33,7 +33,7 @@ export class CreateOrderDto {
   @IsString()
   @MinLength(1)
   @MaxLength(MAX_SUBJECT_LENGTH)
-  @Matches(/\S/, { message: 'subject must not be blank' })
+  @Matches(NOT_BLANK_RE, { message: 'subject must not be blank' })
   @IsDisplayText('subject')
   subject!: string;
 

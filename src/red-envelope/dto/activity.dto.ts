@@ -5,7 +5,7 @@ import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACTIVITY_ID_RE } from '../red-envelope-keys';
-import { IsDisplayText } from '../../http/display-text';
+import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 export class CreateRedEnvelopeActivityDto {
   @ApiProperty({ example: 'nye-quiz', maxLength: 32 })
@@ -21,7 +21,7 @@ export class CreateRedEnvelopeActivityDto {
   @IsString()
   @MinLength(1)
   @MaxLength(64)
-  @Matches(/\S/, { message: 'title must not be blank' })
+  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
   @IsDisplayText('title')
   title!: string;
 

@@ -21,7 +21,7 @@ import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACCOUNT_ID_RE, ACTIVITY_ID_RE, PRODUCT_ID_RE } from '../seckill-keys';
-import { IsDisplayText } from '../../http/display-text';
+import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 /** Most accounts on one activity's eligibility list. */
 export const MAX_ELIGIBLE = 50_000;
@@ -40,7 +40,7 @@ export class ProductDto {
   @IsString()
   @MinLength(1)
   @MaxLength(128)
-  @Matches(/\S/, { message: 'title must not be blank' })
+  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
   @IsDisplayText('title')
   title!: string;
 
@@ -92,7 +92,7 @@ export class ActivityDto {
   @IsString()
   @MinLength(1)
   @MaxLength(128)
-  @Matches(/\S/, { message: 'title must not be blank' })
+  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
   @IsDisplayText('title')
   title!: string;
 
