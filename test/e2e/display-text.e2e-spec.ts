@@ -166,6 +166,26 @@ describe('text shown to people', () => {
     },
   );
 
+  it.each([
+    ['a right-to-left override', 'https://pay.example.com/\u202Egpj.exe'],
+    ['NUL', 'redispay://orders/o-1\u0000x'],
+    ['quotes and angle brackets', 'https://pay.example.com/"><script>'],
+    ['a space', 'redispay://orders/o 1'],
+  ])('a message link with %s: 400 naming url, nothing stored; percent-encoded it is taken', async (_what, url) => {
+    const before = await stored();
+    const write = (link: string) =>
+      request(ctx.t.server)
+        .post('/messages')
+        .set(SERVICE)
+        .send({ accountId: 'acc_link', bizType: 'PAYMENT_SUCCESS', outerBizId: `l-${++n}`, title: 'Paid', content: 'paid', url: link });
+    const res = await write(url);
+    expect(res.status).toBe(400);
+    expect((res.body.details as Array<{ field: string }>).map((d) => d.field)).toEqual(['url']);
+    expect(await stored()).toEqual(before);
+    const encoded = url.replace(/^([a-z]+:\/\/)(.*)$/, (_m, scheme: string, rest: string) => scheme + encodeURI(rest).replace(/["<>]/g, encodeURIComponent));
+    expect((await write(encoded)).status).toBe(201);
+  });
+
   it('a message batch refuses only the item that holds one', async () => {
     const res = await request(ctx.t.server)
       .post('/messages/batch')

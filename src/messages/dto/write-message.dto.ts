@@ -16,9 +16,13 @@ export const BROADCAST_BIZ_TYPE = 'BROADCAST';
 /** A bizType a business system may use: BIZ_TYPE_RE, and not BROADCAST. */
 export const WRITABLE_BIZ_TYPE_RE = /^(?!\.\.?$)(?!BROADCAST$)[A-Za-z0-9_.-]{1,32}$/;
 export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
-/** Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:). */
-export const LINK_RE = /^(https|redispay):\/\/[^\s]+$/;
-const LOGO_URL_RE = /^https:\/\/\S+$/;
+/**
+ * Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:), and only the
+ * characters RFC 3986 lets a URI hold (others percent-encoded): no control characters, bidirectional overrides,
+ * quotes or angle brackets.
+ */
+export const LINK_RE = /^(https|redispay):\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
+const LOGO_URL_RE = /^https:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
 /** Text shown to the user: at least one character that is not white space. */
 
 export class WriteMessageDto {
