@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { rawExchange } from '../support/raw-http';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
 
 const ERROR_KEYS = ['statusCode', 'error', 'message', 'requestId'];
@@ -179,19 +180,10 @@ describe('HTTP conventions', () => {
         expect({ type, status: empty.status, body: empty.body }).toEqual({ type, status: 200, body: { marked: 0, unread: 0 } });
       }
       // A Content-Type and neither a Content-Length nor a chunked body: no body either.
-      if (!t.server.listening) await t.app.listen({ port: 0, host: '127.0.0.1' });
-      const { port } = t.server.address() as AddressInfo;
-      const reply = await new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        let got = '';
-        socket.setEncoding('utf8');
-        socket.on('data', (c: string) => (got += c));
-        socket.on('close', () => resolve(got));
-        socket.on('error', reject);
-        socket.write(
-          `POST /messages/read-all HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
-        );
-      });
+      const reply = await rawExchange(
+        t,
+        `POST /messages/read-all HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n`,
+      );
       expect(reply.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
       const before = await storedKeys();
       const needsOne = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send('');
@@ -247,19 +239,6 @@ describe('HTTP conventions', () => {
   });
 
   describe('requests the HTTP parser refuses', () => {
-    /** Sends raw bytes on a new connection and reads until the server closes it. */
-    const rawExchange = async (bytes: string): Promise<string> => {
-      const { port } = t.server.address() as AddressInfo;
-      return new Promise((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1');
-        let got = '';
-        socket.setEncoding('utf8');
-        socket.on('data', (c: string) => (got += c));
-        socket.on('close', () => resolve(got));
-        socket.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' && got ? resolve(got) : reject(e)));
-        socket.write(bytes);
-      });
-    };
     const parse = (response: string) => {
       const [head, body] = response.split('\r\n\r\n');
       return { statusLine: head.split('\r\n')[0], head: head.toLowerCase(), body: JSON.parse(body) as Record<string, unknown> };
@@ -270,7 +249,7 @@ describe('HTTP conventions', () => {
       ['a malformed request line', 'GET /health/live HTTP/9.x\r\nHost: x\r\n\r\n', 400, 'BAD_REQUEST'],
       ['a malformed header', 'GET /health/live HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n', 400, 'BAD_REQUEST'],
     ])('answers %s in the standard error shape, with a request id and Connection: close', async (_what, bytes, status, code) => {
-      const { statusLine, head, body } = parse(await rawExchange(bytes));
+      const { statusLine, head, body } = parse(await rawExchange(t, bytes));
       expect(statusLine).toBe(`HTTP/1.1 ${status} ${statusLine.split(' ').slice(2).join(' ')}`);
       expectErrorShape(body, status);
       expect(body.error).toBe(code);

@@ -1,4 +1,4 @@
-import { connect, type AddressInfo } from 'node:net';
+import { rawExchange } from '../support/raw-http';
 import request from 'supertest';
 import { sign } from 'jsonwebtoken';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -21,18 +21,9 @@ describe('Identities', () => {
   const whoami = (headers: Record<string, string>) => request(t.server).get('/diagnostics/whoami').set(headers);
   /** A GET with headers exactly as listed (name, value, …), repeats included (supertest would merge them), on a raw socket. */
   const rawRequest = async (path: string, headers: string[]): Promise<{ status: number; body: string }> => {
-    const { port } = t.server.address() as AddressInfo;
     let lines = `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n`;
     for (let i = 0; i < headers.length; i += 2) lines += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    const response = await new Promise<string>((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1');
-      let got = '';
-      socket.setEncoding('utf8');
-      socket.on('data', (c: string) => (got += c));
-      socket.on('close', () => resolve(got));
-      socket.on('error', reject);
-      socket.write(`${lines}\r\n`);
-    });
+    const response = await rawExchange(t, `${lines}\r\n`);
     const [head, body] = response.split('\r\n\r\n');
     return { status: Number(head.split(' ')[1]), body };
   };
