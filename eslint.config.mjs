@@ -22,7 +22,7 @@ export default tseslint.config(
   },
   {
     // The config loader, entry point and tooling outside src/ legitimately read the environment.
-    files: ['src/config/**', 'src/main.ts', 'src/redis/managed-redis.ts', 'scripts/**', 'bench/**', 'test/**', '**/*.spec.ts'],
+    files: ['src/config/**', 'src/main.ts', 'src/redis/managed-redis.ts', 'src/common/crash-points.ts', 'scripts/**', 'bench/**', 'test/**', '**/*.spec.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

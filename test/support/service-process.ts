@@ -1,0 +1,92 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { freePort } from '../harness/free-port';
+import { waitUntil } from '../harness/redis-process';
+import { CREDS } from './test-app';
+
+const MAIN = resolve(__dirname, '../../dist/main.js');
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  base: string;
+  /** A request to the instance, given up after 5 s. */
+  call(path: string, init?: RequestInit): Promise<Response>;
+  /** What it printed so far. */
+  output(): string;
+  /** Resolves when it has exited (by itself, a crash point, or kill). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** `kill -9`, and waits for the exit. */
+  kill(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** Extra or overriding environment. */
+  env?: Record<string, string>;
+  /**
+   * Crash points (src/common/crash-points.ts) the instance dies at, `<name>` or `<name>#<n>`. Crash points live only
+   * outside production, so the instance then runs with NODE_ENV=test.
+   */
+  crashAt?: string[];
+}
+
+/**
+ * The built service (dist/main.js: `npm test` builds it first) as a child process on `redisUrl` with `prefix`,
+ * ready (GET /health/ready answered 200) when this resolves. Production settings unless crash points are armed.
+ */
+export async function startServiceProcess(redisUrl: string, prefix: string, opts: ServiceOptions = {}): Promise<ServiceProcess> {
+  const port = await freePort();
+  let out = '';
+  const crash = opts.crashAt?.length ? { NODE_ENV: 'test', CRASH_AT: opts.crashAt.join(',') } : {};
+  const child: ChildProcess = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      REDIS_URL: redisUrl,
+      REDIS_KEY_PREFIX: prefix,
+      JWT_SECRET: CREDS.jwtSecret,
+      MERCHANT_SECRETS: `${CREDS.merchantId}:${CREDS.merchantSecret}`,
+      ADMIN_API_KEYS: `${CREDS.adminName}:${CREDS.adminKey}`,
+      SERVICE_TOKENS: `${CREDS.serviceName}:${CREDS.serviceToken}`,
+      RATE_LIMIT_ENABLED: 'false',
+      ...crash,
+      ...opts.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  const base = `http://127.0.0.1:${port}`;
+  const svc: ServiceProcess = {
+    child,
+    base,
+    exited,
+    output: () => out,
+    call: (path, init = {}) => fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000), ...init }),
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  try {
+    await Promise.race([
+      waitUntil('the service to be ready', async () => (await svc.call('/health/ready').catch(() => ({ status: 0 }))).status === 200, 30_000, 100),
+      exited.then(() => Promise.reject(new Error('the service exited'))),
+    ]);
+  } catch (err) {
+    await svc.kill();
+    throw new Error(`${(err as Error).message}\n${out}`, { cause: err });
+  }
+  return svc;
+}
+
+/** Waits for an instance armed with a crash point to die at it (SIGKILL), within `ms`. */
+export async function diedAtCrashPoint(svc: ServiceProcess, name: string, ms = 10_000): Promise<void> {
+  const r = await Promise.race([svc.exited, new Promise<null>((res) => setTimeout(() => res(null), ms).unref())]);
+  if (r === null) throw new Error(`the instance did not reach crash point ${name} within ${ms} ms\n${svc.output()}`);
+  if (r.signal !== 'SIGKILL' || !svc.output().includes(`crash point ${name}:`))
+    throw new Error(`the instance exited (${r.signal ?? r.code}) but not at crash point ${name}\n${svc.output()}`);
+}
