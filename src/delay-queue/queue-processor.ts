@@ -29,6 +29,12 @@ export interface ProcessorSettings {
   claimBatch: number;
   /** Most items one claim script call promotes (due → ready) or requeues (lost deliveries). */
   promoteBatch: number;
+  /**
+   * How long after sending a claim its reply is still read, ms (under the Redis command timeout). A claim that
+   * reaches Redis later (Redis frozen, the call stuck in a socket buffer) claims nothing, so no item waits out its
+   * visibility timeout in a delivery nobody received.
+   */
+  replyWithinMs: number;
 }
 
 /** The processor's time: the wall clock (ms) and timers. Tests pass fake ones; the default is the real one. */
@@ -94,6 +100,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   private pollTimer?: NodeJS.Timeout;
   /** Redis clock minus local clock, ms, from the last claim: timers are armed on the Redis clock. */
   private clockOffset = 0;
+  /** Whether a claim has answered yet (until then the Redis clock is unknown, and a claim sets no reply-by time). */
+  private clockKnown = false;
   /** Whether the last claim left ready items behind (claim more when a slot frees up). */
   private readyLeft = false;
   private lastErrorLog = 0;
@@ -206,9 +214,11 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         const want = Math.min(this.settings.claimBatch, this.settings.concurrency - this.running.size);
         const t0 = this.clock.now();
         this.eventDueDuringClaim = Infinity;
-        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, this.settings.promoteBatch);
+        const replyBy = this.clockKnown ? t0 + this.clockOffset + this.settings.replyWithinMs : undefined;
+        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, this.settings.promoteBatch, replyBy);
         const { now, promoted, requeued, died } = r;
         this.clockOffset = now - (t0 + this.clock.now()) / 2;
+        this.clockKnown = true;
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
         const claimed = r.claimed.length;
         const localAtClaim = this.clock.now();
