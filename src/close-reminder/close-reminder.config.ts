@@ -53,6 +53,13 @@ export class CloseReminderEnv {
   @Min(1)
   @Max(3600)
   CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
+  CLOSE_REMINDER_EVENT_TAKEOVER_SECONDS?: number;
 }
 
 /** The close reminders' settings. Injected by this type. */
@@ -77,6 +84,8 @@ export class CloseReminderConfig {
    * reminder whose sender died is sent again by another instance with `minLeftMs` still left before the close.
    */
   minLeadSeconds!: number;
+  /** An order event held by a consumer that died (or whose handler failed) is taken over after this long idle, ms. */
+  eventTakeoverMs!: number;
 }
 
 /** The shortest lead the settings DTO accepts, whatever the other settings: 30 s. */
@@ -96,5 +105,6 @@ export const closeReminderConfig = defineConfigSlice({
     minLeftMs: (s.CLOSE_REMINDER_MIN_LEFT_SECONDS ?? 60) * 1000,
     recordRetentionMs: (s.CLOSE_REMINDER_RECORD_RETENTION_SECONDS ?? 86_400) * 1000,
     visibilityTimeoutMs: (s.CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS ?? 30) * 1000,
+    eventTakeoverMs: (s.CLOSE_REMINDER_EVENT_TAKEOVER_SECONDS ?? 30) * 1000,
   }),
 });

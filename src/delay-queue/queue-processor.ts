@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { crashPoint } from '../common/crash-points';
 import type { BackgroundWorker } from '../workers/background-workers.service';
 import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { QueueKeys } from './delay-queue.keys';
@@ -107,6 +108,9 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   private lastErrorLog = 0;
   /** The earliest due time announced by an event while a claim was on the wire (its reply must not undo it). */
   private eventDueDuringClaim = Infinity;
+  /** The crash points of claim → handle → ack (src/common/crash-points.ts): after the claim, and after the handler before its ack. */
+  private readonly crashAfterClaim: string;
+  private readonly crashBeforeAck: string;
 
   constructor(
     readonly queue: string,
@@ -119,6 +123,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     private readonly clock: ProcessorClock = systemClock,
   ) {
     this.logger = new Logger(`DelayQueue:${queue}`);
+    this.crashAfterClaim = `delay-queue.${queue}.after-claim`;
+    this.crashBeforeAck = `delay-queue.${queue}.before-ack`;
   }
 
   async start(): Promise<void> {
@@ -222,6 +228,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
         const claimed = r.claimed.length;
         const localAtClaim = this.clock.now();
+        if (claimed > 0) crashPoint(this.crashAfterClaim);
         for (const d of r.claimed) this.deliver(d, now, localAtClaim);
         this.readyLeft = r.readyLeft > 0;
         // The reply's next wake-up was computed before any event that arrived while it was on the wire.
@@ -290,6 +297,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       try {
         if (entry.handedBack) return; // stop() gave the item back already
         if (succeeded) {
+          crashPoint(this.crashBeforeAck);
           if (await this.retry(() => this.store.ack(this.keys, id, token))) this.metrics.acked.inc(labels);
           return;
         }
