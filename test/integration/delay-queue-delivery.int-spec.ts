@@ -552,7 +552,7 @@ describe(`${DelayQueueService.name} across a Redis freeze`, () => {
       visibilityTimeoutMs: VISIBILITY_MS,
     });
     const pid = redis.pid!;
-    let woke = 0;
+    let woke: number;
     try {
       // Due while Redis is frozen: every claim the worker sends meanwhile reaches Redis only when it wakes, after the
       // worker gave up on its reply (500 ms command timeout).
