@@ -10,6 +10,12 @@
      above the Redis clock in microseconds).
   Any instance may run it; two runs never claim the same delivery.
 
+  A claim names when its caller stops waiting for the reply (ARGV[6]). A call
+  that reaches Redis only after that (Redis was frozen or stalled, the call
+  sat in a socket buffer) still does steps 1 and 2, but claims nothing: no
+  one would read its reply, and the items it took would stay invisible until
+  their visibility timeout. The caller's next claim takes them at once.
+
   KEYS[1]  pending zset
   KEYS[2]  ready zset
   KEYS[3]  in-flight zset
@@ -24,8 +30,10 @@
   ARGV[3]  max deliveries per item
   ARGV[4]  batch size for steps 1 and 2, 1..1000
   ARGV[5]  the queue's event channel (revocations of lost deliveries)
+  ARGV[6]  reply-by: the Redis-clock time, ms, after which the caller no longer reads the reply ('' or absent: no limit)
 
   Returns: {now, nextWake, readyLeft, promoted, requeued, died, id1, payload1, attempt1, dueAt1, token1, ...}
+    (no deliveries when the call ran after its reply-by time)
     nextWake  the earliest pending due time or in-flight deadline, '' when neither exists
 ]]
 --- @include "includes/server-time-ms"
@@ -36,8 +44,11 @@ local visibilityMs = tonumber(ARGV[2])
 local maxAttempts = tonumber(ARGV[3])
 local batch = tonumber(ARGV[4])
 local channel = ARGV[5]
+local replyBy = tonumber(ARGV[6])
 
 local now = serverTimeMs()
+-- The caller has given up on this call: whatever it claimed would wait out its visibility timeout unread.
+if replyBy and now > replyBy then want = 0 end
 
 -- 1. Lost deliveries.
 local requeued, died = 0, 0

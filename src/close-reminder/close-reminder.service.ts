@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { MessagesService } from '../messages/messages.service';
@@ -77,7 +78,11 @@ export class CloseReminderService implements OnApplicationBootstrap {
       maxAttempts: 10,
       backoff: { initialMs: 1000, maxMs: 30_000 },
     });
-    await this.events.consume(EVENTS_GROUP, (e) => this.onEvent(e), { concurrency: this.config.eventConcurrency, batchSize: 100 });
+    await this.events.consume(EVENTS_GROUP, (e) => this.onEvent(e), {
+      concurrency: this.config.eventConcurrency,
+      batchSize: 100,
+      claimIdleMs: this.config.eventTakeoverMs,
+    });
   }
 
   /** One order event. Throws only when Redis fails (the event is then delivered again). */
@@ -99,8 +104,10 @@ export class CloseReminderService implements OnApplicationBootstrap {
     if (d.case === 'too-late') this.skipped('too-late');
     if (d.case !== 'scheduled' && d.case !== 'already-scheduled') return;
     if (d.case === 'scheduled') this.metrics.scheduled.inc();
+    crashPoint('close-reminder.schedule.after-record');
     // Also when already scheduled: a handler that died between the two steps left the queue without it.
     await this.queue.schedule(REMINDER_QUEUE, order.orderId, { dueAt: d.dueAt }, { orderId: order.orderId }, { ifExists: 'keep' });
+    crashPoint('close-reminder.schedule.after-queue');
   }
 
   private async onSettled(e: OrderEvent, cause: 'paid' | 'closed'): Promise<void> {
@@ -111,6 +118,7 @@ export class CloseReminderService implements OnApplicationBootstrap {
       { cause, orderVersion: e.version, merchantId: e.merchantId, expiresAt: e.expiresAt, payer: e.accountId ?? '' },
       known,
     );
+    crashPoint('close-reminder.settle.after-record');
     let withdraw = s.case === 'withdraw';
     if (s.case === 'cancelled' && s.previous === 'scheduled') {
       this.metrics.cancelled.inc();
@@ -160,6 +168,7 @@ export class CloseReminderService implements OnApplicationBootstrap {
     });
     if (w.withdrawn) return; // the order was settled meanwhile, and its withdraw came first
     if (w.expired) return this.skip(orderId, 'expired');
+    crashPoint('close-reminder.send.after-message');
     const sent = await this.store.transition(orderId, ['scheduled'], 'sent', 'sentAt', { msgId: w.msgId, payer });
     if (!sent.moved) {
       // Settled (or sent by an earlier delivery) meanwhile. Settled: take back what this delivery wrote; the settle
@@ -167,6 +176,7 @@ export class CloseReminderService implements OnApplicationBootstrap {
       if (sent.state !== 'sent') await this.withdraw(orderId, payer);
       return;
     }
+    crashPoint('close-reminder.send.after-record');
     this.metrics.sent.inc();
     this.metrics.lateness.observe(Math.max(0, sent.now - d.dueAt) / 1000);
   }

@@ -101,19 +101,20 @@ export class CloseReminderStore {
     return (await this.redis.command((c) => c.get(version))) ?? '0';
   }
 
-  /** Up to `limit` merchants' settings in id order, after `after` ('' from the start). */
   /**
    * Up to `limit` merchants' settings after `after`, by id, and where the next page starts (absent on the last
-   * page). `next` comes from the index read, not from the settings found: a merchant removed between the two
-   * reads leaves its page short, and the listing must go on past it.
+   * page, also when the last page is full: the index is read one id beyond the page to know). `next` comes from
+   * the index read, not from the settings found: a merchant removed between the two reads leaves its page short,
+   * and the listing must go on past it.
    */
   async settingsPage(after: string, limit: number): Promise<{ items: ReminderSettings[]; next?: string }> {
     const [hash, index] = settingsKeys(this.keys);
-    const ids = await this.redis.command((c) => c.zrangebylex(index, after ? `(${after}` : '-', '+', 'LIMIT', 0, limit));
+    const read = await this.redis.command((c) => c.zrangebylex(index, after ? `(${after}` : '-', '+', 'LIMIT', 0, limit + 1));
+    const ids = read.slice(0, limit);
     if (ids.length === 0) return { items: [] };
     const raws = await this.redis.command((c) => c.hmget(hash, ...ids));
     const items = raws.filter((r): r is string => r !== null).map((r) => JSON.parse(r) as ReminderSettings);
-    return ids.length === limit ? { items, next: ids[ids.length - 1] } : { items };
+    return read.length > limit ? { items, next: ids[ids.length - 1] } : { items };
   }
 
   async schedule(orderId: string, merchantId: string, expiresAt: number, leadMs: number, orderVersion: number): Promise<ScheduleDecision> {

@@ -1,4 +1,6 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { InvalidArgumentError } from '../errors/domain-error';
+import { CloseReminderConfig } from './close-reminder.config';
 import { ReminderSettingsNotFoundError } from './close-reminder.errors';
 import { CloseReminderStore, type ReminderSettings } from './close-reminder.store';
 import type { ReminderSettingsViewDto, SettingsPageDto } from './dto/settings.dto';
@@ -44,7 +46,10 @@ export class MerchantSettings implements OnModuleDestroy {
   private version?: string;
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly store: CloseReminderStore) {}
+  constructor(
+    private readonly store: CloseReminderStore,
+    private readonly config: CloseReminderConfig,
+  ) {}
 
   /** The merchant's settings, or null when it has none. */
   get(merchantId: string): Promise<ReminderSettings | null> {
@@ -59,12 +64,25 @@ export class MerchantSettings implements OnModuleDestroy {
     return hit;
   }
 
-  /** Stores a merchant's settings (validated by the caller's DTO); this instance forgets its copy at once, the others within a second. */
+  /**
+   * Stores a merchant's settings (validated by the caller's DTO); this instance forgets its copy at once, the others
+   * within a second. A lead shorter than the service's own settings can honour (`minLeadSeconds`) is a 400 naming
+   * `leadSeconds`, and nothing is stored.
+   */
   async save(cmd: SaveSettingsCommand): Promise<{ created: boolean; settings: ReminderSettings }> {
+    const leadSeconds = cmd.leadSeconds ?? DEFAULT_LEAD_SECONDS;
+    const min = this.config.minLeadSeconds;
+    if (leadSeconds < min) {
+      const message =
+        `leadSeconds${cmd.leadSeconds === undefined ? ` (default ${DEFAULT_LEAD_SECONDS})` : ''} must be at least ${min}: ` +
+        `CLOSE_REMINDER_MIN_LEFT_SECONDS (${this.config.minLeftMs / 1000}) + CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS ` +
+        `(${this.config.visibilityTimeoutMs / 1000}), so that a late or redelivered reminder is still sent before the close`;
+      throw new InvalidArgumentError(message, 'leadSeconds');
+    }
     const s = {
       merchantId: cmd.merchantId,
       enabled: cmd.enabled,
-      leadSeconds: cmd.leadSeconds ?? DEFAULT_LEAD_SECONDS,
+      leadSeconds,
       title: cmd.title ?? DEFAULT_TITLE,
       content: cmd.content ?? DEFAULT_CONTENT,
     };

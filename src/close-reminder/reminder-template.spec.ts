@@ -1,4 +1,4 @@
-import { formatAmount, formatCloseAt, renderReminder, unknownPlaceholders } from './reminder-template';
+import { DEFAULT_CONTENT, DEFAULT_TITLE, formatAmount, formatCloseAt, renderReminder, unknownPlaceholders } from './reminder-template';
 
 describe('reminder templates', () => {
   const facts = { subject: 'Coffee beans', amount: 12800, currency: 'CNY', closeAt: Date.UTC(2026, 10, 24, 15, 30), now: Date.UTC(2026, 10, 24, 15, 10) };
@@ -32,6 +32,22 @@ describe('reminder templates', () => {
     const r = renderReminder({ title: '{subject}', content: '{subject}' }, { ...facts, subject: `xy${'😀'.repeat(64)}` });
     expect(r.title).toBe(`xy${'😀'.repeat(48)}…`);
     expect(r.title.length).toBeLessThanOrEqual(100);
+  });
+
+  it('says "1 minute", not "1 minutes", in the default text and in any template that writes "{minutes} minutes"', () => {
+    const oneLeft = { ...facts, now: facts.closeAt - 50_000 };
+    expect(renderReminder({ title: DEFAULT_TITLE, content: DEFAULT_CONTENT }, oneLeft).content).toBe(
+      'Your order for Coffee beans (CN¥128.00) closes in 1 minute; pay now so you don’t miss it.',
+    );
+    expect(renderReminder({ title: '{minutes} minutes', content: 'in {minutes} minutes, {minutes} minutes' }, oneLeft)).toEqual({
+      title: '1 minute',
+      content: 'in 1 minute, 1 minute',
+    });
+    expect(renderReminder({ title: 't', content: 'closes in {minutes} minutes' }, { ...facts, now: facts.closeAt - 120_000 }).content).toBe(
+      'closes in 2 minutes',
+    );
+    // Only the word that follows the placeholder: other text is the merchant's own.
+    expect(renderReminder({ title: 't', content: '{minutes} minutesworth, {minutes} min' }, oneLeft).content).toBe('1 minutesworth, 1 min');
   });
 
   it('never says less than one minute', () => {

@@ -18,6 +18,8 @@ export const DEFAULT_TITLE = '[Payment reminder] {subject}';
 export const DEFAULT_CONTENT = 'Your order for {subject} ({amount}) closes in {minutes} minutes; pay now so you don’t miss it.';
 
 const TOKEN_RE = /\{([^{}]*)\}/g;
+/** A placeholder as filled in: `{minutes} minutes` also takes the word, so one minute reads "1 minute". */
+const FILL_RE = /\{([^{}]*)\}( minutes\b)?/g;
 
 /** The placeholders of `template` that are not known, in order of appearance. */
 export function unknownPlaceholders(template: string): string[] {
@@ -72,7 +74,12 @@ function fill(template: string, facts: ReminderFacts, made: Partial<Record<Place
     }
     return v;
   };
-  return template.replace(TOKEN_RE, (all: string, name: string) => ((PLACEHOLDERS as readonly string[]).includes(name) ? value(name as Placeholder) : all));
+  return template.replace(FILL_RE, (all: string, name: string, unit: string | undefined) => {
+    if (!(PLACEHOLDERS as readonly string[]).includes(name)) return all;
+    const v = value(name as Placeholder);
+    if (unit === undefined) return v;
+    return name === 'minutes' && v === '1' ? `${v} minute` : `${v}${unit}`;
+  });
 }
 
 /** `text` in at most `max` UTF-16 units, ending in `…` when cut, never cutting a surrogate pair in half. */

@@ -92,7 +92,12 @@ describe('delay-queue arguments', () => {
         shutdownGraceMs: 10_000,
         claimBatch: 100,
         promoteBatch: 1000,
+        replyWithinMs: 750,
       });
+    });
+
+    it('reads a claim reply for three quarters of the Redis command timeout', () => {
+      expect(processorSettings({}, 20_000, 10_000).replyWithinMs).toBe(7500);
     });
 
     it("waits at shutdown for half the app's shutdown budget, and never longer than the visibility timeout", () => {

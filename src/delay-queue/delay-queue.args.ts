@@ -37,8 +37,11 @@ export function encodePayload(payload: unknown): string {
   return raw;
 }
 
-/** `process()` options with defaults applied and bounds checked. */
-export function processorSettings(o: ProcessOptions, appShutdownGraceMs: number): ProcessorSettings {
+/**
+ * `process()` options with defaults applied and bounds checked. `commandTimeoutMs`: how long a Redis call waits for
+ * its reply (REDIS_COMMAND_TIMEOUT_MS); a claim is useless once its caller stopped waiting (see `replyWithinMs`).
+ */
+export function processorSettings(o: ProcessOptions, appShutdownGraceMs: number, commandTimeoutMs = 1000): ProcessorSettings {
   const int = (field: string, v: number | undefined, dflt: number, min: number, max: number) => {
     const x = v ?? dflt;
     if (!Number.isInteger(x) || x < min || x > max) throw new DelayQueueArgumentError(field, `must be an integer from ${min} to ${max}`);
@@ -61,5 +64,7 @@ export function processorSettings(o: ProcessOptions, appShutdownGraceMs: number)
     promoteBatch: int('promoteBatch', o.promoteBatch, BATCH, 10, BATCH),
     // Half the app's shutdown budget: the rest is for the HTTP drain and handing items back before the force exit.
     shutdownGraceMs: Math.min(visibilityTimeoutMs, Math.floor(appShutdownGraceMs / 2)),
+    // Three quarters of the command timeout for the claim to start running in Redis, the rest for its reply's way back.
+    replyWithinMs: Math.max(1, Math.floor((commandTimeoutMs * 3) / 4)),
   };
 }

@@ -148,7 +148,7 @@ export class DelayQueueService {
   async process<T>(queue: string, handler: Handler<T>, options: ProcessOptions = {}): Promise<Processor> {
     const k = this.store.keys(queue);
     if (this.processors.has(queue)) throw new DelayQueueArgumentError('queue', `already has a processor in this instance`);
-    const settings = processorSettings(options, this.config.shutdownGraceMs);
+    const settings = processorSettings(options, this.config.shutdownGraceMs, this.config.redis.commandTimeoutMs);
     this.eventBus ??= new QueueEventBus(this.redis.subscriber());
     const processor = new QueueProcessor<T>(queue, k, handler, settings, this.store, this.eventBus, this.metrics);
     this.processors.set(queue, processor as QueueProcessor<unknown>);

@@ -42,7 +42,13 @@ describe(DelayQueueStore.name, () => {
         { id: 'b', rawPayload: 'null', attempt: 2, dueAt: 950, token: 1_000_000_002 },
       ],
     });
-    expect(calls).toEqual([{ id: 'delay-queue/claim', keys: k.keys, args: [2, 30_000, 5, 1000, k.channel] }]);
+    expect(calls).toEqual([{ id: 'delay-queue/claim', keys: k.keys, args: [2, 30_000, 5, 1000, k.channel, ''] }]);
+  });
+
+  it('passes the time after which the caller no longer reads the reply, in whole ms', async () => {
+    const { store, calls, k } = storeAnswering([1000, '', 0, 0, 0, 0]);
+    await store.claim(k, 1, 30_000, 5, 1000, 1_700_000_000_750.5);
+    expect(calls[0].args).toEqual([1, 30_000, 5, 1000, k.channel, 1_700_000_000_750]);
   });
 
   it("reads '' as no next wake-up", async () => {

@@ -184,9 +184,19 @@ export class DelayQueueStore {
     return Number(await this.scripts.run<number>('delay-queue/retry-dead', k.keys, [id, k.channel]));
   }
 
-  /** One worker step: reclaims lost deliveries, promotes due items, claims up to `want` (see claim-9.lua). */
-  async claim(k: QueueKeys, want: number, visibilityTimeoutMs: number, maxAttempts: number, batch: number): Promise<ClaimReply> {
-    const r = await this.scripts.run<Array<string | number>>('delay-queue/claim', k.keys, [want, visibilityTimeoutMs, maxAttempts, batch, k.channel]);
+  /**
+   * One worker step: reclaims lost deliveries, promotes due items, claims up to `want` (see claim-9.lua). `replyBy`
+   * (Redis clock, ms): when the caller stops waiting for the reply; a call that runs later claims nothing.
+   */
+  async claim(k: QueueKeys, want: number, visibilityTimeoutMs: number, maxAttempts: number, batch: number, replyBy?: number): Promise<ClaimReply> {
+    const r = await this.scripts.run<Array<string | number>>('delay-queue/claim', k.keys, [
+      want,
+      visibilityTimeoutMs,
+      maxAttempts,
+      batch,
+      k.channel,
+      replyBy === undefined ? '' : Math.floor(replyBy),
+    ]);
     const claimed: ClaimedDelivery[] = [];
     for (let i = CLAIM_HEADER; i < r.length; i += CLAIMED_FIELDS) {
       claimed.push({ id: String(r[i]), rawPayload: String(r[i + 1]), attempt: Number(r[i + 2]), dueAt: Number(r[i + 3]), token: Number(r[i + 4]) });

@@ -101,6 +101,7 @@ const settingsOf = (o: Partial<ProcessorSettings> = {}): ProcessorSettings => ({
   claimBatch: 100,
   promoteBatch: 1000,
   shutdownGraceMs: 2000,
+  replyWithinMs: 750,
   ...o,
 });
 
@@ -202,6 +203,16 @@ describe(QueueProcessor.name, () => {
       expect(jest.getTimerCount()).toBe(2); // the poll, and the wake-up for 1500
       await jest.advanceTimersByTimeAsync(500);
       expect(store.claimedAt).toEqual([0, 1000, 1500]);
+    });
+
+    it('names when it stops reading each claim reply, on the Redis clock, once a claim has told it that clock', async () => {
+      // Redis runs 5 s ahead of this host.
+      store.replies.push({ now: T0 + 5000, nextWake: T0 + 5300 });
+      await start();
+      await jest.advanceTimersByTimeAsync(300);
+      const replyBys = store.claim.mock.calls.map((c) => (c as unknown[])[5]);
+      // The first claim cannot know the Redis clock; the next names the local send time + offset + replyWithinMs.
+      expect(replyBys).toEqual([undefined, T0 + 300 + 5000 + 750]);
     });
 
     it('ignores malformed events and aborts only the delivery a gone: event names', async () => {

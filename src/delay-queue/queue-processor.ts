@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { crashPoint } from '../common/crash-points';
 import type { BackgroundWorker } from '../workers/background-workers.service';
 import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { QueueKeys } from './delay-queue.keys';
@@ -29,6 +30,12 @@ export interface ProcessorSettings {
   claimBatch: number;
   /** Most items one claim script call promotes (due → ready) or requeues (lost deliveries). */
   promoteBatch: number;
+  /**
+   * How long after sending a claim its reply is still read, ms (under the Redis command timeout). A claim that
+   * reaches Redis later (Redis frozen, the call stuck in a socket buffer) claims nothing, so no item waits out its
+   * visibility timeout in a delivery nobody received.
+   */
+  replyWithinMs: number;
 }
 
 /** The processor's time: the wall clock (ms) and timers. Tests pass fake ones; the default is the real one. */
@@ -94,11 +101,16 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   private pollTimer?: NodeJS.Timeout;
   /** Redis clock minus local clock, ms, from the last claim: timers are armed on the Redis clock. */
   private clockOffset = 0;
+  /** Whether a claim has answered yet (until then the Redis clock is unknown, and a claim sets no reply-by time). */
+  private clockKnown = false;
   /** Whether the last claim left ready items behind (claim more when a slot frees up). */
   private readyLeft = false;
   private lastErrorLog = 0;
   /** The earliest due time announced by an event while a claim was on the wire (its reply must not undo it). */
   private eventDueDuringClaim = Infinity;
+  /** The crash points of claim → handle → ack (src/common/crash-points.ts): after the claim, and after the handler before its ack. */
+  private readonly crashAfterClaim: string;
+  private readonly crashBeforeAck: string;
 
   constructor(
     readonly queue: string,
@@ -111,6 +123,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     private readonly clock: ProcessorClock = systemClock,
   ) {
     this.logger = new Logger(`DelayQueue:${queue}`);
+    this.crashAfterClaim = `delay-queue.${queue}.after-claim`;
+    this.crashBeforeAck = `delay-queue.${queue}.before-ack`;
   }
 
   async start(): Promise<void> {
@@ -206,12 +220,15 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         const want = Math.min(this.settings.claimBatch, this.settings.concurrency - this.running.size);
         const t0 = this.clock.now();
         this.eventDueDuringClaim = Infinity;
-        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, this.settings.promoteBatch);
+        const replyBy = this.clockKnown ? t0 + this.clockOffset + this.settings.replyWithinMs : undefined;
+        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, this.settings.promoteBatch, replyBy);
         const { now, promoted, requeued, died } = r;
         this.clockOffset = now - (t0 + this.clock.now()) / 2;
+        this.clockKnown = true;
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
         const claimed = r.claimed.length;
         const localAtClaim = this.clock.now();
+        if (claimed > 0) crashPoint(this.crashAfterClaim);
         for (const d of r.claimed) this.deliver(d, now, localAtClaim);
         this.readyLeft = r.readyLeft > 0;
         // The reply's next wake-up was computed before any event that arrived while it was on the wire.
@@ -280,6 +297,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       try {
         if (entry.handedBack) return; // stop() gave the item back already
         if (succeeded) {
+          crashPoint(this.crashBeforeAck);
           if (await this.retry(() => this.store.ack(this.keys, id, token))) this.metrics.acked.inc(labels);
           return;
         }

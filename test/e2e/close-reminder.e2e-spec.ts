@@ -30,7 +30,13 @@ interface Pulled {
 describe('close reminders over HTTP', () => {
   let t: TestApp;
   let raw: Redis;
-  const suite = useAppOnOwnRedis({ RATE_LIMIT_ENABLED: 'false', CHANNEL_LATENCY_MS: '5' });
+  // The shortest lead is then 15 s (CLOSE_REMINDER_MIN_LEFT_SECONDS + the visibility timeout), under the 50 s used here.
+  const suite = useAppOnOwnRedis({
+    RATE_LIMIT_ENABLED: 'false',
+    CHANNEL_LATENCY_MS: '5',
+    CLOSE_REMINDER_MIN_LEFT_SECONDS: '10',
+    CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS: '5',
+  });
 
   const signed = (method: 'GET' | 'POST', path: string, body?: unknown, merchantId = CREDS.merchantId) => {
     const text = body === undefined ? '' : JSON.stringify(body);
@@ -155,7 +161,7 @@ describe('close reminders over HTTP', () => {
           msgId: s.msgId,
           outerBizId: o.flow,
           title: '[Payment reminder] Coffee beans',
-          content: 'Your order for Coffee beans (CN¥128.00) closes in 1 minutes',
+          content: 'Your order for Coffee beans (CN¥128.00) closes in 1 minute',
           url: `redispay://orders/${o.flow}/pay`,
         }),
       ]);
@@ -241,6 +247,10 @@ describe('close reminders over HTTP', () => {
       }
       expect(ids).toEqual([...ids].sort());
       expect(ids).toEqual(expect.arrayContaining(['m_defaults', 'm_paused', CREDS.merchantId]));
+      // The whole list as one full page: it is the last one, so it has no next.
+      const whole = await request(t.server).get(`/admin/close-reminder/merchants?limit=${ids.length}`).set(ADMIN);
+      expect(whole.body.items.map((i: { merchantId: string }) => i.merchantId)).toEqual(ids);
+      expect(whole.body).not.toHaveProperty('next');
 
       const own = await signed('GET', '/merchant/close-reminder');
       expect(own.body).toMatchObject({ merchantId: CREDS.merchantId, enabled: true, leadSeconds: LEAD_S });
@@ -254,6 +264,8 @@ describe('close reminders over HTTP', () => {
 
     it.each([
       [{ enabled: true, leadSeconds: 29 }, 'leadSeconds'],
+      // Above the DTO's floor, below what this service's settings honour (10 + 5).
+      [{ enabled: true, leadSeconds: 14 }, 'leadSeconds'],
       [{ enabled: true, leadSeconds: 86_401 }, 'leadSeconds'],
       [{ enabled: true, leadSeconds: 60.5 }, 'leadSeconds'],
       [{ enabled: 'yes' }, 'enabled'],

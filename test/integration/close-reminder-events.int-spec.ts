@@ -33,7 +33,13 @@ describe('close reminders: out-of-order, duplicate, late and backlogged events',
     redis = await startRedisServer();
     raw = rawConnection(redis);
     // A reminder found overdue is still sent while 10 s are left (the default 60 s is the whole life of these orders).
-    t = await startTestApp(redis.url, { RATE_LIMIT_ENABLED: 'false', CHANNEL_LATENCY_MS: '2', CLOSE_REMINDER_MIN_LEFT_SECONDS: '10' });
+    // Leads down to 15 s (10 + 5): the one-minute orders here are reminded within the test.
+    t = await startTestApp(redis.url, {
+      RATE_LIMIT_ENABLED: 'false',
+      CHANNEL_LATENCY_MS: '2',
+      CLOSE_REMINDER_MIN_LEFT_SECONDS: '10',
+      CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS: '5',
+    });
     k = reminderKit(t);
   });
 

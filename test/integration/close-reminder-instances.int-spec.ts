@@ -1,75 +1,46 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { CloseReminderService, REMINDER_QUEUE } from '../../src/close-reminder/close-reminder.service';
 import type { Delivery, QueueStats } from '../../src/delay-queue/delay-queue.types';
 import type Redis from 'ioredis';
 import type { AppConfig } from '../../src/config/app-config';
 import { queueKeys } from '../../src/delay-queue/delay-queue.keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
-import { freePort } from '../harness/free-port';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { FINAL_STATES, parseMetrics, reminderKit, sleep } from '../support/close-reminder';
+import { startServiceProcess } from '../support/service-process';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
 
 /**
  * Close reminders shared by several instances of the service on one Redis
  * (one key prefix): two in-process apps splitting the work; the built service
- * (dist/main.js, run `npx nest build` first) SIGKILLed in the middle of a burst
+ * (dist/main.js, run `npx nest build` first; test/support/service-process.ts) SIGKILLed in the middle of a burst
  * of sends, another instance finishing its work; and a Redis restarted (AOF)
  * while reminders wait. Each reminder reaches its payer's inbox exactly once.
  */
 
-const MAIN = resolve(__dirname, '../../dist/main.js');
 const ADMIN = { 'x-admin-key': CREDS.adminKey };
 /** Short enough that reminders claimed by a killed instance are sent by another within the test. */
 const VISIBILITY = { CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS: '2' };
 
-/** The built service as a child process on `redisUrl` with `prefix`, answering HTTP on its own port. */
+/** The built service (test/support/service-process.ts) on `redisUrl` with `prefix`, with the calls these tests make. */
 async function startService(redisUrl: string, prefix: string, env: Record<string, string> = {}) {
-  const port = await freePort();
-  let out = '';
-  const child: ChildProcess = spawn(process.execPath, [MAIN], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      REDIS_URL: redisUrl,
-      REDIS_KEY_PREFIX: prefix,
-      JWT_SECRET: CREDS.jwtSecret,
-      MERCHANT_SECRETS: `${CREDS.merchantId}:${CREDS.merchantSecret}`,
-      ADMIN_API_KEYS: `${CREDS.adminName}:${CREDS.adminKey}`,
-      SERVICE_TOKENS: `${CREDS.serviceName}:${CREDS.serviceToken}`,
-      RATE_LIMIT_ENABLED: 'false',
-      CHANNEL_LATENCY_MS: '2',
-      CLOSE_REMINDER_MIN_LEFT_SECONDS: '10',
-      ...VISIBILITY,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const proc = await startServiceProcess(redisUrl, prefix, {
+    env: { CHANNEL_LATENCY_MS: '2', CLOSE_REMINDER_MIN_LEFT_SECONDS: '10', ...VISIBILITY, ...env },
   });
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const base = `http://127.0.0.1:${port}`;
   const svc = {
-    child,
-    output: () => out,
-    call: (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000), ...init }),
+    ...proc,
     async json<T>(path: string, headers: Record<string, string> = ADMIN): Promise<T> {
-      const res = await svc.call(path, { headers });
+      const res = await proc.call(path, { headers });
       if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${await res.text()}`);
       return (await res.json()) as T;
     },
     async metrics() {
-      const res = await svc.call('/metrics', { headers: ADMIN });
+      const res = await proc.call('/metrics', { headers: ADMIN });
       return parseMetrics(await res.text());
     },
     queue: () => svc.json<QueueStats>(`/admin/delay-queues/${REMINDER_QUEUE}`),
     async putSettings(leadSeconds: number) {
-      const res = await svc.call(`/admin/close-reminder/merchants/${CREDS.merchantId}`, {
+      const res = await proc.call(`/admin/close-reminder/merchants/${CREDS.merchantId}`, {
         method: 'PUT',
         headers: { ...ADMIN, 'content-type': 'application/json' },
         body: JSON.stringify({ enabled: true, leadSeconds }),
@@ -79,24 +50,11 @@ async function startService(redisUrl: string, prefix: string, env: Record<string
     /** A one-minute order of the test merchant for `payer`, signed. */
     async createOrder(payer: string, no: string): Promise<string> {
       const body = JSON.stringify({ merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Tea', expireMinutes: 1, payerAccountId: payer });
-      const res = await svc.call('/merchant/orders', { method: 'POST', headers: merchantHeaders('POST', '/merchant/orders', body), body });
+      const res = await proc.call('/merchant/orders', { method: 'POST', headers: merchantHeaders('POST', '/merchant/orders', body), body });
       if (res.status !== 201) throw new Error(`create: ${res.status} ${await res.text()}`);
       return ((await res.json()) as { orderId: string }).orderId;
     },
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    },
   };
-  try {
-    await Promise.race([
-      waitUntil('the service to be ready', async () => (await svc.call('/health/ready')).status === 200, 30_000, 100),
-      exited.then(() => Promise.reject(new Error('the service exited'))),
-    ]);
-  } catch (err) {
-    await svc.kill();
-    throw new Error(`${(err as Error).message}\n${out}`, { cause: err });
-  }
   return svc;
 }
 type Service = Awaited<ReturnType<typeof startService>>;

@@ -79,6 +79,29 @@ describe('close reminders: merchant settings on two instances', () => {
     expect(second.next).toBeUndefined();
   });
 
+  it('a full last page has no next either', async () => {
+    // Ids after every other merchant of this suite: these pages are the last ones.
+    for (const id of ['z_last1', 'z_last2', 'z_last3', 'z_last4']) await sa.save({ merchantId: id, enabled: true });
+    const whole = await sb.page('z_last', 4);
+    expect(whole.items.map((i) => i.merchantId)).toEqual(['z_last1', 'z_last2', 'z_last3', 'z_last4']);
+    expect(whole).not.toHaveProperty('next');
+    const first = await sb.page('z_last', 2);
+    expect(first.next).toBe('z_last2');
+    const second = await sb.page(first.next!, 2);
+    expect(second.items.map((i) => i.merchantId)).toEqual(['z_last3', 'z_last4']);
+    expect(second).not.toHaveProperty('next');
+    for (const id of ['z_last1', 'z_last2', 'z_last3', 'z_last4']) await sa.remove(id);
+  });
+
+  it('refuses a lead the service cannot honour (under CLOSE_REMINDER_MIN_LEFT_SECONDS + the visibility timeout: 90 s by default), naming leadSeconds and storing nothing', async () => {
+    const err = await sa.save({ merchantId: 'm_short', enabled: true, leadSeconds: 89 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'InvalidArgumentError', kind: 'invalid', details: [{ field: 'leadSeconds' }] });
+    expect((err as Error).message).toContain('at least 90');
+    expect(await sa.mustRead('m_short').catch((e: Error) => e.name)).toBe('ReminderSettingsNotFoundError');
+    expect((await sa.save({ merchantId: 'm_short', enabled: true, leadSeconds: 90 })).settings.leadSeconds).toBe(90);
+    await sa.remove('m_short');
+  });
+
   it('a merchant removed while its page is read does not end the listing there', async () => {
     for (const id of ['m_q1', 'm_q2', 'm_q3', 'm_q4']) await sa.save({ merchantId: id, enabled: true });
     // The page reads the index, then the settings: m_q2 is removed (through the other instance) in between.

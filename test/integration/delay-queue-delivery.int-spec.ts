@@ -527,6 +527,59 @@ describe(`${DelayQueueService.name} across a Redis restart`, () => {
   });
 });
 
+describe(`${DelayQueueService.name} across a Redis freeze`, () => {
+  let redis: RedisServerHandle;
+  let i: Instance;
+  /** Long enough that a delivery waiting it out cannot pass for a prompt one. */
+  const VISIBILITY_MS = 20_000;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    i = instance(await startTestApp(redis.url, { REDIS_COMMAND_TIMEOUT_MS: '500' }));
+  });
+
+  afterAll(async () => {
+    jest.restoreAllMocks();
+    await i?.t.close();
+    await redis?.destroy();
+  });
+
+  it('claims sent while Redis was frozen (SIGSTOP) and given up on claim nothing: the items are delivered promptly after the freeze, not after the visibility timeout', async () => {
+    const q = newQueue('frozen');
+    const ids = Array.from({ length: 40 }, (_, n) => `f${n}`);
+    const seen = new Map<string, number[]>();
+    const p = await i.dq.process(q, async (d) => void seen.set(d.id, [...(seen.get(d.id) ?? []), d.attempt]), {
+      visibilityTimeoutMs: VISIBILITY_MS,
+    });
+    const pid = redis.pid!;
+    let woke: number;
+    try {
+      // Due while Redis is frozen: every claim the worker sends meanwhile reaches Redis only when it wakes, after the
+      // worker gave up on its reply (500 ms command timeout).
+      await Promise.all(ids.map((id) => i.dq.schedule(q, id, { delayMs: 500 }, id)));
+      const claimsBefore = i.calls.filter((c) => c.script === 'delay-queue/claim').length;
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await sleep(4_000);
+      } finally {
+        process.kill(pid, 'SIGCONT');
+        woke = performance.now();
+      }
+      await waitUntil('every item to be delivered', async () => seen.size === ids.length || `${seen.size} of ${ids.length}`, 5_000, 20);
+      // Well within the 20 s visibility timeout the items would otherwise wait out.
+      expect(performance.now() - woke).toBeLessThan(5_000);
+      // Each once, as its first delivery: the claims nobody read took nothing.
+      expect([...seen.values()].every((attempts) => attempts.length === 1 && attempts[0] === 1)).toBe(true);
+      // The freeze really did time claims out (the calls recorded here are the ones that answered).
+      const answered = i.calls.filter((c) => c.script === 'delay-queue/claim').length - claimsBefore;
+      expect(answered).toBeGreaterThan(0);
+      await waitUntil('the queue to drain', async () => withConnection(redis, (r) => drained(r, i, q)), 3_000);
+    } finally {
+      await p.stop();
+    }
+  }, 30_000);
+});
+
 /** Fields per claimed item in the claim script's reply: id, payload, attempt, dueAt, token. */
 const CLAIMED_FIELDS = 5;
 

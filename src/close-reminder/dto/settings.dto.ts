@@ -43,7 +43,10 @@ export class ReminderSettingsDto {
   @IsBoolean()
   enabled!: boolean;
 
-  /** How long before the order closes the reminder is sent, in seconds */
+  /**
+   * How long before the order closes the reminder is sent, in seconds. At least
+   * CLOSE_REMINDER_MIN_LEFT_SECONDS + CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS (90 with the defaults), else a 400
+   */
   @ApiPropertyOptional({ default: 1200, minimum: 30, maximum: 86_400 })
   @IsOptionalField()
   @IsInt()
