@@ -27,6 +27,12 @@ export function rainBody(id: string, over: Partial<Record<string, unknown>> = {}
 
 const ADMIN = { 'x-admin-key': CREDS.adminKey };
 
+/** The Redis server's clock, ms (a rain's window is checked on it). */
+export async function redisNowMs(raw: Redis): Promise<number> {
+  const [s, us] = await raw.time();
+  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+}
+
 /** The red-envelope module and the wallet in one running app, with the steps its suites repeat (over HTTP unless named). */
 export function rainKit(t: TestApp) {
   const get = t.app.get.bind(t.app);
