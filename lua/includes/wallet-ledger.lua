@@ -47,7 +47,7 @@ local function walletApply(balancesKey, ledgerKey, refsKey, currency, signed, re
   if seen == '0' then return {'VOIDED'} end
   if seen then
     local e = cjson.decode(entry)
-    if e.currency ~= currency or e.amount ~= signed then return {'REUSED', entry} end
+    if e.kind ~= kind or e.currency ~= currency or e.amount ~= signed then return {'REUSED', entry} end
     return {'EXISTING', entry, redis.call('HGET', balancesKey, currency) or '0'}
   end
   local balance = tonumber(redis.call('HGET', balancesKey, currency) or '0')

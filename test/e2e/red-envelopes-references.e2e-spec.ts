@@ -1,3 +1,5 @@
+import { KeyBuilder } from '../../src/redis/key-builder';
+import { walletKeys } from '../../src/wallet/wallet-keys';
 import { waitUntil } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit, redisNowMs } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';
@@ -83,5 +85,42 @@ describe('red-envelope references never meet a top-up’s', () => {
       ['top-up', expect.any(String), 1000],
     ]);
     expect(await kit.merchantBalance(sponsor)).toBe(1000);
+  });
+
+  it('a create the wallet refuses leaves nothing behind: 409 (documented), then 404, and the id is free again', async () => {
+    const sponsor = `m_refd_${process.pid}`;
+    await kit.fund(sponsor, 1000);
+    const id = rainId('refd');
+    // A funding entry of this reference with other terms (as no rain of this id ever wrote): the debit is refused.
+    const k = walletKeys(ctx.t.app.get(KeyBuilder), { kind: 'merchant', id: sponsor });
+    const n = (await ctx.raw.llen(k.ledger)) + 1;
+    const stray = {
+      entryId: String(n),
+      kind: 'funding',
+      currency: 'CNY',
+      amount: -1,
+      balanceAfter: 999,
+      reference: `red-envelope:${id}`,
+      memo: '',
+      at: Date.now(),
+    };
+    await ctx.raw.rpush(k.ledger, JSON.stringify(stray));
+    await ctx.raw.hset(k.refs, `funding|red-envelope:${id}`, String(n));
+    await ctx.raw.hincrby(k.balances, 'CNY', -1);
+    kit.money.spent += 1;
+    const body = rainBody(id, { sponsorMerchantId: sponsor, totalAmount: 500, count: 5 });
+    const res = await kit.admin().post('/admin/red-envelopes/activities', body);
+    expect([res.status, res.body.error]).toEqual([409, 'REFERENCE_REUSED']);
+    const doc = (await kit.admin().get('/docs-json')).body as { paths: Record<string, { post?: { responses: Record<string, unknown> } }> };
+    expect(JSON.stringify(doc.paths['/admin/red-envelopes/activities'].post!.responses['409'])).toContain('REFERENCE_REUSED');
+    expect((await kit.admin().get(`/admin/red-envelopes/activities/${id}`)).status).toBe(404);
+    expect(await kit.merchantBalance(sponsor)).toBe(999);
+  });
+
+  it('an activity id never spells another rain’s envelope or sub-pool: ids hold no "." nor ":"', async () => {
+    for (const bad of ['refx.0', 'refx:0', 'a.b']) {
+      const res = await kit.admin().post('/admin/red-envelopes/activities', rainBody(bad));
+      expect([res.status, res.body.details?.[0]?.field]).toEqual([400, 'activityId']);
+    }
   });
 });
