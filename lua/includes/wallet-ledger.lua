@@ -1,5 +1,11 @@
--- Shared piece, inlined by the script loader: one wallet entry applied once per reference.
+-- Shared piece, inlined by the script loader: one wallet entry applied once per (kind, reference).
 -- Needs server-time-ms. Entries are JSON built here, integers written with %d (never %.14g).
+--
+-- The references hash is keyed `<kind>|<reference>` ('|' is never in a reference): the same reference under two
+-- kinds is two references, so a top-up (whose reference a caller chooses) can never stand for a rain's credit,
+-- funding or refund, nor a payment. Fields written before that are the bare reference; they still count, for the
+-- same kind only: read when the kind's field is missing, and taken only when the entry they name is of that kind
+-- (a bare '0', a voided reference, only for kind 'payment', the only kind ever voided).
 
 --- The greatest balance a wallet holds in one currency: integers stay exact in doubles below it.
 local WALLET_MAX_BALANCE = 9007199254740991
@@ -10,17 +16,38 @@ local function walletEntryJson(id, kind, currency, amount, after, reference, mem
     .. ',"reference":' .. cjson.encode(reference) .. ',"memo":' .. cjson.encode(memo) .. ',"at":' .. string.format('%d', at) .. '}'
 end
 
---- Applies `signed` (minor units, > 0 credit, < 0 debit) to `currency` once per `reference`.
+--- The references hash's field of (kind, reference).
+local function walletRefField(kind, reference)
+  return kind .. '|' .. reference
+end
+
+--- What (kind, reference) made in this wallet: '0' (voided) or the entry number with its entry JSON, or nil (never
+--- applied). A legacy bare-reference field counts only for an entry of the same kind (see the top).
+local function walletRefOf(ledgerKey, refsKey, kind, reference)
+  local seen = redis.call('HGET', refsKey, walletRefField(kind, reference))
+  if seen == '0' then return '0' end
+  if seen then return seen, redis.call('LINDEX', ledgerKey, tonumber(seen) - 1) end
+  local legacy = redis.call('HGET', refsKey, reference)
+  if not legacy then return nil end
+  if legacy == '0' then
+    if kind == 'payment' then return '0' end
+    return nil
+  end
+  local entry = redis.call('LINDEX', ledgerKey, tonumber(legacy) - 1)
+  if entry and cjson.decode(entry).kind == kind then return legacy, entry end
+  return nil
+end
+
+--- Applies `signed` (minor units, > 0 credit, < 0 debit) to `currency` once per (`kind`, `reference`).
 --- Returns the script's reply: {'APPLIED', entry, balance} | {'EXISTING', entry, balance} |
 --- {'REUSED', entry} | {'VOIDED'} | {'INSUFFICIENT', balance} | {'LIMIT', balance}.
 --- A reference voided (entry number 0, by void-2.lua) can never be applied.
 local function walletApply(balancesKey, ledgerKey, refsKey, currency, signed, reference, kind, memo)
-  local seen = redis.call('HGET', refsKey, reference)
+  local seen, entry = walletRefOf(ledgerKey, refsKey, kind, reference)
   if seen == '0' then return {'VOIDED'} end
   if seen then
-    local entry = redis.call('LINDEX', ledgerKey, tonumber(seen) - 1)
     local e = cjson.decode(entry)
-    if e.currency ~= currency or e.amount ~= signed then return {'REUSED', entry} end
+    if e.kind ~= kind or e.currency ~= currency or e.amount ~= signed then return {'REUSED', entry} end
     return {'EXISTING', entry, redis.call('HGET', balancesKey, currency) or '0'}
   end
   local balance = tonumber(redis.call('HGET', balancesKey, currency) or '0')
@@ -29,9 +56,9 @@ local function walletApply(balancesKey, ledgerKey, refsKey, currency, signed, re
   if after > WALLET_MAX_BALANCE then return {'LIMIT', string.format('%d', balance)} end
   local now = serverTimeMs()
   local seq = redis.call('LLEN', ledgerKey) + 1
-  local entry = walletEntryJson(tostring(seq), kind, currency, signed, after, reference, memo, now)
+  local created = walletEntryJson(tostring(seq), kind, currency, signed, after, reference, memo, now)
   redis.call('HSET', balancesKey, currency, string.format('%d', after))
-  redis.call('RPUSH', ledgerKey, entry)
-  redis.call('HSET', refsKey, reference, seq)
-  return {'APPLIED', entry, string.format('%d', after)}
+  redis.call('RPUSH', ledgerKey, created)
+  redis.call('HSET', refsKey, walletRefField(kind, reference), seq)
+  return {'APPLIED', created, string.format('%d', after)}
 end

@@ -2,17 +2,21 @@ import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } fro
 import { createHash, randomBytes } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
+import { crashPoint } from '../common/crash-points';
+import { DomainError } from '../errors/domain-error';
 import { LockService } from '../locks/lock.service';
 import { retryDelayMs } from '../streams/stream-slots';
 import { WalletService } from '../wallet/wallet.service';
-import { memoOf } from './activity-command';
+import type { WalletEntry } from '../wallet/wallet.types';
+import { checkTiming, memoOf } from './activity-command';
 import { CreditingService } from './crediting.service';
+import { DEAD_LETTERED, RainStalls } from './rain-stalls';
 import { envelopeId } from './red-envelope-keys';
 import type { CreateActivityCommand } from './red-envelope-commands';
 import { RedEnvelopeConfig } from './red-envelope.config';
 import { RedEnvelopeConflictError, RedEnvelopeNotFoundError } from './red-envelope.errors';
 import { RedEnvelopeStore } from './red-envelope.store';
-import type { ActivityRecord, ActivityState, PoolStats } from './red-envelope.types';
+import type { ActivityRecord, ActivityState, PoolStats, Stall } from './red-envelope.types';
 import { distribution, splitAmounts, verifySplit } from './split';
 
 /** The activities' jobs: `advance:<id>` (fund and load, resumed after a crash), `end:<id>` (end, refund, settle). */
@@ -20,8 +24,8 @@ export const JOBS_QUEUE = 'red-envelope-jobs';
 const LOAD_LOCK = { policy: 'red-envelope-load' } as const;
 /** Envelopes written per staging command. */
 const STAGE_BATCH = 10_000;
-/** A load not finished this long after it began is taken up again (by any instance), ms. */
-const RESUME_AFTER_MS = 60_000;
+/** A job that failed this many times in a row (for a cause that is not a refusal) shows its rain as stalled. */
+const STALL_AFTER_ATTEMPTS = 5;
 /** How long a repeated create waits for the first one's funding to end, ms. */
 const FUNDING_WAIT_MS = 3000;
 /** Activity ids read from the index at a time when looking for rains to credit. */
@@ -42,7 +46,17 @@ export interface Reconciliation {
   refunded: { count: number; amount: number };
   /** Funded (the sponsor debited) but not yet in an armed sub-pool: the rain is loading. */
   loading: { count: number; amount: number };
-  /** total = grabbed + left + refunded + loading, and grabbed = credited + pending + dead; once every sub-pool is armed, nothing is loading. */
+  /**
+   * What the sponsor's ledger shows: `funded`, the debit of kind funding (reference `red-envelope:<id>`), and
+   * `refunded`, the credit of kind refund (`red-envelope:<id>:leftover`); refunded − sponsor.refunded is on its way back.
+   */
+  sponsor: { funded: number; refunded: number };
+  /**
+   * total = grabbed + left + refunded + loading, and grabbed = credited + pending + dead; once every sub-pool is armed,
+   * nothing is loading; past FUNDING the sponsor's ledger holds the funding of the total; the refund entry never holds
+   * more than was drained, and once SETTLED exactly that. A credit counts only once its wallet entry (kind
+   * red-envelope, the envelope's amount) is there: the crediting checks it before moving the envelope to credited.
+   */
   balanced: boolean;
 }
 
@@ -68,13 +82,14 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     private readonly locks: LockService,
     private readonly crediting: CreditingService,
     private readonly config: RedEnvelopeConfig,
+    private readonly stalls: RainStalls,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     await this.queue.process<{ activityId: string }>(JOBS_QUEUE, (d) => this.job(d), {
       concurrency: 4,
       maxAttempts: 1000,
-      visibilityTimeoutMs: 120_000,
+      visibilityTimeoutMs: this.config.jobVisibilityMs,
       backoff: { initialMs: 500, maxMs: 10_000 },
     });
     // Crediting runs on every instance for every activity not yet settled, from boot on and for the rains loaded
@@ -130,6 +145,8 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   async create(cmd: CreateActivityCommand): Promise<{ activity: ActivityRecord; created: boolean }> {
     const fingerprint = createHash('sha256').update(JSON.stringify(cmd)).digest('hex');
     let existing = await this.store.activity(cmd.activityId);
+    // The rules that depend on the time hold for a new rain only: the same create after the window answers the rain.
+    if (!existing) checkTiming(cmd);
     if (existing) {
       if (existing.fingerprint !== fingerprint)
         throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity ${cmd.activityId} exists with another configuration`);
@@ -152,18 +169,27 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     const now = await this.store.now();
     const a: ActivityRecord = { ...cmd, seed: randomBytes(16).toString('hex'), fingerprint, state: 'FUNDING', loaded: 0, createdAt: now };
     // The job first: a crash after any later step is taken up by it.
-    await this.queue.schedule(JOBS_QUEUE, `advance:${a.activityId}`, { delayMs: RESUME_AFTER_MS }, { activityId: a.activityId }, { ifExists: 'keep' });
+    await this.queue.schedule(
+      JOBS_QUEUE,
+      `advance:${a.activityId}`,
+      { delayMs: this.config.resumeAfterMs },
+      { activityId: a.activityId },
+      { ifExists: 'keep' },
+    );
     if (!(await this.store.saveActivity(a, this.expireAt(a), true))) return this.create(cmd);
+    crashPoint('red-envelope.create.after-record');
     try {
       await this.fund(a);
     } catch (err) {
-      if ((err as { code?: string }).code === 'INSUFFICIENT_FUNDS') {
-        // Nothing was debited: nothing is created.
+      if (err instanceof DomainError) {
+        // The wallet refused the debit (too little, or its reference taken with other terms): nothing was debited, so
+        // nothing is created, and the refusal is the answer (documented on the endpoint).
         await this.store.deleteActivity(a.activityId);
         await this.queue.cancel(JOBS_QUEUE, `advance:${a.activityId}`).catch(() => undefined);
       }
       throw err;
     }
+    crashPoint('red-envelope.create.after-funding');
     const loading = { ...a, state: 'LOADING' as const };
     await this.store.saveActivity(loading, this.expireAt(a));
     void this.advance(a.activityId).catch((err: Error) =>
@@ -188,9 +214,15 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     return a;
   }
 
-  /** The state as shown: READY inside the window is OPEN. */
+  /** The state as shown: READY inside the window is OPEN, and after it ENDED (grabs stop at endsAt, whenever the end job runs). */
   stateOf(a: ActivityRecord, now = Date.now()): ActivityState {
-    return a.state === 'READY' && now >= a.startsAt && now < a.endsAt ? 'OPEN' : a.state;
+    if (a.state !== 'READY' || now < a.startsAt) return a.state;
+    return now < a.endsAt ? 'OPEN' : 'ENDED';
+  }
+
+  /** The step the rain cannot get past, if any (the admin view's `stalled`). */
+  stallOf(a: ActivityRecord): Promise<Stall | null> {
+    return this.store.stall(a.activityId);
   }
 
   async poolStats(a: ActivityRecord): Promise<PoolStats[]> {
@@ -218,14 +250,29 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       count: a.count - armed.reduce((s, p) => s + Number(p.loadedCount), 0),
       amount: a.totalAmount - armed.reduce((s, p) => s + Number(p.loadedAmount), 0),
     };
+    const sponsor = await this.sponsorEntries(a);
     const balanced =
+      (a.state === 'FUNDING' || sponsor.funded === a.totalAmount) &&
+      sponsor.refunded <= r.refunded.amount &&
+      (a.state !== 'SETTLED' || sponsor.refunded === r.refunded.amount) &&
       loading.count >= 0 &&
       loading.amount >= 0 &&
       (armed.length < stats.length || (loading.count === 0 && loading.amount === 0)) &&
       r.total === r.grabbed.amount + r.left.amount + r.refunded.amount + loading.amount &&
       r.grabbed.amount === r.credited.amount + r.pending.amount + r.dead.amount &&
       r.grabbed.count === r.credited.count + r.pending.count + r.dead.count;
-    return { ...r, loading, balanced };
+    return { ...r, loading, sponsor, balanced };
+  }
+
+  /** The rain's funding and refund as the sponsor's ledger holds them, by kind (0 for none). */
+  private async sponsorEntries(a: ActivityRecord): Promise<{ funded: number; refunded: number }> {
+    const owner = { kind: 'merchant', id: a.sponsorMerchantId } as const;
+    const [funding, refund] = await Promise.all([
+      this.wallets.entryOf(owner, 'funding', fundingReference(a.activityId)),
+      this.wallets.entryOf(owner, 'refund', refundReference(a.activityId)),
+    ]);
+    const of = (e: { currency: string; amount: number } | null, sign: number) => (e && e.currency === a.currency ? sign * e.amount : 0);
+    return { funded: of(funding, -1), refunded: of(refund, 1) };
   }
 
   /** The split's amounts (computed again from the stored seed: the split is reproducible). */
@@ -237,23 +284,42 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     return distribution(this.amounts(a));
   }
 
-  /** Ops re-drive the dead-lettered grabs of every sub-pool. */
+  /**
+   * Ops re-drive a rain: the dead-lettered grabs of every sub-pool go back to crediting, and the job of a step that
+   * has not finished runs again now (its queue may have given up on it): the load of a rain still FUNDING or LOADING,
+   * the end of one past its window and not SETTLED. The way out of every stall, once its cause is fixed.
+   */
   async redrive(activityId: string): Promise<number> {
     const a = await this.mustRead(activityId);
     let n = 0;
     for (let k = 0; k < a.subPools; k++) n += await this.store.redrive(this.store.pool(a.activityId, k), 10_000);
     if (n > 0) await this.crediting.start(a);
-    // An ended rain settles once these are credited: its end job may have given up meanwhile, so it runs again.
-    if (n > 0 && a.state === 'ENDED')
-      await this.queue.schedule(JOBS_QUEUE, `end:${a.activityId}`, { delayMs: 0 }, { activityId: a.activityId }, { ifExists: 'replace' });
+    if (n > 0) await this.stalls.clear(a.activityId, 'credit');
+    const job = a.state === 'FUNDING' || a.state === 'LOADING' ? 'advance' : a.state !== 'SETTLED' && (await this.store.now()) >= a.endsAt ? 'end' : null;
+    if (job) await this.queue.schedule(JOBS_QUEUE, `${job}:${a.activityId}`, { delayMs: 0 }, { activityId: a.activityId }, { ifExists: 'replace' });
     return n;
   }
 
   // ---- the jobs
 
+  /**
+   * Runs a job; one that cannot advance is reported (RainStalls): at once for a refusal (a DomainError, which retrying
+   * does not fix) or a rain step that says so, else after STALL_AFTER_ATTEMPTS failures in a row.
+   */
   private async job(d: Delivery<{ activityId: string }>): Promise<void> {
-    if (d.id.startsWith('advance:')) await this.advance(d.payload.activityId);
-    else await this.end(d.payload.activityId);
+    const id = d.payload.activityId;
+    const advance = d.id.startsWith('advance:');
+    try {
+      if (advance) await this.advance(id);
+      else await this.end(id);
+    } catch (err) {
+      const step: Stall['step'] = err instanceof RainStepError ? err.step : advance ? 'load' : 'end';
+      if (err instanceof RainStepError || err instanceof DomainError || d.attempt >= STALL_AFTER_ATTEMPTS) {
+        const a = await this.store.activity(id).catch(() => null);
+        if (a && (!(err instanceof RainStepError) || err.stalled)) await this.stalls.note(a, step, (err as Error).message);
+      }
+      throw err;
+    }
   }
 
   /** Funding, then the preload, as far as they got: idempotent, and run by one instance at a time. */
@@ -265,10 +331,13 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
         try {
           await this.fund(a);
         } catch (err) {
-          if ((err as { code?: string }).code !== 'INSUFFICIENT_FUNDS') throw err;
+          if (!(err instanceof DomainError)) throw err;
+          // The wallet refused it (nothing debited): the rain is not made, as a create refused at once would not be.
           await this.store.deleteActivity(a.activityId);
+          this.stalls.refused(a.activityId, 'funding', err.message);
           return;
         }
+        crashPoint('red-envelope.create.after-funding');
         a = { ...a, state: 'LOADING' };
         await this.store.saveActivity(a, this.expireAt(a));
       }
@@ -281,7 +350,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       owner: { kind: 'merchant', id: a.sponsorMerchantId },
       currency: a.currency,
       amount: a.totalAmount,
-      reference: `red-envelope:${a.activityId}`,
+      reference: fundingReference(a.activityId),
       kind: 'funding',
       memo: memoOf(a.title),
     });
@@ -322,18 +391,22 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       loaded += batch.length;
       const r = await this.store.arm(keys, { count, amount, startsAt: a.startsAt, endsAt: a.endsAt, limit: a.perUserLimit, pool: k, expireAt });
       if (!r.armed) throw new Error(`sub-pool ${k} of ${a.activityId}: ${r.staged} of ${count} envelopes staged`);
+      crashPoint('red-envelope.load.after-arm');
     }
     const ready: ActivityRecord = { ...a, state: 'READY', loaded, readyAt: await this.store.now() };
     await this.queue.schedule(JOBS_QUEUE, `end:${a.activityId}`, { dueAt: a.endsAt }, { activityId: a.activityId }, { ifExists: 'keep' });
     await this.store.saveActivity(ready, expireAt);
+    crashPoint('red-envelope.load.after-ready');
+    await this.stalls.clear(a.activityId);
     await this.crediting.start(ready);
     await this.queue.cancel(JOBS_QUEUE, `advance:${a.activityId}`).catch(() => undefined);
   }
 
   /**
-   * At the end: every sub-pool stops and gives up what is left (drain-2.lua), the total left is credited back to the
-   * sponsor in one ledger entry (reference `red-envelope:<id>:leftover`), and once every grab is credited the activity
-   * is SETTLED. Until then this throws, and the queue tries again later.
+   * At the end: every sub-pool stops and gives up what is left (drain-2.lua), the activity is ENDED, the total left is
+   * credited back to the sponsor in one ledger entry (kind refund, reference `red-envelope:<id>:leftover`), and once
+   * every grab is credited the activity is SETTLED. Until then this throws, and the queue tries again later; a refund
+   * the wallet refuses, or grabs dead-lettered, are reported as the rain's stall (RainStepError).
    */
   async end(activityId: string): Promise<void> {
     const a = await this.store.activity(activityId);
@@ -341,29 +414,44 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     if (a.state !== 'READY' && a.state !== 'ENDED') throw new Error(`activity ${activityId} is ${a.state}: not ended yet`);
     let refunded = 0;
     for (let k = 0; k < a.subPools; k++) refunded += (await this.store.drain(this.store.pool(a.activityId, k))).amount;
+    crashPoint('red-envelope.end.after-drain');
     // Drained, no sub-pool takes a grab any more: every key of the rain now expires with its record.
     await this.expirePools(a);
-    if (refunded > 0) {
-      await this.wallets.credit({
-        owner: { kind: 'merchant', id: a.sponsorMerchantId },
-        currency: a.currency,
-        amount: refunded,
-        reference: `red-envelope:${a.activityId}:leftover`,
-        kind: 'refund',
-        memo: memoOf(a.title),
-      });
-    }
     const now = await this.store.now();
     const ended: ActivityRecord = { ...a, state: 'ENDED', endedAt: a.endedAt ?? now, refundedAmount: refunded };
+    if (a.state !== 'ENDED' || a.refundedAmount !== refunded) await this.store.saveActivity(ended, this.expireAt(a));
+    if (refunded > 0) {
+      let entry: WalletEntry;
+      try {
+        ({ entry } = await this.wallets.credit({
+          owner: { kind: 'merchant', id: a.sponsorMerchantId },
+          currency: a.currency,
+          amount: refunded,
+          reference: refundReference(a.activityId),
+          kind: 'refund',
+          memo: memoOf(a.title),
+        }));
+      } catch (err) {
+        if (err instanceof DomainError) throw new RainStepError('refund', `the sponsor's wallet refused the refund of ${refunded}: ${err.code} ${err.message}`);
+        throw err;
+      }
+      // Settled only on the refund's own entry: never on another entry's money.
+      if (entry.kind !== 'refund' || entry.amount !== refunded || entry.currency !== a.currency)
+        throw new RainStepError('refund', `the sponsor's wallet answered entry ${entry.entryId} (${entry.kind} ${entry.amount}) for the refund of ${refunded}`);
+      await this.stalls.clear(a.activityId, 'refund');
+    }
+    crashPoint('red-envelope.end.after-refund');
     const stats = await this.poolStats(a);
     if (stats.some((p) => p.pendingCount > 0 || p.deadCount > 0)) {
-      await this.store.saveActivity(ended, this.expireAt(a));
       await this.crediting.start(ended);
-      throw new Error(`activity ${activityId}: grabs still to credit`);
+      const dead = stats.reduce((n, p) => n + Number(p.deadCount), 0);
+      if (dead > 0) throw new RainStepError('credit', DEAD_LETTERED, true);
+      throw new RainStepError('credit', `activity ${activityId}: grabs still to credit`, false);
     }
     // Again once settled: a dead-letter stream made by a failed credit after the end has no expiry yet.
     await this.expirePools(a);
     await this.store.saveActivity({ ...ended, state: 'SETTLED', settledAt: now }, this.expireAt(a));
+    await this.stalls.clear(a.activityId);
     await this.crediting.stop(activityId);
   }
 
@@ -377,4 +465,18 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
 }
 
 export type { ActivityState };
-export { RESUME_AFTER_MS };
+
+/** The sponsor's wallet references of a rain (kinds funding and refund: no top-up can stand for them). */
+export const fundingReference = (activityId: string) => `red-envelope:${activityId}`;
+export const refundReference = (activityId: string) => `red-envelope:${activityId}:leftover`;
+
+/** A rain step that did not finish: `stalled` when retrying alone will not get it past (a refusal, dead letters). */
+class RainStepError extends Error {
+  constructor(
+    readonly step: Stall['step'],
+    message: string,
+    readonly stalled = true,
+  ) {
+    super(message);
+  }
+}

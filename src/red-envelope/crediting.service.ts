@@ -5,7 +5,9 @@ import type { StreamEntry } from '../streams/stream-group-runner';
 import type { StreamGroupRunner } from '../streams/stream-group-runner';
 import { StreamRunners } from '../streams/stream-runners.service';
 import { WalletService } from '../wallet/wallet.service';
+import { crashPoint } from '../common/crash-points';
 import { memoOf } from './activity-command';
+import { DEAD_LETTERED, RainStalls } from './rain-stalls';
 import { RedEnvelopeConfig } from './red-envelope.config';
 import { RedEnvelopeMetrics } from './red-envelope.metrics';
 import { RedEnvelopeStore, type Settled } from './red-envelope.store';
@@ -54,6 +56,7 @@ export class CreditingService implements OnModuleDestroy {
     private readonly streams: StreamRunners,
     private readonly metrics: RedEnvelopeMetrics,
     private readonly config: RedEnvelopeConfig,
+    private readonly stalls: RainStalls,
   ) {}
 
   /** Starts crediting an activity's grabs on this instance (once, however many calls race). */
@@ -125,7 +128,7 @@ export class CreditingService implements OnModuleDestroy {
   private async credit(a: ActivityRecord, e: StreamEntry): Promise<void> {
     const f = fieldsOf(e.fields);
     const amount = Number(f.amount);
-    await this.wallets.credit({
+    const { entry } = await this.wallets.credit({
       owner: { kind: 'account', id: f.account },
       currency: a.currency,
       amount,
@@ -133,6 +136,10 @@ export class CreditingService implements OnModuleDestroy {
       kind: 'red-envelope',
       memo: memoOf(a.title),
     });
+    // Counted credited only when the entry the wallet answered is this grab's credit: never another entry's money.
+    if (entry.kind !== 'red-envelope' || entry.reference !== f.envelopeId || entry.amount !== amount || entry.currency !== a.currency)
+      throw new Error(`the wallet answered entry ${entry.entryId} (${entry.kind} ${entry.reference} ${entry.amount}) for ${f.envelopeId}: not its credit`);
+    crashPoint('red-envelope.credit.after-wallet');
     const s = await this.settler(a.activityId, Number(f.pool)).load(f.envelopeId);
     if (s.moved) {
       this.metrics.credited.inc();
@@ -162,6 +169,7 @@ export class CreditingService implements OnModuleDestroy {
     try {
       await this.store.settle(this.store.pool(a.activityId, Number(f.pool)), f.envelopeId, 'dead');
       this.metrics.deadLettered.inc();
+      await this.stalls.note(a, 'credit', DEAD_LETTERED);
     } catch (err) {
       this.logger.warn({ envelopeId: f.envelopeId, err: (err as Error).message }, 'could not mark a dead-lettered grab; the reconciliation shows it pending');
     }

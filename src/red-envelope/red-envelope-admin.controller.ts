@@ -3,7 +3,7 @@ import { ApiAcceptedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nest
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth.decorators';
 import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
-import { InsufficientFundsError } from '../wallet/wallet.errors';
+import { InsufficientFundsError, ReferenceReusedError } from '../wallet/wallet.errors';
 import { RedEnvelopeActivities } from './activities.service';
 import { toCreateCommand } from './activity-command';
 import {
@@ -34,12 +34,20 @@ export class RedEnvelopeAdminController {
   @Post()
   @HttpCode(202)
   @ApiOperation({ summary: 'Create a rain: the sponsor’s wallet is debited the total, then the envelopes are split and preloaded in the background' })
-  @ApiAcceptedResponse({ type: RedEnvelopeActivityViewDto, description: 'Funded; loading (see GET for the progress)' })
-  @ApiOkResponse({ type: RedEnvelopeActivityViewDto, description: 'It existed with this configuration' })
+  @ApiAcceptedResponse({ type: RedEnvelopeActivityViewDto, description: 'Created and funded; loading (see GET for the progress)' })
+  @ApiOkResponse({
+    type: RedEnvelopeActivityViewDto,
+    description: 'The same create again (the same body, also after the window): nothing new was accepted, nothing debited; the rain as it is now',
+  })
   @ApiErrors({
     409: {
-      description: 'INSUFFICIENT_FUNDS (the sponsor cannot fund it: nothing is created), ACTIVITY_EXISTS (another configuration)',
-      errors: [new InsufficientFundsError(), new RedEnvelopeConflictError('ACTIVITY_EXISTS', 'Activity nye-quiz exists with another configuration')],
+      description:
+        'INSUFFICIENT_FUNDS (the sponsor cannot fund it), REFERENCE_REUSED (the sponsor’s wallet holds a funding of this rain’s reference with other terms): nothing is created; ACTIVITY_EXISTS (another configuration, or the id was used by an earlier rain)',
+      errors: [
+        new InsufficientFundsError(),
+        new ReferenceReusedError(),
+        new RedEnvelopeConflictError('ACTIVITY_EXISTS', 'Activity nye-quiz exists with another configuration'),
+      ],
     },
   })
   async create(@Body() dto: CreateRedEnvelopeActivityDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<RedEnvelopeActivityViewDto> {
@@ -49,7 +57,7 @@ export class RedEnvelopeAdminController {
   }
 
   @Get(':activityId')
-  @ApiOperation({ summary: 'The rain’s state (FUNDING, LOADING, READY, OPEN, ENDED, SETTLED) and the preload’s progress' })
+  @ApiOperation({ summary: 'The rain’s state (FUNDING, LOADING, READY, OPEN, ENDED, SETTLED), the preload’s progress, and the step it is stalled at, if any' })
   @ApiOkResponse({ type: RedEnvelopeActivityViewDto })
   @ApiErrors({ 404: noActivity })
   async get(@Param() p: RedEnvelopeActivityIdParamDto): Promise<RedEnvelopeActivityViewDto> {
@@ -74,14 +82,17 @@ export class RedEnvelopeAdminController {
 
   @Post(':activityId/dead-letters/redrive')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Put the dead-lettered grabs back on their credit streams' })
+  @ApiOperation({
+    summary: 'Re-drive: the dead-lettered grabs go back on their credit streams, and an unfinished load or end runs again now (the way out of a stall)',
+  })
   @ApiOkResponse({ type: RedriveDto })
   @ApiErrors({ 404: noActivity })
   async redrive(@Param() p: RedEnvelopeActivityIdParamDto): Promise<RedriveDto> {
     return { redriven: await this.activities.redrive(p.activityId) };
   }
 
-  private view(a: ActivityRecord): RedEnvelopeActivityViewDto {
+  private async view(a: ActivityRecord): Promise<RedEnvelopeActivityViewDto> {
+    const stall = await this.activities.stallOf(a);
     return {
       activityId: a.activityId,
       sponsorMerchantId: a.sponsorMerchantId,
@@ -98,6 +109,7 @@ export class RedEnvelopeAdminController {
       progress: { loaded: a.state === 'FUNDING' ? 0 : a.state === 'LOADING' ? a.loaded : a.count, total: a.count },
       seed: a.seed,
       ...(a.refundedAmount !== undefined ? { refundedAmount: a.refundedAmount } : {}),
+      ...(stall ? { stalled: { step: stall.step, reason: stall.reason, since: new Date(stall.since).toISOString() } } : {}),
     };
   }
 }

@@ -1,5 +1,5 @@
 import type { KeyShape } from '../redis/key-shape';
-import { ACTIVITY_ID_RE, activityIndexKey, activityKey, POOL_PARTS, poolKeys, RED_ENVELOPE_KEYS } from './red-envelope-keys';
+import { ACTIVITY_ID_RE, activityIndexKey, activityKey, POOL_PARTS, poolKeys, RED_ENVELOPE_KEYS, stalledKey } from './red-envelope-keys';
 
 const POOL_RE = /^(0|[1-9][0-9]?)$/;
 
@@ -21,6 +21,15 @@ export const KEY_SHAPES: KeyShape[] = [
     part: 'activity',
     rules: [ACTIVITY_ID_RE],
     make: (b, [activityId]) => activityKey(b, activityId),
+    carries: ([activityId]) => ({ id: activityId }),
+  },
+  {
+    name: 'activity stalled step',
+    space: RED_ENVELOPE_KEYS,
+    kind: 'a',
+    part: 'stalled',
+    rules: [ACTIVITY_ID_RE],
+    make: (b, [activityId]) => stalledKey(b, activityId),
     carries: ([activityId]) => ({ id: activityId }),
   },
   {

@@ -3,7 +3,7 @@ import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
 /**
  * The red envelopes' keys:
- * - `{a:<activityId>}`: an activity's record (configuration, state, seed, progress);
+ * - `{a:<activityId>}`: an activity's record (configuration, state, seed, progress), and the step it is stalled at;
  * - `{p:<activityId>:<pool>}`: one sub-pool's envelopes, staging list, grabs, claims, envelope states, stats, credit
  *   stream and its dead letters (every key one grab touches, in one slot);
  * - `{i}`: activities by end time, for the instances to resume their jobs.
@@ -26,11 +26,20 @@ export function activityKey(builder: KeyBuilder, activityId: string): string {
   return builder.tagged(RED_ENVELOPE_KEYS, 'a', activityId).key('activity');
 }
 
+/** The step the activity cannot get past, while it cannot (JSON {step, reason, since}). */
+export function stalledKey(builder: KeyBuilder, activityId: string): string {
+  return builder.tagged(RED_ENVELOPE_KEYS, 'a', activityId).key('stalled');
+}
+
 export function activityIndexKey(builder: KeyBuilder): string {
   return builder.tagged(RED_ENVELOPE_KEYS, 'i').key('activities');
 }
 
-/** An envelope's id: the activity and its place in the split (also its wallet reference). */
+/**
+ * An envelope's id: the activity and its place in the split (also its wallet reference, kind red-envelope). Activity
+ * ids hold no '.' nor ':' (ACTIVITY_ID_RE), so an envelope id names one activity and one index, and a sub-pool's tag
+ * `p:<activityId>:<pool>` one activity and one sub-pool: no activity id spells another's envelope or sub-pool.
+ */
 export const envelopeId = (activityId: string, index: number) => `${activityId}.${index}`;
 
 /** The user's home sub-pool: a hash of the account. */

@@ -60,6 +60,20 @@ export class RedEnvelopeEnv {
   @Min(60)
   @Max(90 * 86_400)
   RED_ENVELOPE_LIVE_RETENTION_SECONDS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(600_000)
+  RED_ENVELOPE_RESUME_AFTER_MS?: number;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
+  RED_ENVELOPE_JOB_VISIBILITY_MS?: number;
 }
 
 /** The red envelopes' settings. Injected by this type. */
@@ -80,6 +94,10 @@ export class RedEnvelopeConfig {
   creditRetryMaxMs!: number;
   /** An activity's keys are kept this long after its end, ms. */
   liveRetentionMs!: number;
+  /** A create or load that has not finished this long after it began is taken up again by its job, ms. */
+  resumeAfterMs!: number;
+  /** A rain job (load, end) taken by an instance that died is delivered again after this long, ms. */
+  jobVisibilityMs!: number;
 }
 
 export const redEnvelopeConfig = defineConfigSlice({
@@ -95,5 +113,7 @@ export const redEnvelopeConfig = defineConfigSlice({
     creditRetryMs: s.RED_ENVELOPE_CREDIT_RETRY_MS ?? 5000,
     creditRetryMaxMs: s.RED_ENVELOPE_CREDIT_RETRY_MAX_MS ?? 60_000,
     liveRetentionMs: (s.RED_ENVELOPE_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
+    resumeAfterMs: s.RED_ENVELOPE_RESUME_AFTER_MS ?? 60_000,
+    jobVisibilityMs: s.RED_ENVELOPE_JOB_VISIBILITY_MS ?? 120_000,
   }),
 });

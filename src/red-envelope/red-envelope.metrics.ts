@@ -10,12 +10,18 @@ export class RedEnvelopeMetrics {
   readonly deadLettered: Counter;
   readonly creditLag: Histogram;
   readonly fallOvers: Counter;
+  readonly stalls: Counter<'step'>;
 
   constructor(metrics: MetricsService) {
     this.grabs = metrics.counter('red_envelope_grabs_total', 'Grab answers, by status (NONE_LEFT_LOCAL: answered by the instance without Redis)', ['status']);
     this.credited = metrics.counter('red_envelope_credited_total', 'Grabs credited into a wallet (once each)');
     this.deadLettered = metrics.counter('red_envelope_dead_lettered_total', 'Grabs whose crediting was given up and dead-lettered');
     this.fallOvers = metrics.counter('red_envelope_fall_overs_total', 'Grabs taken from another sub-pool than the user’s home sub-pool');
+    this.stalls = metrics.counter(
+      'red_envelope_stalls_total',
+      'Rain steps found unable to advance, once per distinct cause (step: funding, load, end, refund, credit); the admin view shows the stall',
+      ['step'],
+    );
     this.creditLag = metrics.histogram(
       'red_envelope_credit_lag_seconds',
       'From the grab to the credit in the wallet',

@@ -5,6 +5,7 @@ import { WalletModule } from '../wallet/wallet.module';
 import { RedEnvelopeActivities } from './activities.service';
 import { CreditingService } from './crediting.service';
 import { GrabService } from './grab.service';
+import { RainStalls } from './rain-stalls';
 import { RedEnvelopeAdminController } from './red-envelope-admin.controller';
 import { RedEnvelopeController } from './red-envelope.controller';
 import { redEnvelopeConfig } from './red-envelope.config';
@@ -15,6 +16,6 @@ import { RedEnvelopeStore } from './red-envelope.store';
 @Module({
   imports: [WalletModule, StreamsModule, LocksModule.forFeature('red-envelope', { 'red-envelope-load': { leaseMs: 30_000, waitMs: 0 } })],
   controllers: [RedEnvelopeController, RedEnvelopeAdminController],
-  providers: [redEnvelopeConfig.provider, RedEnvelopeStore, RedEnvelopeMetrics, CreditingService, RedEnvelopeActivities, GrabService],
+  providers: [redEnvelopeConfig.provider, RedEnvelopeStore, RedEnvelopeMetrics, RainStalls, CreditingService, RedEnvelopeActivities, GrabService],
 })
 export class RedEnvelopeModule {}

@@ -3,8 +3,8 @@ import { LRUCache } from 'lru-cache';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolKeys } from './red-envelope-keys';
-import type { ActivityRecord, PoolStats } from './red-envelope.types';
+import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolKeys, stalledKey } from './red-envelope-keys';
+import type { ActivityRecord, PoolStats, Stall } from './red-envelope.types';
 
 /** What grab-6.lua and take-5.lua answered. */
 export type GrabReply =
@@ -77,8 +77,29 @@ export class RedEnvelopeStore {
   }
 
   async deleteActivity(activityId: string): Promise<void> {
-    await this.redis.command((c) => c.del(activityKey(this.keys, activityId)));
+    await this.redis.command((c) => c.del(activityKey(this.keys, activityId), stalledKey(this.keys, activityId)));
     await this.redis.command((c) => c.zrem(activityIndexKey(this.keys), activityId));
+  }
+
+  /** The step the activity is stalled at, or null. */
+  async stall(activityId: string): Promise<Stall | null> {
+    const raw = await this.redis.command((c) => c.get(stalledKey(this.keys, activityId)));
+    return raw ? (JSON.parse(raw) as Stall) : null;
+  }
+
+  /** Records a stall unless the same step and reason are recorded already (then false: nothing new to report). */
+  async noteStall(activityId: string, step: Stall['step'], reason: string, expireAt: number): Promise<boolean> {
+    const seen = await this.stall(activityId);
+    if (seen && seen.step === step && seen.reason === reason) return false;
+    const stall: Stall = { step, reason, since: seen?.step === step ? seen.since : await this.now() };
+    await this.redis.command((c) => c.set(stalledKey(this.keys, activityId), JSON.stringify(stall), 'PXAT', expireAt));
+    return true;
+  }
+
+  /** Forgets the stall once its step (any, when none is named) has advanced. */
+  async clearStall(activityId: string, step?: Stall['step']): Promise<void> {
+    if (step !== undefined && (await this.stall(activityId))?.step !== step) return;
+    await this.redis.command((c) => c.del(stalledKey(this.keys, activityId)));
   }
 
   /** Whether an activity with this id was ever created (the index keeps every id, past its record's expiry). */

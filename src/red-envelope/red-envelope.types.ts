@@ -55,3 +55,10 @@ export interface GrabResult {
   envelopeId?: string;
   amount?: number;
 }
+
+/** A step of a rain that cannot advance: which, why (the first cause seen), and since when (epoch ms). */
+export interface Stall {
+  step: 'funding' | 'load' | 'end' | 'refund' | 'credit';
+  reason: string;
+  since: number;
+}

@@ -15,6 +15,7 @@ import {
   type WalletBalance,
   type WalletCommand,
   type WalletEntry,
+  type WalletEntryKind,
   type WalletEntryPage,
   type WalletResult,
 } from './wallet.types';
@@ -23,7 +24,8 @@ export const MAX_PAGE = 200;
 
 /**
  * Wallets of accounts and merchants: a balance per currency and a ledger. A credit or a debit is one
- * script: idempotent on (owner, reference), and a debit never takes a balance below zero.
+ * script: idempotent on (owner, kind, reference), and a debit never takes a balance below zero. The kind is part of
+ * the reference: a top-up's reference (chosen by ops) never stands for a rain's credit, funding or refund.
  */
 @Injectable()
 export class WalletService {
@@ -32,12 +34,12 @@ export class WalletService {
     private readonly metrics: WalletMetrics,
   ) {}
 
-  /** Adds `amount` once per reference. Throws ReferenceReusedError when the reference was applied with other terms. */
+  /** Adds `amount` once per (kind, reference). Throws ReferenceReusedError when they were applied with other terms. */
   credit(cmd: WalletCommand): Promise<WalletResult> {
     return this.apply('credit', cmd);
   }
 
-  /** Takes `amount` once per reference. Throws InsufficientFundsError (nothing stored) when the balance is short. */
+  /** Takes `amount` once per (kind, reference). Throws InsufficientFundsError (nothing stored) when the balance is short. */
   debit(cmd: WalletCommand): Promise<WalletResult> {
     return this.apply('debit', cmd);
   }
@@ -56,21 +58,24 @@ export class WalletService {
     return this.store.entries(owner, cursor === undefined ? undefined : Number(cursor), limit);
   }
 
-  /** The entry a reference made in the owner's wallet, or null when it was never applied there. */
-  entryOf(owner: WalletOwner, reference: string): Promise<WalletEntry | null> {
+  /** The entry (kind, reference) made in the owner's wallet, or null when it was never applied there. */
+  entryOf(owner: WalletOwner, kind: WalletEntryKind, reference: string): Promise<WalletEntry | null> {
     checkOwner(owner);
+    checkKind(kind);
     checkReference(reference);
-    return this.store.entryOf(owner, reference);
+    return this.store.entryOf(owner, kind, reference);
   }
 
   /**
-   * Settles a reference for good: the entry it made, or null, and then it can never be applied (a later credit or
-   * debit with it throws ReferenceVoidedError). For a payment channel's query, so "no such payment" stays true.
+   * Settles (kind, reference) for good: the entry it made, or null, and then it can never be applied (a later credit
+   * or debit of that kind with it throws ReferenceVoidedError). For a payment channel's query, so "no such payment"
+   * stays true.
    */
-  settle(owner: WalletOwner, reference: string): Promise<WalletEntry | null> {
+  settle(owner: WalletOwner, kind: WalletEntryKind, reference: string): Promise<WalletEntry | null> {
     checkOwner(owner);
+    checkKind(kind);
     checkReference(reference);
-    return this.store.settle(owner, reference);
+    return this.store.settle(owner, kind, reference);
   }
 
   private async apply(direction: 'credit' | 'debit', cmd: WalletCommand): Promise<WalletResult> {
@@ -80,7 +85,7 @@ export class WalletService {
     switch (r.case) {
       case 'applied':
       case 'existing':
-        return { applied: r.case === 'applied', entryId: r.entry.entryId, balance: r.balance };
+        return { applied: r.case === 'applied', entryId: r.entry.entryId, balance: r.balance, entry: r.entry };
       case 'reused':
         throw new ReferenceReusedError({ reference: cmd.reference, entryId: r.entry.entryId });
       case 'voided':
@@ -103,14 +108,17 @@ function checkReference(reference: string): void {
     throw new InvalidArgumentError('reference must be 1-128 of A-Z a-z 0-9 _ . : -', 'reference');
 }
 
+function checkKind(kind: string): void {
+  if (!(WALLET_ENTRY_KINDS as readonly string[]).includes(kind)) throw new InvalidArgumentError(`kind must be one of ${WALLET_ENTRY_KINDS.join(', ')}`, 'kind');
+}
+
 function checkCommand(cmd: WalletCommand): void {
   checkOwner(cmd.owner);
   if (typeof cmd.currency !== 'string' || !CURRENCY_RE.test(cmd.currency)) throw new InvalidArgumentError('currency must be an ISO 4217 code', 'currency');
   if (!Number.isInteger(cmd.amount) || cmd.amount < MIN_AMOUNT || cmd.amount > MAX_AMOUNT)
     throw new InvalidArgumentError(`amount must be an integer ${MIN_AMOUNT}-${MAX_AMOUNT} (minor units)`, 'amount');
   checkReference(cmd.reference);
-  if (!(WALLET_ENTRY_KINDS as readonly string[]).includes(cmd.kind))
-    throw new InvalidArgumentError(`kind must be one of ${WALLET_ENTRY_KINDS.join(', ')}`, 'kind');
+  checkKind(cmd.kind);
   if (cmd.memo !== undefined && (typeof cmd.memo !== 'string' || codePoints(cmd.memo) > MAX_MEMO))
     throw new InvalidArgumentError(`memo must be at most ${MAX_MEMO} characters`, 'memo');
 }

@@ -3,7 +3,7 @@ import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 import { walletKeys, type WalletOwner } from './wallet-keys';
-import type { WalletBalance, WalletCommand, WalletEntry, WalletEntryPage } from './wallet.types';
+import type { WalletBalance, WalletCommand, WalletEntry, WalletEntryKind, WalletEntryPage } from './wallet.types';
 
 /** What the credit and debit scripts answered: see lua/includes/wallet-ledger.lua. */
 export type ApplyReply =
@@ -52,19 +52,17 @@ export class WalletStore {
       .sort((x, y) => (x.currency < y.currency ? -1 : x.currency > y.currency ? 1 : 0));
   }
 
-  /** The entry a reference made, or null when it was never applied to this wallet. */
-  async entryOf(owner: WalletOwner, reference: string): Promise<WalletEntry | null> {
+  /** The entry (kind, reference) made, or null when it was never applied to this wallet: see lua/wallet/entry-2.lua. */
+  async entryOf(owner: WalletOwner, kind: WalletEntryKind, reference: string): Promise<WalletEntry | null> {
     const k = walletKeys(this.keys, owner);
-    const seq = await this.redis.command((c) => c.hget(k.refs, reference));
-    if (seq === null || seq === '0') return null;
-    const raw = await this.redis.command((c) => c.lindex(k.ledger, Number(seq) - 1));
-    return raw === null ? null : (JSON.parse(raw) as WalletEntry);
+    const [c, entry] = await this.scripts.run<[string, string?]>('wallet/entry', [k.ledger, k.refs], [reference, kind]);
+    return c === 'ENTRY' ? (JSON.parse(entry!) as WalletEntry) : null;
   }
 
-  /** The entry a reference made, or null after marking it void (it can then never be applied): see lua/wallet/void-2.lua. */
-  async settle(owner: WalletOwner, reference: string): Promise<WalletEntry | null> {
+  /** The entry (kind, reference) made, or null after marking it void (it can then never be applied): see lua/wallet/void-2.lua. */
+  async settle(owner: WalletOwner, kind: WalletEntryKind, reference: string): Promise<WalletEntry | null> {
     const k = walletKeys(this.keys, owner);
-    const [c, entry] = await this.scripts.run<[string, string?]>('wallet/void', [k.ledger, k.refs], [reference]);
+    const [c, entry] = await this.scripts.run<[string, string?]>('wallet/void', [k.ledger, k.refs], [reference, kind]);
     return c === 'ENTRY' ? (JSON.parse(entry!) as WalletEntry) : null;
   }
 

@@ -6,7 +6,7 @@ export type { WalletOwner } from './wallet-keys';
 export const WALLET_ENTRY_KINDS = ['top-up', 'payment', 'reversal', 'red-envelope', 'funding', 'refund'] as const;
 export type WalletEntryKind = (typeof WALLET_ENTRY_KINDS)[number];
 
-/** References: what makes a credit or debit idempotent, per wallet. */
+/** References: with the kind, what makes a credit or debit idempotent, per wallet ('|' is never in one: see lua/includes/wallet-ledger.lua). */
 export const REFERENCE_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** ISO 4217 codes. */
 export const CURRENCY_RE = /^[A-Z]{3}$/;
@@ -20,7 +20,7 @@ export interface WalletCommand {
   currency: string;
   /** Minor units, 1..10,000,000,000. */
   amount: number;
-  /** 1-128 of A-Z a-z 0-9 _ . : -; the same reference twice moves money once. */
+  /** 1-128 of A-Z a-z 0-9 _ . : -; the same kind and reference twice move money once (a reference is per kind). */
   reference: string;
   kind: WalletEntryKind;
   memo?: string;
@@ -32,6 +32,8 @@ export interface WalletResult {
   entryId: string;
   /** The balance in the command's currency now, minor units. */
   balance: number;
+  /** The ledger entry the (kind, reference) made (now or before). */
+  entry: WalletEntry;
 }
 
 /** One ledger entry. */

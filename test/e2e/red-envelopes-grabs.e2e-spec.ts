@@ -2,7 +2,7 @@ import { homePool } from '../../src/red-envelope/red-envelope-keys';
 import { WalletService } from '../../src/wallet/wallet.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { waitUntil } from '../harness/redis-process';
-import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
+import { rainBody, rainId, rainKit, type RainKit, redisNowMs } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';
 
 /**
@@ -19,10 +19,7 @@ beforeAll(async () => {
 afterEach(async () => kit.expectConservation(ctx.raw));
 
 /** The Redis server's clock, ms (the window is checked on it). */
-const redisNow = async () => {
-  const [s, us] = await ctx.raw.time();
-  return Number(s) * 1000 + Math.floor(Number(us) / 1000);
-};
+const redisNow = () => redisNowMs(ctx.raw);
 const iso = (ms: number) => new Date(ms).toISOString();
 const untilRedisTime = (ms: number) => waitUntil('the Redis clock', async () => (await redisNow()) >= ms, 10_000, 20);
 

@@ -71,8 +71,8 @@ describe('wallets on a 3-master cluster', () => {
       expect(debits.every((d) => d.status === 'fulfilled' || d.reason instanceof InsufficientFundsError)).toBe(true);
     }
     for (const owner of owners.slice(0, 6)) {
-      expect(await wallets.settle(owner, 'top')).toMatchObject({ amount: 1000 });
-      expect(await wallets.settle(owner, 'never')).toBeNull();
+      expect(await wallets.settle(owner, 'top-up', 'top')).toMatchObject({ amount: 1000 });
+      expect(await wallets.settle(owner, 'payment', 'never')).toBeNull();
     }
     expect(ran).toEqual(new Set(['wallet/credit', 'wallet/debit', 'wallet/void']));
     const holders = new Set<number>();

@@ -13,7 +13,7 @@ import { sumOfWalletBalances, walletKeysIn } from '../support/wallet';
 
 /**
  * The wallet's scripts and service against a real redis-server: credits and debits idempotent on the
- * reference (also when the same reference races itself), a reference reused with other terms refused,
+ * (kind, reference) (also when the same reference races itself; fields of an earlier version still counted), a reference reused with other terms refused,
  * a debit never below zero (also under 100 concurrent debits), nothing stored by a refused call, owners
  * of the two kinds kept apart, the ledger paged newest first, and the conservation sum.
  */
@@ -57,10 +57,10 @@ describe('wallet', () => {
   it('a credit applies once per reference: the same reference again answers the same entry and moves nothing', async () => {
     const o = account();
     const first = await wallets.credit(cmd(o, 5000, 'top-1', { memo: 'welcome' }));
-    expect(first).toEqual({ applied: true, entryId: '1', balance: 5000 });
-    expect(await wallets.credit(cmd(o, 5000, 'top-1', { memo: 'welcome' }))).toEqual({ applied: false, entryId: '1', balance: 5000 });
-    expect(await wallets.credit(cmd(o, 700, 'top-2'))).toEqual({ applied: true, entryId: '2', balance: 5700 });
-    expect(await wallets.credit(cmd(o, 5000, 'top-1'))).toEqual({ applied: false, entryId: '1', balance: 5700 });
+    expect(first).toMatchObject({ applied: true, entryId: '1', balance: 5000 });
+    expect(await wallets.credit(cmd(o, 5000, 'top-1', { memo: 'welcome' }))).toMatchObject({ applied: false, entryId: '1', balance: 5000 });
+    expect(await wallets.credit(cmd(o, 700, 'top-2'))).toMatchObject({ applied: true, entryId: '2', balance: 5700 });
+    expect(await wallets.credit(cmd(o, 5000, 'top-1'))).toMatchObject({ applied: false, entryId: '1', balance: 5700 });
     const page = await wallets.entries(o, undefined, 10);
     expect(page.next).toBeUndefined();
     expect(page.items.map((e) => [e.entryId, e.kind, e.currency, e.amount, e.balanceAfter, e.reference, e.memo])).toEqual([
@@ -82,14 +82,14 @@ describe('wallet', () => {
     expect(await raw.llen(walletKeys(keys, o).ledger)).toBe(2);
   });
 
-  it('a reference reused with another amount, currency or direction is refused (REFERENCE_REUSED) and stores nothing', async () => {
+  it('a reference reused under its kind with another amount, currency or direction is refused (REFERENCE_REUSED) and stores nothing', async () => {
     const o = account();
     await wallets.credit(cmd(o, 1000, 'ref-1'));
     const before = await stored(o);
     const attempts = [
       () => wallets.credit(cmd(o, 1001, 'ref-1')),
       () => wallets.credit(cmd(o, 1000, 'ref-1', { currency: 'USD' })),
-      () => wallets.debit(cmd(o, 1000, 'ref-1', { kind: 'payment' })),
+      () => wallets.debit(cmd(o, 1000, 'ref-1')),
     ];
     for (const attempt of attempts) {
       const err = await attempt().catch((e: unknown) => e);
@@ -109,7 +109,7 @@ describe('wallet', () => {
     expect(await stored(o)).toEqual(before);
     // Another currency holds nothing either.
     await expect(wallets.debit(cmd(o, 1, 'usd', { currency: 'USD', kind: 'payment' }))).rejects.toBeInstanceOf(InsufficientFundsError);
-    expect(await wallets.debit(cmd(o, 999, 'spend', { kind: 'payment' }))).toEqual({ applied: true, entryId: '2', balance: 0 });
+    expect(await wallets.debit(cmd(o, 999, 'spend', { kind: 'payment' }))).toMatchObject({ applied: true, entryId: '2', balance: 0 });
   });
 
   it('100 concurrent debits never take a balance below zero: exactly floor(balance / amount) succeed', async () => {
@@ -176,14 +176,14 @@ describe('wallet', () => {
   it('settle: an applied reference answers its entry; one never applied is voided, and no credit or debit applies it later', async () => {
     const o = account();
     await wallets.credit(cmd(o, 500, 'paid-in'));
-    expect(await wallets.settle(o, 'paid-in')).toMatchObject({ entryId: '1', amount: 500, reference: 'paid-in' });
-    expect(await wallets.settle(o, 'late')).toBeNull();
+    expect(await wallets.settle(o, 'top-up', 'paid-in')).toMatchObject({ entryId: '1', amount: 500, reference: 'paid-in' });
+    expect(await wallets.settle(o, 'payment', 'late')).toBeNull();
     const before = await stored(o);
     for (const op of ['credit', 'debit'] as const) {
       await expect(wallets[op](cmd(o, 100, 'late', { kind: 'payment' }))).rejects.toBeInstanceOf(ReferenceVoidedError);
     }
-    expect(await wallets.settle(o, 'late')).toBeNull();
-    expect(await wallets.entryOf(o, 'late')).toBeNull();
+    expect(await wallets.settle(o, 'payment', 'late')).toBeNull();
+    expect(await wallets.entryOf(o, 'payment', 'late')).toBeNull();
     expect(await stored(o)).toEqual(before);
   });
 
@@ -208,8 +208,61 @@ describe('wallet', () => {
     const before = await stored(o);
     await expect(wallets.credit(cmd(o, 11, 'over'))).rejects.toMatchObject({ code: 'BALANCE_LIMIT' });
     expect(await stored(o)).toEqual(before);
-    expect(await wallets.credit(cmd(o, 10, 'to-the-limit'))).toEqual({ applied: true, entryId: '2', balance: Number.MAX_SAFE_INTEGER });
+    expect(await wallets.credit(cmd(o, 10, 'to-the-limit'))).toMatchObject({ applied: true, entryId: '2', balance: Number.MAX_SAFE_INTEGER });
     expect((await wallets.entries(o, undefined, 1)).items[0].balanceAfter).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('a reference is per kind: a top-up under a reference never stands for a red-envelope credit, a funding, a refund or a payment', async () => {
+    const o = account();
+    await wallets.credit(cmd(o, 500, 'refa.0'));
+    // The same reference and amount under another kind is another entry: the money moves.
+    expect(await wallets.credit(cmd(o, 500, 'refa.0', { kind: 'red-envelope' }))).toMatchObject({ applied: true, entryId: '2', balance: 1000 });
+    expect(await wallets.credit(cmd(o, 500, 'refa.0', { kind: 'red-envelope' }))).toMatchObject({ applied: false, entryId: '2', balance: 1000 });
+    expect(await wallets.credit(cmd(o, 300, 'red-envelope:x:leftover', { kind: 'top-up' }))).toMatchObject({ applied: true });
+    expect(await wallets.credit(cmd(o, 300, 'red-envelope:x:leftover', { kind: 'refund' }))).toMatchObject({ applied: true, balance: 1600 });
+    expect(await wallets.credit(cmd(o, 7, 'red-envelope:x', { kind: 'top-up' }))).toMatchObject({ applied: true });
+    expect(await wallets.debit(cmd(o, 100, 'red-envelope:x', { kind: 'funding' }))).toMatchObject({ applied: true, balance: 1507 });
+    expect(await wallets.entryOf(o, 'red-envelope', 'refa.0')).toMatchObject({ entryId: '2', kind: 'red-envelope', amount: 500 });
+    expect(await wallets.entryOf(o, 'top-up', 'refa.0')).toMatchObject({ entryId: '1', kind: 'top-up' });
+    expect(await wallets.entryOf(o, 'refund', 'refa.0')).toBeNull();
+    // A payment's settle (void) never meets a top-up of the same reference, and the void is the payment's only.
+    await wallets.credit(cmd(o, 50, 'ord_1:0'));
+    expect(await wallets.settle(o, 'payment', 'ord_1:0')).toBeNull();
+    expect(await wallets.credit(cmd(o, 50, 'ord_1:0'))).toMatchObject({ applied: false });
+    await expect(wallets.debit(cmd(o, 50, 'ord_1:0', { kind: 'payment' }))).rejects.toBeInstanceOf(ReferenceVoidedError);
+    expect(Object.keys((await stored(o)).refs).every((f) => f.includes('|'))).toBe(true);
+  });
+
+  it('a bare-reference field written by an earlier version keeps a retry of the same kind idempotent, and only of that kind', async () => {
+    const o = account();
+    const k = walletKeys(keys, o);
+    // As the earlier version wrote them: the ledger entries and the references hash keyed by the bare reference.
+    const entry = (n: number, kind: string, amount: number, after: number, reference: string) =>
+      JSON.stringify({ entryId: String(n), kind, currency: 'CNY', amount, balanceAfter: after, reference, memo: '', at: Date.now() });
+    await raw.rpush(
+      k.ledger,
+      entry(1, 'top-up', 1000, 1000, 'old-top'),
+      entry(2, 'red-envelope', 200, 1200, 'rain.3'),
+      entry(3, 'payment', -100, 1100, 'ord_p:0'),
+    );
+    await raw.hset(k.refs, 'old-top', '1', 'rain.3', '2', 'ord_p:0', '3', 'ord_v:0', '0');
+    await raw.hset(k.balances, 'CNY', '1100');
+    // Retries of the same kind answer the entry they made, and move nothing.
+    expect(await wallets.credit(cmd(o, 1000, 'old-top'))).toMatchObject({ applied: false, entryId: '1', balance: 1100 });
+    expect(await wallets.credit(cmd(o, 200, 'rain.3', { kind: 'red-envelope' }))).toMatchObject({ applied: false, entryId: '2', balance: 1100 });
+    expect(await wallets.debit(cmd(o, 100, 'ord_p:0', { kind: 'payment' }))).toMatchObject({ applied: false, entryId: '3', balance: 1100 });
+    await expect(wallets.credit(cmd(o, 201, 'rain.3', { kind: 'red-envelope' }))).rejects.toBeInstanceOf(ReferenceReusedError);
+    expect(await wallets.entryOf(o, 'payment', 'ord_p:0')).toMatchObject({ entryId: '3' });
+    expect(await wallets.settle(o, 'payment', 'ord_p:0')).toMatchObject({ entryId: '3' });
+    // A legacy void counts for payments only.
+    await expect(wallets.debit(cmd(o, 100, 'ord_v:0', { kind: 'payment' }))).rejects.toBeInstanceOf(ReferenceVoidedError);
+    expect(await wallets.settle(o, 'payment', 'ord_v:0')).toBeNull();
+    expect(await wallets.credit(cmd(o, 100, 'ord_v:0'))).toMatchObject({ applied: true, entryId: '4', balance: 1200 });
+    // Another kind under a legacy reference is another entry.
+    expect(await wallets.credit(cmd(o, 200, 'rain.3'))).toMatchObject({ applied: true, entryId: '5', balance: 1400 });
+    expect(await wallets.entryOf(o, 'top-up', 'rain.3')).toMatchObject({ entryId: '5', kind: 'top-up' });
+    expect(await wallets.entryOf(o, 'red-envelope', 'old-top')).toBeNull();
+    expect(await raw.llen(k.ledger)).toBe(5);
   });
 
   it('the conservation sum adds every wallet of both kinds, by currency', async () => {

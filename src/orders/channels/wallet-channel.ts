@@ -42,14 +42,14 @@ export class WalletChannel {
   async query(ref: string, payer: Payer): Promise<ChannelOutcome> {
     this.counts.query++;
     // Settles the leg: with no debit, the reference is voided, so a debit still on its way (a stalled run) is refused.
-    const entry = await this.wallets.settle({ kind: 'account', id: payer.accountId }, ref);
+    const entry = await this.wallets.settle({ kind: 'account', id: payer.accountId }, 'payment', ref);
     return entry && entry.amount < 0 ? 'success' : 'failure';
   }
 
   async reverse(ref: string, _amount: number, payer: Payer): Promise<ChannelOutcome> {
     this.counts.reverse++;
     const owner = { kind: 'account', id: payer.accountId } as const;
-    const paid = await this.wallets.entryOf(owner, ref);
+    const paid = await this.wallets.entryOf(owner, 'payment', ref);
     if (!paid || paid.amount >= 0) return 'failure';
     try {
       await this.wallets.credit({

@@ -88,6 +88,12 @@ export class ProgressDto {
   @ApiProperty({ example: 1_000_000 }) total!: number;
 }
 
+export class StallDto {
+  @ApiProperty({ enum: ['funding', 'load', 'end', 'refund', 'credit'], example: 'refund' }) step!: string;
+  @ApiProperty({ example: "the sponsor's wallet refused the refund of 300: BALANCE_LIMIT …" }) reason!: string;
+  @ApiProperty({ example: '2026-12-31T12:10:01.000Z' }) since!: string;
+}
+
 export class RedEnvelopeActivityViewDto {
   @ApiProperty({ example: 'nye-quiz' }) activityId!: string;
   @ApiProperty({ example: 'm_sponsor' }) sponsorMerchantId!: string;
@@ -104,11 +110,21 @@ export class RedEnvelopeActivityViewDto {
   @ApiProperty({ type: ProgressDto }) progress!: ProgressDto;
   @ApiProperty({ example: '3f2a…', description: 'The split’s seed: the same seed gives the same amounts' }) seed!: string;
   @ApiPropertyOptional({ example: 1234, description: 'Left over at the end and credited back to the sponsor' }) refundedAmount?: number;
+  @ApiPropertyOptional({
+    type: StallDto,
+    description: 'Present while a step of the rain cannot advance (logged at error, counted in red_envelope_stalls_total): fix the cause, then re-drive',
+  })
+  stalled?: StallDto;
 }
 
 export class CountAmountDto {
   @ApiProperty({ example: 10 }) count!: number;
   @ApiProperty({ example: 1234 }) amount!: number;
+}
+
+export class SponsorEntriesDto {
+  @ApiProperty({ example: 1_000_000 }) funded!: number;
+  @ApiProperty({ example: 1234 }) refunded!: number;
 }
 
 export class ReconciliationDto {
@@ -122,7 +138,17 @@ export class ReconciliationDto {
   @ApiProperty({ type: CountAmountDto }) refunded!: CountAmountDto;
   @ApiProperty({ type: CountAmountDto, description: 'Funded but not yet in an armed sub-pool: the rain is loading (0 once READY)' })
   loading!: CountAmountDto;
-  @ApiProperty({ example: true, description: 'total = grabbed + left + refunded + loading, and grabbed = credited + pending + dead' }) balanced!: boolean;
+  @ApiProperty({
+    type: SponsorEntriesDto,
+    description: 'The sponsor’s ledger: the funding debit and the refund credit of this rain, by their kinds (0 when absent)',
+  })
+  sponsor!: SponsorEntriesDto;
+  @ApiProperty({
+    example: true,
+    description:
+      'total = grabbed + left + refunded + loading, and grabbed = credited + pending + dead; past FUNDING the sponsor’s funding is the total; its refund never exceeds refunded, and equals it once SETTLED',
+  })
+  balanced!: boolean;
 }
 
 export class BucketDto {
