@@ -64,13 +64,6 @@ export class SeckillEnv {
   @IsOptional()
   @Transform(toInt)
   @IsInt()
-  @Min(0)
-  @Max(63)
-  SECKILL_FALLOVER_TRIES?: number;
-
-  @IsOptional()
-  @Transform(toInt)
-  @IsInt()
   @Min(1)
   @Max(1000)
   SECKILL_EVENT_CONCURRENCY?: number;
@@ -94,8 +87,6 @@ export class SeckillConfig {
   maxProducts!: number;
   /** Most shards of one product. */
   maxShards!: number;
-  /** Other shards a buyer whose home shard is empty tries, at most. */
-  fallOverTries!: number;
   /** Order events handled at once per shard by one instance. */
   eventConcurrency!: number;
 }
@@ -114,7 +105,6 @@ export const seckillConfig = defineConfigSlice({
     resultsRetentionMs: (s.SECKILL_RESULTS_RETENTION_DAYS ?? 90) * 86_400_000,
     maxProducts: s.SECKILL_MAX_PRODUCTS ?? 10_000,
     maxShards: s.SECKILL_MAX_SHARDS ?? 16,
-    fallOverTries: s.SECKILL_FALLOVER_TRIES ?? 3,
     eventConcurrency: s.SECKILL_EVENT_CONCURRENCY ?? 32,
   }),
 });
