@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
 import { eachLimit } from '../common/for-each-limit';
@@ -35,6 +36,8 @@ const SWEEP_BATCH = 100;
 const SWEEP_PAGE = 1000;
 /** A claim's member in a due set (lua/includes/seckill-shard.lua). */
 const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
+/** How long closing a reservation's order waits for the order's lock when another request holds it (a double tap of cancel). */
+const CLOSE_WAIT_MS = 3000;
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
@@ -554,14 +557,20 @@ export class ReservationsService implements OnApplicationBootstrap {
     const { order } = await this.createOrder(a, p, rsvId, r);
     if (order.status === 'PAID') return 'PAID';
     if (order.status === 'CLOSED') return 'CLOSED';
-    try {
-      await this.orders.close(a.merchantId, rsvId);
-      return 'CLOSED';
-    } catch (err) {
-      const code = (err as DomainError).code;
-      if (code === 'ORDER_PAID') return 'PAID';
-      if (code === 'ORDER_PAYING') throw seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid');
-      throw err;
+    // Another request holding the order's lock is most often a second tap of the same cancel (or the safety net, or
+    // the order's own expiry) closing it too: wait for it briefly, then answer the outcome.
+    const until = Date.now() + CLOSE_WAIT_MS;
+    for (;;) {
+      try {
+        await this.orders.close(a.merchantId, rsvId);
+        return 'CLOSED';
+      } catch (err) {
+        const code = (err as DomainError).code;
+        if (code === 'ORDER_PAID') return 'PAID';
+        if (code === 'ORDER_PAYING') throw seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid');
+        if (code !== 'LOCK_CONTENDED' || Date.now() >= until) throw err;
+        await sleep(20 + Math.floor(Math.random() * 30));
+      }
     }
   }
 }
