@@ -3,6 +3,9 @@ import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfigSlice } from '../config/config-slice';
 import { toInt } from '../config/env-validation';
 
+/** Most shards of one product the API takes (the OpenAPI document's maximum); SECKILL_MAX_SHARDS may only lower it. */
+export const MAX_SHARDS = 16;
+
 /** The flash sales' environment variables (see `.env.example`). */
 export class SeckillEnv {
   @IsOptional()
@@ -58,7 +61,7 @@ export class SeckillEnv {
   @Transform(toInt)
   @IsInt()
   @Min(1)
-  @Max(64)
+  @Max(MAX_SHARDS)
   SECKILL_MAX_SHARDS?: number;
 
   @IsOptional()
@@ -104,7 +107,7 @@ export const seckillConfig = defineConfigSlice({
     liveRetentionMs: (s.SECKILL_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
     resultsRetentionMs: (s.SECKILL_RESULTS_RETENTION_DAYS ?? 90) * 86_400_000,
     maxProducts: s.SECKILL_MAX_PRODUCTS ?? 10_000,
-    maxShards: s.SECKILL_MAX_SHARDS ?? 16,
+    maxShards: s.SECKILL_MAX_SHARDS ?? MAX_SHARDS,
     eventConcurrency: s.SECKILL_EVENT_CONCURRENCY ?? 32,
   }),
 });
