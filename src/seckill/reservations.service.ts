@@ -38,6 +38,8 @@ const SWEEP_PAGE = 1000;
 const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** How long closing a reservation's order waits for the order's lock when another request holds it (a double tap of cancel). */
 const CLOSE_WAIT_MS = 3000;
+/** The orders module's refusal of an order number already used with another payload. */
+const ORDER_NUMBER_TAKEN = 'ORDER_NO_REUSED';
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
@@ -151,6 +153,7 @@ export class ReservationsService implements OnApplicationBootstrap {
         await this.settle(cmd.accountId, rsvId, loc, 'close').catch((e: Error) =>
           this.logger.warn({ rsvId, err: e.message }, 'could not release a reservation whose order failed; the safety net will'),
         );
+        if ((err as DomainError).code === ORDER_NUMBER_TAKEN) throw this.refused(REFUSALS.requestTaken());
         throw err;
       }
       crashPoint('seckill.reserve.after-order');
@@ -554,7 +557,15 @@ export class ReservationsService implements OnApplicationBootstrap {
 
   /** Makes sure the reservation's order can no longer be paid: created if missing, then closed. Answers PAID or CLOSED. */
   private async closeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<'PAID' | 'CLOSED'> {
-    const { order } = await this.createOrder(a, p, rsvId, r);
+    const made = await this.createOrder(a, p, rsvId, r).catch((err: DomainError) => {
+      if (err.code !== ORDER_NUMBER_TAKEN) throw err;
+      // The merchant's own order holds the reservation's number (another payload): the reservation has no order and
+      // none can be made, so nothing can pay it; that order is the merchant's and is left alone.
+      this.logger.warn({ rsvId, merchantId: a.merchantId }, 'a merchant order holds a reservation’s order number; the reservation is released');
+      return null;
+    });
+    if (!made) return 'CLOSED';
+    const { order } = made;
     if (order.status === 'PAID') return 'PAID';
     if (order.status === 'CLOSED') return 'CLOSED';
     // Another request holding the order's lock is most often a second tap of the same cancel (or the safety net, or

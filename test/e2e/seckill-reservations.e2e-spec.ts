@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { ActivityCatalog } from '../../src/seckill/activity-catalog';
-import { homeShard } from '../../src/seckill/seckill-keys';
+import { homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, merchantHeaders, useAppOnOwnRedis } from '../support/test-app';
@@ -591,5 +591,62 @@ describe('seckill reservations: titles outside the Basic Multilingual Plane', ()
     expect((await kit.orders.findById(r.body.orderId))?.subject).toBe('Sale \ufffd: Product p1');
     expect((await kit.user('acc_lone').delete(rsvPath(r.body.reservationId))).body.state).toBe('RELEASED');
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
+  });
+});
+
+describe('seckill reservations: ids a caller chooses against ids the service makes', () => {
+  /** The merchant creates one of its own orders over HTTP. */
+  const merchantOrder = (body: Record<string, unknown>) => {
+    const path = '/merchant/orders';
+    const text = JSON.stringify(body);
+    return request(ctx.t.server)
+      .post(path)
+      .set(merchantHeaders('POST', path, text))
+      .set('content-type', 'application/json')
+      .send(text);
+  };
+
+  it('a merchant order numbered as a reservation will be: the reservation is refused (REQUEST_REUSED), its units back at once, that order untouched; another requestId works', async () => {
+    const id = activityId('clash');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    const buyer = 'acc_clash';
+    // The merchant picks, as its own order number, the very id the buyer's request will make.
+    const taken = reservationIdFor(id, 'p1', buyer, 'tap-clash');
+    const own = await merchantOrder({ merchantOrderNo: taken, amount: 1, currency: 'CNY', subject: 'the merchant’s own', expireMinutes: 30 });
+    expect(own.status).toBe(201);
+    const r = await kit.reserve(buyer, id, 'p1', 1, 'tap-clash');
+    expect([r.status, r.body.error]).toEqual([409, 'REQUEST_REUSED']);
+    // Nothing held, nothing stuck: the units are back now (not left RESERVED for a net that could never settle it).
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0 });
+    expect(await kit.orders.findById(own.body.orderId)).toMatchObject({ status: 'CREATED', amount: 1 });
+    const again = await kit.reserve(buyer, id, 'p1', 1, 'tap-other');
+    expect(again.status).toBe(201);
+    expect(again.body.orderId).not.toBe(own.body.orderId);
+    expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 1, reserved: 1 });
+  });
+
+  it('requestIds chosen to collide (the same one by two buyers, in two products, ids that run together) make distinct reservations', async () => {
+    const id = activityId('rq');
+    await kit.create(
+      activityBody(
+        id,
+        [
+          { productId: 'p1', stock: 5 },
+          { productId: 'p1_x', stock: 5 },
+        ],
+        { perUserLimit: 5 },
+      ),
+    );
+    const made = [
+      await kit.reserve('acc_a', id, 'p1', 1, 'same'),
+      await kit.reserve('acc_b', id, 'p1', 1, 'same'),
+      await kit.reserve('acc_a', id, 'p1_x', 1, 'same'),
+      // Fields run together differently: (p1, acc_a, "x_same") against (p1_x, acc_a, "same") above.
+      await kit.reserve('acc_a', id, 'p1', 1, 'x_same'),
+      await kit.reserve('acc_a_', id, 'p1', 1, 'same'),
+    ];
+    expect(made.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    expect(new Set(made.map((r) => r.body.reservationId)).size).toBe(5);
+    expect(new Set(made.map((r) => r.body.orderId)).size).toBe(5);
   });
 });
