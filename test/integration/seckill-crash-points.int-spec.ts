@@ -93,21 +93,29 @@ async function expectConverged(svc: ServiceProcess, id: string, rsvId: string | 
   }
 }
 
+/** The reserve boundaries, each with a quantity that reaches it (5: over several shards). */
+const RESERVE_POINTS: [string, number][] = [
+  ['seckill.reserve.after-take', 1],
+  ['seckill.reserve.after-order', 1],
+  ['seckill.reserve.after-claim', 5],
+  ['seckill.reserve.after-part', 5],
+];
+
+/** A sale on an instance that dies at `point` while reserving `quantity`, and a fresh instance on the same Redis. */
+async function reserveKilledAt(point: string, quantity: number) {
+  const prefix = randomPrefix();
+  const doomed = await start(prefix, point);
+  const id = await sale(doomed);
+  await reserve(doomed, id, quantity, 'tap').catch(() => null);
+  await diedAtCrashPoint(doomed, point);
+  return { prefix, id, fresh: await start(prefix) };
+}
+
 describe('seckill crash points: a reservation killed at each step boundary converges', () => {
-  it.each([
-    ['seckill.reserve.after-take', 1],
-    ['seckill.reserve.after-order', 1],
-    ['seckill.reserve.after-claim', 5],
-    ['seckill.reserve.after-part', 5],
-  ])(
+  it.each(RESERVE_POINTS)(
     '%s (quantity %i), left alone: the safety net gives every unit back once and closes its order',
     async (point, quantity) => {
-      const prefix = randomPrefix();
-      const doomed = await start(prefix, point);
-      const id = await sale(doomed);
-      await reserve(doomed, id, quantity, 'tap').catch(() => null);
-      await diedAtCrashPoint(doomed, point);
-      const fresh = await start(prefix);
+      const { prefix, id, fresh } = await reserveKilledAt(point, quantity);
       const before = await stockOf(fresh, id);
       expect(before.reserved + before.available).toBe(6);
       await netSettles(prefix);
@@ -117,20 +125,10 @@ describe('seckill crash points: a reservation killed at each step boundary conve
     60_000,
   );
 
-  it.each([
-    ['seckill.reserve.after-take', 1],
-    ['seckill.reserve.after-order', 1],
-    ['seckill.reserve.after-claim', 5],
-    ['seckill.reserve.after-part', 5],
-  ])(
+  it.each(RESERVE_POINTS)(
     '%s (quantity %i), retried on a fresh instance: one reservation of exactly its quantity; cancelled, every unit back',
     async (point, quantity) => {
-      const prefix = randomPrefix();
-      const doomed = await start(prefix, point);
-      const id = await sale(doomed);
-      await reserve(doomed, id, quantity, 'tap').catch(() => null);
-      await diedAtCrashPoint(doomed, point);
-      const fresh = await start(prefix);
+      const { prefix, id, fresh } = await reserveKilledAt(point, quantity);
       const again = await reserve(fresh, id, quantity, 'tap');
       expect([again.status, again.body.quantity, again.body.state]).toEqual([expect.any(Number), quantity, 'RESERVED']);
       expect([200, 201]).toContain(again.status);
