@@ -8,8 +8,12 @@
 -- keys go, epoch ms). Invariant: initial = available + reserved + sold.
 --
 -- A reservation record (the rsv hash, by reservation id) is JSON:
---   s state (RESERVED, SOLD, RELEASED), a account, q quantity,
+--   s state (RESERVED, SOLD, RELEASED), a account, q quantity (the units on this shard),
 --   e expires at, h the buyer's home shard, c created at, t settled at
+-- A reservation taken over several shards has a record on each shard it visited (q: the units it took there,
+-- possibly 0), with n its whole quantity; the one on the home shard (its master) also has p, the other shards
+-- in the order they are visited (comma-separated), and f = 1 once it was given back because the whole
+-- quantity could not be met.
 --
 -- The due set (a zset on the same slot) holds every RESERVED reservation of
 -- the shard, scored by its expiry: it is written in the same step that takes
@@ -55,14 +59,23 @@ local function sameExpiry(stockKey, key)
   expireWith(redis.call('HGET', stockKey, 'expireAt'), key)
 end
 
+--- Takes the record's `q` units (0 or more), records it, and (with `due`) puts it in the due set; returns the record.
+local function takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, due)
+  if rec.q > 0 then
+    redis.call('HINCRBY', stockKey, 'available', -rec.q)
+    redis.call('HINCRBY', stockKey, 'reserved', rec.q)
+  end
+  redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))
+  expireWith(st.expireAt, rsvKey)
+  if due then
+    redis.call('ZADD', dueKey, rec.e, rsvId)
+    expireWith(st.expireAt, dueKey)
+  end
+  return rec
+end
+
 --- Takes `qty` units, records the reservation and puts it in the due set; returns the record.
 local function takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, expiresAt, home, now)
-  redis.call('HINCRBY', stockKey, 'available', -qty)
-  redis.call('HINCRBY', stockKey, 'reserved', qty)
   local rec = {s = 'RESERVED', a = account, q = qty, e = expiresAt, h = home, c = now, t = 0}
-  redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))
-  redis.call('ZADD', dueKey, expiresAt, rsvId)
-  expireWith(st.expireAt, rsvKey)
-  expireWith(st.expireAt, dueKey)
-  return rec
+  return takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, true)
 end

@@ -4,32 +4,44 @@
   per-user limit and the stock, checked and taken in one step. The per-user
   limit counts everything the buyer holds of the product, reserved or sold,
   on every shard: the home shard keeps the buyer's total (holds), and a
-  reservation taken from another shard (fall-over) is first claimed here
-  (claims), so the limit is checked in one place. Idempotent on the
-  reservation id (made from the account and the request id). A reservation
-  taken here also enters the shard's due set (scored by its expiry), in this
-  same step: the safety net's sweep finds it there until it is sold or
-  released, even if the process that ran this dies right after. A claim
-  enters it too (as c|<reservation id>|<account>), so that one whose
-  reservation was never taken elsewhere is freed.
+  reservation taken over several shards is first claimed here (claims), so
+  the limit is checked in one place. Idempotent on the reservation id (made
+  from the account and the request id). A reservation taken here also enters
+  the shard's due set (scored by its expiry), in this same step: the safety
+  net's sweep finds it there until it is sold or released, even if the
+  process that ran this dies right after.
+
+  When this shard has too little and the product has other shards, nothing
+  is written until the caller names the other shards to visit (ARGV[7], read
+  from their stock first). With them, this step claims the whole quantity
+  here, takes what this shard has (0 or more) and writes the reservation's
+  master record (n: the whole quantity, p: the shards to visit, in order):
+  every copy of the request then visits the same shards in the same order,
+  and take-3.lua's first visit of a shard decides its part for good, so
+  copies of one request, retried or concurrent, make one reservation. The
+  claim enters the due set as c|<reservation id>|<account>, so that a
+  reservation a crash left half taken is settled whole.
 
   KEYS[1]  the home shard's stock hash
   KEYS[2]  the home shard's reservations hash (id -> record JSON)
   KEYS[3]  the home shard's holds hash (account -> units held of the product)
-  KEYS[4]  the home shard's claims hash (reservation id -> units, for reservations taken on other shards)
+  KEYS[4]  the home shard's claims hash (reservation id -> units, for reservations taken over several shards)
   KEYS[5]  the home shard's due set (RESERVED reservation ids and claims by expiry, for the safety net's sweep)
   ARGV[1]  reservation id
   ARGV[2]  account id
   ARGV[3]  quantity (1..)
   ARGV[4]  1 when the account may buy in this activity, 0 when not
   ARGV[5]  the pay window, ms: the reservation expires this long after now
-  ARGV[6]  1 when the product has other shards to fall over to, 0 when not
+  ARGV[6]  1 when the product has other shards to take from, 0 when not
+  ARGV[7]  '' (first call), or the other shards to take the rest from, in order, comma-separated
 
   Returns: {outcome, detail...}
-    {'RESERVED', expiresAt, available left here}   taken here
+    {'RESERVED', expiresAt, available left here}   taken here, whole
     {'EXISTING', record JSON}                      this reservation exists here (nothing changed)
-    {'CLAIMED', units}                             claimed here earlier for another shard: find it there
-    {'FALL_OVER', available here}                  nothing left here; the units are claimed, take them elsewhere
+    {'CLAIM', record JSON}                         claimed now: the master record; take the rest on its shards
+    {'CLAIMED', units, record JSON or ''}          claimed by an earlier call: the master record ('' when it was
+                                                   claimed before master records were written)
+    {'SHORT', available here}                      too little here, nothing written: name the shards (ARGV[7])
     {'SOLD_OUT', available here}                   not enough left (no other shard)
     {'LIMIT_EXCEEDED', held, limit}
     {'NOT_STARTED'} {'ENDED'} {'NOT_ELIGIBLE'}
@@ -50,13 +62,14 @@ local qty = tonumber(ARGV[3])
 local eligible = ARGV[4] == '1'
 local payWindowMs = tonumber(ARGV[5])
 local canFallOver = ARGV[6] == '1'
+local plan = ARGV[7]
 
 local st = shardState(stockKey)
 if not st then return {'NO_PRODUCT'} end
 local existing = redis.call('HGET', rsvKey, rsvId)
-if existing then return {'EXISTING', existing} end
 local claimed = redis.call('HGET', claimsKey, rsvId)
-if claimed then return {'CLAIMED', claimed} end
+if claimed then return {'CLAIMED', claimed, existing or ''} end
+if existing then return {'EXISTING', existing} end
 
 local now = serverTimeMs()
 local refusal = windowRefusal(st, now)
@@ -73,10 +86,13 @@ if available >= qty then
   return {'RESERVED', rec.e, available - qty}
 end
 if not canFallOver then return {'SOLD_OUT', available} end
+if plan == '' then return {'SHORT', available} end
+local rec = {s = 'RESERVED', a = account, q = available, n = qty, e = now + payWindowMs, h = st.shard, c = now, t = 0, p = plan}
+takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, false)
 redis.call('HINCRBY', holdsKey, account, qty)
 redis.call('HSET', claimsKey, rsvId, qty)
-redis.call('ZADD', dueKey, now + payWindowMs, claimDueMember(rsvId, account))
+redis.call('ZADD', dueKey, rec.e, claimDueMember(rsvId, account))
 expireWith(st.expireAt, holdsKey)
 expireWith(st.expireAt, claimsKey)
 expireWith(st.expireAt, dueKey)
-return {'FALL_OVER', available}
+return {'CLAIM', cjson.encode(rec)}

@@ -28,8 +28,10 @@ redis.call('ZREM', dueKey, rsvId)
 local rec = cjson.decode(raw)
 if rec.s == 'SOLD' then return {'ALREADY'} end
 if rec.s == 'RELEASED' then return {'RELEASED'} end
-redis.call('HINCRBY', stockKey, 'reserved', -rec.q)
-redis.call('HINCRBY', stockKey, 'sold', rec.q)
+if rec.q > 0 then
+  redis.call('HINCRBY', stockKey, 'reserved', -rec.q)
+  redis.call('HINCRBY', stockKey, 'sold', rec.q)
+end
 rec.s = 'SOLD'
 rec.t = serverTimeMs()
 redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { crashPoint } from '../common/crash-points';
 import { eachLimit } from '../common/for-each-limit';
 import { clipUnits } from '../common/text';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
@@ -17,9 +19,9 @@ import type { ReserveCommand } from './seckill-commands';
 import { SeckillConfig } from './seckill.config';
 import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.errors';
 import { SeckillMetrics } from './seckill.metrics';
-import { SeckillStore } from './seckill.store';
+import { type ReleaseReply, SeckillStore } from './seckill.store';
 import type { ShardKeys } from './seckill-keys';
-import type { ProductRecord, ReservationLocation, ReservationRecord, ReservationState } from './seckill.types';
+import { type ProductRecord, type ReservationLocation, type ReservationRecord, type ReservationState, unitsOf } from './seckill.types';
 import { productTopic, SoldOutMemory } from './sold-out-memory';
 
 /**
@@ -34,6 +36,10 @@ const SWEEP_BATCH = 100;
 const SWEEP_PAGE = 1000;
 /** A claim's member in a due set (lua/includes/seckill-shard.lua). */
 const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
+/** How long closing a reservation's order waits for the order's lock when another request holds it (a double tap of cancel). */
+const CLOSE_WAIT_MS = 3000;
+/** The orders module's refusal of an order number already used with another payload. */
+const ORDER_NUMBER_TAKEN = 'ORDER_NO_REUSED';
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
@@ -132,7 +138,8 @@ export class ReservationsService implements OnApplicationBootstrap {
     // the safety net's sweep does not find. A refusal leaves nothing behind.
     const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs);
     // The same requestId is the same request: another quantity under it is a mistake, not a retry.
-    if (!taken.created && taken.record.q !== cmd.quantity) throw this.refused(REFUSALS.requestReused(taken.record.q));
+    if (!taken.created && unitsOf(taken.record) !== cmd.quantity) throw this.refused(REFUSALS.requestReused(unitsOf(taken.record)));
+    crashPoint('seckill.reserve.after-take');
     const view = viewOf(a, p, rsvId, taken.record);
     if (taken.record.s === 'RESERVED') {
       try {
@@ -146,8 +153,10 @@ export class ReservationsService implements OnApplicationBootstrap {
         await this.settle(cmd.accountId, rsvId, loc, 'close').catch((e: Error) =>
           this.logger.warn({ rsvId, err: e.message }, 'could not release a reservation whose order failed; the safety net will'),
         );
+        if ((err as DomainError).code === ORDER_NUMBER_TAKEN) throw this.refused(REFUSALS.requestTaken());
         throw err;
       }
+      crashPoint('seckill.reserve.after-order');
     } else {
       await this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs);
     }
@@ -215,6 +224,7 @@ export class ReservationsService implements OnApplicationBootstrap {
       if (await this.store.hasClaim(home, rsvId)) await this.store.release(home, rsvId, accountId, productTopic(a.activityId, p.productId));
       return 'NONE';
     }
+    if (record.n !== undefined) return this.settleParts(a, p, accountId, rsvId, loc.home, how);
     let sell = how === 'paid';
     if (how === 'close' && record.s === 'RESERVED') {
       const order = await this.closeOrder(a, p, rsvId, record);
@@ -235,6 +245,42 @@ export class ReservationsService implements OnApplicationBootstrap {
       this.soldOut.forget(a.activityId, p.productId);
     }
     return r.stock === 'SOLD' ? 'SOLD' : 'RELEASED';
+  }
+
+  /**
+   * Settles a reservation taken over several shards, as `settle`: its order first (for `close`), then every part (on
+   * the shards its master record names), then the master record on the home shard, which frees the claim. A crash
+   * in between leaves the master RESERVED and its claim due: the next settle (the safety net's, a retried cancel,
+   * a redelivered event) does the rest, each part once.
+   */
+  private async settleParts(a: Activity, p: ProductRecord, accountId: string, rsvId: string, home: number, how: 'paid' | 'closed' | 'close') {
+    const homeKeys = this.store.shard(a.activityId, p, home);
+    const master = await this.store.record(homeKeys, rsvId);
+    if (!master) return 'NONE';
+    let sell = how === 'paid' || master.s === 'SOLD';
+    if (how === 'close' && master.s === 'RESERVED') sell = (await this.closeOrder(a, p, rsvId, master)) === 'PAID';
+    const parts = [...partShards(master).map((k) => this.store.shard(a.activityId, p, k)), homeKeys];
+    if (sell) {
+      let released = false;
+      for (const k of parts) {
+        released = (await this.store.sell(k, rsvId)) === 'RELEASED' || released;
+        crashPoint('seckill.settle.after-part');
+      }
+      if (released) this.logger.error({ rsvId }, 'a paid order’s reservation was released before: its units were sold again');
+      else if (master.s === 'RESERVED') this.metrics.sold.inc({});
+      return released ? 'RELEASED' : 'SOLD';
+    }
+    const topic = productTopic(a.activityId, p.productId);
+    let stock: ReleaseReply['stock'] = 'NONE';
+    for (const k of parts) {
+      stock = (await this.store.release(k, rsvId, accountId, topic)).stock;
+      crashPoint('seckill.settle.after-part');
+    }
+    if (stock === 'RELEASED') {
+      this.metrics.released.inc();
+      this.soldOut.forget(a.activityId, p.productId);
+    }
+    return stock === 'SOLD' ? 'SOLD' : 'RELEASED';
   }
 
   /**
@@ -293,6 +339,13 @@ export class ReservationsService implements OnApplicationBootstrap {
     if (claim) {
       const [, rsvId, accountId] = claim;
       const home: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: k, home: k, requestId: '' };
+      // A reservation taken over several shards: settled whole, from its master record here.
+      if ((await this.store.record(keys, rsvId))?.n !== undefined) {
+        const released = (await this.settle(accountId, rsvId, home, 'close')) === 'RELEASED';
+        await this.store.forgetDue(keys, member);
+        if (released) this.metrics.safetyNetReleases.inc();
+        return released;
+      }
       for (let j = 0; j < p.shards; j++) {
         const taken = j === k ? null : await this.store.record(this.store.shard(a.activityId, p, j), rsvId);
         if (!taken) continue;
@@ -314,7 +367,9 @@ export class ReservationsService implements OnApplicationBootstrap {
       await this.store.forgetDue(keys, member);
       return false;
     }
-    const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: k, home: record.h, requestId: '' };
+    // A part of a reservation taken over several shards is settled whole, from its master record on the home shard.
+    const at = record.n !== undefined ? record.h : k;
+    const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: at, home: record.h, requestId: '' };
     const released = (await this.settle(record.a, member, loc, 'close')) === 'RELEASED';
     if (released) this.metrics.safetyNetReleases.inc();
     return released;
@@ -340,7 +395,11 @@ export class ReservationsService implements OnApplicationBootstrap {
     return loc;
   }
 
-  /** The script step: the home shard, then (sharded products) bounded fall-over to the others. */
+  /**
+   * The script step: the home shard takes the whole quantity when it has it. When it has too little (sharded
+   * products), the other shards' stock is read at once: less than the quantity in all is SOLD_OUT (nothing written);
+   * otherwise the home shard claims the quantity and names the shards that have stock, and the parts are taken there.
+   */
   private async take(
     a: Activity,
     p: ProductRecord,
@@ -351,12 +410,22 @@ export class ReservationsService implements OnApplicationBootstrap {
     payWindowMs: number,
   ): Promise<{ record: ReservationRecord; created: boolean }> {
     const homeKeys = this.store.shard(a.activityId, p, loc.home);
-    const r = await this.store.reserve(homeKeys, { rsvId, account: cmd.accountId, qty: cmd.quantity, eligible, payWindowMs, canFallOver: p.shards > 1 });
+    const args = { rsvId, account: cmd.accountId, qty: cmd.quantity, eligible, payWindowMs, canFallOver: p.shards > 1 };
+    let r = await this.store.reserve(homeKeys, args);
+    if (r.outcome === 'SHORT') {
+      const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
+      const left = await this.store.availableOn(others.map((k) => this.store.shard(a.activityId, p, k)));
+      const total = r.available + left.reduce((x, y) => x + y, 0);
+      if (total < cmd.quantity) return this.refuseSoldOut(a, p, total);
+      r = await this.store.reserve(homeKeys, { ...args, plan: others.filter((_, i) => left[i] > 0) });
+    }
     switch (r.outcome) {
       case 'RESERVED':
         return { record: recordOf(cmd, r.expiresAt, loc.home, payWindowMs), created: true };
       case 'EXISTING':
+        if (r.record.f) return this.refuseSoldOut(a, p, 0, true);
         return { record: r.record, created: false };
+      case 'SHORT':
       case 'SOLD_OUT':
         return this.refuseSoldOut(a, p, r.available);
       case 'LIMIT_EXCEEDED':
@@ -369,68 +438,85 @@ export class ReservationsService implements OnApplicationBootstrap {
         throw this.refused(REFUSALS.notEligible());
       case 'NO_PRODUCT':
         throw new SeckillNotFoundError('product');
+      case 'CLAIM':
+        crashPoint('seckill.reserve.after-claim');
+        return this.takeParts(a, p, rsvId, r.record, true);
       case 'CLAIMED':
-      case 'FALL_OVER':
-        return this.fallOver(a, p, loc, rsvId, cmd, payWindowMs, r.outcome === 'CLAIMED' ? null : r.available);
+        if (r.record) return this.takeParts(a, p, rsvId, r.record, false);
+        return this.claimedBefore(a, p, loc, rsvId, cmd);
     }
   }
 
   /**
-   * The units are claimed on the home shard (the per-user limit is checked there, for every shard); take them from
-   * the next shards in turn, at most SECKILL_FALLOVER_TRIES of them. None has enough: the claim is freed and the
-   * answer is SOLD_OUT, counting what the home shard had (`homeAvailable`; null for a retried request, whose home
-   * shard was not read: then the product is not remembered as sold out).
-   *
-   * The request may have been made before (its reservation taken on another shard, and maybe released since, which
-   * freed its claim): the other shards are read first, so that it answers that reservation instead of taking a second
-   * one under the same id where a unit came back. A released one found frees the claim this request just made.
+   * The parts of a reservation claimed on the home shard (its master record `master`): each shard the claim names,
+   * in order, gives what it has of the units still needed, until the quantity is met. Every copy of the request walks
+   * the same shards in the same order, and a shard's first visit decides its part (take-3.lua), so copies add up the
+   * same parts and make one reservation. The quantity not met: every part goes back (once: release-5.lua) and the
+   * answer is SOLD_OUT with what there was, as it is to every later copy.
    */
-  private async fallOver(
+  private async takeParts(
+    a: Activity,
+    p: ProductRecord,
+    rsvId: string,
+    master: ReservationRecord,
+    created: boolean,
+  ): Promise<{ record: ReservationRecord; created: boolean }> {
+    const total = unitsOf(master);
+    const plan = partShards(master);
+    let got = master.q;
+    let settled = master.s !== 'RESERVED';
+    for (const k of plan) {
+      if (got >= total || settled) break;
+      const args = { rsvId, account: master.a, need: total - got, expiresAt: master.e, home: master.h, total };
+      const t = await this.store.take(this.store.shard(a.activityId, p, k), args);
+      if (t.outcome === 'TAKEN') got += t.units;
+      else if (t.outcome === 'EXISTING') {
+        got += t.record.q;
+        settled = t.record.s !== 'RESERVED';
+      } else break;
+      crashPoint('seckill.reserve.after-part');
+    }
+    if (settled) {
+      // Given back or settled since (by another copy, a cancel, the safety net): answer as its master record says.
+      const now = await this.store.record(this.store.shard(a.activityId, p, master.h), rsvId);
+      if (!now || now.f) return this.refuseSoldOut(a, p, 0, true);
+      return { record: now, created: false };
+    }
+    if (got >= total) {
+      if (created) this.metrics.fallOvers.inc();
+      return { record: master, created };
+    }
+    const topic = productTopic(a.activityId, p.productId);
+    for (const k of plan) await this.store.release(this.store.shard(a.activityId, p, k), rsvId, master.a, topic, true);
+    await this.store.release(this.store.shard(a.activityId, p, master.h), rsvId, master.a, topic, true);
+    return this.refuseSoldOut(a, p, got, true);
+  }
+
+  /**
+   * A claim made before master records were written (its reservation taken whole on one other shard): that
+   * reservation, when one of the other shards holds it; else the claim is freed and the request made anew.
+   */
+  private async claimedBefore(
     a: Activity,
     p: ProductRecord,
     loc: ReservationLocation,
     rsvId: string,
     cmd: ReserveCommand,
-    payWindowMs: number,
-    homeAvailable: number | null,
   ): Promise<{ record: ReservationRecord; created: boolean }> {
-    const retried = homeAvailable === null;
-    const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
-    const found = await Promise.all(others.map((k) => this.store.record(this.store.shard(a.activityId, p, k), rsvId)));
-    const at = found.findIndex((r) => r !== null);
-    if (at >= 0) return this.madeBefore(a, p, loc, rsvId, cmd, others[at], found[at]!);
-    let available = homeAvailable ?? 0;
-    for (const k of others.slice(0, this.config.fallOverTries)) {
-      const t = await this.store.take(this.store.shard(a.activityId, p, k), { rsvId, account: cmd.accountId, qty: cmd.quantity, payWindowMs, home: loc.home });
-      if (t.outcome === 'RESERVED') {
-        loc.shard = k;
-        this.metrics.fallOvers.inc();
-        return { record: recordOf(cmd, t.expiresAt, loc.home, payWindowMs), created: true };
-      }
-      if (t.outcome === 'EXISTING') return this.madeBefore(a, p, loc, rsvId, cmd, k, t.record);
-      if (t.outcome === 'EMPTY') available += t.available;
+    const topic = productTopic(a.activityId, p.productId);
+    const homeKeys = this.store.shard(a.activityId, p, loc.home);
+    for (let k = 0; k < p.shards; k++) {
+      const record = k === loc.home ? null : await this.store.record(this.store.shard(a.activityId, p, k), rsvId);
+      if (!record) continue;
+      loc.shard = k;
+      if (record.s === 'RELEASED') await this.store.release(homeKeys, rsvId, cmd.accountId, topic);
+      return { record, created: false };
     }
-    await this.store.release(this.store.shard(a.activityId, p, loc.home), rsvId, cmd.accountId, productTopic(a.activityId, p.productId));
-    return this.refuseSoldOut(a, p, available, retried || others.length > this.config.fallOverTries);
+    await this.store.release(homeKeys, rsvId, cmd.accountId, topic);
+    throw this.refused(REFUSALS.soldOut(0));
   }
 
-  /** The request's reservation, found on shard `k`; released, it holds nothing: the claim on the home shard is freed. */
-  private async madeBefore(
-    a: Activity,
-    p: ProductRecord,
-    loc: ReservationLocation,
-    rsvId: string,
-    cmd: ReserveCommand,
-    k: number,
-    record: ReservationRecord,
-  ): Promise<{ record: ReservationRecord; created: boolean }> {
-    loc.shard = k;
-    if (record.s === 'RELEASED') {
-      await this.store.release(this.store.shard(a.activityId, p, loc.home), rsvId, cmd.accountId, productTopic(a.activityId, p.productId));
-    }
-    return { record, created: false };
-  }
-
+  /** SOLD_OUT with what is left; 0 read from every shard (not `partial`): this instance remembers the product as sold out. */
   private refuseSoldOut(a: Activity, p: ProductRecord, available: number, partial = false): never {
     // Every shard was seen empty: this instance refuses the product without Redis until stock comes back.
     if (available === 0 && !partial) this.soldOut.remember(a.activityId, p.productId);
@@ -461,7 +547,7 @@ export class ReservationsService implements OnApplicationBootstrap {
     return this.orders.createForBuyer({
       merchantId: a.merchantId,
       merchantOrderNo: rsvId,
-      amount: p.price * r.q,
+      amount: p.price * unitsOf(r),
       currency: p.currency,
       subject: clip(`${a.title}: ${p.title}`, 128),
       expireMinutes: a.payWindowMinutes,
@@ -471,19 +557,38 @@ export class ReservationsService implements OnApplicationBootstrap {
 
   /** Makes sure the reservation's order can no longer be paid: created if missing, then closed. Answers PAID or CLOSED. */
   private async closeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<'PAID' | 'CLOSED'> {
-    const { order } = await this.createOrder(a, p, rsvId, r);
+    const made = await this.createOrder(a, p, rsvId, r).catch((err: DomainError) => {
+      if (err.code !== ORDER_NUMBER_TAKEN) throw err;
+      // The merchant's own order holds the reservation's number (another payload): the reservation has no order and
+      // none can be made, so nothing can pay it; that order is the merchant's and is left alone.
+      this.logger.warn({ rsvId, merchantId: a.merchantId }, 'a merchant order holds a reservation’s order number; the reservation is released');
+      return null;
+    });
+    if (!made) return 'CLOSED';
+    const { order } = made;
     if (order.status === 'PAID') return 'PAID';
     if (order.status === 'CLOSED') return 'CLOSED';
-    try {
-      await this.orders.close(a.merchantId, rsvId);
-      return 'CLOSED';
-    } catch (err) {
-      const code = (err as DomainError).code;
-      if (code === 'ORDER_PAID') return 'PAID';
-      if (code === 'ORDER_PAYING') throw seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid');
-      throw err;
+    // Another request holding the order's lock is most often a second tap of the same cancel (or the safety net, or
+    // the order's own expiry) closing it too: wait for it briefly, then answer the outcome.
+    const until = Date.now() + CLOSE_WAIT_MS;
+    for (;;) {
+      try {
+        await this.orders.close(a.merchantId, rsvId);
+        return 'CLOSED';
+      } catch (err) {
+        const code = (err as DomainError).code;
+        if (code === 'ORDER_PAID') return 'PAID';
+        if (code === 'ORDER_PAYING') throw seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid');
+        if (code !== 'LOCK_CONTENDED' || Date.now() >= until) throw err;
+        await sleep(20 + Math.floor(Math.random() * 30));
+      }
     }
   }
+}
+
+/** The shards (other than the home shard) a reservation taken over several shards takes its parts from, in order. */
+function partShards(master: ReservationRecord): number[] {
+  return master.p ? master.p.split(',').map(Number) : [];
 }
 
 function recordOf(cmd: ReserveCommand, expiresAt: number, home: number, payWindowMs: number): ReservationRecord {
@@ -495,8 +600,8 @@ function viewOf(a: Activity, p: ProductRecord, rsvId: string, r: ReservationReco
     reservationId: rsvId,
     activityId: a.activityId,
     productId: p.productId,
-    quantity: r.q,
-    amount: p.price * r.q,
+    quantity: unitsOf(r),
+    amount: p.price * unitsOf(r),
     currency: p.currency,
     orderId: orderIdFor(a.merchantId, rsvId),
     state: r.s,

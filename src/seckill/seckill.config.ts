@@ -3,6 +3,9 @@ import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfigSlice } from '../config/config-slice';
 import { toInt } from '../config/env-validation';
 
+/** Most shards of one product the API takes (the OpenAPI document's maximum); SECKILL_MAX_SHARDS may only lower it. */
+export const MAX_SHARDS = 16;
+
 /** The flash sales' environment variables (see `.env.example`). */
 export class SeckillEnv {
   @IsOptional()
@@ -58,15 +61,8 @@ export class SeckillEnv {
   @Transform(toInt)
   @IsInt()
   @Min(1)
-  @Max(64)
+  @Max(MAX_SHARDS)
   SECKILL_MAX_SHARDS?: number;
-
-  @IsOptional()
-  @Transform(toInt)
-  @IsInt()
-  @Min(0)
-  @Max(63)
-  SECKILL_FALLOVER_TRIES?: number;
 
   @IsOptional()
   @Transform(toInt)
@@ -94,8 +90,6 @@ export class SeckillConfig {
   maxProducts!: number;
   /** Most shards of one product. */
   maxShards!: number;
-  /** Other shards a buyer whose home shard is empty tries, at most. */
-  fallOverTries!: number;
   /** Order events handled at once per shard by one instance. */
   eventConcurrency!: number;
 }
@@ -113,8 +107,7 @@ export const seckillConfig = defineConfigSlice({
     liveRetentionMs: (s.SECKILL_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
     resultsRetentionMs: (s.SECKILL_RESULTS_RETENTION_DAYS ?? 90) * 86_400_000,
     maxProducts: s.SECKILL_MAX_PRODUCTS ?? 10_000,
-    maxShards: s.SECKILL_MAX_SHARDS ?? 16,
-    fallOverTries: s.SECKILL_FALLOVER_TRIES ?? 3,
+    maxShards: s.SECKILL_MAX_SHARDS ?? MAX_SHARDS,
     eventConcurrency: s.SECKILL_EVENT_CONCURRENCY ?? 32,
   }),
 });

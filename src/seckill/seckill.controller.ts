@@ -126,7 +126,7 @@ export class SeckillController {
   @ApiErrors({
     404: noReservation,
     409: {
-      description: 'RESERVATION_PAID, RESERVATION_PAYING, LOCK_CONTENDED (the order is held by another request: retry)',
+      description: 'RESERVATION_PAID, RESERVATION_PAYING, LOCK_CONTENDED (another request held the order for more than 3 s: retry)',
       errors: [
         seckillConflict('RESERVATION_PAID', 'The reservation is paid'),
         seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid'),

@@ -46,4 +46,7 @@ export const REFUSALS = {
   notEligible: () => seckillConflict('NOT_ELIGIBLE', 'This account may not buy in this sale'),
   requestReused: (quantity: number) =>
     seckillConflict('REQUEST_REUSED', `This requestId reserved ${quantity} before; a new reservation needs a new requestId`, { quantity }),
+  /** The reservation's order number is taken by one of the merchant's own orders: another requestId makes another number. */
+  requestTaken: () =>
+    seckillConflict('REQUEST_REUSED', 'This requestId cannot be used for this product; a new reservation needs a new requestId', { quantity: 0 }),
 };

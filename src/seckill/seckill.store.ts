@@ -10,18 +10,17 @@ import type { ActivityRecord, ProductRecord, ReservationLocation, ReservationRec
 /** What reserve-5.lua answered. */
 export type ReserveReply =
   | { outcome: 'RESERVED'; expiresAt: number; left: number }
-  | { outcome: 'EXISTING'; record: ReservationRecord }
-  | { outcome: 'CLAIMED'; units: number }
-  | { outcome: 'FALL_OVER' | 'SOLD_OUT'; available: number }
+  | { outcome: 'EXISTING' | 'CLAIM'; record: ReservationRecord }
+  | { outcome: 'CLAIMED'; units: number; record: ReservationRecord | null }
+  | { outcome: 'SHORT' | 'SOLD_OUT'; available: number }
   | { outcome: 'LIMIT_EXCEEDED'; held: number; limit: number }
   | { outcome: 'NOT_STARTED' | 'ENDED' | 'NOT_ELIGIBLE' | 'NO_PRODUCT' };
 
 /** What take-3.lua answered. */
 export type TakeReply =
-  | { outcome: 'RESERVED'; expiresAt: number; left: number }
+  | { outcome: 'TAKEN'; units: number; left: number }
   | { outcome: 'EXISTING'; record: ReservationRecord }
-  | { outcome: 'EMPTY'; available: number }
-  | { outcome: 'NOT_STARTED' | 'ENDED' | 'NO_PRODUCT' };
+  | { outcome: 'EXPIRED' | 'NOT_STARTED' | 'ENDED' | 'NO_PRODUCT' };
 
 /** What release-5.lua did on one shard. */
 export interface ReleaseReply {
@@ -185,29 +184,43 @@ export class SeckillStore {
 
   // ---- reservations
 
-  async reserve(k: ShardKeys, a: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean }) {
+  /**
+   * reserve-5.lua on the buyer's home shard. `plan`: the other shards to take the rest from, in order (absent: the
+   * first call, which writes nothing when the home shard has too little and answers SHORT).
+   */
+  async reserve(
+    k: ShardKeys,
+    a: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean; plan?: readonly number[] },
+  ): Promise<ReserveReply> {
     const r = await this.scripts.run<[string, ...(string | number)[]]>(
       'seckill/reserve',
       [k.stock, k.rsv, k.holds, k.claims, k.due],
-      [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0],
+      [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0, a.plan?.join(',') ?? ''],
     );
     return decodeReserve(r) as ReserveReply;
   }
 
-  async take(k: ShardKeys, a: { rsvId: string; account: string; qty: number; payWindowMs: number; home: number }): Promise<TakeReply> {
+  /** take-3.lua: one shard's part of a reservation taken over several shards (at most `need` units, maybe none). */
+  async take(k: ShardKeys, a: { rsvId: string; account: string; need: number; expiresAt: number; home: number; total: number }): Promise<TakeReply> {
     const r = await this.scripts.run<[string, ...(string | number)[]]>(
       'seckill/take',
       [k.stock, k.rsv, k.due],
-      [a.rsvId, a.account, a.qty, a.payWindowMs, a.home],
+      [a.rsvId, a.account, a.need, a.expiresAt, a.home, a.total],
     );
     return decodeReserve(r) as TakeReply;
   }
 
-  async release(k: ShardKeys, rsvId: string, account: string, product: string): Promise<ReleaseReply> {
+  /** The available units of each of the shards, read at once. */
+  async availableOn(shards: readonly ShardKeys[]): Promise<number[]> {
+    return Promise.all(shards.map((k) => this.available(k)));
+  }
+
+  /** `failed`: given back because the whole quantity could not be taken (the record keeps `f`). */
+  async release(k: ShardKeys, rsvId: string, account: string, product: string, failed = false): Promise<ReleaseReply> {
     const [stock, claim, available] = await this.scripts.run<[ReleaseReply['stock'], number, number]>(
       'seckill/release',
       [k.stock, k.rsv, k.holds, k.claims, k.due],
-      [rsvId, account, this.restockChannel, product],
+      [rsvId, account, this.restockChannel, product, failed ? 1 : 0],
     );
     return { stock, claimFreed: claim === 1, available };
   }
@@ -279,17 +292,19 @@ function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply | Take
   switch (outcome) {
     case 'RESERVED':
       return { outcome, expiresAt: Number(a), left: Number(b) };
+    case 'TAKEN':
+      return { outcome, units: Number(a), left: Number(b) };
     case 'EXISTING':
+    case 'CLAIM':
       return { outcome, record: JSON.parse(String(a)) as ReservationRecord };
     case 'CLAIMED':
-      return { outcome, units: Number(a) };
-    case 'FALL_OVER':
+      return { outcome, units: Number(a), record: b ? (JSON.parse(String(b)) as ReservationRecord) : null };
+    case 'SHORT':
     case 'SOLD_OUT':
-    case 'EMPTY':
       return { outcome, available: Number(a) };
     case 'LIMIT_EXCEEDED':
       return { outcome, held: Number(a), limit: Number(b) };
     default:
-      return { outcome: outcome as 'NOT_STARTED' | 'ENDED' | 'NOT_ELIGIBLE' | 'NO_PRODUCT' };
+      return { outcome: outcome as 'EXPIRED' | 'NOT_STARTED' | 'ENDED' | 'NOT_ELIGIBLE' | 'NO_PRODUCT' };
   }
 }

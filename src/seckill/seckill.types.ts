@@ -68,7 +68,16 @@ export interface ReservationRecord {
   c: number;
   /** Settled at (sold or released; 0 until then). */
   t: number;
+  /** A reservation taken over several shards: its whole quantity (q is this shard's part, maybe 0), on every part. */
+  n?: number;
+  /** Its master record (on the home shard): the other shards it takes from, in order, comma-separated. */
+  p?: string;
+  /** Its master record: 1 when it was given back because its whole quantity could not be taken. */
+  f?: number;
 }
+
+/** The units a reservation holds in all (of every shard it was taken from). */
+export const unitsOf = (r: ReservationRecord): number => r.n ?? r.q;
 
 /** Where a reservation is: what the buyer's index keeps. */
 export interface ReservationLocation {

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { shardKeys } from '../../src/seckill/seckill-keys';
+import { MAX_SHARDS, seckillConfig } from '../../src/seckill/seckill.config';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, merchantHeaders, useAppOnOwnRedis, userToken } from '../support/test-app';
@@ -60,6 +61,16 @@ describe('seckill admin: identities', () => {
   });
 });
 
+describe('seckill admin: the documented maximum of shards is the enforced one', () => {
+  it('ProductDto.shards documents 16, SECKILL_MAX_SHARDS cannot raise it, and 17 is refused', async () => {
+    const doc = (await request(ctx.t.server).get('/docs-json')).body;
+    expect(doc.components.schemas.ProductDto.properties.shards).toMatchObject({ minimum: 1, maximum: MAX_SHARDS });
+    expect(MAX_SHARDS).toBe(16);
+    expect(() => seckillConfig.load({ SECKILL_MAX_SHARDS: '17' })).toThrow(/SECKILL_MAX_SHARDS/);
+    expect(seckillConfig.load({ SECKILL_MAX_SHARDS: '16' }).maxShards).toBe(16);
+  });
+});
+
 describe('seckill admin: bad input (400 naming the field, nothing stored)', () => {
   type Body = ReturnType<typeof activityBody>;
   const cases: [string, (id: string) => Body, string][] = [
@@ -77,6 +88,7 @@ describe('seckill admin: bad input (400 naming the field, nothing stored)', () =
     ],
     ['shards above the stock', (id) => activityBody(id, [{ productId: 'p1', stock: 2, shards: 3 }]), 'products.0.shards'],
     ['shards above SECKILL_MAX_SHARDS (4)', (id) => activityBody(id, [{ productId: 'p1', stock: 100, shards: 5 }]), 'products.0.shards'],
+    ['shards above the documented maximum (16)', (id) => activityBody(id, [{ productId: 'p1', stock: 100, shards: 17 }]), 'products[0].shards'],
     [
       'price × limit above the order maximum',
       (id) => activityBody(id, [{ productId: 'p1', stock: 5, price: 5_000_000_000 }], { perUserLimit: 3 }),

@@ -178,13 +178,13 @@ describe('the safety net', () => {
     }
   });
 
-  it('a process killed after a fall-over claim and before the take: the sweep frees the claim, so the buyer may buy again', async () => {
+  it('a process killed after a claim over several shards and before its parts: the sweep settles it whole, so the buyer may buy again', async () => {
     const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
     const { p, keys } = await kit.shards(id, 'p');
     const account = 'acc_claimed';
     const home = homeShard(account, 'p', 2);
     const k = kit.store.shard(id, p, home);
-    // The home shard emptied by others, then the script claims the unit there for a take on the other shard; no take.
+    // The home shard emptied by another buyer, then the script claims the unit there, naming the other shard; no part is taken.
     const filler = await kit.store.reserve(k, {
       rsvId: reservationIdFor(id, 'p', 'acc_fill', 'f'),
       account: 'acc_fill',
@@ -195,7 +195,8 @@ describe('the safety net', () => {
     });
     expect(filler.outcome).toBe('RESERVED');
     const rsvId = reservationIdFor(id, 'p', account, 'req-c');
-    expect((await kit.store.reserve(k, { rsvId, account, qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true })).outcome).toBe('FALL_OVER');
+    const claim = await kit.store.reserve(k, { rsvId, account, qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true, plan: [1 - home] });
+    expect(claim).toMatchObject({ outcome: 'CLAIM', record: { s: 'RESERVED', q: 0, n: 1, h: home, p: String(1 - home) } });
     const member = `c|${rsvId}|${account}`;
     expect(await dueOf(keys[home])).toContain(member);
     // The claim holds the buyer's one unit: another request is over the limit.
@@ -204,35 +205,39 @@ describe('the safety net', () => {
     await dueNow(keys[home], member);
     await waitUntil('the net to free the claim', async () => !(await kit.store.hasClaim(k, rsvId)) || 'not yet', 10_000, 20);
     expect(await dueOf(keys[home])).not.toContain(member);
-    // Nothing was taken for it anywhere, and the buyer's limit is free again: the other shard's unit is theirs.
+    expect(await kit.store.record(k, rsvId)).toMatchObject({ s: 'RELEASED' });
+    // Its order was made unpayable (created closed), nothing was taken for it anywhere, and the buyer's limit is free again.
+    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 1, sold: 0 });
     expect((await kit.reserve(account, id, 'p', 1, 'req-c3')).status).toBe(201);
   });
 
-  it('a claim due before its reservation (taken later, by a retry) leaves the reservation alone: its own due entry settles it', async () => {
-    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
-    const { p, keys } = await kit.shards(id, 'p');
-    const account = 'acc_retried';
-    const home = homeShard(account, 'p', 2);
-    const other = 1 - home;
-    const k = kit.store.shard(id, p, home);
-    const filler = { rsvId: reservationIdFor(id, 'p', 'acc_fill2', 'f'), account: 'acc_fill2', qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true };
-    expect((await kit.store.reserve(k, filler)).outcome).toBe('RESERVED');
+  it('a process killed after the parts of a reservation over several shards and before its order: the sweep gives back every part once', async () => {
+    const id = await sale([{ productId: 'p', stock: 6, shards: 3 }], { perUserLimit: 5 });
+    const { keys } = await kit.shards(id, 'p');
+    const account = 'acc_parts';
+    const home = homeShard(account, 'p', 3);
+    const plan = [(home + 1) % 3, (home + 2) % 3];
     const rsvId = reservationIdFor(id, 'p', account, 'req-r');
-    expect((await kit.store.reserve(k, { rsvId, account, qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true })).outcome).toBe('FALL_OVER');
-    // The retry takes the unit on the other shard (the claim was made by the first try).
-    expect((await kit.store.take(kit.store.shard(id, p, other), { rsvId, account, qty: 1, payWindowMs: 60_000, home })).outcome).toBe('RESERVED');
-    const member = `c|${rsvId}|${account}`;
-    await dueNow(keys[home], member);
-    await waitUntil('the sweep to drop the claim’s entry', async () => !(await dueOf(keys[home])).includes(member) || 'not yet', 10_000, 20);
-    // The reservation is untouched (not due yet), its claim still counts, and its own entry is still due later.
-    expect(await kit.store.record(keys[other], rsvId)).toMatchObject({ s: 'RESERVED' });
-    expect(await kit.store.hasClaim(k, rsvId)).toBe(true);
-    expect(await dueOf(keys[other])).toEqual([rsvId]);
-    // Released, both go: the units where they were taken, the claim on the home shard.
-    expect(await kit.store.release(keys[other], rsvId, account, 'topic')).toMatchObject({ stock: 'RELEASED' });
-    expect(await kit.store.release(k, rsvId, account, 'topic')).toMatchObject({ claimFreed: true });
-    expect(await dueOf(keys[other])).toEqual([]);
+    const claim = await kit.store.reserve(keys[home], { rsvId, account, qty: 5, eligible: true, payWindowMs: 60_000, canFallOver: true, plan });
+    expect(claim).toMatchObject({ outcome: 'CLAIM', record: { q: 2, n: 5 } });
+    const e = claim.outcome === 'CLAIM' ? claim.record.e : 0;
+    for (const [k, need, got] of [
+      [plan[0], 3, 2],
+      [plan[1], 1, 1],
+    ]) {
+      expect(await kit.store.take(keys[k], { rsvId, account, need, expiresAt: e, home, total: 5 })).toMatchObject({ outcome: 'TAKEN', units: got });
+    }
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 5 });
+    // The parts come due with the claim (one expiry for the whole reservation).
+    expect(await dueOf(keys[plan[0]])).toEqual([rsvId]);
+    await dueNow(keys[plan[0]], rsvId);
+    await waitUntil('the net to settle it', async () => (await kit.store.record(keys[home], rsvId))?.s === 'RELEASED' || 'not yet', 10_000, 20);
+    for (const k of keys) expect(await kit.store.record(k, rsvId)).toMatchObject({ s: 'RELEASED' });
+    expect(await kit.store.hasClaim(keys[home], rsvId)).toBe(false);
+    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
+    await waitUntil('the due sets to be empty', async () => (await Promise.all(keys.map(dueOf))).flat().length === 0 || 'not yet', 10_000, 20);
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 6, reserved: 0, sold: 0, returned: 5 });
   });
 
   // Entries of the former safety-net queue (scheduled per reservation before the sweep) are still handled.

@@ -37,13 +37,14 @@ async function sale(products: Parameters<typeof activityBody>[1], over: Paramete
 }
 
 const stockOf = async (k: ShardKeys) => (await kit.store.stock(k))!;
-const opts = (over: Partial<{ qty: number; eligible: boolean; canFallOver: boolean; account: string; rsvId: string }> = {}) => ({
+const opts = (over: Partial<{ qty: number; eligible: boolean; canFallOver: boolean; account: string; rsvId: string; plan: number[] }> = {}) => ({
   rsvId: over.rsvId ?? rsv(),
   account: over.account ?? 'acc_1',
   qty: over.qty ?? 1,
   eligible: over.eligible ?? true,
   payWindowMs: HOUR,
   canFallOver: over.canFallOver ?? false,
+  ...(over.plan ? { plan: over.plan } : {}),
 });
 
 describe('reserve-5.lua', () => {
@@ -93,62 +94,95 @@ describe('reserve-5.lua', () => {
     expect(await stockOf(o)).toMatchObject({ available: 2, reserved: 0 });
   });
 
-  it('home shard empty with other shards: FALL_OVER claims the units against the limit; the same id again is CLAIMED', async () => {
-    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 2 });
+  it('home shard short with other shards: SHORT writes nothing; with the shards named, CLAIM takes what is here and claims the whole quantity; again CLAIMED', async () => {
+    const id = await sale([{ productId: 'p', stock: 4, shards: 2 }], { perUserLimit: 3 });
     const [k0] = (await kit.shards(id, 'p')).keys;
     expect((await kit.store.reserve(k0, opts({ account: 'acc_x' }))).outcome).toBe('RESERVED');
-    const a = opts({ canFallOver: true });
-    expect(await kit.store.reserve(k0, a)).toEqual({ outcome: 'FALL_OVER', available: 0 });
-    expect(await raw.hget(k0.claims, a.rsvId)).toBe('1');
-    expect(await raw.hget(k0.holds, 'acc_1')).toBe('1');
-    // The claim is due too, so that the safety net frees it if its reservation is never taken elsewhere.
+    const a = opts({ qty: 3, canFallOver: true });
+    expect(await kit.store.reserve(k0, a)).toEqual({ outcome: 'SHORT', available: 1 });
+    expect(await raw.hlen(k0.claims)).toBe(0);
+    expect(await raw.hexists(k0.rsv, a.rsvId)).toBe(0);
+    const claim = await kit.store.reserve(k0, { ...a, plan: [1] });
+    expect(claim).toMatchObject({ outcome: 'CLAIM', record: { s: 'RESERVED', a: 'acc_1', q: 1, n: 3, h: 0, p: '1' } });
+    expect(await raw.hget(k0.claims, a.rsvId)).toBe('3');
+    expect(await raw.hget(k0.holds, 'acc_1')).toBe('3');
+    // The claim is due (the master record is settled through it), so that a reservation left half taken is settled whole.
     expect(await raw.zscore(k0.due, `c|${a.rsvId}|acc_1`)).not.toBeNull();
-    expect(await kit.store.reserve(k0, a)).toEqual({ outcome: 'CLAIMED', units: 1 });
-    // The claim counts against the limit: 1 claimed + 2 more is over 2.
-    expect(await kit.store.reserve(k0, opts({ qty: 2, canFallOver: true }))).toEqual({ outcome: 'LIMIT_EXCEEDED', held: 1, limit: 2 });
-    // Freed (nothing was taken elsewhere): the claim and its hold go, the stock is untouched.
-    expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'NONE', claimFreed: true, available: 0 });
+    expect(await raw.zscore(k0.due, a.rsvId)).toBeNull();
+    expect(await kit.store.reserve(k0, a)).toMatchObject({ outcome: 'CLAIMED', units: 3, record: { q: 1, n: 3, p: '1' } });
+    expect(await stockOf(k0)).toMatchObject({ initial: 2, available: 0, reserved: 2 });
+    // The claim counts against the limit: 3 claimed + 1 more is over 3.
+    expect(await kit.store.reserve(k0, opts({ qty: 1, canFallOver: true }))).toEqual({ outcome: 'LIMIT_EXCEEDED', held: 3, limit: 3 });
+    // Given back (its parts could not be met): the unit here, the claim and its hold go; the record says it failed.
+    expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic', true)).toEqual({ stock: 'RELEASED', claimFreed: true, available: 1 });
     expect(await raw.hexists(k0.claims, a.rsvId)).toBe(0);
     expect(await raw.hexists(k0.holds, 'acc_1')).toBe(0);
     expect(await raw.zscore(k0.due, `c|${a.rsvId}|acc_1`)).toBeNull();
-    expect(await stockOf(k0)).toMatchObject({ initial: 1, available: 0, reserved: 1 });
+    expect(await kit.store.reserve(k0, a)).toMatchObject({ outcome: 'EXISTING', record: { s: 'RELEASED', f: 1 } });
+    expect(await stockOf(k0)).toMatchObject({ initial: 2, available: 1, reserved: 1 });
   });
 });
 
 describe('take-3.lua', () => {
-  it('takes on another shard once (EXISTING again), refuses an empty shard (EMPTY), an ended one and a missing one', async () => {
-    const id = await sale([{ productId: 'p', stock: 3, shards: 2 }], { perUserLimit: 3 });
+  it('takes what the shard has up to the need, once (EXISTING again); a visit that finds nothing is recorded too; refusals write nothing', async () => {
+    const id = await sale([{ productId: 'p', stock: 4, shards: 2 }], { perUserLimit: 3 });
     const { p, keys } = await kit.shards(id, 'p');
     const [k0, k1] = keys;
-    const one = { rsvId: rsv(), account: 'acc_1', qty: 1, payWindowMs: HOUR, home: 0 };
-    const t = await kit.store.take(k1, one);
-    expect(t).toMatchObject({ outcome: 'RESERVED', left: 0 });
+    const e = (await kit.store.now()) + HOUR;
+    const one = { rsvId: rsv(), account: 'acc_1', need: 3, expiresAt: e, home: 0, total: 3 };
+    expect(await kit.store.take(k1, one)).toEqual({ outcome: 'TAKEN', units: 2, left: 0 });
     expect(await raw.zrange(k1.due, '0', '-1')).toEqual([one.rsvId]);
-    expect(await kit.store.take(k1, one)).toMatchObject({ outcome: 'EXISTING', record: { s: 'RESERVED', h: 0, q: 1 } });
-    expect(await kit.store.take(k1, { ...one, rsvId: rsv() })).toEqual({ outcome: 'EMPTY', available: 0 });
+    expect(await kit.store.take(k1, one)).toMatchObject({ outcome: 'EXISTING', record: { s: 'RESERVED', h: 0, q: 2, n: 3, e } });
+    // Nothing left: the visit decides this shard's part (none), so no later copy of the request takes here.
+    const two = { ...one, rsvId: rsv(), need: 1 };
+    expect(await kit.store.take(k1, two)).toEqual({ outcome: 'TAKEN', units: 0, left: 0 });
+    expect(await kit.store.take(k1, two)).toMatchObject({ outcome: 'EXISTING', record: { q: 0 } });
+    expect(await raw.zrange(k1.due, '0', '-1')).toEqual([one.rsvId]);
+    expect(await kit.store.take(k0, { ...one, rsvId: rsv(), expiresAt: e - 2 * HOUR })).toEqual({ outcome: 'EXPIRED' });
     await kit.store.endShard(k0);
     expect(await kit.store.take(k0, { ...one, rsvId: rsv(), home: 1 })).toEqual({ outcome: 'ENDED' });
     expect(await kit.store.take(kit.store.shard(id, p, 5), { ...one, rsvId: rsv() })).toEqual({ outcome: 'NO_PRODUCT' });
-    expect(await stockOf(k1)).toMatchObject({ initial: 1, available: 0, reserved: 1 });
+    expect(await stockOf(k1)).toMatchObject({ initial: 2, available: 0, reserved: 2 });
     expect(await stockOf(k0)).toMatchObject({ initial: 2, available: 2, reserved: 0 });
+    expect(await raw.hlen(k0.rsv)).toBe(0);
   });
 
-  it('a fall-over reservation released on both shards: units back on the taking shard, the claim freed on the home shard, once', async () => {
-    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 2 });
+  it('a reservation over two shards released part by part, then on its home shard: units back where they were taken, the claim freed, once', async () => {
+    const id = await sale([{ productId: 'p', stock: 4, shards: 2 }], { perUserLimit: 3 });
     const [k0, k1] = (await kit.shards(id, 'p')).keys;
     expect((await kit.store.reserve(k0, opts({ account: 'acc_x' }))).outcome).toBe('RESERVED');
-    const a = opts({ canFallOver: true });
-    expect((await kit.store.reserve(k0, a)).outcome).toBe('FALL_OVER');
-    expect((await kit.store.take(k1, { ...a, home: 0 })).outcome).toBe('RESERVED');
-    expect(await kit.store.release(k1, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'RELEASED', claimFreed: false, available: 1 });
-    expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'NONE', claimFreed: true, available: 0 });
-    expect(await kit.store.release(k1, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'ALREADY', claimFreed: false, available: 1 });
-    expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'NONE', claimFreed: false, available: 0 });
+    const a = opts({ qty: 3, canFallOver: true, plan: [1] });
+    const claim = await kit.store.reserve(k0, a);
+    expect(claim.outcome).toBe('CLAIM');
+    const e = claim.outcome === 'CLAIM' ? claim.record.e : 0;
+    expect(await kit.store.take(k1, { rsvId: a.rsvId, account: 'acc_1', need: 2, expiresAt: e, home: 0, total: 3 })).toMatchObject({
+      outcome: 'TAKEN',
+      units: 2,
+    });
+    expect(await kit.store.release(k1, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'RELEASED', claimFreed: false, available: 2 });
+    expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'RELEASED', claimFreed: true, available: 1 });
+    expect(await kit.store.release(k1, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'ALREADY', claimFreed: false, available: 2 });
+    expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'ALREADY', claimFreed: false, available: 1 });
     expect(await raw.hgetall(k0.holds)).toEqual({ acc_x: '1' });
-    expect(await stockOf(k1)).toMatchObject({ available: 1, reserved: 0, released: 1 });
+    expect(await stockOf(k1)).toMatchObject({ available: 2, reserved: 0, released: 2 });
     // Nothing of it is due any more; acc_x's reservation still is.
     expect(await raw.zcard(k1.due)).toBe(0);
     expect(await raw.zrange(k0.due, '0', '-1')).toHaveLength(1);
+  });
+
+  it('a sold reservation over two shards keeps its claim: a release of its home record is refused and frees nothing', async () => {
+    const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 2 });
+    const [k0, k1] = (await kit.shards(id, 'p')).keys;
+    const a = opts({ qty: 2, canFallOver: true, plan: [1] });
+    const claim = await kit.store.reserve(k0, a);
+    const e = claim.outcome === 'CLAIM' ? claim.record.e : 0;
+    expect(await kit.store.take(k1, { rsvId: a.rsvId, account: 'acc_1', need: 1, expiresAt: e, home: 0, total: 2 })).toMatchObject({ units: 1 });
+    expect(await kit.store.sell(k1, a.rsvId)).toBe('SOLD');
+    expect(await kit.store.sell(k0, a.rsvId)).toBe('SOLD');
+    expect(await kit.store.release(k0, a.rsvId, 'acc_1', 'topic')).toEqual({ stock: 'SOLD', claimFreed: false, available: 0 });
+    expect(await raw.hget(k0.holds, 'acc_1')).toBe('2');
+    expect(await stockOf(k0)).toMatchObject({ sold: 1, reserved: 0 });
+    expect(await stockOf(k1)).toMatchObject({ sold: 1, reserved: 0 });
   });
 });
 

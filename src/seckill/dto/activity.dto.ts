@@ -21,6 +21,7 @@ import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
 import { IsIdString } from '../../orders/orders-api.decorators';
 import { ACCOUNT_ID_RE, ACTIVITY_ID_RE, PRODUCT_ID_RE } from '../seckill-keys';
+import { MAX_SHARDS } from '../seckill.config';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 /** Most accounts on one activity's eligibility list. */
@@ -70,11 +71,11 @@ export class ProductDto {
   perUserLimit?: number;
 
   /** Sub-stocks on different hash slots, for a hot product (at most the stock, and SECKILL_MAX_SHARDS) */
-  @ApiPropertyOptional({ example: 1, default: 1, maximum: 64 })
+  @ApiPropertyOptional({ example: 1, default: 1, minimum: 1, maximum: MAX_SHARDS })
   @IsOptionalField()
   @IsInt()
   @Min(1)
-  @Max(64)
+  @Max(MAX_SHARDS)
   shards?: number;
 }
 
