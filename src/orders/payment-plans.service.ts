@@ -67,6 +67,7 @@ export class PaymentPlansService {
       if (active && supersede?.ok) {
         const r = await this.store.write({
           orderId,
+          number: o,
           planId: active.planId,
           guard,
           order: { version: orderVersion, set: { activePlan: '' } },
@@ -82,6 +83,7 @@ export class PaymentPlansService {
       const legStamp = String(o.createdAt);
       const r = await this.store.write({
         orderId,
+        number: o,
         planId,
         guard,
         order: { version: orderVersion, set: { planSeq: seq, activePlan: planId, accountId } },

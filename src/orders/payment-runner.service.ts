@@ -293,10 +293,11 @@ export class PaymentRunner implements OnApplicationBootstrap {
     return this.commit(run, { plan: { instructions } });
   }
 
-  /** write-3 with the versions this run last saw and the plan lock's token; the run's records follow the write. */
+  /** write-4 with the versions this run last saw and the plan lock's token; the run's records follow the write. */
   private async commit(run: Run, change: { order?: FieldUpdates; plan: FieldUpdates; event?: OrderEventType; deadline?: number }): Promise<void> {
     const r = await this.store.write({
       orderId: run.order.orderId,
+      number: run.order,
       planId: run.plan.planId,
       guard: { lock: 'plan', token: run.lock.fencingToken },
       ...(change.order ? { order: { version: run.order.version, set: change.order } } : {}),

@@ -2,6 +2,7 @@ import { DomainError, STATUS_BY_KIND } from '../../src/errors/domain-error';
 import { ApiError } from '../../src/http/api-error';
 import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
+import { orderNumberKeyOf } from '../../src/orders/order-keys';
 import { legReference } from '../../src/orders/order-queues';
 import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
 import type { OrdersService } from '../../src/orders/orders.service';
@@ -20,6 +21,13 @@ export const TWO_LEGS: Legs = [
 export function resetChannels(channels: ChannelGateway): void {
   for (const m of PAYMENT_METHODS) channels.configure(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' });
 }
+
+/**
+ * The id of the order (merchant, merchantOrderNo) names (ids are random: only the orders module knows it); when
+ * there is none, an id that names no order.
+ */
+export const orderIdOf = async (orders: OrdersService, merchantId: string, merchantOrderNo: string): Promise<string> =>
+  (await orders.orderIdOf(merchantId, merchantOrderNo)) ?? orderNumberKeyOf(merchantId, merchantOrderNo);
 
 /** A new order of `merchant` (its amount the sum of `legs`) with one PENDING plan of `legs` for `account`. */
 export async function orderWithPlan(
