@@ -27,7 +27,7 @@ type CloseOutcome = { kind: 'closed' | 'unchanged'; order: OrderRecord } | { kin
 /**
  * Master orders: created idempotently by merchants or, for
  * a known payer, by other modules in process; read, closed by the merchant or
- * at their expiry. Every state write is the write-3 compare-and-set, under the
+ * at their expiry. Every state write is the write-4 compare-and-set, under the
  * order lock with its fencing token.
  *
  * The one owner of the order expiry: the `order-expiry` delay-queue entry is

@@ -88,7 +88,7 @@ describe('payment plans: recovery', () => {
       const again = await runner.pay({ accountId: 'acc-f4', planId: a.planId });
       await sleep(PLAN_LEASE_MS + 500);
       const plan = await plans.get('acc-f4', a.planId);
-      const [balance, quickpay] = ledger(a, a.instructions);
+      const [balance, quickpay] = await ledger(a, a.instructions);
       expect({
         status: again.status,
         reversal: plan.instructions[0].reversal,
@@ -109,14 +109,14 @@ describe('payment plans: recovery', () => {
       jest.restoreAllMocks();
       const failed = await plans.get('acc-f4-kill', a.planId);
       expect([failed.status, failed.instructions[0].reversal]).toEqual(['FAILED', 'PENDING']);
-      expect(netHeld(ledger(a, a.instructions))).toBe(2800);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(2800);
 
       await waitUntil('the queued reversal ran', async () => (await plans.get('acc-f4-kill', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
-      const [balance] = ledger(a, a.instructions);
-      expect([balance?.refunds, netHeld(ledger(a, a.instructions))]).toEqual([1, 0]);
+      const [balance] = await ledger(a, a.instructions);
+      expect([balance?.refunds, netHeld(await ledger(a, a.instructions))]).toEqual([1, 0]);
       // The worker acks the entry once its handler has returned, a moment after the REVERSED write.
       await waitUntil('the reversal entry was acked', async () => (await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)) === null, 5_000);
-      expect(ledger(a, a.instructions)[0]?.refunds).toBe(1);
+      expect((await ledger(a, a.instructions))[0]?.refunds).toBe(1);
     });
 
     it('paying a FAILED plan queues again a reversal it still owes whose entry is gone', async () => {
@@ -137,7 +137,7 @@ describe('payment plans: recovery', () => {
 
       expect((await runner.pay({ accountId: 'acc-f4-requeue', planId: a.planId })).status).toBe('FAILED');
       await waitUntil('the re-queued reversal ran', async () => (await plans.get('acc-f4-requeue', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
-      expect(netHeld(ledger(a, a.instructions))).toBe(0);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(0);
     });
   });
 
@@ -152,11 +152,11 @@ describe('payment plans: recovery', () => {
 
       await waitUntil('the plan resumed', async () => (await plans.get(`acc-f5-${index}`, a.planId)).status === 'PAID', 10_000);
       expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAID');
-      expect(ledger(a, a.instructions).map((e) => [e?.state, e?.payCalls])).toEqual([
+      expect((await ledger(a, a.instructions)).map((e) => [e?.state, e?.payCalls])).toEqual([
         ['paid', 1],
         ['paid', 1],
       ]);
-      expect(netHeld(ledger(a, a.instructions))).toBe(12800);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(12800);
       expect(await queue.get(RESUME_QUEUE, a.planId)).toBeNull();
     });
 
@@ -176,7 +176,7 @@ describe('payment plans: recovery', () => {
       configure('balance', { query: 'success' });
       await waitUntil('the plan paid', async () => (await plans.get('acc-f5-query', a.planId)).status === 'PAID', 10_000);
       expect(failed).toBeGreaterThanOrEqual(1);
-      expect(ledger(a, a.instructions).map((e) => e?.payCalls)).toEqual([1, 1]);
+      expect((await ledger(a, a.instructions)).map((e) => e?.payCalls)).toEqual([1, 1]);
     });
 
     it('a SENT instruction whose pay never reached the channel is not taken as paid: the channel knows no such payment', async () => {
@@ -189,7 +189,7 @@ describe('payment plans: recovery', () => {
       const after = await runner.pay({ accountId: 'acc-f6', planId: a.planId });
       expect(channels.channel('ebanking').calls.pay).toBe(paysBefore);
       expect([after.status, after.instructions[0].status]).toEqual(['FAILED', 'FAILED']);
-      expect(ledger(a, a.instructions)).toEqual([undefined]);
+      expect(await ledger(a, a.instructions)).toEqual([undefined]);
       expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('CREATED');
     });
   });
@@ -205,6 +205,6 @@ describe('payment plans: recovery', () => {
     await waitUntil('the plan failed', async () => (await plans.get('acc-late-fail', a.planId)).status === 'FAILED', 10_000);
     await waitUntil('the order closed', async () => (await orders.get(MERCHANT, a.merchantOrderNo)).status === 'CLOSED', 10_000);
     expect((await orders.get(MERCHANT, a.merchantOrderNo)).closeReason).toBe('EXPIRED');
-    await waitUntil('the refund', async () => netHeld(ledger(a, a.instructions)) === 0, 10_000);
+    await waitUntil('the refund', async () => netHeld(await ledger(a, a.instructions)) === 0, 10_000);
   });
 });

@@ -52,7 +52,7 @@ describe(OrdersService.name, () => {
   const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
   const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
   const ledger = (plan: { planId: string; legStamp: string }, legs?: Legs) => ledgerOf(channels, plan, legs);
-  const net = (plan: { planId: string; legStamp: string }, legs?: Legs) => netHeld(ledger(plan, legs));
+  const net = async (plan: { planId: string; legStamp: string }, legs?: Legs) => netHeld(await ledger(plan, legs));
   /** Every event of the order in its shard stream, oldest first. */
   const eventsOf = async (orderId: string) => {
     const entries = await raw.xrange(orderKeys(keyBuilder, orderId)[2], '-', '+');
@@ -259,11 +259,11 @@ describe(OrdersService.name, () => {
       expect(paid.length + refused.length).toBe(10);
       expect(new Set(refused)).toEqual(new Set(['LOCK_CONTENDED']));
       expect([channelCalls('balance').pay - before[0], channelCalls('quickpay').pay - before[1]]).toEqual([1, 1]);
-      expect(ledger(a).map((e) => [e?.state, e?.payCalls, e?.refunds])).toEqual([
+      expect((await ledger(a)).map((e) => [e?.state, e?.payCalls, e?.refunds])).toEqual([
         ['paid', 1, 0],
         ['paid', 1, 0],
       ]);
-      expect(net(a)).toBe(12800);
+      expect(await net(a)).toBe(12800);
       expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'PAID', paidPlanId: a.planId });
       expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
       // Paying a paid plan again runs nothing.
@@ -282,11 +282,11 @@ describe(OrdersService.name, () => {
         ['quickpay', 'FAILED', undefined],
       ]);
       expect(channelCalls('balance').reverse - reversesBefore).toBe(1);
-      expect(ledger(a).map((e) => [e?.state, e?.refunds])).toEqual([
+      expect((await ledger(a)).map((e) => [e?.state, e?.refunds])).toEqual([
         ['paid', 1],
         ['declined', 0],
       ]);
-      expect(net(a)).toBe(0);
+      expect(await net(a)).toBe(0);
       const order = await orders.checkout('acc-fail', a.orderId);
       expect([order.status, order.activePlanId]).toEqual(['CREATED', undefined]);
 
@@ -315,8 +315,8 @@ describe(OrdersService.name, () => {
       configure('balance', { reverse: 'success' });
       await waitUntil('the reversal confirmed', async () => (await plans.get('acc-rev', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       expect(channelCalls('ebanking').pay).toBe(ebankingPays);
-      expect(ledger(a, a.instructions).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
-      expect(net(a, a.instructions)).toBe(0);
+      expect((await ledger(a, a.instructions)).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
+      expect(await net(a, a.instructions)).toBe(0);
     });
 
     it.each([
@@ -347,8 +347,8 @@ describe(OrdersService.name, () => {
       expect(order.status).toBe(planStatus === 'PAID' ? 'PAID' : 'CREATED');
       if (planStatus === 'FAILED') expect((await plans.get('acc-unknown', a.planId)).instructions[0].reversal).toBe('REVERSED');
       // Once the channel answered, what it holds is what the plan says: everything, or nothing.
-      expect(net(a)).toBe(planStatus === 'PAID' ? 12800 : 0);
-      expect(ledger(a).map((e) => e?.payCalls)).toEqual([1, 1]);
+      expect(await net(a)).toBe(planStatus === 'PAID' ? 12800 : 0);
+      expect((await ledger(a)).map((e) => e?.payCalls)).toEqual([1, 1]);
     });
 
     it('a query that stays unknown is retried with backoff until the channel knows', async () => {

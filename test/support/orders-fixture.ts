@@ -1,7 +1,7 @@
 import { DomainError, STATUS_BY_KIND } from '../../src/errors/domain-error';
 import { ApiError } from '../../src/http/api-error';
 import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
-import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
+import type { LedgerEntry } from '../../src/orders/channels/channel-ledger';
 import { orderNumberKeyOf } from '../../src/orders/order-keys';
 import { legReference } from '../../src/orders/order-queues';
 import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
@@ -46,7 +46,7 @@ export async function orderWithPlan(
 
 /** What each channel's ledger holds for the plan's instructions (under their channel references), in order. */
 export const ledgerOf = (channels: ChannelGateway, plan: { planId: string; legStamp: string }, legs: ReadonlyArray<{ method: PaymentMethod }> = TWO_LEGS) =>
-  legs.map((l, i) => channels.channel(l.method).ledger(legReference(plan, i)));
+  Promise.all(legs.map((l, i) => channels.channel(l.method).ledger(legReference(plan, i))));
 
 /** Money the channels hold over these entries: charged and not given back. */
 export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
