@@ -192,7 +192,7 @@ export class ReservationsService implements OnApplicationBootstrap {
     const loc = await this.store.locate(e.accountId, e.merchantOrderNo);
     if (!loc) return;
     const a = await this.catalog.get(loc.activityId);
-    if (!a || a.merchantId !== e.merchantId) return;
+    if (!a || a.merchantId !== e.merchantId || (await this.orders.orderIdOf(a.merchantId, e.merchantOrderNo)) !== e.orderId) return;
     await this.settle(e.accountId, e.merchantOrderNo, loc, e.type === 'order.paid' ? 'paid' : 'closed');
   }
 
