@@ -132,6 +132,7 @@ export class OrdersService implements OnApplicationBootstrap {
     const r = await this.locks.withLock(orderLockName(orderId), ORDER_LOCK, (lock) => this.closeLocked(orderId, lock, 'MERCHANT', merchantId));
     if (r.kind === 'not-found') throw orderNotFound();
     if (r.kind === 'refused') throw refusalError(r.refusal, 'close');
+    if (r.kind === 'closed') crashPoint('orders.close.after-write');
     await this.disarmExpiry(orderId);
     return merchantView(r.order);
   }
@@ -152,6 +153,8 @@ export class OrdersService implements OnApplicationBootstrap {
     const { order } = await this.store.read(orderId);
     if (expiryStepOf(order?.status) === 'done') return;
     const r = await this.locks.withLock(orderLockName(orderId), ORDER_LOCK, (lock) => this.closeLocked(orderId, lock, 'EXPIRED'));
+    // The entry is acked only once this returns: a death here has it delivered again, to find the order closed.
+    if (r.kind === 'closed') crashPoint('orders.expire.after-write');
     if (r.kind === 'refused' && r.refusal === 'ORDER_PAYING') throw new Error(`order ${orderId} is being paid; its expiry tries again later`);
   }
 

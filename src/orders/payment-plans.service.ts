@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
+import { crashPoint } from '../common/crash-points';
 import { LockService } from '../locks/lock.service';
 import type { CreatePlanCommand } from './order-commands';
 import { expectWritten, invalidField, orderConflict, orderNotFound, planNotFound, refusalError } from './order-errors';
@@ -75,6 +76,7 @@ export class PaymentPlansService {
         });
         expectWritten(r);
         orderVersion = r.orderVersion;
+        crashPoint('orders.plan.after-supersede');
       }
 
       const seq = o.planSeq + 1;
@@ -106,6 +108,7 @@ export class PaymentPlansService {
         deadline: o.expiresAt,
       });
       expectWritten(r);
+      crashPoint('orders.plan.after-write');
       this.metrics.plansCreated.inc();
       const plan: PlanRecord = {
         planId,
