@@ -29,7 +29,7 @@ import Fastify from 'fastify';
 import type { AppConfig } from '../src/config/app-config';
 import { queueKeys } from '../src/delay-queue/delay-queue.keys';
 import { EXPIRY_QUEUE } from '../src/orders/order-queues';
-import { orderIdFor, orderKeys } from '../src/orders/order-keys';
+import { newOrderId, orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/orders/order-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
 import { activityKeys, buyerIndexKey } from '../src/seckill/seckill-keys';
 import type { ActivityRecord } from '../src/seckill/seckill.types';
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const products = (process.env.PRODUCTS ?? '').split(',').filter(Boolean);
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const reserve = command('seckill/reserve');
-  const writeOrder = command('orders/write');
+  const createOrder = command('orders/create');
   const schedule = command('delay-queue/schedule');
   const shard = (a: string, p: string) => `${prefix}:seckill:{p:${a}:${p}:0}:`;
   const keys = new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig);
@@ -103,13 +103,14 @@ async function main(): Promise<void> {
         void reply.status(409);
         return { outcome: r[0], detail: r.slice(1) };
       }
-      const orderId = orderIdFor(a.merchantId, rsvId);
+      const orderId = newOrderId(a.merchantId, rsvId);
+      const numberKey = orderNumberKeyOf(a.merchantId, rsvId);
       const amount = p.price * quantity;
       const subject = `${a.title}: ${p.title}`.slice(0, 128);
       const fingerprint = createHash('sha256')
         .update(JSON.stringify([amount, p.currency, subject, a.payWindowMinutes, account]))
         .digest('hex');
-      const values = JSON.stringify({
+      const fields = {
         orderId,
         merchantId: a.merchantId,
         merchantOrderNo: rsvId,
@@ -123,32 +124,26 @@ async function main(): Promise<void> {
         payerAccountId: account,
         activePlan: '',
         planSeq: '0',
-      });
+      };
       const index = buyerIndexKey(keys, account);
       const keepUntil = a.endsAt + liveRetentionMs;
       const location = JSON.stringify({ activityId, productId, shard: 0, home: 0, requestId, at: Date.now() });
       const [written] = await Promise.all([
         (async () => {
-          const w = (await writeOrder(
-            ...orderKeys(keys, orderId),
-            '',
-            0,
-            0,
-            values,
-            '',
-            '{}',
-            'order.created',
+          // The service arms the expiry first, then creates the order with the entry's due time as its expiresAt.
+          const due = (await schedule(...expiry.keys, orderId, 'delay', payWindowMs, JSON.stringify({ orderId }), 'keep', expiry.channel)) as number[];
+          const w = (await createOrder(
+            orderIndexKey(keys, numberKey),
+            orderKeys(keys, numberKey)[0],
+            orderKeys(keys, orderId)[0],
+            orderKeys(keys, orderId)[2],
+            orderId,
+            numberKey,
+            JSON.stringify({ ...fields, createdAt: String(due[2] - payWindowMs), expiresAt: String(due[2]) }),
             eventsMaxLen,
-            '',
             orderRetentionMs,
-            2,
             0,
-            'createdAt',
-            0,
-            'expiresAt',
-            payWindowMs,
           )) as number[];
-          await schedule(...expiry.keys, orderId, 'at', w[3] + payWindowMs, JSON.stringify({ orderId }), 'keep', expiry.channel);
           return w;
         })(),
         redis.hset(index, rsvId, location),

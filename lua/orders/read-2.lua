@@ -1,7 +1,7 @@
 --[[
   Reads one master order and, optionally, one of its payment plans, with the
   Redis clock, so a caller decides on one consistent snapshot and then writes
-  with the versions it saw (see write-3).
+  with the versions it saw (see write-4).
 
   KEYS[1]  order hash
   KEYS[2]  plan hash (a key that does not exist when no plan is wanted)

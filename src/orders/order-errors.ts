@@ -76,7 +76,7 @@ export function refusalError(
   }
 }
 
-/** Throws when write-3 refused: a record changed meanwhile, a newer lock holder wrote, or the order expired. */
+/** Throws when write-4 refused: a record changed meanwhile, a newer lock holder wrote, or the order expired. */
 export function expectWritten(r: WriteResult): void {
   if (r.status === 'OK') return;
   if (r.status === 'VERSION') throw orderConflict('ORDER_CHANGED', 'The order changed while this request ran; read it again and retry');

@@ -56,7 +56,7 @@ export interface EventConsumer {
   stop(): Promise<void>;
 }
 
-/** A stream entry's fields as the write-3 script stores them. */
+/** A stream entry's fields as the write-4 script stores them. */
 export function toOrderEvent(stream: string, id: string, fields: string[]): OrderEvent {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]] = fields[i + 1];

@@ -1,5 +1,5 @@
 import type { KeyShape } from '../redis/key-shape';
-import { deadEventStreamKeys, ORDER_ID_RE, ORDER_KEYS, orderKeys, PLAN_ID_RE, shardOf } from './order-keys';
+import { channelLedgerKey, deadEventStreamKeys, noIndexKey, ORDER_ID_RE, ORDER_KEYS, orderIndexKey, orderKeys, PLAN_ID_RE, shardOf } from './order-keys';
 
 const shardId = (orderId: string) => String(shardOf(orderId));
 const orderOfPlan = (planId: string) => PLAN_ID_RE.exec(planId)![1];
@@ -26,6 +26,25 @@ export const KEY_SHAPES: KeyShape[] = [
     carries: ([p]) => ({ id: shardId(orderOfPlan(p)), partId: p }),
   },
   { name: 'no plan', space, kind: 's', part: 'no-plan', rules: [ORDER_ID_RE], make: (b, [o]) => orderKeys(b, o)[1], carries: ([o]) => ({ id: shardId(o) }) },
+  {
+    name: 'order number index',
+    space,
+    kind: 's',
+    part: 'order-no',
+    rules: [ORDER_ID_RE],
+    make: (b, [n]) => orderIndexKey(b, n),
+    carries: ([n]) => ({ id: shardId(n), partId: n }),
+  },
+  { name: 'no index', space, kind: 's', part: 'no-index', rules: [ORDER_ID_RE], make: (b, [o]) => noIndexKey(b, o), carries: ([o]) => ({ id: shardId(o) }) },
+  {
+    name: 'simulated channel ledger',
+    space,
+    kind: 'c',
+    part: 'ledger',
+    rules: [/^[a-z]{1,16}$/, /^[A-Za-z0-9_.:-]{1,120}$/],
+    make: (b, [m, ref]) => channelLedgerKey(b, m, ref),
+    carries: ([m, ref]) => ({ id: ref, partId: m }),
+  },
   {
     name: 'order events',
     space,

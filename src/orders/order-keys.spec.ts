@@ -1,19 +1,29 @@
 import { KeyBuilder } from '../redis/key-builder';
 import type { AppConfig } from '../config/app-config';
-import { ORDER_ID_RE, ORDER_SHARDS, orderIdFor, orderIdOfPlan, orderKeys, planIdFor, shardOf } from './order-keys';
+import { newOrderId, ORDER_ID_RE, ORDER_SHARDS, orderIdOfPlan, orderIndexKey, orderKeys, orderNumberKeyOf, planIdFor, shardOf } from './order-keys';
 
 describe('order ids and keys', () => {
   const keys = new KeyBuilder({ redis: { keyPrefix: 'rp' } } as AppConfig);
 
-  it('derives one opaque order id per (merchant, merchantOrderNo)', () => {
-    const id = orderIdFor('m_demo', 'A-1');
-    expect(id).toMatch(ORDER_ID_RE);
-    expect(orderIdFor('m_demo', 'A-1')).toBe(id);
-    expect(new Set([id, orderIdFor('m_other', 'A-1'), orderIdFor('m_demo', 'A-2'), orderIdFor('m_demo\nA', '1')]).size).toBe(4);
+  it('derives one number key per (merchant, merchantOrderNo)', () => {
+    const key = orderNumberKeyOf('m_demo', 'A-1');
+    expect(key).toMatch(ORDER_ID_RE);
+    expect(orderNumberKeyOf('m_demo', 'A-1')).toBe(key);
+    expect(new Set([key, orderNumberKeyOf('m_other', 'A-1'), orderNumberKeyOf('m_demo', 'A-2'), orderNumberKeyOf('m_demo\nA', '1')]).size).toBe(4);
+  });
+
+  it('draws a new order id every time, which the number does not give away, in the shard of its number index entry', () => {
+    const ids = Array.from({ length: 50 }, () => newOrderId('m_demo', 'A-1'));
+    expect(new Set(ids).size).toBe(50);
+    for (const id of ids) {
+      expect(id).toMatch(ORDER_ID_RE);
+      expect(id).not.toBe(orderNumberKeyOf('m_demo', 'A-1'));
+      expect(/\{([^}]+)\}/.exec(orderKeys(keys, id)[0])![1]).toBe(/\{([^}]+)\}/.exec(orderIndexKey(keys, orderNumberKeyOf('m_demo', 'A-1')))![1]);
+    }
   });
 
   it("puts an order, its plans and its shard's events stream under one hash tag", () => {
-    const orderId = orderIdFor('m_demo', 'A-1');
+    const orderId = newOrderId('m_demo', 'A-1');
     const planId = planIdFor(orderId, 3);
     expect(orderIdOfPlan(planId)).toBe(orderId);
     expect(orderIdOfPlan(`${orderId}_p0`)).toBeUndefined();
@@ -22,7 +32,7 @@ describe('order ids and keys', () => {
   });
 
   it('spreads orders over every shard', () => {
-    const shards = new Set(Array.from({ length: 400 }, (_, i) => shardOf(orderIdFor('m_demo', `n-${i}`))));
+    const shards = new Set(Array.from({ length: 400 }, (_, i) => shardOf(newOrderId('m_demo', `n-${i}`))));
     expect(shards.size).toBe(ORDER_SHARDS);
   });
 });

@@ -1,8 +1,11 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
-/** The orders' keys: one shard's orders, plans and event streams (`{s:<shard>}`). */
-export const ORDER_KEYS = defineKeySpace('orders', { s: 'id' });
+/**
+ * The orders' keys: one shard's orders, plans, number index and event streams (`{s:<shard>}`); the simulated
+ * channels' ledger, one tag per reference (`{c:<ref>}`).
+ */
+export const ORDER_KEYS = defineKeySpace('orders', { s: 'id', c: 'id' });
 /**
  * Orders are spread over this many hash-tag shards (`{s:0}` … `{s:15}`). An order, its plans and the
  * shard's events stream share one slot, so a state change and its event are one script on Redis
@@ -18,9 +21,21 @@ export const MERCHANT_ORDER_NO_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** An app account id (a bearer token's subject), as every module's account ids: `.` and `..` refused likewise. */
 export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 
-/** The order id of (merchant, merchantOrderNo): deterministic, so creating an order is one script on one key. */
-export function orderIdFor(merchantId: string, merchantOrderNo: string): string {
+/**
+ * The name of (merchant, merchantOrderNo) in the order index: a hash anyone can compute, so it is never an order
+ * id. Orders stored before ids were random have exactly this as their id (their number index has no entry); an
+ * order's id shares its shard (the first 8 hex digits), so the index and the order are in one slot.
+ */
+export function orderNumberKeyOf(merchantId: string, merchantOrderNo: string): string {
   return `ord_${createHash('sha256').update(`${merchantId}\n${merchantOrderNo}`).digest('hex').slice(0, 24)}`;
+}
+
+/**
+ * A new order id for (merchant, merchantOrderNo): the shard part of its number key, then 64 random bits, so no
+ * caller can derive it, and each life of a merchantOrderNo (re-created after its retention) gets its own id.
+ */
+export function newOrderId(merchantId: string, merchantOrderNo: string): string {
+  return `${orderNumberKeyOf(merchantId, merchantOrderNo).slice(0, 12)}${randomBytes(8).toString('hex')}`;
 }
 
 /** A plan's id names its order (so its keys are found, in the order's shard) and its number within the order. */
@@ -43,6 +58,24 @@ const shardKeys = (builder: KeyBuilder, shard: number) => builder.tagged(ORDER_K
 export function orderKeys(builder: KeyBuilder, orderId: string, planId?: string): [string, string, string] {
   const t = shardKeys(builder, shardOf(orderId));
   return [t.key('order', orderId), planId ? t.key('plan', planId) : t.key('no-plan'), t.key('events')];
+}
+
+/**
+ * The order index entry of a number key (`orderNumberKeyOf`): the id of the order that (merchant, merchantOrderNo)
+ * names now, kept as long as that order. In the shard of every order of that number.
+ */
+export function orderIndexKey(builder: KeyBuilder, numberKey: string): string {
+  return shardKeys(builder, shardOf(numberKey)).key('order-no', numberKey);
+}
+
+/** The key of the write script for "no index entry" (an order stored before the index): never written. */
+export function noIndexKey(builder: KeyBuilder, orderId: string): string {
+  return shardKeys(builder, shardOf(orderId)).key('no-index');
+}
+
+/** The simulated channel `method`'s ledger entry of a payment reference. */
+export function channelLedgerKey(builder: KeyBuilder, method: string, ref: string): string {
+  return builder.tagged(ORDER_KEYS, 'c', ref).key('ledger', method);
 }
 
 /** The events stream of every shard, by shard number. */

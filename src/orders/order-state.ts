@@ -4,7 +4,7 @@ import type { OrderStatus, PlanStatus } from './order.types';
  * The state machines of master orders and payment plans: for every status and
  * every action, the status it leads to or the reason it is refused. Pure, so
  * it is unit-tested exhaustively; the services ask it instead of repeating the
- * rules (the write-3 compare-and-set still refuses a record that changed since
+ * rules (the write-4 compare-and-set still refuses a record that changed since
  * it was read).
  */
 

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { LocksModule } from '../locks/locks.module';
 import { ChannelGateway } from './channels/channel-gateway';
+import { ChannelLedger } from './channels/channel-ledger';
 import { ChannelsAdminController } from './channels-admin.controller';
 import { MerchantOrdersController } from './merchant-orders.controller';
 import { ORDER_LOCK_POLICIES } from './order-lock-policies';
@@ -27,6 +28,7 @@ import { WalletChannel } from './channels/wallet-channel';
     PaymentPlansService,
     PaymentRunner,
     ChannelGateway,
+    ChannelLedger,
     WalletChannel,
     OrdersMetrics,
     OrderEventsService,

@@ -6,7 +6,8 @@ import type { LockHandle } from '../locks/lock.types';
 import type { CheckoutOrderDto, OrderDto } from './dto/order.dto';
 import { type CreateOrderCommand, type CreateOrderForBuyerCommand, DEFAULT_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
 import { expectWritten, invalidField, orderConflict, orderNotFound, refusalError } from './order-errors';
-import { ORDER_ID_RE, orderIdFor } from './order-keys';
+import { crashPoint } from '../common/crash-points';
+import { newOrderId, ORDER_ID_RE } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
 import { EXPIRY_QUEUE } from './order-queues';
 import { expiryStepOf, orderTransition, planTransition, type Refusal } from './order-state';
@@ -26,7 +27,7 @@ type CloseOutcome = { kind: 'closed' | 'unchanged'; order: OrderRecord } | { kin
 /**
  * Master orders: created idempotently by merchants or, for
  * a known payer, by other modules in process; read, closed by the merchant or
- * at their expiry. Every state write is the write-3 compare-and-set, under the
+ * at their expiry. Every state write is the write-4 compare-and-set, under the
  * order lock with its fencing token.
  *
  * The one owner of the order expiry: the `order-expiry` delay-queue entry is
@@ -106,21 +107,32 @@ export class OrdersService implements OnApplicationBootstrap {
     return { order: order ? orderView(order) : undefined, now };
   }
 
+  /**
+   * For other modules, in process: the id of the order (merchant, merchantOrderNo) names, undefined when there is
+   * none. Order ids are random: this is the only way from a number to its order.
+   */
+  async orderIdOf(merchantId: string, merchantOrderNo: string): Promise<string | undefined> {
+    const orderId = await this.store.orderIdOf({ merchantId, merchantOrderNo });
+    const order = await this.store.readOrderFields(orderId, ['orderId', 'merchantId', 'merchantOrderNo']);
+    return order?.merchantId === merchantId && order.merchantOrderNo === merchantOrderNo ? orderId : undefined;
+  }
+
   async get(merchantId: string, merchantOrderNo: string): Promise<OrderDto> {
-    const { order } = await this.store.read(orderIdFor(merchantId, merchantOrderNo));
+    const { order } = await this.store.read(await this.store.orderIdOf({ merchantId, merchantOrderNo }));
     if (!order || order.merchantId !== merchantId) throw orderNotFound();
     return merchantView(order);
   }
 
   /** Closes an unpaid order (idempotent: a closed order is returned as it is). Paid or being paid: 409. */
   async close(merchantId: string, merchantOrderNo: string): Promise<OrderDto> {
-    const orderId = orderIdFor(merchantId, merchantOrderNo);
+    const orderId = await this.store.orderIdOf({ merchantId, merchantOrderNo });
     // An order that does not exist gets its 404 before any lock is taken, so it leaves no lock state behind.
     const { order: seen } = await this.store.read(orderId);
     if (!seen || seen.merchantId !== merchantId) throw orderNotFound();
     const r = await this.locks.withLock(orderLockName(orderId), ORDER_LOCK, (lock) => this.closeLocked(orderId, lock, 'MERCHANT', merchantId));
     if (r.kind === 'not-found') throw orderNotFound();
     if (r.kind === 'refused') throw refusalError(r.refusal, 'close');
+    if (r.kind === 'closed') crashPoint('orders.close.after-write');
     await this.disarmExpiry(orderId);
     return merchantView(r.order);
   }
@@ -141,15 +153,19 @@ export class OrdersService implements OnApplicationBootstrap {
     const { order } = await this.store.read(orderId);
     if (expiryStepOf(order?.status) === 'done') return;
     const r = await this.locks.withLock(orderLockName(orderId), ORDER_LOCK, (lock) => this.closeLocked(orderId, lock, 'EXPIRED'));
+    // The entry is acked only once this returns: a death here has it delivered again, to find the order closed.
+    if (r.kind === 'closed') crashPoint('orders.expire.after-write');
     if (r.kind === 'refused' && r.refusal === 'ORDER_PAYING') throw new Error(`order ${orderId} is being paid; its expiry tries again later`);
   }
 
   /**
-   * (Re)arms the order's expiry at its `expiresAt` (due in the past: now). `replace` also restarts the
-   * entry's attempts (an expiry that gave up while the order was being paid); `keep` leaves a queued one.
+   * (Re)arms the order's expiry at its `expiresAt` (due in the past: now), or after a delay on the Redis clock
+   * (before the order is written); answers the entry's due time. `replace` also restarts the entry's attempts
+   * (an expiry that gave up while the order was being paid); `keep` leaves a queued one.
    */
-  async armExpiry(orderId: string, expiresAt: number, ifExists: 'keep' | 'replace'): Promise<void> {
-    await this.queue.schedule(EXPIRY_QUEUE, orderId, { dueAt: expiresAt }, { orderId }, { ifExists });
+  async armExpiry(orderId: string, due: number | { delayMs: number }, ifExists: 'keep' | 'replace'): Promise<number> {
+    const when = typeof due === 'number' ? { dueAt: due } : due;
+    return (await this.queue.schedule(EXPIRY_QUEUE, orderId, when, { orderId }, { ifExists })).dueAt;
   }
 
   /** Cancels the order's expiry (the order is paid or closed). Best effort: a leftover entry finds nothing to do. */
@@ -162,12 +178,18 @@ export class OrdersService implements OnApplicationBootstrap {
     const problem = orderCommandProblem(command);
     if (problem) throw invalidField(problem.field, problem.message);
     const { merchantId } = command;
-    const orderId = orderIdFor(merchantId, command.merchantOrderNo);
+    const number = { merchantId, merchantOrderNo: command.merchantOrderNo };
     const expireMinutes = command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;
     const payer = command.payerAccountId ?? '';
     // The payer joins the payload only when named, so orders created without one keep their fingerprint.
     const payload: unknown[] = [command.amount, command.currency, command.subject, expireMinutes, ...(payer ? [payer] : [])];
     const fingerprint = createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+    // The expiry is armed first, for a fresh random id, and the order written second with the entry's due time as
+    // its expiresAt: a process that dies between the two leaves an entry that finds no order, never an order that
+    // does not expire. A duplicate cancels its entry and keeps the existing order's.
+    const orderId = newOrderId(merchantId, command.merchantOrderNo);
+    const expiresAt = await this.armExpiry(orderId, { delayMs: expireMinutes * 60_000 }, 'keep');
+    crashPoint('orders.create.after-expiry');
     const set = {
       orderId,
       merchantId,
@@ -178,19 +200,21 @@ export class OrdersService implements OnApplicationBootstrap {
       expireMinutes,
       fingerprint,
       status: 'CREATED',
-      createdAt: serverNow(),
-      expiresAt: serverNow(expireMinutes * 60_000),
+      // Its life is counted from the expiry's arming, a moment before the write.
+      createdAt: expiresAt - expireMinutes * 60_000,
+      expiresAt,
       // A named payer binds the order from the start, as a first plan binds it otherwise.
       accountId: payer,
       payerAccountId: payer,
       activePlan: '',
       planSeq: 0,
     };
-    const r = await this.store.write({ orderId, order: { version: 0, set }, event: 'order.created' });
-    if (r.status !== 'VERSION') expectWritten(r);
-    const created = r.status === 'OK';
+    const r = await this.store.create(orderId, number, set);
+    crashPoint('orders.create.after-write');
+    const { created } = r;
+    if (!created) await this.disarmExpiry(orderId);
     // Created now: the order is what was written (no read back). Otherwise it existed: read it.
-    const order = created ? createdOrder(set, r) : (await this.store.read(orderId)).order;
+    const order = created ? createdOrder(set, r) : (await this.store.read(r.orderId)).order;
     if (!order) throw orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry');
     if (!created && order.fingerprint !== fingerprint) {
       throw orderConflict(
@@ -199,8 +223,8 @@ export class OrdersService implements OnApplicationBootstrap {
       );
     }
     if (created) this.metrics.ordersCreated.inc();
-    // Also on a duplicate: a create answered 503 after its write may have missed this step.
-    if (expiryStepOf(order.status) !== 'done') await this.armExpiry(orderId, order.expiresAt, 'keep');
+    // An order stored before its expiry was armed first (an earlier version) gets it here on a repeated create.
+    else if (expiryStepOf(order.status) !== 'done') await this.armExpiry(order.orderId, order.expiresAt, 'keep');
     return { order, created };
   }
 
@@ -215,6 +239,7 @@ export class OrdersService implements OnApplicationBootstrap {
     const pending = cancel?.ok && cancel.changed ? s.plan : null;
     const r = await this.store.write({
       orderId,
+      number: o,
       planId: pending?.planId,
       guard: { lock: 'order', token: lock.fencingToken },
       order: { version: o.version, set: { status: t.to, closedAt: serverNow(), closeReason: reason, activePlan: '' } },

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { orderIdOfPlan, orderKeys } from './order-keys';
+import { noIndexKey, orderIdOfPlan, orderIndexKey, orderKeys, orderNumberKeyOf } from './order-keys';
 import type { Instruction, OrderEventType, OrderRecord, OrderStatus, PlanRecord, PlanStatus } from './order.types';
 import { OrdersConfig } from './orders.config';
 
@@ -22,13 +22,21 @@ export const serverNow = (offsetMs = 0): ServerClock => new ServerClock(offsetMs
  */
 export type FieldUpdates = Record<string, string | number | Instruction[] | ServerClock>;
 
-/** What write-3 refuses with: a record changed since it was read, a newer lock holder wrote, or the deadline passed. */
+/** What write-4 refuses with: a record changed since it was read, a newer lock holder wrote, or the deadline passed. */
 export type WriteStatus = 'OK' | 'VERSION' | 'STALE_TOKEN' | 'EXPIRED';
-/** write-3.lua's case numbers (its reply's first element), in order. */
+/** write-4.lua's case numbers (its reply's first element), in order. */
 const WRITE_OUTCOMES: readonly WriteStatus[] = ['OK', 'VERSION', 'STALE_TOKEN', 'EXPIRED'];
+
+/** Which merchant's number an order is: the key of its number index entry. */
+export interface OrderNumber {
+  merchantId: string;
+  merchantOrderNo: string;
+}
 
 export interface WriteRequest {
   orderId: string;
+  /** The order's merchant and number, whose index entry is renewed with the order (absent: none is). */
+  number?: OrderNumber;
   /** The plan written (or whose lock guards the write). */
   planId?: string;
   /** The lock the caller holds and its fencing token; none only for creating an order. */
@@ -45,6 +53,14 @@ export interface WriteResult {
   status: WriteStatus;
   orderVersion: number;
   planVersion: number;
+  now: number;
+}
+
+/** What create-4 came to: the order created now (`created`), or the id of the order the number already names. */
+export interface CreateResult {
+  created: boolean;
+  orderId: string;
+  orderVersion: number;
   now: number;
 }
 
@@ -100,6 +116,33 @@ export class OrdersStore {
     return s.order?.activePlan && s.plan?.planId === s.order.activePlan ? s : { ...s, plan: null };
   }
 
+  /**
+   * The id of the order that (merchant, merchantOrderNo) names: its index entry, else the number key itself (an
+   * order stored before the index had it as its id; the caller finds no order there when there is none).
+   */
+  async orderIdOf(number: OrderNumber): Promise<string> {
+    const numberKey = orderNumberKeyOf(number.merchantId, number.merchantOrderNo);
+    const indexed = await this.redis.command((c) => c.get(orderIndexKey(this.keys, numberKey)));
+    return indexed ?? numberKey;
+  }
+
+  /**
+   * Creates the order `orderId` of `number` with its index entry and its order.created event in one step, unless
+   * the number names an order already (then nothing is written and that order's id is answered).
+   */
+  async create(orderId: string, number: OrderNumber, set: FieldUpdates): Promise<CreateResult> {
+    const numberKey = orderNumberKeyOf(number.merchantId, number.merchantOrderNo);
+    const fields = encode(set);
+    const [legacyKey] = orderKeys(this.keys, numberKey);
+    const [orderKey, , eventsKey] = orderKeys(this.keys, orderId);
+    const [outcome, id, orderVersion, now] = await this.scripts.run<[number, string, number, number]>(
+      'orders/create',
+      [orderIndexKey(this.keys, numberKey), legacyKey, orderKey, eventsKey],
+      [orderId, numberKey, fields.values, this.config.eventsMaxLen, this.config.retentionMs, fields.clock.length / 2, ...fields.clock],
+    );
+    return { created: outcome === 0, orderId: id, orderVersion, now };
+  }
+
   /** A plan with its order; the order id comes from the plan id. */
   readPlan(planId: string): Promise<Snapshot> {
     const orderId = orderIdOfPlan(planId);
@@ -114,7 +157,10 @@ export class OrdersStore {
     const plan = encode(w.plan?.set);
     const [outcome, orderVersion, planVersion, now] = await this.scripts.run<[number, number, number, number]>(
       'orders/write',
-      orderKeys(this.keys, w.orderId, w.planId),
+      [
+        ...orderKeys(this.keys, w.orderId, w.planId),
+        w.number ? orderIndexKey(this.keys, orderNumberKeyOf(w.number.merchantId, w.number.merchantOrderNo)) : noIndexKey(this.keys, w.orderId),
+      ],
       [
         w.guard?.lock ?? '',
         w.guard?.token ?? 0,
@@ -137,11 +183,11 @@ export class OrdersStore {
 }
 
 /**
- * The order a write that created it stored (status OK from version 0): the fields as sent, each clock field at
- * the write's Redis time plus its offset, `updatedAt` that time and `version` the new one, exactly as write-3.lua
- * stores them, so that a create need not read the order back.
+ * The order a create stored: the fields as sent, each clock field at the write's Redis time plus its offset,
+ * `updatedAt` that time and `version` the new one, exactly as create-4.lua stores them, so that a create need not
+ * read the order back.
  */
-export function createdOrder(set: FieldUpdates, r: WriteResult): OrderRecord {
+export function createdOrder(set: FieldUpdates, r: { orderVersion: number; now: number }): OrderRecord {
   const h: Record<string, string> = JSON.parse(encode(set).values) as Record<string, string>;
   for (const [k, v] of Object.entries(set)) if (v instanceof ServerClock) h[k] = String(r.now + v.offsetMs);
   h.version = String(r.orderVersion);
@@ -149,7 +195,7 @@ export function createdOrder(set: FieldUpdates, r: WriteResult): OrderRecord {
   return parseOrder(h);
 }
 
-/** write-3's arguments for one record: the stored values (a JSON object of strings) and the clock fields (name, offset pairs). */
+/** The order scripts' arguments for one record: the stored values (a JSON object of strings) and the clock fields (name, offset pairs). */
 function encode(set: FieldUpdates | undefined): { values: string; clock: Array<string | number> } {
   const values: Record<string, string> = {};
   const clock: Array<string | number> = [];

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
+import { crashPoint } from '../common/crash-points';
 import { LockService } from '../locks/lock.service';
 import type { CreatePlanCommand } from './order-commands';
 import { expectWritten, invalidField, orderConflict, orderNotFound, planNotFound, refusalError } from './order-errors';
@@ -67,6 +68,7 @@ export class PaymentPlansService {
       if (active && supersede?.ok) {
         const r = await this.store.write({
           orderId,
+          number: o,
           planId: active.planId,
           guard,
           order: { version: orderVersion, set: { activePlan: '' } },
@@ -74,6 +76,7 @@ export class PaymentPlansService {
         });
         expectWritten(r);
         orderVersion = r.orderVersion;
+        crashPoint('orders.plan.after-supersede');
       }
 
       const seq = o.planSeq + 1;
@@ -82,6 +85,7 @@ export class PaymentPlansService {
       const legStamp = String(o.createdAt);
       const r = await this.store.write({
         orderId,
+        number: o,
         planId,
         guard,
         order: { version: orderVersion, set: { planSeq: seq, activePlan: planId, accountId } },
@@ -104,6 +108,7 @@ export class PaymentPlansService {
         deadline: o.expiresAt,
       });
       expectWritten(r);
+      crashPoint('orders.plan.after-write');
       this.metrics.plansCreated.inc();
       const plan: PlanRecord = {
         planId,

@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { When } from '../delay-queue/delay-queue.types';
 import { LockLostError } from '../locks/lock.errors';
@@ -104,7 +105,9 @@ export class PaymentRunner implements OnApplicationBootstrap {
     if (o.activePlan !== run.plan.planId) throw refusalError('PLAN_NOT_PAYABLE', 'startPayment');
     // Should this run stop anywhere from here on, the resume entry carries the PAYING plan on.
     await this.armResume(run);
+    crashPoint('orders.pay.after-arm-resume');
     await this.commit(run, { order: { status: order.to }, plan: { status: allowed(planTransition(run.plan.status, 'pay'), 'pay') }, deadline: o.expiresAt });
+    crashPoint('orders.pay.after-start');
   }
 
   /** Runs the instructions not yet done, in order, until the plan is paid, fails, or waits for a query. */
@@ -121,15 +124,20 @@ export class PaymentRunner implements OnApplicationBootstrap {
         if (run.lock.signal.aborted) throw run.lock.signal.reason ?? new LockLostError(run.lock.name, run.lock.owner);
         // Should this run stop during the call or after it, the resume entry finds the plan once the lock's lease is over.
         await this.armResume(run);
+        crashPoint('orders.pay.leg.after-arm');
         await this.commitLeg(run, i, { status: 'SENT' });
+        crashPoint('orders.pay.leg.after-sent');
         outcome = await this.channels.pay(ins.method, legReference(run.plan, i), ins.amount, payerOf(run.plan));
       }
+      crashPoint('orders.pay.leg.after-call');
       if (outcome === 'unknown') {
         await this.commitLeg(run, i, { status: 'UNKNOWN' });
+        crashPoint('orders.pay.leg.after-unknown');
         return this.awaitQuery(run, i, 'replace');
       }
       if (outcome === 'failure') return this.fail(run, i, `${ins.method} declined the payment`);
       await this.commitLeg(run, i, { status: 'SUCCEEDED' });
+      crashPoint('orders.pay.leg.after-outcome');
     }
     await this.commit(run, {
       order: {
@@ -141,6 +149,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
       plan: { status: allowed(planTransition(run.plan.status, 'succeed'), 'succeed') },
       event: 'order.paid',
     });
+    crashPoint('orders.pay.after-paid');
     this.metrics.pays.inc({ outcome: 'paid' });
     this.metrics.ordersPaid.inc();
     await this.disarmResume(planId);
@@ -165,10 +174,13 @@ export class PaymentRunner implements OnApplicationBootstrap {
     });
     const owed = [...instructions.keys()].filter((j) => instructions[j].reversal === 'PENDING');
     for (const j of owed) await this.queue.schedule(REVERSAL_QUEUE, legId(planId, j), this.recoveryDue(run), { planId, index: j }, { ifExists: 'keep' });
+    crashPoint('orders.pay.fail.after-reversals');
     // The expiry may have given up (dead-lettered) while the plan was PAYING: an order payable again past its
     // expiresAt must still close. Replacing the entry also restarts its attempts; due in the past means now.
     await this.orders.armExpiry(orderId, expiresAt, 'replace');
+    crashPoint('orders.pay.fail.after-expiry');
     await this.commit(run, { order: { status: orderTo, activePlan: '' }, plan: { status: planTo, failureReason: reason, instructions } });
+    crashPoint('orders.pay.fail.after-write');
     this.metrics.pays.inc({ outcome: 'failed' });
     await this.disarmResume(planId);
     for (const j of owed) await this.reverse(run, j);
@@ -180,8 +192,10 @@ export class PaymentRunner implements OnApplicationBootstrap {
     const ins = run.plan.instructions[index];
     const id = legId(run.plan.planId, index);
     const outcome = await this.channels.reverse(ins.method, legReference(run.plan, index), ins.amount, payerOf(run.plan));
+    crashPoint('orders.reverse.after-call');
     if (outcome === 'success') {
       await this.commitLeg(run, index, { reversal: 'REVERSED' });
+      crashPoint('orders.reverse.after-write');
       this.metrics.reversals.inc({ outcome: 'reversed' });
       // Left behind, the entry would only find the reversal done.
       await this.queue.cancel(REVERSAL_QUEUE, id).catch(() => undefined);
@@ -235,6 +249,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
         return;
       }
       const outcome = await this.channels.query(ins.method, legReference(run.plan, index), payerOf(run.plan));
+      crashPoint('orders.query.after-call');
       this.metrics.queries.inc({ outcome });
       if (outcome === 'unknown') throw new Error(`${ins.method} still reports ${legId(planId, index)} as unknown`);
       if (outcome === 'failure') {
@@ -293,10 +308,11 @@ export class PaymentRunner implements OnApplicationBootstrap {
     return this.commit(run, { plan: { instructions } });
   }
 
-  /** write-3 with the versions this run last saw and the plan lock's token; the run's records follow the write. */
+  /** write-4 with the versions this run last saw and the plan lock's token; the run's records follow the write. */
   private async commit(run: Run, change: { order?: FieldUpdates; plan: FieldUpdates; event?: OrderEventType; deadline?: number }): Promise<void> {
     const r = await this.store.write({
       orderId: run.order.orderId,
+      number: run.order,
       planId: run.plan.planId,
       guard: { lock: 'plan', token: run.lock.fencingToken },
       ...(change.order ? { order: { version: run.order.version, set: change.order } } : {}),

@@ -32,12 +32,13 @@ describe(parseContract.name, () => {
 });
 
 describe('the durable scripts', () => {
-  it('are the orders write, the flash-sale stock moves, the red-envelope grabs and the wallet scripts (money) and the message writes (messages), and no other', () => {
+  it('are the orders create and write, the flash-sale stock moves, the red-envelope grabs and the wallet scripts (money) and the message writes (messages), and no other', () => {
     const durable = [...loadAllScripts().values()].filter((d) => d.contract.durable).map((d) => [d.id, d.contract.durable]);
     expect(durable.sort()).toEqual([
       ['messages/broadcast', 'messages'],
       ['messages/withdraw', 'messages'],
       ['messages/write', 'messages'],
+      ['orders/create', 'money'],
       ['orders/write', 'money'],
       ['red-envelope/grab', 'money'],
       ['red-envelope/take', 'money'],

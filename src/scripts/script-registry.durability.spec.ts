@@ -18,7 +18,7 @@ function rig(env: Record<string, string>, acked = 1) {
   return { registry: new ScriptRegistry(redis), sent, metrics };
 }
 
-const orderKeys = ['o', 'p', 'e'];
+const orderKeys = ['o', 'p', 'e', 'i'];
 const commands = (sent: unknown[][]) => sent.map((c) => c[0]);
 
 describe(`${ScriptRegistry.name} and durable scripts`, () => {

@@ -9,7 +9,6 @@ import type { Delivery } from '../delay-queue/delay-queue.types';
 import { DomainError } from '../errors/domain-error';
 import type { OrderEvent } from '../orders/order-event';
 import { OrderEventsService } from '../orders/order-events.service';
-import { orderIdFor } from '../orders/order-keys';
 import { OrdersService } from '../orders/orders.service';
 import type { OrderView } from '../orders/order-views';
 import { BackgroundWorkers } from '../workers/background-workers.service';
@@ -140,13 +139,14 @@ export class ReservationsService implements OnApplicationBootstrap {
     // The same requestId is the same request: another quantity under it is a mistake, not a retry.
     if (!taken.created && unitsOf(taken.record) !== cmd.quantity) throw this.refused(REFUSALS.requestReused(unitsOf(taken.record)));
     crashPoint('seckill.reserve.after-take');
-    const view = viewOf(a, p, rsvId, taken.record);
+    const view = viewOf(a, p, rsvId, taken.record, '');
     if (taken.record.s === 'RESERVED') {
       try {
-        await Promise.all([
+        const [{ order }] = await Promise.all([
           this.createOrder(a, p, rsvId, taken.record),
           this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs),
         ]);
+        view.orderId = order.orderId;
       } catch (err) {
         // No order, no way to pay: give the units back now (the safety net does it later if this fails too).
         this.metrics.compensations.inc();
@@ -159,6 +159,7 @@ export class ReservationsService implements OnApplicationBootstrap {
       crashPoint('seckill.reserve.after-order');
     } else {
       await this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs);
+      view.orderId = (await this.orders.orderIdOf(a.merchantId, rsvId)) ?? '';
     }
     if (taken.created) this.metrics.reserved.inc();
     return { view, created: taken.created };
@@ -168,7 +169,7 @@ export class ReservationsService implements OnApplicationBootstrap {
   async get(accountId: string, rsvId: string): Promise<ReservationView> {
     const found = await this.find(accountId, rsvId);
     if (!found) throw new SeckillNotFoundError('reservation');
-    return viewOf(found.a, found.p, rsvId, found.record);
+    return viewOf(found.a, found.p, rsvId, found.record, (await this.orders.orderIdOf(found.a.merchantId, rsvId)) ?? '');
   }
 
   /** The buyer's reservations, of one activity or all. */
@@ -179,7 +180,7 @@ export class ReservationsService implements OnApplicationBootstrap {
         const a = await this.catalog.get(loc.activityId);
         const p = a?.productsById.get(loc.productId);
         const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
-        return a && p && record ? viewOf(a, p, rsvId, record) : null;
+        return a && p && record ? viewOf(a, p, rsvId, record, (await this.orders.orderIdOf(a.merchantId, rsvId)) ?? '') : null;
       }),
     );
     return views.filter((v): v is ReservationView => v !== null).sort((x, y) => y.createdAt - x.createdAt);
@@ -200,7 +201,7 @@ export class ReservationsService implements OnApplicationBootstrap {
     const loc = await this.store.locate(e.accountId, e.merchantOrderNo);
     if (!loc) return;
     const a = await this.catalog.get(loc.activityId);
-    if (!a || a.merchantId !== e.merchantId || orderIdFor(a.merchantId, e.merchantOrderNo) !== e.orderId) return;
+    if (!a || a.merchantId !== e.merchantId || (await this.orders.orderIdOf(a.merchantId, e.merchantOrderNo)) !== e.orderId) return;
     await this.settle(e.accountId, e.merchantOrderNo, loc, e.type === 'order.paid' ? 'paid' : 'closed');
   }
 
@@ -595,7 +596,8 @@ function recordOf(cmd: ReserveCommand, expiresAt: number, home: number, payWindo
   return { s: 'RESERVED', a: cmd.accountId, q: cmd.quantity, e: expiresAt, h: home, c: expiresAt - payWindowMs, t: 0 };
 }
 
-function viewOf(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): ReservationView {
+/** `orderId`: the reservation's order ('' while it has none); order ids are random, so it comes from the orders module. */
+function viewOf(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord, orderId: string): ReservationView {
   return {
     reservationId: rsvId,
     activityId: a.activityId,
@@ -603,7 +605,7 @@ function viewOf(a: Activity, p: ProductRecord, rsvId: string, r: ReservationReco
     quantity: unitsOf(r),
     amount: p.price * unitsOf(r),
     currency: p.currency,
-    orderId: orderIdFor(a.merchantId, rsvId),
+    orderId,
     state: r.s,
     expiresAt: r.e,
     createdAt: r.c,

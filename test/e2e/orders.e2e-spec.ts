@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
+import { ORDER_ID_RE, orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -127,7 +127,7 @@ describe('orders and payments over HTTP', () => {
       const first = await createOrder(body);
       expect(first.status).toBe(201);
       expect(first.body).toMatchObject({
-        orderId: orderIdFor(CREDS.merchantId, no),
+        orderId: expect.stringMatching(ORDER_ID_RE),
         merchantOrderNo: no,
         amount: 12800,
         currency: 'CNY',
@@ -173,7 +173,7 @@ describe('orders and payments over HTTP', () => {
       const no = orderNo();
       const res = await createOrder({ merchantOrderNo: no, amount: 12800, currency: 'CNY', subject: 'Coffee beans', ...change });
       expectError(res, 400, 'VALIDATION_FAILED', field);
-      expect(await raw.exists(orderKeys(t.app.get(KeyBuilder), orderIdFor(CREDS.merchantId, no))[0])).toBe(0);
+      expect(await raw.exists(orderKeys(t.app.get(KeyBuilder), orderNumberKeyOf(CREDS.merchantId, no))[0])).toBe(0);
       expectError(await merchant('GET', `/merchant/orders/${no}`), 404, 'NOT_FOUND');
     });
 
@@ -314,7 +314,7 @@ describe('orders and payments over HTTP', () => {
       }
       expectError(await other.checkout('ord_nothex'), 400, 'VALIDATION_FAILED', 'orderId');
       expectError(await other.pay('ord_3f9a0c1b2d4e5f60718293a4'), 400, 'VALIDATION_FAILED', 'planId');
-      expectError(await other.checkout(orderIdFor(CREDS.merchantId, 'never-created')), 404, 'NOT_FOUND');
+      expectError(await other.checkout(orderNumberKeyOf(CREDS.merchantId, 'never-created')), 404, 'NOT_FOUND');
     });
 
     it.each([

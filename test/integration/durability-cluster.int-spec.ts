@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
-import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
+import { orderIndexKey, orderNumberKeyOf } from '../../src/orders/order-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { HostPort, withConnection } from '../harness/redis-process';
@@ -80,7 +80,7 @@ describe('durable writes on a 3-master cluster with one replica each', () => {
     for (let i = 0; i < 12; i++) {
       const no = `cl-${process.pid}-${i}`;
       const body = JSON.stringify({ merchantOrderNo: no, amount: 300, currency: 'CNY', subject: 'Cluster' });
-      const firstKey = orderKeys(keys, orderIdFor(CREDS.merchantId, no))[0];
+      const firstKey = orderIndexKey(keys, orderNumberKeyOf(CREDS.merchantId, no));
       owners.add(
         await expectWaitOnOwner(firstKey, () =>
           request(t.server)

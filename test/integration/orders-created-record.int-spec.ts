@@ -15,7 +15,9 @@ describe('a created order, as the create answers it without reading it back', ()
       if (payer) expect(made).toEqual(orderView(stored!));
       else expect(made).toEqual((await app.orders.create(command)).order);
       expect(stored!.expiresAt - stored!.createdAt).toBe(7 * 60_000);
-      expect(stored!.updatedAt).toBe(stored!.createdAt);
+      // Its life counts from the arming of its expiry, a moment before the write.
+      expect(stored!.updatedAt - stored!.createdAt).toBeGreaterThanOrEqual(0);
+      expect(stored!.updatedAt - stored!.createdAt).toBeLessThan(1000);
     }
   });
 });

@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
 import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { CreateOrderForBuyerCommand } from '../../src/orders/order-commands';
-import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
+import { orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
 import { EXPIRY_QUEUE } from '../../src/orders/order-queues';
 import { OrdersService } from '../../src/orders/orders.service';
 import { PaymentPlansService } from '../../src/orders/payment-plans.service';
@@ -51,7 +51,8 @@ describe('orders: in-process API', () => {
       const command = forBuyer('buyer-1');
       const results = await Promise.all(Array.from({ length: 20 }, () => orders.createForBuyer(command)));
       expect(results.filter((r) => r.created)).toHaveLength(1);
-      const orderId = orderIdFor(MERCHANT, command.merchantOrderNo);
+      const orderId = results[0].order.orderId;
+      expect(await orders.orderIdOf(MERCHANT, command.merchantOrderNo)).toBe(orderId);
       expect(new Set(results.map((r) => r.order.orderId))).toEqual(new Set([orderId]));
       expect(results[0].order).toMatchObject({
         merchantId: MERCHANT,
@@ -113,11 +114,13 @@ describe('orders: in-process API', () => {
       ['expireMinutes', { expireMinutes: 0 }],
     ])('refuses a bad %s with a 400 naming it, and stores nothing (%j)', async (field, change) => {
       const command = { ...forBuyer('buyer-x'), ...change } as CreateOrderForBuyerCommand;
+      const expiriesBefore = (await queue.stats(EXPIRY_QUEUE)).pending;
       const err = await rejection(orders.createForBuyer(command));
       expect([statusOf(err), err.code, (err.details as Array<{ field: string }>)[0].field]).toEqual([400, 'VALIDATION_FAILED', field]);
-      const orderId = orderIdFor(command.merchantId, command.merchantOrderNo);
+      expect(await orders.orderIdOf(command.merchantId, command.merchantOrderNo)).toBeUndefined();
+      const orderId = orderNumberKeyOf(command.merchantId, command.merchantOrderNo);
       expect(await raw.exists(orderKeys(t.app.get(KeyBuilder), orderId)[0])).toBe(0);
-      expect(await queue.get(EXPIRY_QUEUE, orderId)).toBeNull();
+      expect((await queue.stats(EXPIRY_QUEUE)).pending).toBe(expiriesBefore);
     });
   });
 
@@ -138,7 +141,7 @@ describe('orders: in-process API', () => {
         createdAt: Date.parse(order.createdAt),
         expiresAt: Date.parse(order.expiresAt),
       });
-      expect(await orders.findById(orderIdFor(MERCHANT, `never-${orderNo()}`))).toBeUndefined();
+      expect(await orders.findById(orderNumberKeyOf(MERCHANT, `never-${orderNo()}`))).toBeUndefined();
       for (const malformed of ['', 'ord_', 'x', `${order.orderId}_p1`, 'ord_{s:1}aaaaaaaaaaaaaaaaaaa'])
         expect(await orders.findById(malformed)).toBeUndefined();
     });
@@ -189,8 +192,9 @@ describe('orders: in-process API', () => {
 
       expect(elsewhere).toEqual([]);
       expect(owned.armExpiry).toEqual([
-        [paid.order.orderId, paid.order.expiresAt, 'keep'],
-        [failed.order.orderId, failed.order.expiresAt, 'keep'],
+        // Armed before the order is written, for its life; the order's expiresAt is the entry's due time.
+        [paid.order.orderId, { delayMs: 30 * 60_000 }, 'keep'],
+        [failed.order.orderId, { delayMs: 30 * 60_000 }, 'keep'],
         [failed.order.orderId, failed.order.expiresAt, 'replace'],
       ]);
       expect(owned.disarmExpiry).toEqual([[paid.order.orderId], [failed.order.orderId]]);
@@ -214,7 +218,7 @@ describe('orders: in-process API', () => {
       await expect(orders.expire(paying.order.orderId)).rejects.toThrow(/being paid/);
       expect((await orders.findById(paying.order.orderId))?.status).toBe('PAYING');
 
-      await expect(orders.expire(orderIdFor(MERCHANT, `never-${orderNo()}`))).resolves.toBeUndefined();
+      await expect(orders.expire(orderNumberKeyOf(MERCHANT, `never-${orderNo()}`))).resolves.toBeUndefined();
     });
   });
 });

@@ -1,8 +1,10 @@
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
+import { DelayQueueStore } from '../../src/delay-queue/delay-queue.store';
 import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { ChannelSettings } from '../../src/orders/channels/payment-channel';
-import { orderKeys } from '../../src/orders/order-keys';
-import { EXPIRY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
+import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
+import { orderLockName, planLockName } from '../../src/orders/order-locks';
+import { EXPIRY_QUEUE, legId, legReference, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
 import type { Instruction, PaymentMethod } from '../../src/orders/order.types';
 import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore, type WriteRequest } from '../../src/orders/orders.store';
@@ -88,7 +90,7 @@ describe('payment plans: recovery', () => {
       const again = await runner.pay({ accountId: 'acc-f4', planId: a.planId });
       await sleep(PLAN_LEASE_MS + 500);
       const plan = await plans.get('acc-f4', a.planId);
-      const [balance, quickpay] = ledger(a, a.instructions);
+      const [balance, quickpay] = await ledger(a, a.instructions);
       expect({
         status: again.status,
         reversal: plan.instructions[0].reversal,
@@ -109,14 +111,14 @@ describe('payment plans: recovery', () => {
       jest.restoreAllMocks();
       const failed = await plans.get('acc-f4-kill', a.planId);
       expect([failed.status, failed.instructions[0].reversal]).toEqual(['FAILED', 'PENDING']);
-      expect(netHeld(ledger(a, a.instructions))).toBe(2800);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(2800);
 
       await waitUntil('the queued reversal ran', async () => (await plans.get('acc-f4-kill', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
-      const [balance] = ledger(a, a.instructions);
-      expect([balance?.refunds, netHeld(ledger(a, a.instructions))]).toEqual([1, 0]);
+      const [balance] = await ledger(a, a.instructions);
+      expect([balance?.refunds, netHeld(await ledger(a, a.instructions))]).toEqual([1, 0]);
       // The worker acks the entry once its handler has returned, a moment after the REVERSED write.
       await waitUntil('the reversal entry was acked', async () => (await queue.get(REVERSAL_QUEUE, `${a.planId}:0`)) === null, 5_000);
-      expect(ledger(a, a.instructions)[0]?.refunds).toBe(1);
+      expect((await ledger(a, a.instructions))[0]?.refunds).toBe(1);
     });
 
     it('paying a FAILED plan queues again a reversal it still owes whose entry is gone', async () => {
@@ -137,7 +139,7 @@ describe('payment plans: recovery', () => {
 
       expect((await runner.pay({ accountId: 'acc-f4-requeue', planId: a.planId })).status).toBe('FAILED');
       await waitUntil('the re-queued reversal ran', async () => (await plans.get('acc-f4-requeue', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
-      expect(netHeld(ledger(a, a.instructions))).toBe(0);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(0);
     });
   });
 
@@ -152,11 +154,11 @@ describe('payment plans: recovery', () => {
 
       await waitUntil('the plan resumed', async () => (await plans.get(`acc-f5-${index}`, a.planId)).status === 'PAID', 10_000);
       expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('PAID');
-      expect(ledger(a, a.instructions).map((e) => [e?.state, e?.payCalls])).toEqual([
+      expect((await ledger(a, a.instructions)).map((e) => [e?.state, e?.payCalls])).toEqual([
         ['paid', 1],
         ['paid', 1],
       ]);
-      expect(netHeld(ledger(a, a.instructions))).toBe(12800);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(12800);
       expect(await queue.get(RESUME_QUEUE, a.planId)).toBeNull();
     });
 
@@ -176,7 +178,7 @@ describe('payment plans: recovery', () => {
       configure('balance', { query: 'success' });
       await waitUntil('the plan paid', async () => (await plans.get('acc-f5-query', a.planId)).status === 'PAID', 10_000);
       expect(failed).toBeGreaterThanOrEqual(1);
-      expect(ledger(a, a.instructions).map((e) => e?.payCalls)).toEqual([1, 1]);
+      expect((await ledger(a, a.instructions)).map((e) => e?.payCalls)).toEqual([1, 1]);
     });
 
     it('a SENT instruction whose pay never reached the channel is not taken as paid: the channel knows no such payment', async () => {
@@ -189,8 +191,73 @@ describe('payment plans: recovery', () => {
       const after = await runner.pay({ accountId: 'acc-f6', planId: a.planId });
       expect(channels.channel('ebanking').calls.pay).toBe(paysBefore);
       expect([after.status, after.instructions[0].status]).toEqual(['FAILED', 'FAILED']);
-      expect(ledger(a, a.instructions)).toEqual([undefined]);
+      expect(await ledger(a, a.instructions)).toEqual([undefined]);
       expect((await orders.get(MERCHANT, a.merchantOrderNo)).status).toBe('CREATED');
+    });
+  });
+
+  describe('a merchantOrderNo made again once its order is gone', () => {
+    /** Makes (queue, id) a dead letter, as a worker that used up its deliveries would: claimed here, failed with no tries left. */
+    const deadLetter = async (q: string, id: string) => {
+      const store = t.app.get(DelayQueueStore);
+      const k = store.keys(q);
+      await waitUntil(
+        `${id} dead-lettered`,
+        async () => {
+          // The app's own worker retries the item too: claim until this claim is the one that gets it.
+          const { claimed } = await store.claim(k, 1, 60_000, 1000, 100);
+          for (const d of claimed) {
+            if (d.id === id) await store.fail(k, d.id, d.token, 1, 0, 'the channel never confirmed the reversal');
+            else await store.release(k, d.id, d.token, 1000);
+          }
+          return (await queue.get(q, id))?.state === 'dead';
+        },
+        20_000,
+        5,
+      );
+    };
+
+    it("the new order's failed plan gets its own reversal while the earlier order's reversal lies dead-lettered: money back once", async () => {
+      const no = `rc-${process.pid}-again`;
+      const account = 'acc-again';
+      configure('quickpay', { pay: 'failure' });
+      configure('balance', { reverse: 'unknown' });
+      const first = await newOrderWithPlan(orders, plans, MERCHANT, no, account);
+      expect((await runner.pay({ accountId: account, planId: first.planId })).instructions[0].reversal).toBe('PENDING');
+      // The channel never confirms the first order's reversal: its entry ends dead-lettered (and dead letters never expire).
+      await deadLetter(REVERSAL_QUEUE, legId(first.planId, 0));
+      // The first order's retention is over: its order, plan and number index entry are gone, as their expiry removes them.
+      const keys = t.app.get(KeyBuilder);
+      const [orderKey, planKey] = orderKeys(keys, first.orderId, first.planId);
+      expect(await raw.del(orderKey, planKey, orderIndexKey(keys, orderNumberKeyOf(MERCHANT, no)))).toBe(3);
+
+      // The number made again; its plan fails as well, and its inline reversal is not confirmed either.
+      const second = await newOrderWithPlan(orders, plans, MERCHANT, no, account);
+      const failed = await runner.pay({ accountId: account, planId: second.planId });
+      expect([failed.status, failed.instructions[0].reversal]).toEqual(['FAILED', 'PENDING']);
+      // The channel confirms reversals again: the new plan's own queued reversal gives its money back, once.
+      configure('balance', { reverse: 'success' });
+      await waitUntil('the new reversal ran', async () => (await plans.get(account, second.planId)).instructions[0].reversal === 'REVERSED', 10_000);
+      const [balance] = await ledger(second, second.instructions);
+      expect([balance?.payCalls, balance?.refunds, netHeld(await ledger(second, second.instructions))]).toEqual([1, 1, 0]);
+      // The earlier order's dead letter is left as it was, for ops; its money is still held by the channel.
+      expect((await queue.get(REVERSAL_QUEUE, legId(first.planId, 0)))?.state).toBe('dead');
+      expect(netHeld(await ledger(first, first.instructions))).toBe(2800);
+
+      // Every name a life of the number uses derives from its own random order id, so no two lives share one.
+      const names = (o: { orderId: string; planId: string; legStamp: string }) => [
+        o.planId,
+        legId(o.planId, 0),
+        legReference(o, 0),
+        orderLockName(o.orderId),
+        planLockName(o.planId),
+      ];
+      expect(second.orderId).not.toBe(first.orderId);
+      for (const [name, earlier] of names(second).map((n, i) => [n, names(first)[i]])) {
+        expect(name).toContain(second.orderId);
+        expect(name).not.toContain(first.orderId);
+        expect(earlier).toContain(first.orderId);
+      }
     });
   });
 
@@ -205,6 +272,6 @@ describe('payment plans: recovery', () => {
     await waitUntil('the plan failed', async () => (await plans.get('acc-late-fail', a.planId)).status === 'FAILED', 10_000);
     await waitUntil('the order closed', async () => (await orders.get(MERCHANT, a.merchantOrderNo)).status === 'CLOSED', 10_000);
     expect((await orders.get(MERCHANT, a.merchantOrderNo)).closeReason).toBe('EXPIRED');
-    await waitUntil('the refund', async () => netHeld(ledger(a, a.instructions)) === 0, 10_000);
+    await waitUntil('the refund', async () => netHeld(await ledger(a, a.instructions)) === 0, 10_000);
   });
 });

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { orderIdFor, orderKeys, planIdFor } from '../../src/orders/order-keys';
+import { newOrderId, noIndexKey, orderKeys, planIdFor } from '../../src/orders/order-keys';
 import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore, serverNow } from '../../src/orders/orders.store';
 import { PaymentPlansService } from '../../src/orders/payment-plans.service';
@@ -11,7 +11,7 @@ import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
- * lua/orders/write-3.lua against a real redis-server: field values are stored
+ * lua/orders/write-4.lua against a real redis-server: field values are stored
  * exactly as given. It once turned any value `$now` or `$now+<ms>` into the
  * Redis clock, so a merchant's subject `$now` was stored as a timestamp; the
  * fields that take the clock now come in an argument list of their own.
@@ -76,7 +76,7 @@ describe('orders/write stores field values verbatim', () => {
   });
 
   it('every field of an order and of a plan is stored as sent, whatever it looks like, beside fields that take the clock', async () => {
-    const orderId = orderIdFor(MERCHANT, orderNo());
+    const orderId = newOrderId(MERCHANT, orderNo());
     const planId = planIdFor(orderId, 1);
     const texts = Object.fromEntries(CLOCK_LOOKALIKES.map((v, i) => [`text${i}`, v]));
     const before = await redisNow();
@@ -125,7 +125,7 @@ describe('orders/write stores field values verbatim', () => {
 
   describe('the script itself', () => {
     const scripts = () => t.app.get(ScriptRegistry);
-    /** write-3's arguments creating an order with `values` (a JSON object of strings) and clock pairs. */
+    /** write-4's arguments creating an order with `values` (a JSON object of strings) and clock pairs. */
     const create = (values: Record<string, string>, orderClock: Array<string | number> = [], planClock: Array<string | number> = []) => [
       '',
       0,
@@ -144,11 +144,11 @@ describe('orders/write stores field values verbatim', () => {
     ];
 
     it('interprets no value: only the fields listed after the counts take the Redis clock', async () => {
-      const orderId = orderIdFor(MERCHANT, orderNo());
+      const orderId = newOrderId(MERCHANT, orderNo());
       const [orderKey] = orderKeys(keys, orderId);
       const [outcome, , , now] = await scripts().run<[number, number, number, number]>(
         'orders/write',
-        orderKeys(keys, orderId),
+        [...orderKeys(keys, orderId), noIndexKey(keys, orderId)],
         create({ subject: '$now', note: '$now+1000', clock: '$now+5' }, ['createdAt', 0, 'expiresAt', 1000]),
       );
       expect(outcome).toBe(0); // written
@@ -169,8 +169,8 @@ describe('orders/write stores field values verbatim', () => {
       ['a count that is no integer', create({ subject: 'x' }).map((a, i) => (i === 11 ? 'x' : a))],
       ['no counts', create({ subject: 'x' }).slice(0, 10)],
     ])('refuses %s and writes nothing', async (_what, args) => {
-      const orderId = orderIdFor(MERCHANT, orderNo());
-      await expect(scripts().run('orders/write', orderKeys(keys, orderId), args)).rejects.toThrow(/ERR clock field/);
+      const orderId = newOrderId(MERCHANT, orderNo());
+      await expect(scripts().run('orders/write', [...orderKeys(keys, orderId), noIndexKey(keys, orderId)], args)).rejects.toThrow(/ERR clock field/);
       expect(await raw.exists(orderKeys(keys, orderId)[0])).toBe(0);
     });
   });

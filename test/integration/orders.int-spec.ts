@@ -8,7 +8,8 @@ import type { ChannelSettings } from '../../src/orders/channels/payment-channel'
 import type { CreateOrderCommand } from '../../src/orders/order-commands';
 import type { OrderEvent } from '../../src/orders/order-event';
 import { OrderEventsService } from '../../src/orders/order-events.service';
-import { orderIdFor, orderKeys } from '../../src/orders/order-keys';
+import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
+import { orderIdOf } from '../support/orders-fixture';
 import type { PaymentMethod } from '../../src/orders/order.types';
 import { OrdersMetrics } from '../../src/orders/orders.metrics';
 import { OrdersService } from '../../src/orders/orders.service';
@@ -51,7 +52,7 @@ describe(OrdersService.name, () => {
   const channelCalls = (method: PaymentMethod) => channels.channel(method).calls;
   const configure = (method: PaymentMethod, s: Partial<ChannelSettings>) => channels.configure(method, s);
   const ledger = (plan: { planId: string; legStamp: string }, legs?: Legs) => ledgerOf(channels, plan, legs);
-  const net = (plan: { planId: string; legStamp: string }, legs?: Legs) => netHeld(ledger(plan, legs));
+  const net = async (plan: { planId: string; legStamp: string }, legs?: Legs) => netHeld(await ledger(plan, legs));
   /** Every event of the order in its shard stream, oldest first. */
   const eventsOf = async (orderId: string) => {
     const entries = await raw.xrange(orderKeys(keyBuilder, orderId)[2], '-', '+');
@@ -72,14 +73,51 @@ describe(OrdersService.name, () => {
     ({ raw, t, orders, plans, runner, channels, store, keys: keyBuilder } = app);
   });
 
+  describe('order ids', () => {
+    it('are not derivable from (merchant, merchantOrderNo): random, indexed in the same step, and a new one for each life of a number', async () => {
+      const no = orderNo();
+      const { order } = await createOrder(no);
+      const numberKey = orderNumberKeyOf(MERCHANT, no);
+      expect(order.orderId).not.toBe(numberKey);
+      expect(await orders.findById(numberKey)).toBeUndefined();
+      expect(await raw.get(orderIndexKey(keyBuilder, numberKey))).toBe(order.orderId);
+      expect((await orders.get(MERCHANT, no)).orderId).toBe(order.orderId);
+      // The index lives as long as the order: renewed by its writes.
+      await raw.pexpire(orderIndexKey(keyBuilder, numberKey), 60_000);
+      await orders.close(MERCHANT, no);
+      expect(await raw.pttl(orderIndexKey(keyBuilder, numberKey))).toBeGreaterThan(60_000);
+      // Its number made again once the order and its index are gone: another id.
+      await raw.del(orderKeys(keyBuilder, order.orderId)[0], orderIndexKey(keyBuilder, numberKey));
+      const again = await createOrder(no);
+      expect([again.created, again.order.orderId === order.orderId]).toEqual([true, false]);
+    });
+
+    it('an order stored before the index (its id the number key) is still found by its number, and its number is still taken', async () => {
+      const no = orderNo();
+      const numberKey = orderNumberKeyOf(MERCHANT, no);
+      const stored = await createOrder(no);
+      // As the previous version stored it: under the number key, with no index entry.
+      const [legacyKey] = orderKeys(keyBuilder, numberKey);
+      await raw.copy(orderKeys(keyBuilder, stored.order.orderId)[0], legacyKey);
+      await raw.hset(legacyKey, 'orderId', numberKey);
+      await raw.del(orderKeys(keyBuilder, stored.order.orderId)[0], orderIndexKey(keyBuilder, numberKey));
+      expect((await orders.get(MERCHANT, no)).orderId).toBe(numberKey);
+      expect(await orders.orderIdOf(MERCHANT, no)).toBe(numberKey);
+      const again = await createOrder(no);
+      expect([again.created, again.order.orderId]).toEqual([false, numberKey]);
+      expect((await orders.close(MERCHANT, no)).status).toBe('CLOSED');
+    });
+  });
+
   describe('master orders', () => {
     it('50 concurrent identical creates make one order: one 201, 49 duplicates of it, one order.created event', async () => {
       const no = orderNo();
       const results = await Promise.all(Array.from({ length: 50 }, () => createOrder(no)));
       expect(results.filter((r) => r.created)).toHaveLength(1);
-      expect(new Set(results.map((r) => r.order.orderId))).toEqual(new Set([orderIdFor(MERCHANT, no)]));
+      const orderId = await orderIdOf(orders, MERCHANT, no);
+      expect(new Set(results.map((r) => r.order.orderId))).toEqual(new Set([orderId]));
       expect(results.every((r) => r.order.status === 'CREATED' && r.order.version === 1)).toBe(true);
-      expect(await eventsOf(orderIdFor(MERCHANT, no))).toEqual(['order.created']);
+      expect(await eventsOf(orderId)).toEqual(['order.created']);
     });
 
     it('the same merchantOrderNo with another payload is ORDER_NO_REUSED (409) and changes nothing', async () => {
@@ -221,11 +259,11 @@ describe(OrdersService.name, () => {
       expect(paid.length + refused.length).toBe(10);
       expect(new Set(refused)).toEqual(new Set(['LOCK_CONTENDED']));
       expect([channelCalls('balance').pay - before[0], channelCalls('quickpay').pay - before[1]]).toEqual([1, 1]);
-      expect(ledger(a).map((e) => [e?.state, e?.payCalls, e?.refunds])).toEqual([
+      expect((await ledger(a)).map((e) => [e?.state, e?.payCalls, e?.refunds])).toEqual([
         ['paid', 1, 0],
         ['paid', 1, 0],
       ]);
-      expect(net(a)).toBe(12800);
+      expect(await net(a)).toBe(12800);
       expect(await orders.get(MERCHANT, a.merchantOrderNo)).toMatchObject({ status: 'PAID', paidPlanId: a.planId });
       expect(await eventsOf(a.orderId)).toEqual(['order.created', 'order.paid']);
       // Paying a paid plan again runs nothing.
@@ -244,11 +282,11 @@ describe(OrdersService.name, () => {
         ['quickpay', 'FAILED', undefined],
       ]);
       expect(channelCalls('balance').reverse - reversesBefore).toBe(1);
-      expect(ledger(a).map((e) => [e?.state, e?.refunds])).toEqual([
+      expect((await ledger(a)).map((e) => [e?.state, e?.refunds])).toEqual([
         ['paid', 1],
         ['declined', 0],
       ]);
-      expect(net(a)).toBe(0);
+      expect(await net(a)).toBe(0);
       const order = await orders.checkout('acc-fail', a.orderId);
       expect([order.status, order.activePlanId]).toEqual(['CREATED', undefined]);
 
@@ -277,8 +315,8 @@ describe(OrdersService.name, () => {
       configure('balance', { reverse: 'success' });
       await waitUntil('the reversal confirmed', async () => (await plans.get('acc-rev', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
       expect(channelCalls('ebanking').pay).toBe(ebankingPays);
-      expect(ledger(a, a.instructions).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
-      expect(net(a, a.instructions)).toBe(0);
+      expect((await ledger(a, a.instructions)).map((e) => e && [e.state, e.refunds])).toEqual([['paid', 1], ['declined', 0], undefined]);
+      expect(await net(a, a.instructions)).toBe(0);
     });
 
     it.each([
@@ -309,8 +347,8 @@ describe(OrdersService.name, () => {
       expect(order.status).toBe(planStatus === 'PAID' ? 'PAID' : 'CREATED');
       if (planStatus === 'FAILED') expect((await plans.get('acc-unknown', a.planId)).instructions[0].reversal).toBe('REVERSED');
       // Once the channel answered, what it holds is what the plan says: everything, or nothing.
-      expect(net(a)).toBe(planStatus === 'PAID' ? 12800 : 0);
-      expect(ledger(a).map((e) => e?.payCalls)).toEqual([1, 1]);
+      expect(await net(a)).toBe(planStatus === 'PAID' ? 12800 : 0);
+      expect((await ledger(a)).map((e) => e?.payCalls)).toEqual([1, 1]);
     });
 
     it('a query that stays unknown is retried with backoff until the channel knows', async () => {

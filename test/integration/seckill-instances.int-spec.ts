@@ -1,7 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import type Redis from 'ioredis';
-import { orderIdFor } from '../../src/orders/order-keys';
 import { RedisService } from '../../src/redis/redis.service';
 import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
 import type { ReservationRecord } from '../../src/seckill/seckill.types';
@@ -11,6 +10,7 @@ import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+import { orderIdOf } from '../support/orders-fixture';
 
 /**
  * Flash sales with several instances on one Redis: the built service (dist/main.js, run `npx nest build` first)
@@ -152,11 +152,12 @@ describe('flash sales across instances', () => {
 
     // A few buyers pay in time (those whose order was created): they keep their units.
     const withOrder: string[] = [];
-    for (const [rsvId] of reserved) if ((await kit.orders.findById(orderIdFor(CREDS.merchantId, rsvId)))?.status === 'CREATED') withOrder.push(rsvId);
+    for (const [rsvId] of reserved)
+      if ((await kit.orders.findById(await orderIdOf(kit.orders, CREDS.merchantId, rsvId)))?.status === 'CREATED') withOrder.push(rsvId);
     // Usually the kill also lands between the script and the order for some of them (30 requests are in flight), but
     // not always: the in-process case in seckill-outcomes.int-spec.ts makes that gap for certain.
     const payers = withOrder.slice(0, 5);
-    for (const rsvId of payers) expect(await kit.pay(all.get(rsvId)!.a, orderIdFor(CREDS.merchantId, rsvId), 990)).toBe('PAID');
+    for (const rsvId of payers) expect(await kit.pay(all.get(rsvId)!.a, await orderIdOf(kit.orders, CREDS.merchantId, rsvId), 990)).toBe('PAID');
     expect(payers.length).toBeGreaterThan(0);
 
     // Every reservation left unsettled is in its shard's due set (written by the script that took its units); the
@@ -181,11 +182,11 @@ describe('flash sales across instances', () => {
     for (const [rsvId, r] of after) {
       if (r.s !== 'RELEASED') continue;
       // Its order exists and is closed (made and closed by the net when the killed instance had not made it).
-      expect({ rsvId, status: (await kit.orders.findById(orderIdFor(CREDS.merchantId, rsvId)))?.status }).toEqual({ rsvId, status: 'CLOSED' });
+      expect({ rsvId, status: (await kit.orders.findById(await orderIdOf(kit.orders, CREDS.merchantId, rsvId)))?.status }).toEqual({ rsvId, status: 'CLOSED' });
     }
     const released = [...after].filter(([, r]) => r.s === 'RELEASED');
     for (const [rsvId, r] of released.slice(0, 3)) {
-      const status = await kit.pay(r.a, orderIdFor(CREDS.merchantId, rsvId), 990).catch((e: { code?: string }) => e.code);
+      const status = await kit.pay(r.a, await orderIdOf(kit.orders, CREDS.merchantId, rsvId), 990).catch((e: { code?: string }) => e.code);
       expect(status).not.toBe('PAID');
     }
     const stock = await kit.expectInvariant(id);

@@ -1,6 +1,5 @@
 import { EXPIRY_QUEUE } from '../../src/orders/order-queues';
 import type { OrderEvent } from '../../src/orders/order-event';
-import { orderIdFor } from '../../src/orders/order-keys';
 import { OrdersService } from '../../src/orders/orders.service';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { ReservationsService, SAFETY_NET_QUEUE } from '../../src/seckill/reservations.service';
@@ -9,6 +8,7 @@ import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';
+import { orderIdOf } from '../support/orders-fixture';
 
 /**
  * What settles a reservation, on a real Redis: an order creation that fails after the script (the units back at
@@ -74,8 +74,8 @@ describe('order creation failing after the script', () => {
     const { keys } = await kit.shards(id, 'p');
     expect(await kit.store.record(keys[0], rsvId)).toMatchObject({ s: 'RELEASED' });
     // The order the release made sure of is closed: it can never be paid.
-    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
-    expect(await tryPay('acc_fail', orderIdFor(CREDS.merchantId, rsvId), 990)).not.toBe('PAID');
+    expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, rsvId))).toBe('CLOSED');
+    expect(await tryPay('acc_fail', await orderIdOf(kit.orders, CREDS.merchantId, rsvId), 990)).not.toBe('PAID');
     expect((await kit.metrics()).seckill_order_failures_total - (before.seckill_order_failures_total ?? 0)).toBe(1);
     // Settled: nothing of it is left for the safety net.
     expect(await dueOf(keys[0])).toEqual([]);
@@ -97,7 +97,7 @@ describe('the safety net', () => {
     ).toBe('RESERVED');
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 2 });
     expect((await kit.reserve('acc_other', id, 'p')).status).toBe(409);
-    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBeUndefined();
+    expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, rsvId))).toBeUndefined();
     expect(await kit.queue.get(SAFETY_NET_QUEUE, rsvId)).toBeNull();
     // The script put it in the shard's due set, in the same step that took the units.
     expect(await dueOf(keys[0])).toEqual([rsvId]);
@@ -110,8 +110,8 @@ describe('the safety net', () => {
     await dueNow(keys[0], rsvId);
     await waitUntil('the net to release the units', async () => (await kit.store.record(keys[0], rsvId))?.s === 'RELEASED' || 'not yet', 10_000, 20);
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, reserved: 0, sold: 0, returned: 2 });
-    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
-    expect(await tryPay(account, orderIdFor(CREDS.merchantId, rsvId), 1980)).not.toBe('PAID');
+    expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, rsvId))).toBe('CLOSED');
+    expect(await tryPay(account, await orderIdOf(kit.orders, CREDS.merchantId, rsvId), 1980)).not.toBe('PAID');
     expect((await kit.metrics()).seckill_safety_net_releases_total - (before.seckill_safety_net_releases_total ?? 0)).toBe(1);
     expect(await dueOf(keys[0])).toEqual([]);
   });
@@ -207,7 +207,7 @@ describe('the safety net', () => {
     expect(await dueOf(keys[home])).not.toContain(member);
     expect(await kit.store.record(k, rsvId)).toMatchObject({ s: 'RELEASED' });
     // Its order was made unpayable (created closed), nothing was taken for it anywhere, and the buyer's limit is free again.
-    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
+    expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, rsvId))).toBe('CLOSED');
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 1, sold: 0 });
     expect((await kit.reserve(account, id, 'p', 1, 'req-c3')).status).toBe(201);
   });
@@ -235,7 +235,7 @@ describe('the safety net', () => {
     await waitUntil('the net to settle it', async () => (await kit.store.record(keys[home], rsvId))?.s === 'RELEASED' || 'not yet', 10_000, 20);
     for (const k of keys) expect(await kit.store.record(k, rsvId)).toMatchObject({ s: 'RELEASED' });
     expect(await kit.store.hasClaim(keys[home], rsvId)).toBe(false);
-    expect(await orderStatus(orderIdFor(CREDS.merchantId, rsvId))).toBe('CLOSED');
+    expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, rsvId))).toBe('CLOSED');
     await waitUntil('the due sets to be empty', async () => (await Promise.all(keys.map(dueOf))).flat().length === 0 || 'not yet', 10_000, 20);
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 6, reserved: 0, sold: 0, returned: 5 });
   });
@@ -258,7 +258,7 @@ describe('the safety net', () => {
     );
     expect(await stateOf('acc_paid', r.body.reservationId)).toBe('SOLD');
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 0, sold: 1 });
-    expect(await orderStatus(orderIdFor(CREDS.merchantId, ghost))).toBeUndefined();
+    expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, ghost))).toBeUndefined();
   });
 });
 

@@ -1,7 +1,8 @@
 import { DomainError, STATUS_BY_KIND } from '../../src/errors/domain-error';
 import { ApiError } from '../../src/http/api-error';
 import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
-import type { LedgerEntry } from '../../src/orders/channels/simulated-channel';
+import type { LedgerEntry } from '../../src/orders/channels/channel-ledger';
+import { orderNumberKeyOf } from '../../src/orders/order-keys';
 import { legReference } from '../../src/orders/order-queues';
 import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
 import type { OrdersService } from '../../src/orders/orders.service';
@@ -21,6 +22,13 @@ export function resetChannels(channels: ChannelGateway): void {
   for (const m of PAYMENT_METHODS) channels.configure(m, { latencyMs: 5, pay: 'success', query: 'success', reverse: 'success' });
 }
 
+/**
+ * The id of the order (merchant, merchantOrderNo) names (ids are random: only the orders module knows it); when
+ * there is none, an id that names no order.
+ */
+export const orderIdOf = async (orders: OrdersService, merchantId: string, merchantOrderNo: string): Promise<string> =>
+  (await orders.orderIdOf(merchantId, merchantOrderNo)) ?? orderNumberKeyOf(merchantId, merchantOrderNo);
+
 /** A new order of `merchant` (its amount the sum of `legs`) with one PENDING plan of `legs` for `account`. */
 export async function orderWithPlan(
   orders: OrdersService,
@@ -38,7 +46,7 @@ export async function orderWithPlan(
 
 /** What each channel's ledger holds for the plan's instructions (under their channel references), in order. */
 export const ledgerOf = (channels: ChannelGateway, plan: { planId: string; legStamp: string }, legs: ReadonlyArray<{ method: PaymentMethod }> = TWO_LEGS) =>
-  legs.map((l, i) => channels.channel(l.method).ledger(legReference(plan, i)));
+  Promise.all(legs.map((l, i) => channels.channel(l.method).ledger(legReference(plan, i))));
 
 /** Money the channels hold over these entries: charged and not given back. */
 export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);

@@ -3,6 +3,7 @@ import { OrdersConfig } from '../orders.config';
 import { OrdersMetrics } from '../orders.metrics';
 import { PAYMENT_METHODS, PaymentMethod } from '../order.types';
 import type { ChannelOp, ChannelOutcome, ChannelSettings, Payer } from './payment-channel';
+import { ChannelLedger } from './channel-ledger';
 import { SimulatedChannel } from './simulated-channel';
 import { WalletChannel } from './wallet-channel';
 
@@ -24,6 +25,7 @@ export class ChannelGateway {
     config: OrdersConfig,
     private readonly metrics: OrdersMetrics,
     wallet: WalletChannel,
+    ledger: ChannelLedger,
   ) {
     if (config.balanceChannel === 'wallet') this.wallet = wallet;
     const { channelLatencyMs, channelOutcomes } = config;
@@ -31,7 +33,7 @@ export class ChannelGateway {
     this.channels = new Map(
       PAYMENT_METHODS.map((m) => [
         m,
-        new SimulatedChannel(m, { latencyMs: channelLatencyMs, pay: outcome(m, 'pay'), query: outcome(m, 'query'), reverse: outcome(m, 'reverse') }),
+        new SimulatedChannel(m, { latencyMs: channelLatencyMs, pay: outcome(m, 'pay'), query: outcome(m, 'query'), reverse: outcome(m, 'reverse') }, ledger),
       ]),
     );
   }

@@ -1,21 +1,6 @@
-import { LRUCache } from 'lru-cache';
 import type { PaymentMethod } from '../order.types';
+import type { ChannelLedger, LedgerEntry } from './channel-ledger';
 import type { ChannelOp, ChannelOutcome, ChannelSettings, PaymentChannel } from './payment-channel';
-
-/** What the simulated channel knows about one payment reference: whether money moved, and whether it went back. */
-export interface LedgerEntry {
-  ref: string;
-  amount: number;
-  /** `paid`: money taken; `declined`: none taken; `undetermined`: the pay answered unknown and no query has settled it yet. */
-  state: 'paid' | 'declined' | 'undetermined';
-  /** Pay calls made with this ref (money moves on the first only). */
-  payCalls: number;
-  /** Times money was given back (0 or 1). */
-  refunds: number;
-}
-
-/** Refs remembered per channel; the oldest are forgotten past this (the simulator runs in long-lived processes too). */
-export const LEDGER_LIMIT = 100_000;
 
 /**
  * A stand-in for a real channel: answers each operation after its configured
@@ -27,16 +12,16 @@ export const LEDGER_LIMIT = 100_000;
  *   configured `query: unknown` means the channel cannot answer at all (an outage);
  * - `reverse` gives money back once, and only for a paid ref (`failure` otherwise); a repeat of a
  *   done reversal is `success` without moving money.
- * Settings and ledger are per process (env at boot, PUT /admin/channels/{method} at run time).
+ * The ledger is in Redis (ChannelLedger), shared by every instance as a real provider's is; settings and call
+ * counts are per process (env at boot, PUT /admin/channels/{method} at run time).
  */
 export class SimulatedChannel implements PaymentChannel {
   private settings: ChannelSettings;
   private readonly counts: Record<ChannelOp, number> = { pay: 0, query: 0, reverse: 0 };
-  private readonly entries = new LRUCache<string, LedgerEntry>({ max: LEDGER_LIMIT });
-
   constructor(
     readonly method: PaymentMethod,
     settings: ChannelSettings,
+    private readonly entries: ChannelLedger,
   ) {
     this.settings = { ...settings };
   }
@@ -50,10 +35,9 @@ export class SimulatedChannel implements PaymentChannel {
     return { ...this.counts };
   }
 
-  /** What this channel recorded for `ref` (a copy), or undefined when it never saw a pay of it. */
-  ledger(ref: string): LedgerEntry | undefined {
-    const e = this.entries.get(ref);
-    return e && { ...e };
+  /** What this channel recorded for `ref`, or undefined when it never saw a pay of it. */
+  ledger(ref: string): Promise<LedgerEntry | undefined> {
+    return this.entries.entry(this.method, ref);
   }
 
   configure(patch: Partial<ChannelSettings>): ChannelSettings {
@@ -62,36 +46,15 @@ export class SimulatedChannel implements PaymentChannel {
   }
 
   async pay(ref: string, amount: number): Promise<ChannelOutcome> {
-    const outcome = await this.call('pay');
-    const known = this.entries.get(ref);
-    if (known) {
-      known.payCalls++;
-      return answer(known);
-    }
-    this.remember({ ref, amount, state: outcome === 'success' ? 'paid' : outcome === 'failure' ? 'declined' : 'undetermined', payCalls: 1, refunds: 0 });
-    return outcome;
+    return this.entries.call(this.method, ref, 'pay', amount, await this.call('pay'));
   }
 
   async query(ref: string): Promise<ChannelOutcome> {
-    const outcome = await this.call('query');
-    if (outcome === 'unknown') return 'unknown';
-    const known = this.entries.get(ref);
-    if (!known) return 'failure';
-    if (known.state === 'undetermined') known.state = outcome === 'success' ? 'paid' : 'declined';
-    return answer(known);
+    return this.entries.call(this.method, ref, 'query', 0, await this.call('query'));
   }
 
   async reverse(ref: string, _amount: number): Promise<ChannelOutcome> {
-    const outcome = await this.call('reverse');
-    const known = this.entries.get(ref);
-    if (!known || known.state !== 'paid') return 'failure';
-    if (known.refunds > 0) return 'success';
-    if (outcome === 'success') known.refunds = 1;
-    return outcome;
-  }
-
-  private remember(e: LedgerEntry): void {
-    this.entries.set(e.ref, e);
+    return this.entries.call(this.method, ref, 'reverse', 0, await this.call('reverse'));
   }
 
   private async call(op: ChannelOp): Promise<ChannelOutcome> {
@@ -101,5 +64,3 @@ export class SimulatedChannel implements PaymentChannel {
     return outcome;
   }
 }
-
-const answer = (e: LedgerEntry): ChannelOutcome => (e.state === 'paid' ? 'success' : e.state === 'declined' ? 'failure' : 'unknown');

@@ -11,11 +11,14 @@
   stream: all in one step, so an event exists exactly when its state change
   does. Field values are stored exactly as given; the fields that take the
   Redis clock come in a list of their own (ARGV[11] on), so no value is ever
-  interpreted.
+  interpreted. The order's number index entry (KEYS[4]) is renewed with the
+  order while it names this order, so a merchantOrderNo finds its order as long
+  as the order is kept.
 
   KEYS[1]  order hash
   KEYS[2]  plan hash
   KEYS[3]  the shard's events stream
+  KEYS[4]  the order's number index entry (a key never written for an order stored before the index)
   ARGV[1]  the lock the caller holds: order (token kept on KEYS[1]), plan (on KEYS[2]) or '' (none: creation)
   ARGV[2]  the caller's fencing token (0 with no lock)
   ARGV[3]  expected order version, or '' when the order is not written
@@ -43,9 +46,11 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/fencing"
+--- @include "includes/order-record"
 local orderKey = KEYS[1]
 local planKey = KEYS[2]
 local eventsKey = KEYS[3]
+local indexKey = KEYS[4]
 local lockHeld = ARGV[1]
 local token = tonumber(ARGV[2])
 local expectedOrderVersion = ARGV[3]
@@ -64,20 +69,8 @@ local WRITTEN, VERSION, STALE_TOKEN, EXPIRED = 0, 1, 2, 3
 local now = serverTimeMs()
 
 -- The clock fields of the order (1) and the plan (2) as HSET arguments, checked before anything is written.
-if not orderClockCount or not planClockCount or #ARGV ~= CLOCK_PAIRS_FROM - 1 + 2 * (orderClockCount + planClockCount) then
-  return redis.error_reply('ERR clock fields: ARGV[11] and ARGV[12] must count the pairs that follow')
-end
-local clockSets = {{}, {}}
-local at = CLOCK_PAIRS_FROM
-for i, count in ipairs({orderClockCount, planClockCount}) do
-  for _ = 1, count do
-    local field, ms = ARGV[at], ARGV[at + 1]
-    if not string.match(ms, '^%d+$') then return redis.error_reply('ERR clock field offsets must be decimal integers >= 0') end
-    clockSets[i][#clockSets[i] + 1] = field
-    clockSets[i][#clockSets[i] + 1] = string.format('%d', now + tonumber(ms))
-    at = at + 2
-  end
-end
+local clockSets, clockError = orderClockFields(ARGV, CLOCK_PAIRS_FROM, {orderClockCount, planClockCount}, 2, now)
+if not clockSets then return clockError end
 local function version(key) return tonumber(redis.call('HGET', key, 'version') or '0') end
 local orderVersion, planVersion = version(orderKey), version(planKey)
 local function reply(case) return {case, orderVersion, planVersion, now} end
@@ -118,20 +111,11 @@ local function apply(i)
 end
 orderVersion = apply(1) or orderVersion
 planVersion = apply(2) or planVersion
--- A plan written alone renews its order's retention too, so a plan never outlives its order: the order's
--- merchantOrderNo, made again once the order is gone, makes the same order id and plan ids again.
+-- A plan written alone renews its order's retention too, so a plan never outlives its order.
 if expectedOrderVersion == '' and expectedPlanVersion ~= '' then redis.call('PEXPIRE', orderKey, retentionMs) end
+-- The number index lives as long as the order it names (never an earlier order's, nor a later one's).
+local indexed = redis.call('GET', indexKey)
+if indexed and indexed == redis.call('HGET', orderKey, 'orderId') then redis.call('PEXPIRE', indexKey, retentionMs) end
 
-if eventType ~= '' then
-  local names = {'orderId', 'merchantId', 'merchantOrderNo', 'amount', 'currency', 'status', 'version', 'expiresAt', 'accountId', 'paidPlan', 'closeReason'}
-  local values = redis.call('HMGET', orderKey, unpack(names))
-  local entry = {'type', eventType, 'at', string.format('%d', now)}
-  for i, name in ipairs(names) do
-    if values[i] and values[i] ~= '' then
-      entry[#entry + 1] = name
-      entry[#entry + 1] = values[i]
-    end
-  end
-  redis.call('XADD', eventsKey, 'MAXLEN', '~', eventsMaxLen, '*', unpack(entry))
-end
+if eventType ~= '' then appendOrderEvent(orderKey, eventsKey, eventType, eventsMaxLen, now) end
 return reply(WRITTEN)
