@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { SYSTEM_ORDER_NO_RE } from '../orders/order-keys';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
 /**
@@ -14,7 +15,8 @@ export const SECKILL_KEYS = defineKeySpace('seckill', { a: 'id', p: 'id', u: 'id
 /** Activity ids: short, because they are part of every product shard's tag. */
 export const ACTIVITY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
 export const PRODUCT_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
-export const RESERVATION_ID_RE = /^sk_[0-9a-f]{24}$/;
+/** Reservation ids, which also number their orders: the orders module keeps merchants off this shape. */
+export const RESERVATION_ID_RE = SYSTEM_ORDER_NO_RE;
 export { ACCOUNT_ID_RE } from '../orders/order-keys';
 
 /** The parts of a product shard, in the load script's KEYS order. */

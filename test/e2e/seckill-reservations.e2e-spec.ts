@@ -606,14 +606,39 @@ describe('seckill reservations: ids a caller chooses against ids the service mak
       .send(text);
   };
 
-  it('a merchant order numbered as a reservation will be: the reservation is refused (REQUEST_REUSED), its units back at once, that order untouched; another requestId works', async () => {
+  it('a merchant cannot number its own order as a reservation will be: 400 naming merchantOrderNo, nothing stored', async () => {
+    const id = activityId('clash');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
+    const taken = reservationIdFor(id, 'p1', 'acc_clash0', 'tap-clash');
+    const own = await merchantOrder({ merchantOrderNo: taken, amount: 1, currency: 'CNY', subject: 'the merchant’s own', expireMinutes: 30 });
+    expect([own.status, own.body.details?.[0]?.field]).toEqual([400, 'merchantOrderNo']);
+    expect(await kit.orders.orderIdOf(CREDS.merchantId, taken)).toBeUndefined();
+    // The shape only: a number that merely starts like one is the merchant's to use.
+    const near = await merchantOrder({ merchantOrderNo: `${taken}0`, amount: 1, currency: 'CNY', subject: 'near', expireMinutes: 30 });
+    expect(near.status).toBe(201);
+    const r = await kit.reserve('acc_clash0', id, 'p1', 1, 'tap-clash');
+    expect(r.status).toBe(201);
+    expect(await kit.orders.orderIdOf(CREDS.merchantId, taken)).toBe(r.body.orderId);
+  });
+
+  it("an order already stored under a reservation's number (by an earlier version): the reservation is refused (REQUEST_REUSED), its units back at once, that order untouched; another requestId works", async () => {
     const id = activityId('clash');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
     const buyer = 'acc_clash';
-    // The merchant picks, as its own order number, the very id the buyer's request will make.
+    // An order the merchant API of an earlier version let a merchant number as the buyer's request will be.
     const taken = reservationIdFor(id, 'p1', buyer, 'tap-clash');
-    const own = await merchantOrder({ merchantOrderNo: taken, amount: 1, currency: 'CNY', subject: 'the merchant’s own', expireMinutes: 30 });
-    expect(own.status).toBe(201);
+    const own = {
+      body: (
+        await kit.orders.create({
+          merchantId: CREDS.merchantId,
+          merchantOrderNo: taken,
+          amount: 1,
+          currency: 'CNY',
+          subject: 'the merchant’s own',
+          expireMinutes: 30,
+        })
+      ).order,
+    };
     const r = await kit.reserve(buyer, id, 'p1', 1, 'tap-clash');
     expect([r.status, r.body.error]).toEqual([409, 'REQUEST_REUSED']);
     // Nothing held, nothing stuck: the units are back now (not left RESERVED for a net that could never settle it).

@@ -1,17 +1,24 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { CURRENCIES, DEFAULT_EXPIRE_MINUTES, MAX_AMOUNT, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order-commands';
-import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from '../order-keys';
+import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE, SYSTEM_ORDER_NO_RE } from '../order-keys';
 import { IsIdString } from '../orders-api.decorators';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 export { MAX_AMOUNT } from '../order-commands';
 
 export class CreateOrderDto {
-  /** The merchant's own order number; with the merchant, the idempotency key */
+  /** The merchant's own order number; with the merchant, the idempotency key. `sk_` and 24 hex digits is the service's own (its flash-sale orders) and is refused */
   @ApiProperty({ example: 'M20261122-0001', maxLength: 64 })
   @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
+  @ValidateBy({
+    name: 'isMerchantsOwnOrderNo',
+    validator: {
+      validate: (v: unknown) => typeof v !== 'string' || !SYSTEM_ORDER_NO_RE.test(v),
+      defaultMessage: () => 'merchantOrderNo must not be sk_ and 24 hex digits: the service numbers its flash-sale orders so',
+    },
+  })
   merchantOrderNo!: string;
 
   /** Amount in minor units (cents) */
