@@ -7,6 +7,7 @@ import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendin
 import { checkAccountId, commandFieldError } from './command-checks';
 import { MessagesConfig } from './messages.config';
 import { MessagesMetrics } from './messages.metrics';
+import { SYSTEM_IDEM_PREFIX } from './message-keys';
 import { MessagesStore } from './messages.store';
 import { PENDING_ACTION_NAMES, PENDING_ACTION_TYPES } from './pending-action-types';
 
@@ -78,7 +79,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
     const { outcome } = await this.store.write(
       accountId,
       {
-        k: `REMINDER_${bizType}|${actionId}`,
+        k: reminderIdemField(bizType, actionId),
         bizType: `REMINDER_${bizType}`,
         outerBizId: actionId,
         title: type.title,
@@ -96,6 +97,14 @@ export class PendingActionsService implements OnApplicationBootstrap {
       this.metrics.written.inc({ source: 'reminder' });
     }
   }
+}
+
+/**
+ * A reminder's idempotency field, where no caller's (bizType, outerBizId) can spell it: the actionId is handed to the
+ * business system, and a message it wrote or withdrew as (REMINDER_<type>, actionId) took the reminder's place.
+ */
+export function reminderIdemField(bizType: string, actionId: string): string {
+  return `${SYSTEM_IDEM_PREFIX}reminder|${bizType}|${actionId}`;
 }
 
 function reminderId(bizType: string, accountId: string): string {
