@@ -32,16 +32,13 @@ describe('message center: caller ids that spell the service’s own', () => {
     const acc = 'acc_col_rw';
     const started = await startAction(acc);
     expect(started.status).toBe(201);
-    const forged = await http()
-      .post('/messages')
-      .set(SERVICE)
-      .send({
-        accountId: acc,
-        bizType: 'REMINDER_PASSWORD_RECOVERY',
-        outerBizId: started.body.actionId,
-        title: 'Not the reminder',
-        content: 'from a business system',
-      });
+    const forged = await http().post('/messages').set(SERVICE).send({
+      accountId: acc,
+      bizType: 'REMINDER_PASSWORD_RECOVERY',
+      outerBizId: started.body.actionId,
+      title: 'Not the reminder',
+      content: 'from a business system',
+    });
     expect(forged.status).toBe(201);
     await waitUntil('the reminder', async () => reminders(await pull(acc)).length > 0, 5000, 50);
     await sleep(REMINDER_DELAY_MS + 300); // room for a second one, which must not come
