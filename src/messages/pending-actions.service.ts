@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { ApiError } from '../http/api-error';
@@ -56,8 +57,10 @@ export class PendingActionsService implements OnApplicationBootstrap {
     }
     const actionId = randomUUID();
     await this.store.startPendingAction(accountId, bizType, actionId);
+    crashPoint('messages.pending-start.after-record');
     const payload: ReminderPayload = { accountId, bizType, actionId, ...(context ? { context } : {}) };
     const { dueAt } = await this.queue.schedule(REMINDER_QUEUE, reminderId(bizType, accountId), { delayMs: this.delayOf(bizType) }, payload);
+    crashPoint('messages.pending-start.after-schedule');
     return { actionId, remindAt: dueAt };
   }
 
@@ -65,6 +68,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
   async finish({ accountId, bizType }: FinishPendingActionCommand): Promise<boolean> {
     checkAccountId(accountId);
     const wasPending = await this.store.finishPendingAction(accountId, bizType);
+    crashPoint('messages.pending-finish.after-record');
     await this.queue.cancel(REMINDER_QUEUE, reminderId(bizType, accountId));
     return wasPending;
   }
@@ -76,6 +80,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
       this.logger.warn({ bizType }, 'reminder for an unknown action type dropped');
       return;
     }
+    crashPoint('messages.reminder.before-write');
     const { outcome } = await this.store.write(
       accountId,
       {
@@ -92,6 +97,9 @@ export class PendingActionsService implements OnApplicationBootstrap {
       // on two instances may leave the record and the reminder naming different starts; one message either way.
       { pendingBizType: bizType },
     );
+    // Past here, a crash leaves the delivery unacknowledged: redelivered after the queue's visibility timeout, its
+    // write finds the start ended (or its own record) and writes nothing.
+    crashPoint('messages.reminder.after-write');
     if (outcome === 1) {
       this.metrics.remindersSent.inc({ bizType });
       this.metrics.written.inc({ source: 'reminder' });
