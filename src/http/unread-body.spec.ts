@@ -32,6 +32,16 @@ describe('drainUnreadBody', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(45);
   });
 
+  it('resolves at once for a body already read to its end, even when `complete` is not set', async () => {
+    const raw = body();
+    raw.end(Buffer.alloc(10));
+    raw.resume();
+    await new Promise((r) => raw.once('end', r));
+    const started = Date.now();
+    await drainUnreadBody(raw, 1024, 60_000);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
   it('resolves at once for a request already read', async () => {
     const raw = Object.assign(body(), { complete: true });
     await expect(drainUnreadBody(raw, 1, 60_000)).resolves.toBeUndefined();

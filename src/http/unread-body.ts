@@ -15,7 +15,8 @@ export const MAX_DRAIN_MS = 5_000;
  * to reset, and the client reads the answer; past the bounds, a client sending without end is cut as before.
  */
 export function drainUnreadBody(raw: IncomingMessage, maxBytes = MAX_DRAIN_BYTES, maxMs = MAX_DRAIN_MS): Promise<void> {
-  if (raw.complete || raw.destroyed) return Promise.resolve();
+  // readableEnded: a body read to its end by a parser that reports `complete` late (some routes' bodies end so).
+  if (raw.complete || raw.readableEnded || raw.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     let read = 0;
     const finish = () => {
