@@ -10,6 +10,7 @@ import { ROUTE_BODY_LIMITS } from './http/body-limits';
 import { registerJsonBodyParser } from './http/json-body';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
 import { setupSwagger } from './http/swagger';
+import { drainUnreadBody } from './http/unread-body';
 import { trackConnections } from './http/unused-connections';
 import { createValidationPipe } from './http/validation';
 import { MetricsService } from './metrics/metrics.service';
@@ -86,9 +87,12 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     connections.closeUnused();
     done();
   });
-  fastify.addHook('onSend', (_req, reply, payload, done) => {
+  fastify.addHook('onSend', (req, reply, payload, done) => {
     if (draining) void reply.header('connection', 'close');
-    done(null, payload);
+    // An error answered before its body was read (a 413, a 415): the rest of the body is read first, so that closing
+    // the connection resets nothing and the client reads the answer (see drainUnreadBody).
+    if (reply.statusCode >= 400 && !req.raw.complete) void drainUnreadBody(req.raw).then(() => done(null, payload));
+    else done(null, payload);
   });
 
   if (config.swaggerEnabled) setupSwagger(app);

@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config';
 import { DomainError, STATUS_BY_KIND } from '../errors/domain-error';
 import { isRedisUnavailable } from '../redis/redis-unavailable.error';
 import { ScriptError } from '../scripts/script-errors';
-import { ApiError } from './api-error';
+import { ApiError, bracketIndexes } from './api-error';
 import { ErrorBodyDto } from './error-body.dto';
 
 const CODE_BY_STATUS: Record<number, string> = {
@@ -42,6 +42,24 @@ function httpExceptionMessage(err: HttpException): string {
   return Array.isArray(message) ? message.join('; ') : String(message ?? err.message);
 }
 
+/**
+ * Details that name fields, each in the bracket notation (a module's own check may have spelled one
+ * `products.1.productId`), with the message's mentions of the path spelled the same way.
+ */
+function inOneNotation(message: string, details: unknown): { message: string; details: unknown } {
+  if (!Array.isArray(details)) return { message, details };
+  let text = message;
+  const named = details.map((d: unknown) => {
+    const field = (d as { field?: unknown })?.field;
+    if (typeof field !== 'string') return d;
+    const bracketed = bracketIndexes(field);
+    if (bracketed === field) return d;
+    text = text.split(field).join(bracketed);
+    return { ...(d as object), field: bracketed };
+  });
+  return { message: text, details: named };
+}
+
 export interface ErrorResponse {
   status: number;
   body: ErrorBodyDto;
@@ -54,13 +72,10 @@ export interface ErrorResponse {
  * are logged with their stack; a stack never reaches the caller.
  */
 export function toErrorResponse(err: unknown, requestId: string, retryAfterS: number, logger: Logger): ErrorResponse {
-  const body = (status: number, error: string, message: string, details?: unknown): ErrorBodyDto => ({
-    statusCode: status,
-    error,
-    message,
-    ...(details === undefined ? {} : { details }),
-    requestId,
-  });
+  const body = (status: number, error: string, rawMessage: string, rawDetails?: unknown): ErrorBodyDto => {
+    const { message, details } = inOneNotation(rawMessage, rawDetails);
+    return { statusCode: status, error, message, ...(details === undefined ? {} : { details }), requestId };
+  };
   if (err instanceof ApiError) {
     return { status: err.getStatus(), body: body(err.getStatus(), err.code, err.message, err.details), headers: err.headers };
   }

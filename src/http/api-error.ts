@@ -19,6 +19,12 @@ export class ApiError extends HttpException {
 /** A 400 about one field, shaped as the class-validator failures are. */
 export const fieldError = (field: string, message: string) => new ApiError(400, 'VALIDATION_FAILED', message, [{ field, errors: [message] }]);
 
+/**
+ * A field path in the one notation every 400 uses: array indexes in brackets (`products[1].productId`, never
+ * `products.1.productId`), as validation names them.
+ */
+export const bracketIndexes = (field: string): string => field.replace(/\.(\d+)(?=[.[]|$)/g, '[$1]');
+
 /** A field name as the caller sent it, cut short: an unknown field's name is input, and errors never echo unbounded input. */
 const MAX_FIELD_NAME = 64;
 export const boundedName = (name: string): string => (name.length > MAX_FIELD_NAME ? `${name.slice(0, MAX_FIELD_NAME)}…` : name);

@@ -18,6 +18,9 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
     const property = boundedName(e.property);
     const field = parent ? (/^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`) : property;
     const own = e.constraints ? [{ field, errors: ownErrors(e, field) }] : [];
+    // A value of the wrong type (an object where an array goes) is that one error: the nested class's fields were
+    // never the caller's (`products: {}` is not missing `products.title`).
+    if (wrongTypeChecks(e).length > 0) return own;
     return [...own, ...flattenValidationErrors(e.children ?? [], field)];
   });
 }
@@ -40,11 +43,15 @@ function ownErrors(e: ValidationError, field: string): string[] {
   if (e.value === undefined && 'value' in e) return [`${name} is required`];
   if (e.value === null) return [`${name} must not be null`];
   // A value of the wrong type ("100" for a number) is told its type only: the ranges and formats it also "broke" were never about it.
-  if ('value' in e) {
-    const wrongType = Object.keys(constraints).filter((c) => TYPE_CHECKS[c]?.(e.value) === false);
-    if (wrongType.length > 0) return wrongType.map((c) => constraints[c]);
-  }
+  const wrongType = wrongTypeChecks(e);
+  if (wrongType.length > 0) return wrongType.map((c) => constraints[c]);
   return Object.values(constraints);
+}
+
+/** The type checks (isArray, isInt…) a present value fails. */
+function wrongTypeChecks(e: ValidationError): string[] {
+  if (!e.constraints || !('value' in e) || e.value === undefined || e.value === null) return [];
+  return Object.keys(e.constraints).filter((c) => TYPE_CHECKS[c]?.(e.value) === false);
 }
 
 /**

@@ -7,6 +7,12 @@ export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** Message ids are the account's server sequence numbers. */
 export const MSG_ID_RE = /^[1-9][0-9]{0,16}$/;
 
+/**
+ * Idempotency fields the service writes itself (a reminder's) begin with `!`, which no bizType holds
+ * (`bizType|outerBizId` is a caller's): no message a caller writes or withdraws can spell one.
+ */
+export const SYSTEM_IDEM_PREFIX = '!';
+
 /** The parts of an account's inbox, in the scripts' KEYS order. */
 export const INBOX_PARTS = ['inbox', 'bodies', 'idem', 'read', 'meta', 'expiry', 'withdrawn'] as const;
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { crashPoint } from '../common/crash-points';
 import { InvalidArgumentError } from '../errors/domain-error';
 import { BroadcastFeed } from './broadcast-feed';
 import { checkMessageCommand } from './command-checks';
@@ -83,6 +84,7 @@ export class MessagesService {
         throw e;
       }
       const r = await this.write(item, 'batch');
+      crashPoint('messages.batch.after-item');
       if (r.withdrawn) return { index, status: 200, withdrawn: true };
       if (r.expired) return { index, status: 200, msgId: '', expired: true };
       return { index, status: r.duplicate ? 200 : 201, msgId: r.msgId };
@@ -149,12 +151,14 @@ export class MessagesService {
     // Under a request id, each inbox's write is idempotent on it: a retry writes only where the first did not.
     const broadcastId = cmd.requestId ?? randomUUID();
     const accounts = [...new Set(cmd.audience)];
-    const results = await mapLimit(accounts, FAN_OUT, (accountId) =>
-      this.write(
+    const results = await mapLimit(accounts, FAN_OUT, async (accountId) => {
+      const r = await this.write(
         { accountId, bizType: BROADCAST_BIZ_TYPE, outerBizId: broadcastId, title: cmd.title, content: cmd.content, url: cmd.url, needPush: false, createdAt },
         'broadcast',
-      ),
-    );
+      );
+      crashPoint('messages.broadcast.after-inbox');
+      return r;
+    });
     const duplicates = results.filter((r) => r.duplicate).length;
     const written = results.length - duplicates;
     if (written > 0) this.metrics.broadcasts.inc({ audience: 'accounts' });

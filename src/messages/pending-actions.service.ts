@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { ApiError } from '../http/api-error';
@@ -7,6 +8,7 @@ import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendin
 import { checkAccountId, commandFieldError } from './command-checks';
 import { MessagesConfig } from './messages.config';
 import { MessagesMetrics } from './messages.metrics';
+import { SYSTEM_IDEM_PREFIX } from './message-keys';
 import { MessagesStore } from './messages.store';
 import { PENDING_ACTION_NAMES, PENDING_ACTION_TYPES } from './pending-action-types';
 
@@ -55,8 +57,10 @@ export class PendingActionsService implements OnApplicationBootstrap {
     }
     const actionId = randomUUID();
     await this.store.startPendingAction(accountId, bizType, actionId);
+    crashPoint('messages.pending-start.after-record');
     const payload: ReminderPayload = { accountId, bizType, actionId, ...(context ? { context } : {}) };
     const { dueAt } = await this.queue.schedule(REMINDER_QUEUE, reminderId(bizType, accountId), { delayMs: this.delayOf(bizType) }, payload);
+    crashPoint('messages.pending-start.after-schedule');
     return { actionId, remindAt: dueAt };
   }
 
@@ -64,6 +68,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
   async finish({ accountId, bizType }: FinishPendingActionCommand): Promise<boolean> {
     checkAccountId(accountId);
     const wasPending = await this.store.finishPendingAction(accountId, bizType);
+    crashPoint('messages.pending-finish.after-record');
     await this.queue.cancel(REMINDER_QUEUE, reminderId(bizType, accountId));
     return wasPending;
   }
@@ -75,10 +80,11 @@ export class PendingActionsService implements OnApplicationBootstrap {
       this.logger.warn({ bizType }, 'reminder for an unknown action type dropped');
       return;
     }
+    crashPoint('messages.reminder.before-write');
     const { outcome } = await this.store.write(
       accountId,
       {
-        k: `REMINDER_${bizType}|${actionId}`,
+        k: reminderIdemField(bizType, actionId),
         bizType: `REMINDER_${bizType}`,
         outerBizId: actionId,
         title: type.title,
@@ -91,11 +97,22 @@ export class PendingActionsService implements OnApplicationBootstrap {
       // on two instances may leave the record and the reminder naming different starts; one message either way.
       { pendingBizType: bizType },
     );
+    // Past here, a crash leaves the delivery unacknowledged: redelivered after the queue's visibility timeout, its
+    // write finds the start ended (or its own record) and writes nothing.
+    crashPoint('messages.reminder.after-write');
     if (outcome === 1) {
       this.metrics.remindersSent.inc({ bizType });
       this.metrics.written.inc({ source: 'reminder' });
     }
   }
+}
+
+/**
+ * A reminder's idempotency field, where no caller's (bizType, outerBizId) can spell it: the actionId is handed to the
+ * business system, and a message it wrote or withdrew as (REMINDER_<type>, actionId) took the reminder's place.
+ */
+export function reminderIdemField(bizType: string, actionId: string): string {
+  return `${SYSTEM_IDEM_PREFIX}reminder|${bizType}|${actionId}`;
 }
 
 function reminderId(bizType: string, accountId: string): string {

@@ -288,6 +288,8 @@ describe('Malformed input, generated from the OpenAPI document', () => {
       const spellings = fieldSpellings(c.field);
       if (!spellings.some((s) => text.includes(s))) out.push(`does not name the field ${spellings[0]}`);
     }
+    for (const d of Array.isArray(body.details) ? (body.details as { field?: unknown }[]) : [])
+      if (typeof d?.field === 'string' && /\.\d+([.[]|$)/.test(d.field)) out.push(`names ${d.field} with a dotted index (not in brackets)`);
     return out;
   }
 

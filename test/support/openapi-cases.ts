@@ -205,9 +205,9 @@ export function fieldName(path: FieldPath): string {
   return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
 }
 
-/** The ways a response may name a field: `a.b[0].c`, `a.b.0.c`, `/a/b/0/c`. */
+/** The ways a response may name a field: `a.b[0].c` (never `a.b.0.c`: every 400 names indexes in brackets), or `/a/b/0/c`. */
 export function fieldSpellings(path: FieldPath): string[] {
-  return [...new Set([fieldName(path), path.join('.'), '/' + path.join('/')])];
+  return [...new Set([fieldName(path), '/' + path.join('/')])];
 }
 
 export interface BodyField {

@@ -5,8 +5,12 @@ import { ACCOUNT_ID_RE } from '../message-keys';
 import { LINK_RE } from './write-message.dto';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
-/** A caller's idempotency key; never `.` or `..`: a listed broadcast's requestId is its outerBizId in each inbox. */
-const REQUEST_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
+/**
+ * A caller's idempotency key; never `.` or `..`: a listed broadcast's requestId is its outerBizId in each inbox, and
+ * its broadcastId. Never digits only: those are the ids the service gives broadcasts to everyone (their sequence), so
+ * a listed broadcast could otherwise show under the id of another.
+ */
+const REQUEST_ID_RE = /^(?!\.\.?$)(?![0-9]+$)[A-Za-z0-9_.:-]{1,64}$/;
 
 /** Most accounts one listed broadcast may name. */
 export const MAX_AUDIENCE = 10_000;
@@ -62,7 +66,9 @@ export class BroadcastDto {
   @IsOptionalField()
   @IsString()
   @MaxLength(64)
-  @Matches(REQUEST_ID_RE, { message: 'requestId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."' })
+  @Matches(REQUEST_ID_RE, {
+    message: 'requestId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or "..", and not digits only (the ids of broadcasts to everyone)',
+  })
   requestId?: string;
 }
 
