@@ -12,13 +12,15 @@ import { CloseReminderMetrics, type SkipReason } from './close-reminder.metrics'
 import { CloseReminderStore } from './close-reminder.store';
 import { MerchantSettings } from './merchant-settings';
 import { renderReminder } from './reminder-template';
+import { CLOSE_REMINDER_BIZ_TYPE } from '../messages/dto/write-message.dto';
 
 /** The delay queue of the reminders; one entry per order, id = the order id. */
 export const REMINDER_QUEUE = 'close-reminders';
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'close-reminder';
 /** The message center's bizType of a reminder; its outerBizId is the order id. */
-export const REMINDER_BIZ_TYPE = 'CLOSE_REMINDER';
+/** The reminders' bizType: one of the messages' system bizTypes, which no business system may write or withdraw. */
+export const REMINDER_BIZ_TYPE = CLOSE_REMINDER_BIZ_TYPE;
 
 /** The app's deep link to pay an order. */
 export const payLink = (orderId: string) => `redispay://orders/${orderId}/pay`;

@@ -161,6 +161,35 @@ describe('Message center: bad input', () => {
     });
   });
 
+  describe('the bizType CLOSE_REMINDER belongs to the close reminders', () => {
+    it('a business system can neither write nor withdraw one (400 naming bizType, nothing stored), alone or in a batch', async () => {
+      // The reminder of order X is (CLOSE_REMINDER, X) in the payer's inbox: written first by a business system, the
+      // service's reminder would find it "already written"; withdrawn, the reminder would never show.
+      const key = { accountId: 'acc_vcr', bizType: 'CLOSE_REMINDER', outerBizId: 'ord_0123456789abcdef01234567' };
+      const before = await snapshot();
+      expect400(
+        await request(t.server)
+          .post('/messages')
+          .set(SERVICE)
+          .send({ ...key, title: 'Your order closes soon', content: 'c' }),
+        'bizType',
+      );
+      expect400(await request(t.server).post('/messages/withdraw').set(SERVICE).send(key), 'bizType');
+      const batch = await request(t.server)
+        .post('/messages/batch')
+        .set(SERVICE)
+        .send({ messages: [{ ...key, title: 'Your order closes soon', content: 'c' }] });
+      expect([batch.status, batch.body.invalid, batch.body.results[0].status]).toEqual([200, 1, 400]);
+      expect(await snapshot()).toEqual(before);
+      // A bizType that only begins like it is the business system's.
+      const own = await request(t.server)
+        .post('/messages')
+        .set(SERVICE)
+        .send({ ...key, bizType: 'CLOSE_REMINDER_V2', title: 'Ours', content: 'c' });
+      expect(own.status).toBe(201);
+    });
+  });
+
   describe('POST /admin/messages/broadcast', () => {
     it.each([['.'], ['..']])('refuses the requestId %j with a 400 naming requestId (not a field the caller never sent), nothing stored', async (requestId) => {
       const before = await snapshot();

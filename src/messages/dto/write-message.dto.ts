@@ -13,8 +13,16 @@ export const BIZ_TYPE_RE = /^(?!\.\.?$)[A-Za-z0-9_.-]{1,32}$/;
  * `broadcastId`, and a list broadcast's requestId is its outerBizId): never a business system's to write or withdraw.
  */
 export const BROADCAST_BIZ_TYPE = 'BROADCAST';
-/** A bizType a business system may use: BIZ_TYPE_RE, and not BROADCAST. */
-export const WRITABLE_BIZ_TYPE_RE = /^(?!\.\.?$)(?!BROADCAST$)[A-Za-z0-9_.-]{1,32}$/;
+/** The bizType of the reminders before an unpaid order closes (outerBizId: the order id), which the service writes. */
+export const CLOSE_REMINDER_BIZ_TYPE = 'CLOSE_REMINDER';
+/**
+ * The bizTypes only the service writes: a business system writing (bizType, outerBizId) under one of them would take
+ * the service's own message's place (its write then finds "already written") or withdraw it, and could pass its text
+ * off as the service's.
+ */
+export const SYSTEM_BIZ_TYPES = [BROADCAST_BIZ_TYPE, CLOSE_REMINDER_BIZ_TYPE] as const;
+/** A bizType a business system may use: BIZ_TYPE_RE, and none of SYSTEM_BIZ_TYPES. */
+export const WRITABLE_BIZ_TYPE_RE = new RegExp(`^(?!\\.\\.?$)${SYSTEM_BIZ_TYPES.map((t) => `(?!${t}$)`).join('')}[A-Za-z0-9_.-]{1,32}$`);
 export const OUTER_BIZ_ID_RE = /^(?!\.\.?$)[\x21-\x7e]{1,64}$/;
 /**
  * Links the app opens: https, or the app's own deep links. Nothing else (no javascript:, file:, http:), and only the
@@ -35,7 +43,9 @@ export class WriteMessageDto {
   @ApiProperty({ example: 'PAYMENT_SUCCESS' })
   @IsString()
   @MaxLength(32)
-  @Matches(WRITABLE_BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -, not "." or "..", and not BROADCAST (kept for broadcasts)' })
+  @Matches(WRITABLE_BIZ_TYPE_RE, {
+    message: `bizType must be 1-32 characters of A-Z a-z 0-9 _ . -, not "." or "..", and none of ${SYSTEM_BIZ_TYPES.join(', ')} (the service's own)`,
+  })
   bizType!: string;
 
   /** The business system's own id for the event (order id, refund id...) */
