@@ -336,10 +336,19 @@ export class PaymentRunner implements OnApplicationBootstrap {
     return { dueAt: run.lock.expiresAt + this.config.queryDelayMs };
   }
 
+  /**
+   * Runs a query or resume handler on the plan under its lock. A plan no longer stored (its order's retention ended
+   * while the entry was dead-lettered) cannot be carried on: the entry fails, so it stays in view (retried, then
+   * dead-lettered and logged at error) for ops to settle its legs at the channels by hand, instead of vanishing.
+   */
   private async underPlanLock(planId: string, fn: (run: Run) => Promise<void>): Promise<void> {
     await this.locks.withLock(planLockName(planId), PLAN_LOCK, async (lock) => {
       const s = await this.store.readPlan(planId);
-      if (!s.plan || !s.order) return;
+      if (!s.plan || !s.order) {
+        throw new Error(
+          `plan ${planId} is no longer stored: settle its legs at the channels by hand (their references start ${planId}:), then delete the item`,
+        );
+      }
       await fn({ order: s.order, plan: s.plan, lock });
     });
   }

@@ -6,7 +6,7 @@ import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { ChannelSettings } from '../../src/orders/channels/payment-channel';
 import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
 import { orderLockName, planLockName } from '../../src/orders/order-locks';
-import { EXPIRY_QUEUE, legId, legReference, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
+import { EXPIRY_QUEUE, legId, legReference, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
 import type { Instruction, PaymentMethod } from '../../src/orders/order.types';
 import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore, type WriteRequest } from '../../src/orders/orders.store';
@@ -293,6 +293,15 @@ describe('payment plans: recovery', () => {
       expect(errors.some(([f]) => (f as { id?: string }).id === id)).toBe(true);
       expect(netHeld(await ledger(a, a.instructions))).toBe(2800);
       await queue.cancel(REVERSAL_QUEUE, id);
+    });
+    it.each([QUERY_QUEUE, RESUME_QUEUE])('a %s entry whose plan is gone fails with the reason instead of vanishing', async (q) => {
+      const a = await orderWithPlan(`acc-gone-${q}`);
+      await retentionEnds(a);
+      const id = q === QUERY_QUEUE ? legId(a.planId, 0) : a.planId;
+      await queue.schedule(q, id, { delayMs: 0 }, q === QUERY_QUEUE ? { planId: a.planId, index: 0 } : { planId: a.planId });
+      await waitUntil('the entry failed', async () => !!(await queue.get(q, id))?.lastError, 10_000);
+      expect((await queue.get(q, id))?.lastError).toContain('no longer stored');
+      await queue.cancel(q, id);
     });
   });
 
