@@ -31,9 +31,11 @@
   ARGV[4]  batch size for steps 1 and 2, 1..1000
   ARGV[5]  the queue's event channel (revocations of lost deliveries)
   ARGV[6]  reply-by: the Redis-clock time, ms, after which the caller no longer reads the reply ('' or absent: no limit)
+  ARGV[7]  '1': also name the items this call moved to dead-letter, after the deliveries ('' or absent: only their count)
 
-  Returns: {now, nextWake, readyLeft, promoted, requeued, died, id1, payload1, attempt1, dueAt1, token1, ...}
-    (no deliveries when the call ran after its reply-by time)
+  Returns: {now, nextWake, readyLeft, promoted, requeued, died, id1, payload1, attempt1, dueAt1, token1, ...,
+            deadId1, deadAttempts1, deadError1, ...}
+    (no deliveries when the call ran after its reply-by time; the dead triples only with ARGV[7] '1', one per died)
     nextWake  the earliest pending due time or in-flight deadline, '' when neither exists
 ]]
 --- @include "includes/server-time-ms"
@@ -45,6 +47,7 @@ local maxAttempts = tonumber(ARGV[3])
 local batch = tonumber(ARGV[4])
 local channel = ARGV[5]
 local replyBy = tonumber(ARGV[6])
+local nameDead = ARGV[7] == '1'
 
 local now = serverTimeMs()
 -- The caller has given up on this call: whatever it claimed would wait out its visibility timeout unread.
@@ -52,6 +55,14 @@ if replyBy and now > replyBy then want = 0 end
 
 -- 1. Lost deliveries.
 local requeued, died = 0, 0
+-- id, deliveries, last error of every item this call moves to dead-letter (named in the reply with ARGV[7]).
+local deadNamed = {}
+local function buried(id, attempts, errorText)
+  died = died + 1
+  deadNamed[#deadNamed + 1] = id
+  deadNamed[#deadNamed + 1] = attempts
+  deadNamed[#deadNamed + 1] = errorText
+end
 local expired = redis.call('ZRANGEBYSCORE', inflightKey, '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(expired) do
   local token, due = leaseOf(id)
@@ -59,10 +70,12 @@ for _, id in ipairs(expired) do
   if token then redis.call('PUBLISH', channel, 'gone:' .. token) end
   redis.call('ZREM', inflightKey, id)
   redis.call('HDEL', leaseKey, id)
-  if attemptsOf(id) >= maxAttempts then
+  local attempts = attemptsOf(id)
+  if attempts >= maxAttempts then
+    local errorText = 'visibility timeout: the worker holding the item stopped responding'
     redis.call('ZADD', deadKey, now, id)
-    redis.call('HSET', errorsKey, id, 'visibility timeout: the worker holding the item stopped responding')
-    died = died + 1
+    redis.call('HSET', errorsKey, id, errorText)
+    buried(id, attempts, errorText)
   else
     -- Back in line at its original due time, so catch-up stays oldest first.
     redis.call('ZADD', readyKey, due or now, id)
@@ -125,7 +138,7 @@ if want > 0 then
         redis.call('ZADD', deadKey, now, id)
         redis.call('HSET', payloadKey, id, 'null') -- every entry has a payload (schedule relies on it)
         redis.call('HSET', errorsKey, id, 'payload missing')
-        died = died + 1
+        buried(id, tonumber(counts[j]) or 0, 'payload missing')
         out[6] = died
       end
     end
@@ -144,4 +157,7 @@ local f = redis.call('ZRANGE', inflightKey, 0, 0, 'WITHSCORES')
 if f[2] and (not nextWake or tonumber(f[2]) < nextWake) then nextWake = tonumber(f[2]) end
 if nextWake then out[2] = string.format('%d', nextWake) end
 out[3] = redis.call('ZCARD', readyKey)
+if nameDead then
+  for _, v in ipairs(deadNamed) do out[#out + 1] = v end
+end
 return out

@@ -28,8 +28,31 @@ describe(DelayQueueStore.name, () => {
     expect(() => store.keys('bad name')).toThrow(DelayQueueArgumentError);
   });
 
-  it('decodes a claim reply: header, next wake-up, and one delivery per five fields', async () => {
-    const { store, calls, k } = storeAnswering([1000, '1500', 3, 4, 1, 2, 'a', '{"x":1}', 1, '900', 1_000_000_001, 'b', 'null', 2, '950', 1_000_000_002]);
+  it('decodes a claim reply: header, next wake-up, one delivery per five fields, then one dead item per three', async () => {
+    const { store, calls, k } = storeAnswering([
+      1000,
+      '1500',
+      3,
+      4,
+      1,
+      2,
+      'a',
+      '{"x":1}',
+      1,
+      '900',
+      1_000_000_001,
+      'b',
+      'null',
+      2,
+      '950',
+      1_000_000_002,
+      'c',
+      5,
+      'visibility timeout',
+      'd',
+      0,
+      'payload missing',
+    ]);
     expect(await store.claim(k, 2, 30_000, 5, 1000)).toEqual({
       now: 1000,
       nextWake: 1500,
@@ -41,14 +64,18 @@ describe(DelayQueueStore.name, () => {
         { id: 'a', rawPayload: '{"x":1}', attempt: 1, dueAt: 900, token: 1_000_000_001 },
         { id: 'b', rawPayload: 'null', attempt: 2, dueAt: 950, token: 1_000_000_002 },
       ],
+      dead: [
+        { id: 'c', attempts: 5, lastError: 'visibility timeout' },
+        { id: 'd', attempts: 0, lastError: 'payload missing' },
+      ],
     });
-    expect(calls).toEqual([{ id: 'delay-queue/claim', keys: k.keys, args: [2, 30_000, 5, 1000, k.channel, ''] }]);
+    expect(calls).toEqual([{ id: 'delay-queue/claim', keys: k.keys, args: [2, 30_000, 5, 1000, k.channel, '', '1'] }]);
   });
 
   it('passes the time after which the caller no longer reads the reply, in whole ms', async () => {
     const { store, calls, k } = storeAnswering([1000, '', 0, 0, 0, 0]);
     await store.claim(k, 1, 30_000, 5, 1000, 1_700_000_000_750.5);
-    expect(calls[0].args).toEqual([1, 30_000, 5, 1000, k.channel, 1_700_000_000_750]);
+    expect(calls[0].args).toEqual([1, 30_000, 5, 1000, k.channel, 1_700_000_000_750, '1']);
   });
 
   it("reads '' as no next wake-up", async () => {

@@ -26,6 +26,8 @@ const STATES: ItemState[] = ['absent', 'pending', 'ready', 'in-flight', 'dead'];
 /** Fields per claimed delivery in a claim reply, after its six header fields. */
 const CLAIM_HEADER = 6;
 const CLAIMED_FIELDS = 5;
+/** Fields per item a claim moved to dead-letter, at the end of its reply: id, deliveries, last error. */
+const DIED_FIELDS = 3;
 /** Fields per dead letter in a dead-page reply, after the total. */
 const DEAD_FIELDS = 5;
 
@@ -91,6 +93,15 @@ export interface ClaimReply {
   requeued: number;
   died: number;
   claimed: ClaimedDelivery[];
+  /** The items this claim moved to dead-letter (their holder went silent on their last delivery). */
+  dead: DiedItem[];
+}
+
+/** An item that a step moved to dead-letter: what its error log line names (never its payload). */
+export interface DiedItem {
+  id: string;
+  attempts: number;
+  lastError: string;
 }
 
 /** How fail ended a delivery: a retry scheduled, dead-lettered, or nothing (no longer the live delivery). */
@@ -196,19 +207,25 @@ export class DelayQueueStore {
       batch,
       k.channel,
       replyBy === undefined ? '' : Math.floor(replyBy),
+      '1',
     ]);
+    const died = Number(r[5]);
+    const deadFrom = r.length - died * DIED_FIELDS;
     const claimed: ClaimedDelivery[] = [];
-    for (let i = CLAIM_HEADER; i < r.length; i += CLAIMED_FIELDS) {
+    for (let i = CLAIM_HEADER; i < deadFrom; i += CLAIMED_FIELDS) {
       claimed.push({ id: String(r[i]), rawPayload: String(r[i + 1]), attempt: Number(r[i + 2]), dueAt: Number(r[i + 3]), token: Number(r[i + 4]) });
     }
+    const dead: DiedItem[] = [];
+    for (let i = deadFrom; i < r.length; i += DIED_FIELDS) dead.push({ id: String(r[i]), attempts: Number(r[i + 1]), lastError: String(r[i + 2]) });
     return {
       now: Number(r[0]),
       nextWake: r[1] === '' ? null : Number(r[1]),
       readyLeft: Number(r[2]),
       promoted: Number(r[3]),
       requeued: Number(r[4]),
-      died: Number(r[5]),
+      died,
       claimed,
+      dead,
     };
   }
 

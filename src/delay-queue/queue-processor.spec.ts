@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import type { QueueKeys } from './delay-queue.keys';
 import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { ClaimedDelivery, ClaimReply, DelayQueueStore, FailOutcome } from './delay-queue.store';
@@ -41,6 +42,7 @@ const emptyClaim = (over: Partial<ClaimReply> = {}): ClaimReply => ({
   requeued: 0,
   died: 0,
   claimed: [],
+  dead: [],
   ...over,
 });
 
@@ -327,6 +329,74 @@ describe(QueueProcessor.name, () => {
       await start();
       await jest.advanceTimersByTimeAsync(1000);
       expect(at).toEqual([0, 100, 300, 700]);
+    });
+  });
+
+  describe('dead letters', () => {
+    /** Every line logged through Nest's Logger, by level (error, warn, log), with its arguments. */
+    const captureLogs = () => {
+      const lines: Array<{ level: string; args: unknown[] }> = [];
+      for (const level of ['error', 'warn', 'log'] as const) {
+        jest.spyOn(Logger.prototype, level).mockImplementation((...args: unknown[]) => void lines.push({ level, args }));
+      }
+      return lines;
+    };
+    afterEach(() => jest.restoreAllMocks());
+    const SECRET = '{"payer":"Jane Doe, +86 138 0000 0000"}';
+
+    it('logs an item at error once when its last delivery fails it into dead-letter, and nothing above warn for its retries', async () => {
+      const lines = captureLogs();
+      store.fail.mockResolvedValueOnce('retried').mockResolvedValueOnce('retried').mockResolvedValueOnce('dead');
+      store.replies.push({ claimed: [delivery('a', 7, { attempt: 1, rawPayload: SECRET })] });
+      store.replies.push({ claimed: [delivery('a', 8, { attempt: 2, rawPayload: SECRET })] });
+      store.replies.push({ claimed: [delivery('a', 9, { attempt: 3, rawPayload: SECRET })] });
+      const metrics = fakeMetrics();
+      processor = new QueueProcessor(
+        'q',
+        KEYS,
+        () => Promise.reject(new Error('channel down')),
+        settingsOf({ maxAttempts: 3 }),
+        store as unknown as DelayQueueStore,
+        events as unknown as QueueEventBus,
+        metrics,
+        { ...systemClock, random: () => jitter },
+      );
+      await processor.start();
+      await jest.advanceTimersByTimeAsync(0);
+      // Two retries: counted, nothing logged above warn.
+      expect(store.fail).toHaveBeenCalledTimes(1);
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(store.fail).toHaveBeenCalledTimes(2);
+      expect(lines.filter((l) => l.level === 'error')).toEqual([]);
+      // The third delivery fails and the store moves the item to dead-letter: one error line.
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(store.fail).toHaveBeenCalledTimes(3);
+      await jest.advanceTimersByTimeAsync(5000);
+      const errors = lines.filter((l) => l.level === 'error');
+      expect(errors).toHaveLength(1);
+      expect(errors[0].args[0]).toEqual({ queue: 'q', id: 'a', attempts: 3, lastError: 'Error: channel down' });
+      expect(String(errors[0].args[1])).toContain('/admin/delay-queues/{queue}/dead');
+      expect(JSON.stringify(lines)).not.toContain('Jane Doe');
+      expect(metrics.dead.inc).toHaveBeenCalledTimes(1);
+      expect(metrics.retried.inc).toHaveBeenCalledTimes(2);
+    });
+
+    it('logs at error, once each, the items a claim moved to dead-letter (their holder went silent)', async () => {
+      const lines = captureLogs();
+      const lost = 'visibility timeout: the worker holding the item stopped responding';
+      store.replies.push({
+        died: 2,
+        dead: [
+          { id: 'x', attempts: 5, lastError: lost },
+          { id: 'y', attempts: 5, lastError: lost },
+        ],
+      });
+      await start();
+      await jest.advanceTimersByTimeAsync(5000);
+      expect(lines.filter((l) => l.level === 'error').map((l) => l.args[0])).toEqual([
+        { queue: 'q', id: 'x', attempts: 5, lastError: lost },
+        { queue: 'q', id: 'y', attempts: 5, lastError: lost },
+      ]);
     });
   });
 

@@ -3,7 +3,7 @@ import { crashPoint } from '../common/crash-points';
 import type { BackgroundWorker } from '../workers/background-workers.service';
 import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { QueueKeys } from './delay-queue.keys';
-import type { ClaimedDelivery, DelayQueueStore } from './delay-queue.store';
+import type { ClaimedDelivery, DelayQueueStore, DiedItem } from './delay-queue.store';
 import type { Delivery, Handler, Processor } from './delay-queue.types';
 import type { QueueEventBus } from './queue-event-bus';
 
@@ -226,6 +226,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         this.clockOffset = now - (t0 + this.clock.now()) / 2;
         this.clockKnown = true;
         if (died > 0) this.metrics.dead.inc({ queue: this.queue }, died);
+        for (const d of r.dead) this.buried(d);
         const claimed = r.claimed.length;
         const localAtClaim = this.clock.now();
         if (claimed > 0) crashPoint(this.crashAfterClaim);
@@ -306,7 +307,10 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         const delay = backoffDelay(attempt, this.settings.backoff, this.clock.random);
         const outcome = await this.retry(() => this.store.fail(this.keys, id, token, this.settings.maxAttempts, delay, text));
         if (outcome === 'retried') this.metrics.retried.inc(labels);
-        if (outcome === 'dead') this.metrics.dead.inc(labels);
+        if (outcome === 'dead') {
+          this.metrics.dead.inc(labels);
+          this.buried({ id, attempts: attempt, lastError: text });
+        }
       } catch (err) {
         // Redis stayed unreachable: the item stays in flight and is delivered again after its visibility timeout.
         this.logger.warn({ id, attempt, err: (err as Error).message }, 'could not record the outcome; the item will be redelivered');
@@ -316,6 +320,18 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
       }
     })();
     this.running.set(token, entry);
+  }
+
+  /**
+   * An item moved to dead-letter: nothing retries it any more, so it is logged at error, once (only the step that
+   * moved it reports it). The line names the queue, id, deliveries and last error, never the payload (it may hold
+   * personal data). The way out: GET /admin/delay-queues/{queue}/dead, then POST …/dead/{id}/retry.
+   */
+  private buried({ id, attempts, lastError }: DiedItem): void {
+    this.logger.error(
+      { queue: this.queue, id, attempts, lastError },
+      'item moved to dead-letter: nothing retries it; see GET /admin/delay-queues/{queue}/dead, retry with POST /admin/delay-queues/{queue}/dead/{id}/retry',
+    );
   }
 
   /** A few quick retries for ack/fail when Redis blips; if all fail the visibility timeout redelivers the item. */

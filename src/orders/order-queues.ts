@@ -1,3 +1,5 @@
+import type { PaymentMethod, PlanRecord } from './order.types';
+
 /** Delay-queue names of the orders module. */
 export const EXPIRY_QUEUE = 'order-expiry';
 /** Instructions with an unknown outcome, queried until the channel answers; id `<planId>:<index>`. */
@@ -16,6 +18,29 @@ export interface LegRef {
   index: number;
 }
 
+/**
+ * A reversal queue item: the leg, and what the channel needs to give its money back (method, reference, amount,
+ * currency, payer), so that it runs whether or not its plan is still stored (a dead letter re-driven after the
+ * order's retention ended). Items queued by earlier versions carry the leg only, and need the plan.
+ */
+export interface ReversalRef extends LegRef {
+  method?: PaymentMethod;
+  ref?: string;
+  amount?: number;
+  currency?: string;
+  accountId?: string;
+}
+
+/** A reversal item that carries its leg's channel call (as every item queued since they do). */
+export type SelfSufficientReversal = Required<ReversalRef>;
+
+export const isSelfSufficient = (r: ReversalRef): r is SelfSufficientReversal =>
+  typeof r.method === 'string' &&
+  typeof r.ref === 'string' &&
+  typeof r.amount === 'number' &&
+  typeof r.currency === 'string' &&
+  typeof r.accountId === 'string';
+
 /** The stable id of one instruction within its order's life: the delay-queue id of its query and reversal. */
 export const legId = (planId: string, index: number) => `${planId}:${index}`;
 
@@ -27,3 +52,17 @@ export const legId = (planId: string, index: number) => `${planId}:${index}`;
  */
 export const legReference = (plan: { planId: string; legStamp: string }, index: number) =>
   plan.legStamp ? `${legId(plan.planId, index)}:${plan.legStamp}` : legId(plan.planId, index);
+
+/** The reversal item of the plan's leg `index`: everything its channel call needs. */
+export const reversalOf = (plan: PlanRecord, index: number): SelfSufficientReversal => {
+  const ins = plan.instructions[index];
+  return {
+    planId: plan.planId,
+    index,
+    method: ins.method,
+    ref: legReference(plan, index),
+    amount: ins.amount,
+    currency: plan.currency,
+    accountId: plan.accountId,
+  };
+};

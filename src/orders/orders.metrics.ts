@@ -30,7 +30,11 @@ export class OrdersMetrics {
       'Calls to the payment channels by method, operation (pay | query | reverse) and outcome',
       ['method', 'op', 'outcome'],
     );
-    this.reversals = metrics.counter('payment_reversals_total', 'Reversals of instructions of failed plans: reversed, or retry (queued again)', ['outcome']);
+    this.reversals = metrics.counter(
+      'payment_reversals_total',
+      'Reversals of instructions of failed plans: reversed, retry (queued again), or orphaned (an entry of an earlier version whose plan is gone: reverse by hand)',
+      ['outcome'],
+    );
     this.queries = metrics.counter('payment_queries_total', 'Channel queries for unknown outcomes, by the answer (success | failure | unknown)', ['outcome']);
     this.eventsHandled = metrics.counter(
       'order_events_handled_total',

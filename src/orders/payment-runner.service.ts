@@ -10,7 +10,19 @@ import type { Payer } from './channels/payment-channel';
 import type { PayPlanCommand } from './order-commands';
 import { expectWritten, planNotFound, refusalError } from './order-errors';
 import { PLAN_LOCK, planLockName } from './order-locks';
-import { LegRef, legId, legReference, PlanRef, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from './order-queues';
+import {
+  isSelfSufficient,
+  LegRef,
+  legId,
+  legReference,
+  PlanRef,
+  QUERY_QUEUE,
+  RESUME_QUEUE,
+  REVERSAL_QUEUE,
+  reversalOf,
+  type ReversalRef,
+  type SelfSufficientReversal,
+} from './order-queues';
 import { followUpOf, orderTransition, orderTransitionAt, planTransition, type OrderAction, type PlanAction, type Transition } from './order-state';
 import type { Instruction, OrderEventType, OrderRecord, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
@@ -68,7 +80,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
   async onApplicationBootstrap(): Promise<void> {
     const options = { concurrency: 20, maxAttempts: FOLLOW_UP_ATTEMPTS, backoff: { initialMs: this.config.queryDelayMs, maxMs: FOLLOW_UP_MAX_BACKOFF_MS } };
     await this.queue.process<LegRef>(QUERY_QUEUE, (d) => this.resolveQuery(d.payload), options);
-    await this.queue.process<LegRef>(REVERSAL_QUEUE, (d) => this.retryReversal(d.payload), options);
+    await this.queue.process<ReversalRef>(REVERSAL_QUEUE, (d) => this.retryReversal(d.payload, d.attempt), options);
     await this.queue.process<PlanRef>(RESUME_QUEUE, (d) => this.resume(d.payload), options);
   }
 
@@ -173,7 +185,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
       return j > index ? { ...ins, status: 'SKIPPED' } : ins;
     });
     const owed = [...instructions.keys()].filter((j) => instructions[j].reversal === 'PENDING');
-    for (const j of owed) await this.queue.schedule(REVERSAL_QUEUE, legId(planId, j), this.recoveryDue(run), { planId, index: j }, { ifExists: 'keep' });
+    for (const j of owed) await this.queue.schedule(REVERSAL_QUEUE, legId(planId, j), this.recoveryDue(run), reversalOf(run.plan, j), { ifExists: 'keep' });
     crashPoint('orders.pay.fail.after-reversals');
     // The expiry may have given up (dead-lettered) while the plan was PAYING: an order payable again past its
     // expiresAt must still close. Replacing the entry also restarts its attempts; due in the past means now.
@@ -210,7 +222,7 @@ export class PaymentRunner implements OnApplicationBootstrap {
     const { planId } = run.plan;
     for (const [index, ins] of run.plan.instructions.entries()) {
       if (ins.reversal !== 'PENDING') continue;
-      await this.queue.schedule(REVERSAL_QUEUE, legId(planId, index), { delayMs: this.config.queryDelayMs }, { planId, index }, { ifExists: 'keep' });
+      await this.queue.schedule(REVERSAL_QUEUE, legId(planId, index), { delayMs: this.config.queryDelayMs }, reversalOf(run.plan, index), { ifExists: 'keep' });
     }
   }
 
@@ -270,19 +282,49 @@ export class PaymentRunner implements OnApplicationBootstrap {
     });
   }
 
-  /** The reversal queue's handler: reverses again until the channel confirms. */
-  private async retryReversal({ planId, index }: LegRef): Promise<void> {
-    await this.underPlanLock(planId, async (run) => {
-      const ins = run.plan.instructions[index];
-      if (ins?.reversal !== 'PENDING') return;
-      const outcome = await this.channels.reverse(ins.method, legReference(run.plan, index), ins.amount, payerOf(run.plan));
-      if (outcome !== 'success') {
-        this.metrics.reversals.inc({ outcome: 'retry' });
-        throw new Error(`${ins.method} did not confirm the reversal of ${legId(planId, index)} (${outcome})`);
+  /**
+   * The reversal queue's handler: reverses again until the channel confirms. The item carries the leg's channel
+   * call, so it gives the money back whether or not the plan is still stored (a dead letter re-driven after the
+   * order's retention ended); REVERSED is written only on a plan that is still there, and is the same life (its leg
+   * reference). An item of an earlier version (the leg only) needs its plan: without one it cannot advance, so it
+   * fails (retried, then dead-lettered) and is logged at error, for ops to reverse by hand.
+   */
+  private async retryReversal(item: ReversalRef, attempt: number): Promise<void> {
+    const { planId, index } = item;
+    await this.locks.withLock(planLockName(planId), PLAN_LOCK, async (lock) => {
+      const s = await this.store.readPlan(planId);
+      const ins = s.plan?.instructions[index];
+      const sameLife = s.plan && ins && (!isSelfSufficient(item) || legReference(s.plan, index) === item.ref);
+      if (s.plan && s.order && ins && sameLife) {
+        const run: Run = { order: s.order, plan: s.plan, lock };
+        if (ins.reversal !== 'PENDING') return;
+        await this.reverseOrThrow(item, ins.method, legReference(run.plan, index), ins.amount, payerOf(run.plan));
+        await this.commitLeg(run, index, { reversal: 'REVERSED' });
+        return;
       }
-      await this.commitLeg(run, index, { reversal: 'REVERSED' });
-      this.metrics.reversals.inc({ outcome: 'reversed' });
+      if (!isSelfSufficient(item)) {
+        this.metrics.reversals.inc({ outcome: 'orphaned' });
+        if (attempt === 1) {
+          this.logger.error(
+            { queue: REVERSAL_QUEUE, id: legId(planId, index) },
+            'a reversal owed by a plan that is no longer stored, queued without its leg: reverse it at the channel by hand, then delete the item',
+          );
+        }
+        throw new Error(`plan ${planId} is no longer stored and the item does not name the leg to reverse: reverse it by hand, then delete the item`);
+      }
+      await this.reverseOrThrow(item, item.method, item.ref, item.amount, { accountId: item.accountId, currency: item.currency });
+      this.logger.log({ queue: REVERSAL_QUEUE, id: legId(planId, index) }, 'reversed a leg whose plan is no longer stored');
     });
+  }
+
+  /** One reversal call of a queued item: throws (to be retried) unless the channel confirms. */
+  private async reverseOrThrow(item: LegRef | SelfSufficientReversal, method: Instruction['method'], ref: string, amount: number, payer: Payer): Promise<void> {
+    const outcome = await this.channels.reverse(method, ref, amount, payer);
+    if (outcome !== 'success') {
+      this.metrics.reversals.inc({ outcome: 'retry' });
+      throw new Error(`${method} did not confirm the reversal of ${legId(item.planId, item.index)} (${outcome})`);
+    }
+    this.metrics.reversals.inc({ outcome: 'reversed' });
   }
 
   /**
@@ -294,10 +336,19 @@ export class PaymentRunner implements OnApplicationBootstrap {
     return { dueAt: run.lock.expiresAt + this.config.queryDelayMs };
   }
 
+  /**
+   * Runs a query or resume handler on the plan under its lock. A plan no longer stored (its order's retention ended
+   * while the entry was dead-lettered) cannot be carried on: the entry fails, so it stays in view (retried, then
+   * dead-lettered and logged at error) for ops to settle its legs at the channels by hand, instead of vanishing.
+   */
   private async underPlanLock(planId: string, fn: (run: Run) => Promise<void>): Promise<void> {
     await this.locks.withLock(planLockName(planId), PLAN_LOCK, async (lock) => {
       const s = await this.store.readPlan(planId);
-      if (!s.plan || !s.order) return;
+      if (!s.plan || !s.order) {
+        throw new Error(
+          `plan ${planId} is no longer stored: settle its legs at the channels by hand (their references start ${planId}:), then delete the item`,
+        );
+      }
       await fn({ order: s.order, plan: s.plan, lock });
     });
   }

@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { DelayQueueArgumentError } from '../../src/delay-queue/delay-queue.errors';
 import { queueKeys, registryKey } from '../../src/delay-queue/delay-queue.keys';
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
+import { DelayQueueStore } from '../../src/delay-queue/delay-queue.store';
 import type { Delivery, ProcessOptions, When } from '../../src/delay-queue/delay-queue.types';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { ScriptInvalidStateError, ScriptNotFoundError } from '../../src/scripts/script-errors';
@@ -435,6 +437,8 @@ describe(DelayQueueService.name, () => {
   describe('retries', () => {
     it('retries a throwing handler with growing backoff up to maxAttempts, then dead-letters it with its last error; retryDead brings it back', async () => {
       const q = newQueue('retry');
+      const errors: unknown[][] = [];
+      jest.spyOn(Logger.prototype, 'error').mockImplementation((...args: unknown[]) => void errors.push(args));
       let failing = true;
       const deliveries: Array<{ attempt: number; at: number }> = [];
       // Delays are half fixed, half random: [25, 50], [100, 200], [400, 800] ms.
@@ -457,6 +461,10 @@ describe(DelayQueueService.name, () => {
         expect(gaps[2]).toBeGreaterThan(gaps[1]);
 
         expect(await dq.get(q, 'flaky')).toMatchObject({ state: 'dead', attempts: 4, lastError: 'Error: boom 4', payload: { card: 'x' } });
+        // Logged at error once, when it died (not for its three retries), naming it without its payload.
+        const lines = errors.filter(([fields]) => (fields as { queue?: string }).queue === q);
+        expect(lines.map(([fields]) => fields)).toEqual([{ queue: q, id: 'flaky', attempts: 4, lastError: 'Error: boom 4' }]);
+        expect(JSON.stringify(lines)).not.toContain('card');
         const page = await dq.deadLetters(q);
         expect(page.items).toEqual([expect.objectContaining({ id: 'flaky', attempts: 4, lastError: 'Error: boom 4' })]);
 
@@ -488,9 +496,14 @@ describe(DelayQueueService.name, () => {
       // The first holders' tokens are worthless now.
       for (const d of first) expect(await run<number[]>(q, 'ack', [d.id, d.token])).toEqual([0]);
 
-      // Silent again, on their last allowed delivery: dead, with the reason recorded.
+      // Silent again, on their last allowed delivery: dead, with the reason recorded; the claim that moved them names them.
       await sleep(150);
-      await claimDeliveries(q, 0, 2, 100);
+      const store = t.app.get(DelayQueueStore);
+      const buried = await store.claim(store.keys(q), 0, 100, 2, 1000);
+      expect(buried).toMatchObject({ died: 2, claimed: [] });
+      expect(buried.dead.sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+        ['again', 'last'].map((id) => ({ id, attempts: 2, lastError: 'visibility timeout: the worker holding the item stopped responding' })),
+      );
       for (const id of ['again', 'last']) {
         expect(await dq.get(q, id)).toMatchObject({ state: 'dead', attempts: 2, lastError: expect.stringMatching(/^visibility timeout/) });
       }

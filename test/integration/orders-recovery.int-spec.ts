@@ -1,10 +1,12 @@
+import { Logger } from '@nestjs/common';
+import request from 'supertest';
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
 import { DelayQueueStore } from '../../src/delay-queue/delay-queue.store';
 import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
 import type { ChannelSettings } from '../../src/orders/channels/payment-channel';
 import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
 import { orderLockName, planLockName } from '../../src/orders/order-locks';
-import { EXPIRY_QUEUE, legId, legReference, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
+import { EXPIRY_QUEUE, legId, legReference, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
 import type { Instruction, PaymentMethod } from '../../src/orders/order.types';
 import { OrdersService } from '../../src/orders/orders.service';
 import { OrdersStore, type WriteRequest } from '../../src/orders/orders.store';
@@ -72,6 +74,29 @@ describe('payment plans: recovery', () => {
   beforeAll(() => {
     ({ raw, t, orders, plans, runner, channels, queue, store } = app);
   });
+
+  /** Makes (queue, id) a dead letter, as a worker that used up its deliveries would: claimed here, failed with no tries left. */
+  const deadLetter = async (q: string, id: string) => {
+    const store = t.app.get(DelayQueueStore);
+    const k = store.keys(q);
+    await waitUntil(
+      `${id} dead-lettered`,
+      async () => {
+        // The app's own worker retries the item too: a delivery it holds (whose reply it may never have read, on a
+        // loaded machine) is failed with its own lease token; otherwise claim until this claim is the one that gets it.
+        const lease = await raw.hget(k.keys[7], id);
+        if (lease) await store.fail(k, id, Number(lease.split(':')[0]), 1, 0, 'the channel never confirmed the reversal');
+        const { claimed } = await store.claim(k, 1, 60_000, 1000, 100);
+        for (const d of claimed) {
+          if (d.id === id) await store.fail(k, d.id, d.token, 1, 0, 'the channel never confirmed the reversal');
+          else await store.release(k, d.id, d.token, 1000);
+        }
+        return (await queue.get(q, id))?.state === 'dead';
+      },
+      20_000,
+      5,
+    );
+  };
 
   describe('a failed plan never loses a refund', () => {
     it('Redis fails while the reversal is being queued: nothing is FAILED yet, and the retried pay fails the plan and refunds once', async () => {
@@ -196,27 +221,91 @@ describe('payment plans: recovery', () => {
     });
   });
 
-  describe('a merchantOrderNo made again once its order is gone', () => {
-    /** Makes (queue, id) a dead letter, as a worker that used up its deliveries would: claimed here, failed with no tries left. */
-    const deadLetter = async (q: string, id: string) => {
-      const store = t.app.get(DelayQueueStore);
-      const k = store.keys(q);
-      await waitUntil(
-        `${id} dead-lettered`,
-        async () => {
-          // The app's own worker retries the item too: claim until this claim is the one that gets it.
-          const { claimed } = await store.claim(k, 1, 60_000, 1000, 100);
-          for (const d of claimed) {
-            if (d.id === id) await store.fail(k, d.id, d.token, 1, 0, 'the channel never confirmed the reversal');
-            else await store.release(k, d.id, d.token, 1000);
-          }
-          return (await queue.get(q, id))?.state === 'dead';
-        },
-        20_000,
-        5,
-      );
+  describe('a reversal that outlives its order', () => {
+    /** Deletes the order, its plan and its number index entry, as their expiry does once the retention is over. */
+    const retentionEnds = async (a: { orderId: string; planId: string; merchantOrderNo: string }) => {
+      const keys = t.app.get(KeyBuilder);
+      const [orderKey, planKey] = orderKeys(keys, a.orderId, a.planId);
+      expect(await raw.del(orderKey, planKey, orderIndexKey(keys, orderNumberKeyOf(MERCHANT, a.merchantOrderNo)))).toBe(3);
     };
+    /** A failed plan of `account` whose balance leg is owed back (the channel does not confirm reversals): the plan and its reversal id. */
+    const owingReversal = async (account: string, reverse: 'failure' | 'unknown') => {
+      const a = await orderWithPlan(account);
+      configure('quickpay', { pay: 'failure' });
+      configure('balance', { reverse });
+      expect((await runner.pay({ accountId: account, planId: a.planId })).instructions[0].reversal).toBe('PENDING');
+      return { a, id: legId(a.planId, 0) };
+    };
+    const admin = { 'x-admin-key': CREDS.adminKey };
+    const retryOverHttp = (id: string) =>
+      request(t.server)
+        .post(`/admin/delay-queues/${REVERSAL_QUEUE}/dead/${encodeURIComponent(id)}/retry`)
+        .set(admin);
 
+    it('a dead-lettered reversal re-driven after the order and plan are gone gives the money back once; again moves nothing', async () => {
+      const { a, id } = await owingReversal('acc-outlive', 'failure');
+      await deadLetter(REVERSAL_QUEUE, id);
+      const item = (await queue.get(REVERSAL_QUEUE, id))!.payload;
+      await retentionEnds(a);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(2800);
+
+      // Ops re-drive the dead letter once the channel works again: the item alone gives the money back.
+      configure('balance', { reverse: 'success' });
+      expect((await retryOverHttp(id)).status).toBe(200);
+      await waitUntil('the reversal entry acked', async () => (await queue.get(REVERSAL_QUEUE, id)) === null, 10_000);
+      const [balance] = await ledger(a, a.instructions);
+      expect([balance?.state, balance?.payCalls, balance?.refunds, netHeld(await ledger(a, a.instructions))]).toEqual(['paid', 1, 1, 0]);
+      // Nothing was written for the plan: it stays gone.
+      expect((await store.readPlan(a.planId)).plan).toBeNull();
+
+      // Retrying again: no dead letter any more (404), and a second delivery of the same item moves nothing.
+      expect((await retryOverHttp(id)).status).toBe(404);
+      const reverses = channels.channel('balance').calls.reverse;
+      await queue.schedule(REVERSAL_QUEUE, id, { delayMs: 0 }, item);
+      await waitUntil('the second delivery acked', async () => (await queue.get(REVERSAL_QUEUE, id)) === null, 10_000);
+      expect(channels.channel('balance').calls.reverse).toBeGreaterThan(reverses);
+      expect((await ledger(a, a.instructions))[0]?.refunds).toBe(1);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(0);
+    });
+
+    it('an item queued by an earlier version (the leg only) still reverses while its plan exists', async () => {
+      const { a, id } = await owingReversal('acc-legacy', 'unknown');
+      expect((await queue.get<Record<string, unknown>>(REVERSAL_QUEUE, id))?.payload).toMatchObject({
+        method: 'balance',
+        amount: 2800,
+        accountId: 'acc-legacy',
+      });
+      // As the previous version queued it: { planId, index } only.
+      await queue.schedule(REVERSAL_QUEUE, id, { delayMs: 0 }, { planId: a.planId, index: 0 });
+      configure('balance', { reverse: 'success' });
+      await waitUntil('the reversal ran', async () => (await plans.get('acc-legacy', a.planId)).instructions[0].reversal === 'REVERSED', 10_000);
+      expect([(await ledger(a, a.instructions))[0]?.refunds, netHeld(await ledger(a, a.instructions))]).toEqual([1, 0]);
+    });
+
+    it('an earlier-version item whose plan is gone does not vanish: it fails with the reason, logged at error, for ops', async () => {
+      const errors: unknown[][] = [];
+      jest.spyOn(Logger.prototype, 'error').mockImplementation((...args: unknown[]) => void errors.push(args));
+      const { a, id } = await owingReversal('acc-legacy-gone', 'unknown');
+      await retentionEnds(a);
+      await queue.schedule(REVERSAL_QUEUE, id, { delayMs: 0 }, { planId: a.planId, index: 0 });
+      await waitUntil('the item failed', async () => !!(await queue.get(REVERSAL_QUEUE, id))?.lastError, 10_000);
+      expect((await queue.get(REVERSAL_QUEUE, id))?.lastError).toContain('reverse it by hand');
+      expect(errors.some(([f]) => (f as { id?: string }).id === id)).toBe(true);
+      expect(netHeld(await ledger(a, a.instructions))).toBe(2800);
+      await queue.cancel(REVERSAL_QUEUE, id);
+    });
+    it.each([QUERY_QUEUE, RESUME_QUEUE])('a %s entry whose plan is gone fails with the reason instead of vanishing', async (q) => {
+      const a = await orderWithPlan(`acc-gone-${q}`);
+      await retentionEnds(a);
+      const id = q === QUERY_QUEUE ? legId(a.planId, 0) : a.planId;
+      await queue.schedule(q, id, { delayMs: 0 }, q === QUERY_QUEUE ? { planId: a.planId, index: 0 } : { planId: a.planId });
+      await waitUntil('the entry failed', async () => !!(await queue.get(q, id))?.lastError, 10_000);
+      expect((await queue.get(q, id))?.lastError).toContain('no longer stored');
+      await queue.cancel(q, id);
+    });
+  });
+
+  describe('a merchantOrderNo made again once its order is gone', () => {
     it("the new order's failed plan gets its own reversal while the earlier order's reversal lies dead-lettered: money back once", async () => {
       const no = `rc-${process.pid}-again`;
       const account = 'acc-again';
