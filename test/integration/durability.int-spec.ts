@@ -152,7 +152,7 @@ describe('durable writes under Sentinel (master + one replica)', () => {
     }
 
     const metrics = (await request(durable.server).get('/metrics').set({ 'x-admin-key': CREDS.adminKey })).text;
-    expect(metrics).toMatch(/durability_unconfirmed_writes_total\{script="orders\/write"\} 11/);
+    expect(metrics).toMatch(/durability_unconfirmed_writes_total\{script="orders\/create"\} 11/);
     expect(metrics).toMatch(/durability_unconfirmed_writes_total\{script="messages\/write"\} 10/);
     expect(metrics).toMatch(/durability_wait_seconds_count \d+/);
   });
