@@ -1,6 +1,7 @@
-import { IsObject, type ValidationArguments } from 'class-validator';
+import { ValidateBy, type ValidationArguments } from 'class-validator';
 
-const isObjectValue = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A `null` element is left to the nested validation, which names it "must not be null". */
+const isObjectValue = (v: unknown) => v === null || (typeof v === 'object' && !Array.isArray(v));
 
 /**
  * For an array of `@ValidateNested` objects: every element must be an object.
@@ -9,10 +10,16 @@ const isObjectValue = (v: unknown) => typeof v === 'object' && v !== null && !Ar
  * The 400 names the first element that is not an object (`products[1]`).
  */
 export const EachIsObject = (): PropertyDecorator =>
-  IsObject({
-    each: true,
-    message: (args: ValidationArguments) => {
-      const i = Array.isArray(args.value) ? (args.value as unknown[]).findIndex((v) => !isObjectValue(v)) : -1;
-      return `${args.property}[${Math.max(i, 0)}] must be an object`;
+  ValidateBy(
+    {
+      name: 'isObject',
+      validator: { validate: (v: unknown) => isObjectValue(v) },
     },
-  });
+    {
+      each: true,
+      message: (args: ValidationArguments) => {
+        const i = Array.isArray(args.value) ? (args.value as unknown[]).findIndex((v) => !isObjectValue(v)) : -1;
+        return `${args.property}[${Math.max(i, 0)}] must be an object`;
+      },
+    },
+  );

@@ -17,12 +17,26 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   return errors.flatMap((e) => {
     const property = boundedName(e.property);
     const field = parent ? (/^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`) : property;
-    const own = e.constraints ? [{ field, errors: ownErrors(e, field) }] : [];
+    const own = e.constraints ? byElement(field, ownErrors(e, field)) : [];
     // A value of the wrong type (an object where an array goes) is that one error: the nested class's fields were
     // never the caller's (`products: {}` is not missing `products.title`).
     if (wrongTypeChecks(e).length > 0) return own;
     return [...own, ...flattenValidationErrors(e.children ?? [], field)];
   });
+}
+
+/**
+ * One entry per field: an error about one element of an array (`products[0] must be an object`, from an `each` rule
+ * on the array) is filed under that element, as the element's own errors are.
+ */
+function byElement(field: string, errors: string[]): FieldError[] {
+  const out = new Map<string, string[]>();
+  for (const message of errors) {
+    const element = message.startsWith(`${field}[`) ? /^[^\s]*?\[\d+\](?=\s)/.exec(message)?.[0] : undefined;
+    const at = element ?? field;
+    out.set(at, [...(out.get(at) ?? []), message]);
+  }
+  return [...out].map(([f, errs]) => ({ field: f, errors: errs }));
 }
 
 /** The constraints that check a value's JSON type, each with the test of that type. */

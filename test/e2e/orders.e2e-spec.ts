@@ -374,13 +374,16 @@ describe('orders and payments over HTTP', () => {
 
     it('a plan whose instruction is an array is a 400 saying so (it was taken as an instruction and answered "amounts add up to NaN")', async () => {
       const created = await createOrder({ merchantOrderNo: orderNo(), amount: 12800, currency: 'CNY', subject: 'Coffee beans' });
-      const cases: Array<[unknown[], string]> = [
-        [[[]], 'instructions[0] must be an object'],
-        [[{ method: 'quickpay', amount: 12800 }, []], 'instructions[1] must be an object'],
+      const cases: Array<[unknown[], string, string]> = [
+        [[[]], 'instructions[0] must be an object', 'instructions[0]'],
+        [[{ method: 'quickpay', amount: 12800 }, []], 'instructions[1] must be an object', 'instructions[1]'],
+        [[null], 'instructions[0] must not be null', 'instructions[0]'],
       ];
-      for (const [instructions, message] of cases) {
+      for (const [instructions, message, field] of cases) {
         const res = await user('acc-bad').createPlan(created.body.orderId, instructions);
-        expectError(res, 400, 'VALIDATION_FAILED', 'instructions');
+        expectError(res, 400, 'VALIDATION_FAILED', field);
+        // One entry for the element, none for the list.
+        expect(res.body.details.map((d: { field: string }) => d.field)).toEqual([field]);
         expect(res.body.message).toContain(message);
         expect(res.body.message).not.toContain('NaN');
       }

@@ -114,11 +114,11 @@ describe('seckill admin: bad input (400 naming the field, nothing stored)', () =
     ['a product title with an unpaired surrogate', (id) => activityBody(id, [{ productId: 'p1', stock: 5, title: '\udc00 pack' }]), 'products[0].title'],
     // An array where a product goes: ValidateNested looked inside it and found nothing wrong, and the activity was
     // created with a product that had no id, price or stock.
-    ['an empty array as the only product', (id) => ({ ...activityBody(id, [{ productId: 'p1', stock: 5 }]), products: [[]] as never }), 'products'],
+    ['an empty array as the only product', (id) => ({ ...activityBody(id, [{ productId: 'p1', stock: 5 }]), products: [[]] as never }), 'products[0]'],
     [
       'an empty array after a good product',
       (id) => ((b) => ({ ...b, products: [...b.products, []] as never }))(activityBody(id, [{ productId: 'p1', stock: 5 }])),
-      'products',
+      'products[1]',
     ],
     [
       'more products than SECKILL_MAX_PRODUCTS (3)',
