@@ -220,9 +220,9 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     return now < a.endsAt ? 'OPEN' : 'ENDED';
   }
 
-  /** The step the rain cannot get past, if any (the admin view's `stalled`). */
-  stallOf(a: ActivityRecord): Promise<Stall | null> {
-    return this.store.stall(a.activityId);
+  /** The steps the rain cannot get past, oldest first (the admin view's `stalls`, and `stalled` the oldest). */
+  stallsOf(a: ActivityRecord): Promise<Stall[]> {
+    return this.store.stalls(a.activityId);
   }
 
   async poolStats(a: ActivityRecord): Promise<PoolStats[]> {

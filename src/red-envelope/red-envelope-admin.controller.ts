@@ -92,7 +92,7 @@ export class RedEnvelopeAdminController {
   }
 
   private async view(a: ActivityRecord): Promise<RedEnvelopeActivityViewDto> {
-    const stall = await this.activities.stallOf(a);
+    const stalls = (await this.activities.stallsOf(a)).map((x) => ({ step: x.step, reason: x.reason, since: new Date(x.since).toISOString() }));
     return {
       activityId: a.activityId,
       sponsorMerchantId: a.sponsorMerchantId,
@@ -109,7 +109,7 @@ export class RedEnvelopeAdminController {
       progress: { loaded: a.state === 'FUNDING' ? 0 : a.state === 'LOADING' ? a.loaded : a.count, total: a.count },
       seed: a.seed,
       ...(a.refundedAmount !== undefined ? { refundedAmount: a.refundedAmount } : {}),
-      ...(stall ? { stalled: { step: stall.step, reason: stall.reason, since: new Date(stall.since).toISOString() } } : {}),
+      ...(stalls.length ? { stalled: stalls[0], stalls } : {}),
     };
   }
 }

@@ -1,5 +1,5 @@
 import type { KeyShape } from '../redis/key-shape';
-import { ACTIVITY_ID_RE, activityIndexKey, activityKey, POOL_PARTS, poolKeys, RED_ENVELOPE_KEYS, stalledKey } from './red-envelope-keys';
+import { ACTIVITY_ID_RE, activityIndexKey, activityKey, POOL_PARTS, poolKeys, RED_ENVELOPE_KEYS, stallsKey } from './red-envelope-keys';
 
 const POOL_RE = /^(0|[1-9][0-9]?)$/;
 
@@ -27,9 +27,9 @@ export const KEY_SHAPES: KeyShape[] = [
     name: 'activity stalled step',
     space: RED_ENVELOPE_KEYS,
     kind: 'a',
-    part: 'stalled',
+    part: 'stalls',
     rules: [ACTIVITY_ID_RE],
-    make: (b, [activityId]) => stalledKey(b, activityId),
+    make: (b, [activityId]) => stallsKey(b, activityId),
     carries: ([activityId]) => ({ id: activityId }),
   },
   {

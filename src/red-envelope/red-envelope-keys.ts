@@ -26,9 +26,9 @@ export function activityKey(builder: KeyBuilder, activityId: string): string {
   return builder.tagged(RED_ENVELOPE_KEYS, 'a', activityId).key('activity');
 }
 
-/** The step the activity cannot get past, while it cannot (JSON {step, reason, since}). */
-export function stalledKey(builder: KeyBuilder, activityId: string): string {
-  return builder.tagged(RED_ENVELOPE_KEYS, 'a', activityId).key('stalled');
+/** The steps the activity cannot get past, while it cannot (a hash: step → JSON {reason, since}). */
+export function stallsKey(builder: KeyBuilder, activityId: string): string {
+  return builder.tagged(RED_ENVELOPE_KEYS, 'a', activityId).key('stalls');
 }
 
 export function activityIndexKey(builder: KeyBuilder): string {

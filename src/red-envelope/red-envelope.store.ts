@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolKeys, stalledKey } from './red-envelope-keys';
+import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolKeys, stallsKey } from './red-envelope-keys';
 import type { ActivityRecord, PoolStats, Stall } from './red-envelope.types';
 
 /** What grab-6.lua and take-5.lua answered. */
@@ -77,29 +77,39 @@ export class RedEnvelopeStore {
   }
 
   async deleteActivity(activityId: string): Promise<void> {
-    await this.redis.command((c) => c.del(activityKey(this.keys, activityId), stalledKey(this.keys, activityId)));
+    await this.redis.command((c) => c.del(activityKey(this.keys, activityId), stallsKey(this.keys, activityId)));
     await this.redis.command((c) => c.zrem(activityIndexKey(this.keys), activityId));
   }
 
-  /** The step the activity is stalled at, or null. */
-  async stall(activityId: string): Promise<Stall | null> {
-    const raw = await this.redis.command((c) => c.get(stalledKey(this.keys, activityId)));
-    return raw ? (JSON.parse(raw) as Stall) : null;
+  /** The steps of the rain that cannot advance, oldest first (a hash: step → {reason, since}). */
+  async stalls(activityId: string): Promise<Stall[]> {
+    const raw = await this.redis.command((c) => c.hgetall(stallsKey(this.keys, activityId)));
+    return Object.entries(raw)
+      .map(([step, v]) => ({ step, ...(JSON.parse(v) as { reason: string; since: number }) }) as Stall)
+      .sort((x, y) => x.since - y.since);
   }
 
-  /** Records a stall unless the same step and reason are recorded already (then false: nothing new to report). */
+  /**
+   * Records that `step` cannot advance for `reason`: true when that is news (a new step, or a new reason for it), false
+   * when it was recorded already. Concurrent reports of one cause (grabs dead-lettered at once) record it once: the
+   * first is the HSETNX that sets the step's field.
+   */
   async noteStall(activityId: string, step: Stall['step'], reason: string, expireAt: number): Promise<boolean> {
-    const seen = await this.stall(activityId);
-    if (seen && seen.step === step && seen.reason === reason) return false;
-    const stall: Stall = { step, reason, since: seen?.step === step ? seen.since : await this.now() };
-    await this.redis.command((c) => c.set(stalledKey(this.keys, activityId), JSON.stringify(stall), 'PXAT', expireAt));
+    const k = stallsKey(this.keys, activityId);
+    const now = await this.now();
+    const first = await this.redis.command((c) => c.hsetnx(k, step, JSON.stringify({ reason, since: now })));
+    await this.redis.command((c) => c.pexpireat(k, expireAt));
+    if (first === 1) return true;
+    const seen = JSON.parse((await this.redis.command((c) => c.hget(k, step))) ?? 'null') as { reason: string; since: number } | null;
+    if (seen?.reason === reason) return false;
+    await this.redis.command((c) => c.hset(k, step, JSON.stringify({ reason, since: seen?.since ?? now })));
     return true;
   }
 
-  /** Forgets the stall once its step (any, when none is named) has advanced. */
+  /** Forgets a step's stall once it has advanced (every step's, when none is named: the rain has). */
   async clearStall(activityId: string, step?: Stall['step']): Promise<void> {
-    if (step !== undefined && (await this.stall(activityId))?.step !== step) return;
-    await this.redis.command((c) => c.del(stalledKey(this.keys, activityId)));
+    const k = stallsKey(this.keys, activityId);
+    await this.redis.command((c) => (step === undefined ? c.del(k) : c.hdel(k, step)));
   }
 
   /** Whether an activity with this id was ever created (the index keeps every id, past its record's expiry). */

@@ -64,9 +64,9 @@ describe('red-envelope stalls', () => {
     await kit.expectBalanced(id);
   });
 
-  it('a credit whose wallet answer is not its own entry is never counted credited: dead-lettered, stalled {step: credit}; re-driven, credited once', async () => {
+  it('a credit whose wallet answer is not its own entry is never counted credited: dead-lettered, stalled {step: credit}, counted once for three grabs dead at once; re-driven, credited once', async () => {
     const id = rainId('stallc');
-    await kit.create(rainBody(id, { totalAmount: 100, count: 1 }));
+    await kit.create(rainBody(id, { totalAmount: 300, count: 3 }));
     const wallets = ctx.t.app.get(WalletService);
     const credit = wallets.credit.bind(wallets);
     const spy = jest.spyOn(wallets, 'credit').mockImplementation(async (cmd: WalletCommand) => {
@@ -74,19 +74,22 @@ describe('red-envelope stalls', () => {
       const r = await credit({ ...cmd, kind: 'top-up', reference: `other-${cmd.reference}`, amount: 1 });
       return { ...r, applied: false };
     });
-    kit.money.toppedUp += 1;
+    kit.money.toppedUp += 3;
     const before = await stalls('credit');
-    expect((await kit.grab('acc_stallc', id)).body.status).toBe('GRABBED');
-    await waitUntil('dead-lettered', async () => (await kit.reconciliation(id)).dead.count === 1, 20_000, 50);
+    const grabs = await Promise.all(['acc_stallc', 'acc_stallc2', 'acc_stallc3'].map((u) => kit.grab(u, id)));
+    expect(grabs.map((g) => g.body.status)).toEqual(['GRABBED', 'GRABBED', 'GRABBED']);
+    await waitUntil('dead-lettered', async () => (await kit.reconciliation(id)).dead.count === 3, 20_000, 50);
     expect((await kit.reconciliation(id)).credited.count).toBe(0);
-    expect(await view(id)).toMatchObject({ stalled: { step: 'credit' } });
+    // One cause, however many grabs it stopped: one stall, logged and counted once.
+    expect(await view(id)).toMatchObject({ stalled: { step: 'credit' }, stalls: [{ step: 'credit' }] });
     expect(await stalls('credit')).toBe(before + 1);
     spy.mockRestore();
-    expect((await kit.admin().post(`/admin/red-envelopes/activities/${id}/dead-letters/redrive`)).body).toEqual({ redriven: 1 });
+    expect((await kit.admin().post(`/admin/red-envelopes/activities/${id}/dead-letters/redrive`)).body).toEqual({ redriven: 3 });
     const r = await kit.credited(id);
-    expect(r.credited).toEqual({ count: 1, amount: 100 });
-    expect((await view(id)).stalled).toBeUndefined();
-    expect(await kit.balance('acc_stallc')).toBe(101);
+    expect(r.credited).toEqual({ count: 3, amount: 300 });
+    expect(await view(id)).not.toHaveProperty('stalled');
+    expect(await view(id)).not.toHaveProperty('stalls');
+    expect((await Promise.all(['acc_stallc', 'acc_stallc2', 'acc_stallc3'].map((u) => kit.balance(u)))).reduce((x, y) => x + y, 0)).toBe(303);
   });
 });
 

@@ -50,7 +50,9 @@ export class ReminderSettingsDto {
   @ApiPropertyOptional({ default: 1200, minimum: 30, maximum: 86_400 })
   @IsOptionalField()
   @IsInt()
-  @Min(30)
+  @Min(30, {
+    message: 'leadSeconds must be at least 30, and at least CLOSE_REMINDER_MIN_LEFT_SECONDS + CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS (90 with the defaults)',
+  })
   @Max(86_400)
   leadSeconds?: number;
 

@@ -115,6 +115,12 @@ export class RedEnvelopeActivityViewDto {
     description: 'Present while a step of the rain cannot advance (logged at error, counted in red_envelope_stalls_total): fix the cause, then re-drive',
   })
   stalled?: StallDto;
+
+  @ApiPropertyOptional({
+    type: [StallDto],
+    description: 'Every step that cannot advance, oldest first (a rain can stall at two: dead-lettered credits and its end); `stalled` is the first',
+  })
+  stalls?: StallDto[];
 }
 
 export class CountAmountDto {
