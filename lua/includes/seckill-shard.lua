@@ -13,7 +13,8 @@
 -- A reservation taken over several shards has a record on each shard it visited (q: the units it took there,
 -- possibly 0), with n its whole quantity; the one on the home shard (its master) also has p, the other shards
 -- in the order they are visited (comma-separated), and f = 1 once it was given back because the whole
--- quantity could not be met.
+-- quantity could not be met. A fresh attempt of a request given back that way writes g (its attempt, 1..) on its
+-- master and on every part it takes, so that parts left by the earlier attempt are told apart.
 --
 -- The due set (a zset on the same slot) holds every RESERVED reservation of
 -- the shard, scored by its expiry: it is written in the same step that takes

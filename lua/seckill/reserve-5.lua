@@ -22,6 +22,11 @@
   claim enters the due set as c|<reservation id>|<account>, so that a
   reservation a crash left half taken is settled whole.
 
+  A request whose parts fell short was given back whole (f = 1 on its master).
+  While the product still has enough, the service makes a fresh attempt
+  under the same id (ARGV[8]); gatherers of one product run one at a time
+  (the service's gather lock), so attempts do not starve each other.
+
   KEYS[1]  the home shard's stock hash
   KEYS[2]  the home shard's reservations hash (id -> record JSON)
   KEYS[3]  the home shard's holds hash (account -> units held of the product)
@@ -34,6 +39,8 @@
   ARGV[5]  the pay window, ms: the reservation expires this long after now
   ARGV[6]  1 when the product has other shards to take from, 0 when not
   ARGV[7]  '' (first call), or the other shards to take the rest from, in order, comma-separated
+  ARGV[8]  '' or the attempt to make (1..): a master record given back (f) by attempt ARGV[8] - 1 is replaced by a
+           fresh attempt (its parts carry the attempt as g, so parts of the earlier one are told apart)
 
   Returns: {outcome, detail...}
     {'RESERVED', expiresAt, available left here}   taken here, whole
@@ -63,13 +70,18 @@ local eligible = ARGV[4] == '1'
 local payWindowMs = tonumber(ARGV[5])
 local canFallOver = ARGV[6] == '1'
 local plan = ARGV[7]
+local attempt = tonumber(ARGV[8] or '') or 0
 
 local st = shardState(stockKey)
 if not st then return {'NO_PRODUCT'} end
 local existing = redis.call('HGET', rsvKey, rsvId)
 local claimed = redis.call('HGET', claimsKey, rsvId)
 if claimed then return {'CLAIMED', claimed, existing or ''} end
-if existing then return {'EXISTING', existing} end
+if existing then
+  local was = cjson.decode(existing)
+  local renew = attempt > 0 and was.s == 'RELEASED' and was.f == 1 and was.n and (was.g or 0) + 1 == attempt
+  if not renew then return {'EXISTING', existing} end
+end
 
 local now = serverTimeMs()
 local refusal = windowRefusal(st, now)
@@ -88,6 +100,7 @@ end
 if not canFallOver then return {'SOLD_OUT', available} end
 if plan == '' then return {'SHORT', available} end
 local rec = {s = 'RESERVED', a = account, q = available, n = qty, e = now + payWindowMs, h = st.shard, c = now, t = 0, p = plan}
+if attempt > 0 then rec.g = attempt end
 takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, false)
 redis.call('HINCRBY', holdsKey, account, qty)
 redis.call('HSET', claimsKey, rsvId, qty)

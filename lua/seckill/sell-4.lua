@@ -9,6 +9,8 @@
   KEYS[3]  the shard's buyers set
   KEYS[4]  the shard's due set (the reservation leaves it)
   ARGV[1]  reservation id
+  ARGV[2]  '' or, for a part of a reservation taken over several shards, its attempt (the master's g, 0 for the
+           first): a part left by another attempt (given back) is not this reservation's here (NONE)
 
   Returns: {outcome}  'SOLD' now, 'ALREADY' sold before, 'RELEASED' (refused: it was given back), 'NONE' not here
 
@@ -21,11 +23,13 @@ local rsvKey = KEYS[2]
 local buyersKey = KEYS[3]
 local dueKey = KEYS[4]
 local rsvId = ARGV[1]
+local attempt = tonumber(ARGV[2] or '')
 
 local raw = redis.call('HGET', rsvKey, rsvId)
 if not raw then return {'NONE'} end
-redis.call('ZREM', dueKey, rsvId)
 local rec = cjson.decode(raw)
+if attempt and (rec.g or 0) ~= attempt then return {'NONE'} end
+redis.call('ZREM', dueKey, rsvId)
 if rec.s == 'SOLD' then return {'ALREADY'} end
 if rec.s == 'RELEASED' then return {'RELEASED'} end
 if rec.q > 0 then

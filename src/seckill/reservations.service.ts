@@ -7,6 +7,8 @@ import { clipUnits } from '../common/text';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { DomainError } from '../errors/domain-error';
+import { LockContendedError } from '../locks/lock.errors';
+import { LockService } from '../locks/lock.service';
 import type { OrderEvent } from '../orders/order-event';
 import { OrderEventsService } from '../orders/order-events.service';
 import { OrdersService } from '../orders/orders.service';
@@ -18,7 +20,7 @@ import type { ReserveCommand } from './seckill-commands';
 import { SeckillConfig } from './seckill.config';
 import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.errors';
 import { SeckillMetrics } from './seckill.metrics';
-import { type ReleaseReply, SeckillStore } from './seckill.store';
+import { type ReleaseReply, type ReserveReply, SeckillStore } from './seckill.store';
 import type { ShardKeys } from './seckill-keys';
 import { type ProductRecord, type ReservationLocation, type ReservationRecord, type ReservationState, unitsOf } from './seckill.types';
 import { productTopic, SoldOutMemory } from './sold-out-memory';
@@ -37,6 +39,14 @@ const SWEEP_PAGE = 1000;
 const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** How long closing a reservation's order waits for the order's lock when another request holds it (a double tap of cancel). */
 const CLOSE_WAIT_MS = 3000;
+/**
+ * The gather lock: one request of a product taken over several shards at a time (its lease and wait; the lease is
+ * renewed while held). Attempts of one request under it before TRY_AGAIN, and the Retry-After then.
+ */
+export const GATHER_LOCK = { policy: 'seckill-gather' } as const;
+const gatherLockName = (activityId: string, productId: string) => `seckill-gather:${activityId}:${productId}`;
+const GATHER_ATTEMPTS = 3;
+const GATHER_RETRY_AFTER_MS = 200;
 /** The orders module's refusal of an order number already used with another payload. */
 const ORDER_NUMBER_TAKEN = 'ORDER_NO_REUSED';
 /** The consumer group of the order events. */
@@ -92,6 +102,7 @@ export class ReservationsService implements OnApplicationBootstrap {
     private readonly metrics: SeckillMetrics,
     private readonly config: SeckillConfig,
     private readonly workers: BackgroundWorkers,
+    private readonly locks: LockService,
   ) {}
 
   private readonly instanceId = randomUUID();
@@ -264,7 +275,8 @@ export class ReservationsService implements OnApplicationBootstrap {
     if (sell) {
       let released = false;
       for (const k of parts) {
-        released = (await this.store.sell(k, rsvId)) === 'RELEASED' || released;
+        // A part left on a shard by an earlier attempt (given back) is not this reservation's: only this attempt's sell.
+        released = (await this.store.sell(k, rsvId, k === homeKeys ? undefined : (master.g ?? 0))) === 'RELEASED' || released;
         crashPoint('seckill.settle.after-part');
       }
       if (released) this.logger.error({ rsvId }, 'a paid order’s reservation was released before: its units were sold again');
@@ -368,7 +380,16 @@ export class ReservationsService implements OnApplicationBootstrap {
       await this.store.forgetDue(keys, member);
       return false;
     }
-    // A part of a reservation taken over several shards is settled whole, from its master record on the home shard.
+    // A part of a reservation taken over several shards is settled whole, from its master record on the home shard;
+    // a part of another attempt than its master's (left by a walk that outlived its turn) is its own: given back here.
+    if (record.n !== undefined && k !== record.h) {
+      const master = await this.store.record(this.store.shard(a.activityId, p, record.h), member);
+      if ((master?.g ?? 0) !== (record.g ?? 0)) {
+        const released = (await this.store.release(keys, member, record.a, productTopic(a.activityId, p.productId))).stock === 'RELEASED';
+        if (released) this.metrics.safetyNetReleases.inc();
+        return released;
+      }
+    }
     const at = record.n !== undefined ? record.h : k;
     const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: at, home: record.h, requestId: '' };
     const released = (await this.settle(record.a, member, loc, 'close')) === 'RELEASED';
@@ -412,19 +433,78 @@ export class ReservationsService implements OnApplicationBootstrap {
   ): Promise<{ record: ReservationRecord; created: boolean }> {
     const homeKeys = this.store.shard(a.activityId, p, loc.home);
     const args = { rsvId, account: cmd.accountId, qty: cmd.quantity, eligible, payWindowMs, canFallOver: p.shards > 1 };
-    let r = await this.store.reserve(homeKeys, args);
-    if (r.outcome === 'SHORT') {
-      const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
-      const left = await this.store.availableOn(others.map((k) => this.store.shard(a.activityId, p, k)));
-      const total = r.available + left.reduce((x, y) => x + y, 0);
-      if (total < cmd.quantity) return this.refuseSoldOut(a, p, total);
-      r = await this.store.reserve(homeKeys, { ...args, plan: others.filter((_, i) => left[i] > 0) });
-    }
+    const r = await this.store.reserve(homeKeys, args);
+    // Too little on the home shard, or a request given back to make again: gathered under the product's gather lock.
+    // Everything else is answered from this one script (a copy of a request claimed over several shards walks the
+    // same parts as the copy that claimed it, without waiting its turn; fallen short, it is gathered as well).
+    if (r.outcome === 'SHORT' || (r.outcome === 'EXISTING' && r.record.f)) return this.gather(a, p, loc, rsvId, cmd, args);
+    return (await this.outcome(a, p, loc, rsvId, cmd, r, args.payWindowMs)) ?? this.gather(a, p, loc, rsvId, cmd, args);
+  }
+
+  /**
+   * A request the home shard cannot serve alone, taken over several shards, one gatherer of the product at a time
+   * (the gather lock; single-shard takes never take it and take whole or nothing, so they cannot starve a gatherer
+   * for good). Each attempt re-reads the request's state and every shard: less than the quantity in all is SOLD_OUT
+   * with what is left (read after any give-back); otherwise the home shard claims it and the parts are taken. Parts
+   * that fall short (single-shard takes got there first) all go back and a fresh attempt follows, at most
+   * GATHER_ATTEMPTS; then a retryable 503 TRY_AGAIN, never SOLD_OUT while the quantity is there.
+   */
+  private async gather(
+    a: Activity,
+    p: ProductRecord,
+    loc: ReservationLocation,
+    rsvId: string,
+    cmd: ReserveCommand,
+    args: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean },
+  ): Promise<{ record: ReservationRecord; created: boolean }> {
+    const homeKeys = this.store.shard(a.activityId, p, loc.home);
+    const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
+    const otherKeys = others.map((k) => this.store.shard(a.activityId, p, k));
+    const run = () =>
+      this.locks.withLock(gatherLockName(a.activityId, p.productId), GATHER_LOCK, async () => {
+        for (let attempt = 0; attempt < GATHER_ATTEMPTS; attempt++) {
+          let r = await this.store.reserve(homeKeys, args);
+          const redo = r.outcome === 'EXISTING' && r.record.f ? r.record : null;
+          if (redo && unitsOf(redo) !== cmd.quantity) return { record: redo, created: false };
+          if (r.outcome === 'SHORT' || redo) {
+            const [home, ...left] = await this.store.availableOn([homeKeys, ...otherKeys]);
+            const total = home + left.reduce((x, y) => x + y, 0);
+            if (total < cmd.quantity) return this.refuseSoldOut(a, p, total);
+            const plan = others.filter((_, i) => left[i] > 0);
+            r = await this.store.reserve(homeKeys, { ...args, plan, attempt: redo ? (redo.g ?? 0) + 1 : undefined });
+          }
+          if (r.outcome === 'SHORT' || (r.outcome === 'EXISTING' && r.record.f)) continue;
+          const taken = await this.outcome(a, p, loc, rsvId, cmd, r, args.payWindowMs);
+          if (taken) return taken;
+        }
+        return null;
+      });
+    const taken = await run().catch((err: Error) => {
+      if (err instanceof LockContendedError) throw this.refused(REFUSALS.tryAgain(GATHER_RETRY_AFTER_MS));
+      throw err;
+    });
+    if (taken) return taken;
+    // Every attempt fell short: SOLD_OUT only when what is left now cannot serve the quantity.
+    const left = await this.store.availableOn([homeKeys, ...otherKeys]);
+    const total = left.reduce((x, y) => x + y, 0);
+    if (total < cmd.quantity) return this.refuseSoldOut(a, p, total, true);
+    throw this.refused(REFUSALS.tryAgain(GATHER_RETRY_AFTER_MS));
+  }
+
+  /** What reserve-5.lua answered, as the reservation (null: its parts fell short and went back, try again). */
+  private async outcome(
+    a: Activity,
+    p: ProductRecord,
+    loc: ReservationLocation,
+    rsvId: string,
+    cmd: ReserveCommand,
+    r: ReserveReply,
+    payWindowMs: number,
+  ): Promise<{ record: ReservationRecord; created: boolean } | null> {
     switch (r.outcome) {
       case 'RESERVED':
         return { record: recordOf(cmd, r.expiresAt, loc.home, payWindowMs), created: true };
       case 'EXISTING':
-        if (r.record.f) return this.refuseSoldOut(a, p, 0, true);
         return { record: r.record, created: false };
       case 'SHORT':
       case 'SOLD_OUT':
@@ -461,26 +541,28 @@ export class ReservationsService implements OnApplicationBootstrap {
     rsvId: string,
     master: ReservationRecord,
     created: boolean,
-  ): Promise<{ record: ReservationRecord; created: boolean }> {
+  ): Promise<{ record: ReservationRecord; created: boolean } | null> {
     const total = unitsOf(master);
     const plan = partShards(master);
+    const attempt = master.g ?? 0;
     let got = master.q;
     let settled = master.s !== 'RESERVED';
     for (const k of plan) {
       if (got >= total || settled) break;
-      const args = { rsvId, account: master.a, need: total - got, expiresAt: master.e, home: master.h, total };
+      const args = { rsvId, account: master.a, need: total - got, expiresAt: master.e, home: master.h, total, attempt };
       const t = await this.store.take(this.store.shard(a.activityId, p, k), args);
       if (t.outcome === 'TAKEN') got += t.units;
-      else if (t.outcome === 'EXISTING') {
+      else if (t.outcome === 'EXISTING' && (t.record.g ?? 0) === attempt) {
         got += t.record.q;
         settled = t.record.s !== 'RESERVED';
-      } else break;
+      } else if (t.outcome !== 'EXISTING') break;
       crashPoint('seckill.reserve.after-part');
     }
     if (settled) {
       // Given back or settled since (by another copy, a cancel, the safety net): answer as its master record says.
       const now = await this.store.record(this.store.shard(a.activityId, p, master.h), rsvId);
-      if (!now || now.f) return this.refuseSoldOut(a, p, 0, true);
+      if (!now) throw this.refused(REFUSALS.tryAgain(GATHER_RETRY_AFTER_MS));
+      if (now.f) return null;
       return { record: now, created: false };
     }
     if (got >= total) {
@@ -490,7 +572,7 @@ export class ReservationsService implements OnApplicationBootstrap {
     const topic = productTopic(a.activityId, p.productId);
     for (const k of plan) await this.store.release(this.store.shard(a.activityId, p, k), rsvId, master.a, topic, true);
     await this.store.release(this.store.shard(a.activityId, p, master.h), rsvId, master.a, topic, true);
-    return this.refuseSoldOut(a, p, got, true);
+    return null;
   }
 
   /**

@@ -90,6 +90,7 @@ export class SeckillController {
         REFUSALS.requestReused(1),
       ],
     },
+    503: 'TRY_AGAIN: others are reserving the product over several shards and this request did not get its turn; or Redis unreachable. See Retry-After; the same request again is safe.',
   })
   async reserve(
     @CurrentCaller() caller: Caller,

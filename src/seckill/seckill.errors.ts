@@ -34,6 +34,15 @@ export class SeckillConflictError extends DomainError {
   }
 }
 
+/** Others are taking the product over several shards and this request could not get its turn in time (503, Retry-After). */
+export class SeckillTryAgainError extends DomainError {
+  readonly kind = 'unavailable';
+
+  constructor(retryAfterMs: number) {
+    super('TRY_AGAIN', 'Others are reserving this product over several shards; the same request again takes its turn', undefined, retryAfterMs);
+  }
+}
+
 export const seckillConflict = (code: SeckillConflictCode, message: string, details?: unknown) => new SeckillConflictError(code, message, details);
 
 /** The reservation refusals, as the services throw them (also the documented examples). */
@@ -46,6 +55,8 @@ export const REFUSALS = {
   notEligible: () => seckillConflict('NOT_ELIGIBLE', 'This account may not buy in this sale'),
   requestReused: (quantity: number) =>
     seckillConflict('REQUEST_REUSED', `This requestId reserved ${quantity} before; a new reservation needs a new requestId`, { quantity }),
+  /** Taking over several shards could not get its turn or fell short while the quantity is still there: retry the same request. */
+  tryAgain: (retryAfterMs: number) => new SeckillTryAgainError(retryAfterMs),
   /** The reservation's order number is taken by one of the merchant's own orders: another requestId makes another number. */
   requestTaken: () =>
     seckillConflict('REQUEST_REUSED', 'This requestId cannot be used for this product; a new reservation needs a new requestId', { quantity: 0 }),

@@ -14,7 +14,10 @@ import { SoldOutMemory } from './sold-out-memory';
 
 /** Flash sales: weekly activities, a cached listing, one-script reservations that never oversell, stock returned when a payment fails. */
 @Module({
-  imports: [OrdersModule, LocksModule.forFeature('seckill', { 'seckill-activity': { leaseMs: 120_000, waitMs: 5_000 } })],
+  imports: [
+    OrdersModule,
+    LocksModule.forFeature('seckill', { 'seckill-activity': { leaseMs: 120_000, waitMs: 5_000 }, 'seckill-gather': { leaseMs: 2_000, waitMs: 3_000 } }),
+  ],
   controllers: [SeckillController, SeckillAdminController],
   providers: [seckillConfig.provider, SeckillStore, ActivityCatalog, SoldOutMemory, ActivitiesService, ReservationsService, ListingService, SeckillMetrics],
 })

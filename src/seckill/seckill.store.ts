@@ -186,26 +186,39 @@ export class SeckillStore {
 
   /**
    * reserve-5.lua on the buyer's home shard. `plan`: the other shards to take the rest from, in order (absent: the
-   * first call, which writes nothing when the home shard has too little and answers SHORT).
+   * first call, which writes nothing when the home shard has too little and answers SHORT). `attempt`: replace a
+   * master record given back (f) by attempt - 1 with a fresh attempt.
    */
   async reserve(
     k: ShardKeys,
-    a: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean; plan?: readonly number[] },
+    a: {
+      rsvId: string;
+      account: string;
+      qty: number;
+      eligible: boolean;
+      payWindowMs: number;
+      canFallOver: boolean;
+      plan?: readonly number[];
+      attempt?: number;
+    },
   ): Promise<ReserveReply> {
     const r = await this.scripts.run<[string, ...(string | number)[]]>(
       'seckill/reserve',
       [k.stock, k.rsv, k.holds, k.claims, k.due],
-      [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0, a.plan?.join(',') ?? ''],
+      [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0, a.plan?.join(',') ?? '', a.attempt ?? ''],
     );
     return decodeReserve(r) as ReserveReply;
   }
 
   /** take-3.lua: one shard's part of a reservation taken over several shards (at most `need` units, maybe none). */
-  async take(k: ShardKeys, a: { rsvId: string; account: string; need: number; expiresAt: number; home: number; total: number }): Promise<TakeReply> {
+  async take(
+    k: ShardKeys,
+    a: { rsvId: string; account: string; need: number; expiresAt: number; home: number; total: number; attempt?: number },
+  ): Promise<TakeReply> {
     const r = await this.scripts.run<[string, ...(string | number)[]]>(
       'seckill/take',
       [k.stock, k.rsv, k.due],
-      [a.rsvId, a.account, a.need, a.expiresAt, a.home, a.total],
+      [a.rsvId, a.account, a.need, a.expiresAt, a.home, a.total, a.attempt ?? 0],
     );
     return decodeReserve(r) as TakeReply;
   }
@@ -225,8 +238,10 @@ export class SeckillStore {
     return { stock, claimFreed: claim === 1, available };
   }
 
-  async sell(k: ShardKeys, rsvId: string): Promise<'SOLD' | 'ALREADY' | 'RELEASED' | 'NONE'> {
-    const [outcome] = await this.scripts.run<['SOLD' | 'ALREADY' | 'RELEASED' | 'NONE']>('seckill/sell', [k.stock, k.rsv, k.buyers, k.due], [rsvId]);
+  /** `attempt`: a part of a reservation taken over several shards, of this attempt (a part of another one is NONE). */
+  async sell(k: ShardKeys, rsvId: string, attempt?: number): Promise<'SOLD' | 'ALREADY' | 'RELEASED' | 'NONE'> {
+    const args = attempt === undefined ? [rsvId] : [rsvId, attempt];
+    const [outcome] = await this.scripts.run<['SOLD' | 'ALREADY' | 'RELEASED' | 'NONE']>('seckill/sell', [k.stock, k.rsv, k.buyers, k.due], args);
     return outcome;
   }
 

@@ -74,6 +74,8 @@ export interface ReservationRecord {
   p?: string;
   /** Its master record: 1 when it was given back because its whole quantity could not be taken. */
   f?: number;
+  /** A fresh attempt of a reservation given back (f) and made again under its id: 1.. (absent: the first), on its master and parts. */
+  g?: number;
 }
 
 /** The units a reservation holds in all (of every shard it was taken from). */
