@@ -1,6 +1,7 @@
 import { REMINDER_QUEUE } from '../../src/close-reminder/close-reminder.service';
-import { waitUntil } from '../harness/redis-process';
+import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { expectInvariants } from '../support/invariants';
 import { diedAtCrashPoint, ServiceProcess, startServiceProcess } from '../support/service-process';
 import { CREDS, merchantHeaders, userToken } from '../support/test-app';
 
@@ -138,6 +139,12 @@ describe('close reminders killed at every step boundary', () => {
       100,
     );
     expect(await json(fresh, `/admin/delay-queues/${REMINDER_QUEUE}`)).toMatchObject({ dead: 0 });
+    const raw = rawConnection(redis);
+    try {
+      await expectInvariants({ nodes: raw, prefix, base: fresh.base });
+    } finally {
+      raw.disconnect();
+    }
     return { fresh, orderId, status };
   }
 

@@ -1,5 +1,6 @@
-import { waitUntil } from '../harness/redis-process';
+import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { expectInvariants } from '../support/invariants';
 import { rainBody, rainId } from '../support/red-envelopes';
 import { diedAtCrashPoint, startServiceProcess, type ServiceProcess } from '../support/service-process';
 import { CREDS, userToken } from '../support/test-app';
@@ -127,6 +128,13 @@ describe('red-envelope rain: killed at every step boundary, a fresh instance con
       // Conserved: the sponsor's top-up is in the sponsor's and the grabber's wallets.
       expect((await balance(second, `merchant:${sponsor}`)) + (await balance(second, 'account:acc_crash_1'))).toBe(1000);
       expect(took).toBeLessThan(LEASE_BOUND_MS + windowMs);
+      // Every module's conservation law over the whole deployment.
+      const raw = rawConnection(redis);
+      try {
+        await expectInvariants({ nodes: raw, prefix, base: second.base });
+      } finally {
+        raw.disconnect();
+      }
     },
     120_000,
   );
