@@ -1,5 +1,6 @@
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, type RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { expectInvariants } from '../support/invariants';
 import { activityBody, activityId } from '../support/seckill';
 import { diedAtCrashPoint, type ServiceProcess, startServiceProcess } from '../support/service-process';
 import { CREDS, merchantHeaders, userToken } from '../support/test-app';
@@ -81,7 +82,14 @@ async function netSettles(prefix: string) {
   }
 }
 
-async function expectConverged(svc: ServiceProcess, id: string, rsvId: string | undefined) {
+async function expectConverged(svc: ServiceProcess, prefix: string, id: string, rsvId: string | undefined) {
+  const raw = rawConnection(redis);
+  try {
+    // Every module's law over the whole deployment: stock, money, and orders past expiry (none is, yet).
+    await expectInvariants({ nodes: raw, prefix, base: svc.base });
+  } finally {
+    raw.disconnect();
+  }
   const s = await stockOf(svc, id);
   expect(s.available + s.reserved + s.sold).toBe(s.stock);
   expect(s.reserved).toBe(0);
@@ -120,7 +128,7 @@ describe('seckill crash points: a reservation killed at each step boundary conve
       expect(before.reserved + before.available).toBe(6);
       await netSettles(prefix);
       const rsvId = await idOf(id);
-      await expectConverged(fresh, id, rsvId);
+      await expectConverged(fresh, prefix, id, rsvId);
     },
     60_000,
   );
@@ -142,7 +150,7 @@ describe('seckill crash points: a reservation killed at each step boundary conve
       );
       expect([cancel.status, cancel.body.state]).toEqual([200, 'RELEASED']);
       await netSettles(prefix);
-      await expectConverged(fresh, id, again.body.reservationId as string);
+      await expectConverged(fresh, prefix, id, again.body.reservationId as string);
     },
     60_000,
   );
@@ -164,7 +172,7 @@ describe('seckill crash points: a reservation killed at each step boundary conve
     const cancel = await json(await fresh.call(rsvPath, { method: 'DELETE', headers: { authorization: `Bearer ${userToken(BUYER)}` } }));
     expect([cancel.status, cancel.body.state, cancel.body.quantity]).toEqual([200, 'RELEASED', 5]);
     await netSettles(prefix);
-    await expectConverged(fresh, id, r.body.reservationId as string);
+    await expectConverged(fresh, prefix, id, r.body.reservationId as string);
     expect((await stockOf(fresh, id)).returned).toBe(5);
   }, 60_000);
 });
