@@ -6,13 +6,13 @@
  */
 import { existsSync } from 'node:fs';
 import { sign } from 'jsonwebtoken';
-import { SUB_RE } from '../src/auth/jwt-verifier.service';
+import { ACCOUNT_ID_RE } from '../src/kernel/ids';
 import { DEV_DEFAULTS } from '../src/config/load-config';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const [accountId, ttl = '86400'] = process.argv.slice(2);
 // The service's own rule for `sub`: a token it would refuse is never printed.
-if (!accountId || !SUB_RE.test(accountId) || !/^\d+$/.test(ttl)) {
+if (!accountId || !ACCOUNT_ID_RE.test(accountId) || !/^\d+$/.test(ttl)) {
   console.error('usage: npm run token -- <accountId> [ttlSeconds]   (accountId: 1-64 of A-Z a-z 0-9 _ . : -, not "." or "..")');
   process.exit(2);
 }

@@ -1,6 +1,7 @@
 import type { KeyShape } from '../redis/key-shape';
 import { AUTH_KEYS, nonceKey } from './auth-keys';
-import { MERCHANT_RE, NONCE_RE } from './merchant-verifier.service';
+import { SIGNED_MERCHANT_ID_RE } from '../kernel/ids';
+import { NONCE_RE } from './merchant-verifier.service';
 
 /** The auth keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [
@@ -9,7 +10,7 @@ export const KEY_SHAPES: KeyShape[] = [
     space: AUTH_KEYS,
     kind: 'm',
     part: 'nonce',
-    rules: [MERCHANT_RE, NONCE_RE],
+    rules: [SIGNED_MERCHANT_ID_RE, NONCE_RE],
     make: (b, [m, n]) => nonceKey(b, m, n),
     carries: ([m, n]) => ({ id: m, partId: n }),
   },

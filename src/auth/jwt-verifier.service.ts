@@ -3,9 +3,8 @@ import { createVerifier, TokenError } from 'fast-jwt';
 import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
+import { ACCOUNT_ID_RE } from '../kernel/ids';
 
-/** An account id: as everywhere else, never `.` or `..`, which no URL could carry as a segment. */
-export const SUB_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** Verified tokens remembered, so a token is verified once, not on every request. */
 const CACHE_MAX = 50_000;
 
@@ -63,7 +62,7 @@ export class JwtVerifier {
     }
     const claims = payload as { sub?: unknown; exp?: unknown };
     if (typeof claims.exp !== 'number') throw unauthorized('Bearer token has no exp claim');
-    if (typeof claims.sub !== 'string' || !SUB_RE.test(claims.sub)) throw unauthorized('Bearer token has no valid sub claim');
+    if (typeof claims.sub !== 'string' || !ACCOUNT_ID_RE.test(claims.sub)) throw unauthorized('Bearer token has no valid sub claim');
     this.verified.set(token, { sub: claims.sub, expMs: claims.exp * 1000 });
     return claims.sub;
   }

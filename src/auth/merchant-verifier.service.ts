@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
 import { unauthorized } from '../http/api-error';
+import { SIGNED_MERCHANT_ID_RE } from '../kernel/ids';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { nonceKey } from './auth-keys';
@@ -10,7 +11,6 @@ import { signatureMatches } from './merchant-signature';
 import { HEADERS } from './security-schemes';
 
 export const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
-export const MERCHANT_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 /** The one answer to a signature that does not match, and to a merchant id that does not exist. */
 const SIGNATURE_MISMATCH = 'X-Signature does not match the request for this X-Merchant-Id';
 /** Extra nonce lifetime covering clock skew between instances. */
@@ -53,7 +53,7 @@ export class MerchantVerifier {
     if (!merchantId || !timestamp || !nonce || !signature) {
       throw unauthorized('Merchant requests need X-Merchant-Id, X-Timestamp, X-Nonce and X-Signature');
     }
-    const known = MERCHANT_RE.test(merchantId) ? this.config.merchantSecrets.get(merchantId) : undefined;
+    const known = SIGNED_MERCHANT_ID_RE.test(merchantId) ? this.config.merchantSecrets.get(merchantId) : undefined;
     const secret = known ?? this.decoySecret;
     if (!/^\d{10,16}$/.test(timestamp)) throw unauthorized('X-Timestamp must be Unix time in milliseconds');
     const now = Date.now();

@@ -1,5 +1,6 @@
 import type { KeyShape } from '../redis/key-shape';
-import { CLOSE_REMINDER_KEYS, ORDER_ID_RE, reminderKey, SETTINGS_PARTS, settingsKeys } from './close-reminder-keys';
+import { ORDER_ID_RE } from '../kernel/ids';
+import { CLOSE_REMINDER_KEYS, reminderKey, SETTINGS_PARTS, settingsKeys } from './close-reminder-keys';
 
 /** The close reminders' keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [

@@ -1,12 +1,7 @@
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
-import { ORDER_ID_RE } from '../orders/order-keys';
 
 /** The close reminders' keys: one order's reminder record (`{o:<orderId>}`); the merchants' settings (`{m}`). */
 export const CLOSE_REMINDER_KEYS = defineKeySpace('close-reminder', { o: 'id', m: 'fixed' });
-
-/** Merchant ids as the merchant signature admits them; never `.` or `..` (they appear in URLs). */
-export const MERCHANT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
-export { ORDER_ID_RE };
 
 /** The parts of the settings tag, in the settings scripts' KEYS order. */
 export const SETTINGS_PARTS = ['settings', 'merchants', 'version'] as const;

@@ -1,4 +1,4 @@
-import { SUB_RE } from '../auth/jwt-verifier.service';
+import { ACCOUNT_ID_RE } from '../kernel/ids';
 import type { KeyShape } from '../redis/key-shape';
 import { DIAGNOSTICS_KEYS, visitsKey } from './diagnostics-keys';
 
@@ -12,7 +12,7 @@ export const KEY_SHAPES: KeyShape[] = [
     space: DIAGNOSTICS_KEYS,
     kind: 'a',
     part: 'visits',
-    rules: [SUB_RE, LABEL_RE],
+    rules: [ACCOUNT_ID_RE, LABEL_RE],
     make: (b, [acc, label]) => visitsKey(b, acc, label),
     carries: ([acc, label]) => ({ id: acc, partId: label }),
   },

@@ -13,6 +13,3 @@ export const IsDateTime =
     IsISO8601({ strict: true })(target, key);
     Matches(DATE_TIME_RE, { message: `${field} must be a date and time with a time zone, e.g. 2026-11-25T10:00:00+08:00` })(target, key);
   };
-
-/** Merchant ids as the merchant signature admits them; never `.` or `..` (they appear in URLs). */
-export const MERCHANT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../errors/domain-error';
 import { BIZ_TYPE_RE, OUTER_BIZ_ID_RE } from './dto/write-message.dto';
 import { MAX_MESSAGE_EXPIRES_AT, MAX_MESSAGE_TTL_MS } from './message-commands';
-import { ACCOUNT_ID_RE } from './message-keys';
+import { ACCOUNT_ID_RE } from '../kernel/ids';
 
 /** The 400 an in-process caller gets for a bad command field: the same shape as an HTTP body's. */
 export function commandFieldError(field: string, message: string): InvalidArgumentError {

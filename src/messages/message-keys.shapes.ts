@@ -1,5 +1,6 @@
 import type { KeyShape } from '../redis/key-shape';
-import { ACCOUNT_ID_RE, broadcastKeys, INBOX_PARTS, inboxKeys, MESSAGE_KEYS } from './message-keys';
+import { ACCOUNT_ID_RE } from '../kernel/ids';
+import { broadcastKeys, INBOX_PARTS, inboxKeys, MESSAGE_KEYS } from './message-keys';
 
 /** The message center's keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [

@@ -2,8 +2,6 @@ import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
 /** The message center's keys: one account's inbox (`{a:<accountId>}`); the broadcast feed (`{bc}`). */
 export const MESSAGE_KEYS = defineKeySpace('messages', { a: 'id', bc: 'fixed' });
-/** Account ids as they appear in tokens and requests; never `.` or `..` (a URL cannot carry those as a segment). */
-export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 /** Message ids are the account's server sequence numbers. */
 export const MSG_ID_RE = /^[1-9][0-9]{0,16}$/;
 

@@ -1,4 +1,5 @@
-import { type CreateOrderCommand, MAX_AMOUNT, MAX_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
+import { MAX_AMOUNT } from '../kernel/money';
+import { type CreateOrderCommand, MAX_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
 
 describe('orderCommandProblem', () => {
   const sound: CreateOrderCommand = {

@@ -1,5 +1,6 @@
 import { codePoints } from '../common/text';
-import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE } from './order-keys';
+import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE, ORDER_COMMAND_MERCHANT_ID_RE } from '../kernel/ids';
+import { CURRENCIES, CURRENCY_RE, MAX_AMOUNT } from '../kernel/money';
 import type { PaymentMethod } from './order.types';
 import { hasHiddenCharacter, hiddenCharacterMessage } from '../http/display-text';
 
@@ -8,13 +9,9 @@ import { hasHiddenCharacter, hiddenCharacterMessage } from '../http/display-text
  * other modules build them in process. No HTTP type appears here.
  */
 
-/** Largest amount of one order or instruction, in minor units (100,000,000.00 in a two-decimal currency). */
-export const MAX_AMOUNT = 10_000_000_000;
 export const MAX_EXPIRE_MINUTES = 1440;
 export const DEFAULT_EXPIRE_MINUTES = 30;
 export const MAX_SUBJECT_LENGTH = 128;
-/** ISO 4217 codes as the runtime's ICU knows them. */
-export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');
 
 /** A master order of `merchantId`; with the merchant, `merchantOrderNo` is the idempotency key. */
 export interface CreateOrderCommand {
@@ -57,8 +54,6 @@ export interface PlanInstructionInput {
 }
 
 const isIntIn = (v: unknown, min: number, max: number) => Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max;
-/** Merchant ids as the merchant signature admits them (a superset, so no signed merchant is refused here). */
-const MERCHANT_ID_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 const idRule = (field: string) => `${field} must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."`;
 
 /**
@@ -68,12 +63,16 @@ const idRule = (field: string) => `${field} must be 1-64 characters of A-Z a-z 0
  */
 export function orderCommandProblem(c: CreateOrderCommand): { field: string; message: string } | undefined {
   const checks: Array<[string, boolean, string]> = [
-    ['merchantId', typeof c.merchantId === 'string' && MERCHANT_ID_RE.test(c.merchantId), 'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -'],
+    [
+      'merchantId',
+      typeof c.merchantId === 'string' && ORDER_COMMAND_MERCHANT_ID_RE.test(c.merchantId),
+      'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -',
+    ],
     ['merchantOrderNo', typeof c.merchantOrderNo === 'string' && MERCHANT_ORDER_NO_RE.test(c.merchantOrderNo), idRule('merchantOrderNo')],
     ['amount', isIntIn(c.amount, 1, MAX_AMOUNT), `amount must be an integer from 1 to ${MAX_AMOUNT} (minor units)`],
     [
       'currency',
-      typeof c.currency === 'string' && /^[A-Z]{3}$/.test(c.currency) && CURRENCIES.includes(c.currency),
+      typeof c.currency === 'string' && CURRENCY_RE.test(c.currency) && CURRENCIES.includes(c.currency),
       'currency must be an ISO 4217 currency code',
     ],
     [

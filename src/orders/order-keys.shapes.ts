@@ -1,5 +1,6 @@
 import type { KeyShape } from '../redis/key-shape';
-import { channelLedgerKey, deadEventStreamKeys, noIndexKey, ORDER_ID_RE, ORDER_KEYS, orderIndexKey, orderKeys, PLAN_ID_RE, shardOf } from './order-keys';
+import { ORDER_ID_RE, PLAN_ID_RE } from '../kernel/ids';
+import { channelLedgerKey, deadEventStreamKeys, noIndexKey, ORDER_KEYS, orderIndexKey, orderKeys, shardOf } from './order-keys';
 
 const shardId = (orderId: string) => String(shardOf(orderId));
 const orderOfPlan = (planId: string) => PLAN_ID_RE.exec(planId)![1];

@@ -1,6 +1,7 @@
 import { KeyBuilder } from '../redis/key-builder';
 import type { AppConfig } from '../config/app-config';
-import { newOrderId, ORDER_ID_RE, ORDER_SHARDS, orderIdOfPlan, orderIndexKey, orderKeys, orderNumberKeyOf, planIdFor, shardOf } from './order-keys';
+import { ORDER_ID_RE } from '../kernel/ids';
+import { newOrderId, ORDER_SHARDS, orderIdOfPlan, orderIndexKey, orderKeys, orderNumberKeyOf, planIdFor, shardOf } from './order-keys';
 
 describe('order ids and keys', () => {
   const keys = new KeyBuilder({ redis: { keyPrefix: 'rp' } } as AppConfig);

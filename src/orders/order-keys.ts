@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { PLAN_ID_RE } from '../kernel/ids';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
 /**
@@ -12,20 +13,6 @@ export const ORDER_KEYS = defineKeySpace('orders', { s: 'id', c: 'id' });
  * Cluster. Fixed for the life of a deployment: an order's shard is derived from its id.
  */
 export const ORDER_SHARDS = 16;
-
-export const ORDER_ID_RE = /^ord_[0-9a-f]{24}$/;
-export const PLAN_ID_RE = /^(ord_[0-9a-f]{24})_p([1-9][0-9]{0,5})$/;
-/** `.` and `..` are refused: they name a path segment, so such an order could not be addressed in a URL. */
-export const MERCHANT_ORDER_NO_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
-
-/**
- * The numbers the service gives orders it makes itself: a flash-sale reservation's order is numbered with the
- * reservation id. A merchant's own order can never take one (the merchant API refuses them), so the two never meet.
- */
-export const SYSTEM_ORDER_NO_RE = /^sk_[0-9a-f]{24}$/;
-
-/** An app account id (a bearer token's subject), as every module's account ids: `.` and `..` refused likewise. */
-export const ACCOUNT_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 
 /**
  * The name of (merchant, merchantOrderNo) in the order index: a hash anyone can compute, so it is never an order

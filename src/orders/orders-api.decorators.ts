@@ -1,5 +1,3 @@
-import { applyDecorators } from '@nestjs/common';
-import { IsString, Matches, MaxLength } from 'class-validator';
 import { ApiErrors } from '../http/error-responses';
 import { orderConflict } from './order-errors';
 
@@ -22,6 +20,3 @@ export const OrdersErrorResponses = (badRequest: string) =>
     429: 'Rate limited; see Retry-After',
     503: 'Redis unreachable (locks fail closed); see Retry-After. Retrying is safe.',
   });
-
-/** A string id of at most `maxLength` characters matching `re`. */
-export const IsIdString = (maxLength: number, re: RegExp, message: string) => applyDecorators(IsString(), MaxLength(maxLength), Matches(re, { message }));

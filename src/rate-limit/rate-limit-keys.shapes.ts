@@ -1,5 +1,4 @@
-import { SUB_RE } from '../auth/jwt-verifier.service';
-import { MERCHANT_RE } from '../auth/merchant-verifier.service';
+import { ACCOUNT_ID_RE, SIGNED_MERCHANT_ID_RE } from '../kernel/ids';
 import type { KeyShape } from '../redis/key-shape';
 import { RATE_LIMIT_KEYS, rateLimitKey } from './rate-limit-keys';
 
@@ -11,8 +10,8 @@ const ANY_TAG_ID_RE = /^[^{}\s]{1,128}$/;
 /** The rate-limit windows, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = (
   [
-    ['user', SUB_RE],
-    ['merchant', MERCHANT_RE],
+    ['user', ACCOUNT_ID_RE],
+    ['merchant', SIGNED_MERCHANT_ID_RE],
     ['service', CREDENTIAL_NAME_RE],
     ['admin', CREDENTIAL_NAME_RE],
     ['anonymous', ANY_TAG_ID_RE],

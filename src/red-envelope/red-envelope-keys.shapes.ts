@@ -1,5 +1,6 @@
 import type { KeyShape } from '../redis/key-shape';
-import { ACTIVITY_ID_RE, activityIndexKey, activityKey, POOL_PARTS, poolKeys, RED_ENVELOPE_KEYS, stallsKey } from './red-envelope-keys';
+import { ACTIVITY_ID_RE } from '../kernel/ids';
+import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, RED_ENVELOPE_KEYS, stallsKey } from './red-envelope-keys';
 
 const POOL_RE = /^(0|[1-9][0-9]?)$/;
 

@@ -10,9 +10,6 @@ import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
  */
 export const RED_ENVELOPE_KEYS = defineKeySpace('red-envelope', { a: 'id', p: 'id', i: 'fixed' });
 
-export const ACTIVITY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
-export { ACCOUNT_ID_RE } from '../orders/order-keys';
-
 /** The parts of a sub-pool. */
 export const POOL_PARTS = ['pool', 'staging', 'grabs', 'claims', 'env', 'stats', 'credits', 'dead'] as const;
 export type PoolKeys = Record<(typeof POOL_PARTS)[number], string>;
@@ -37,7 +34,7 @@ export function activityIndexKey(builder: KeyBuilder): string {
 
 /**
  * An envelope's id: the activity and its place in the split (also its wallet reference, kind red-envelope). Activity
- * ids hold no '.' nor ':' (ACTIVITY_ID_RE), so an envelope id names one activity and one index, and a sub-pool's tag
+ * ids hold no '.' nor ':' (kernel ACTIVITY_ID_RE), so an envelope id names one activity and one index, and a sub-pool's tag
  * `p:<activityId>:<pool>` one activity and one sub-pool: no activity id spells another's envelope or sub-pool.
  */
 export const envelopeId = (activityId: string, index: number) => `${activityId}.${index}`;

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { matching } from '../../test/support/arbitraries';
 import type { AppConfig } from '../config/app-config';
-import { ACCOUNT_ID_RE, broadcastKeys, inboxKeys } from '../messages/message-keys';
-import { deadEventStreamKeys, eventStreamKeys, ORDER_ID_RE, orderKeys, shardOf } from '../orders/order-keys';
+import { ACCOUNT_ID_RE, ORDER_ID_RE } from '../kernel/ids';
+import { broadcastKeys, inboxKeys } from '../messages/message-keys';
+import { deadEventStreamKeys, eventStreamKeys, orderKeys, shardOf } from '../orders/order-keys';
 import { KeyBuilder, keySpaces } from './key-builder';
 import type { KeyShape } from './key-shape';
 

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/domain-error';
-import { MAX_AMOUNT } from '../orders/order-commands';
+import { MAX_AMOUNT } from '../kernel/money';
 import type { ActivityDto } from './dto';
 import type { ActivityCommand } from './seckill-commands';
 

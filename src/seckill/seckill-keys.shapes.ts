@@ -1,7 +1,6 @@
+import { ACCOUNT_ID_RE, ACTIVITY_ID_RE } from '../kernel/ids';
 import type { KeyShape } from '../redis/key-shape';
 import {
-  ACCOUNT_ID_RE,
-  ACTIVITY_ID_RE,
   ACTIVITY_PARTS,
   activityIndexKey,
   activityKeys,

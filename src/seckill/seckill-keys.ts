@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { SYSTEM_ORDER_NO_RE } from '../orders/order-keys';
+import { SYSTEM_ORDER_NO_RE } from '../kernel/ids';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
 /**
@@ -12,12 +12,9 @@ import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
  */
 export const SECKILL_KEYS = defineKeySpace('seckill', { a: 'id', p: 'id', u: 'id', i: 'fixed' });
 
-/** Activity ids: short, because they are part of every product shard's tag. */
-export const ACTIVITY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
 export const PRODUCT_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** Reservation ids, which also number their orders: the orders module keeps merchants off this shape. */
 export const RESERVATION_ID_RE = SYSTEM_ORDER_NO_RE;
-export { ACCOUNT_ID_RE } from '../orders/order-keys';
 
 /** The parts of a product shard, in the load script's KEYS order. */
 export const SHARD_PARTS = ['stock', 'rsv', 'holds', 'claims', 'buyers', 'due'] as const;

@@ -1,3 +1,4 @@
+import { ACCOUNT_ID_RE } from '../kernel/ids';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
 /**
@@ -13,8 +14,8 @@ export interface WalletOwner {
   id: string;
 }
 
-/** Account and merchant ids: 1-64 of A-Z a-z 0-9 _ . : -, never `.` or `..` (they appear in URLs). */
-export const OWNER_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
+/** Account and merchant ids: 1-64 of A-Z a-z 0-9 _ . : -, never `.` or `..` (they appear in URLs); the kernel's MERCHANT_ID_RE is this rule. */
+export const OWNER_ID_RE = ACCOUNT_ID_RE;
 /** An owner as URLs write it: `account:<id>` or `merchant:<id>`. */
 export const OWNER_REF_RE = /^(account|merchant):(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 

@@ -1,16 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { InvalidArgumentError } from '../errors/domain-error';
 import { codePoints } from '../common/text';
+import { REFERENCE_RE } from '../kernel/ids';
+import { CURRENCY_RE, MAX_AMOUNT, MIN_AMOUNT } from '../kernel/money';
 import { OWNER_ID_RE, type WalletOwner } from './wallet-keys';
 import { BalanceLimitError, InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from './wallet.errors';
 import { WalletMetrics } from './wallet.metrics';
 import { WalletStore } from './wallet.store';
 import {
-  CURRENCY_RE,
-  MAX_AMOUNT,
   MAX_MEMO,
-  MIN_AMOUNT,
-  REFERENCE_RE,
   WALLET_ENTRY_KINDS,
   type WalletBalance,
   type WalletCommand,

@@ -6,12 +6,6 @@ export type { WalletOwner } from './wallet-keys';
 export const WALLET_ENTRY_KINDS = ['top-up', 'payment', 'reversal', 'red-envelope', 'funding', 'refund'] as const;
 export type WalletEntryKind = (typeof WALLET_ENTRY_KINDS)[number];
 
-/** References: with the kind, what makes a credit or debit idempotent, per wallet ('|' is never in one: see lua/includes/wallet-ledger.lua). */
-export const REFERENCE_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
-/** ISO 4217 codes. */
-export const CURRENCY_RE = /^[A-Z]{3}$/;
-export const MIN_AMOUNT = 1;
-export const MAX_AMOUNT = 10_000_000_000;
 export const MAX_MEMO = 256;
 
 /** A credit or a debit. */

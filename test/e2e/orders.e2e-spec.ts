@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { ORDER_ID_RE, orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
+import { ORDER_ID_RE } from '../../src/kernel/ids';
+import { orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';

@@ -2,8 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy, type ValidationOptions } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { QueryInt } from '../../http/validation';
-import { IsIdString } from '../../orders/orders-api.decorators';
-import { MERCHANT_ID_RE } from '../close-reminder-keys';
+import { IsIdString } from '../../http/id-string';
+import { MERCHANT_ID_RE } from '../../kernel/ids';
 import { DEFAULT_CONTENT, DEFAULT_TITLE, MAX_CONTENT_TEMPLATE, MAX_TITLE_TEMPLATE, PLACEHOLDERS, unknownPlaceholders } from '../reminder-template';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 

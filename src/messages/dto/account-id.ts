@@ -1,6 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { IsString, Matches, MaxLength } from 'class-validator';
-import { ACCOUNT_ID_RE } from '../message-keys';
+import { ACCOUNT_ID_RE } from '../../kernel/ids';
 
 /** The one rule for an account id in a request body or path. */
 export const IsAccountId = () =>

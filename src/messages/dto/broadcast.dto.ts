@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { ACCOUNT_ID_RE } from '../message-keys';
+import { ACCOUNT_ID_RE } from '../../kernel/ids';
 import { LINK_RE } from './write-message.dto';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 

@@ -4,7 +4,7 @@ import { matching } from '../../../test/support/arbitraries';
 import { ApiError } from '../../http/api-error';
 import { fastPathFor } from '../../http/fast-path';
 import { createValidationPipe, validationPipeOptions } from '../../http/validation';
-import { ACCOUNT_ID_RE } from '../message-keys';
+import { ACCOUNT_ID_RE } from '../../kernel/ids';
 import { OUTER_BIZ_ID_RE, WRITABLE_BIZ_TYPE_RE, WriteMessageDto } from './write-message.dto';
 
 /**

@@ -1,12 +1,13 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { CURRENCIES, DEFAULT_EXPIRE_MINUTES, MAX_AMOUNT, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order-commands';
-import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE, SYSTEM_ORDER_NO_RE } from '../order-keys';
-import { IsIdString } from '../orders-api.decorators';
+import { IsIdString } from '../../http/id-string';
+import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE, SYSTEM_ORDER_NO_RE } from '../../kernel/ids';
+import { CURRENCIES, CURRENCY_RE, MAX_AMOUNT } from '../../kernel/money';
+import { DEFAULT_EXPIRE_MINUTES, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order-commands';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
-export { MAX_AMOUNT } from '../order-commands';
+export { MAX_AMOUNT } from '../../kernel/money';
 
 export class CreateOrderDto {
   /** The merchant's own order number; with the merchant, the idempotency key. `sk_` and 24 hex digits is the service's own (its flash-sale orders) and is refused */
@@ -31,7 +32,7 @@ export class CreateOrderDto {
   /** ISO 4217 currency code */
   @ApiProperty({ example: 'CNY', minLength: 3, maxLength: 3 })
   @IsString()
-  @Matches(/^[A-Z]{3}$/, { message: 'currency must be three upper-case letters (ISO 4217)' })
+  @Matches(CURRENCY_RE, { message: 'currency must be three upper-case letters (ISO 4217)' })
   @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 currency code' })
   currency!: string;
 

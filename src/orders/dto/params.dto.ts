@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn } from 'class-validator';
-import { IsIdString } from '../orders-api.decorators';
-import { MERCHANT_ORDER_NO_RE, ORDER_ID_RE, PLAN_ID_RE } from '../order-keys';
+import { IsIdString } from '../../http/id-string';
+import { MERCHANT_ORDER_NO_RE, ORDER_ID_RE, PLAN_ID_RE } from '../../kernel/ids';
 import { PAYMENT_METHODS, type PaymentMethod } from '../order.types';
 
 export class MerchantOrderNoParamDto {

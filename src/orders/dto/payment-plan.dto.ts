@@ -12,7 +12,7 @@ import {
   type PlanStatus,
   type ReversalStatus,
 } from '../order.types';
-import { MAX_AMOUNT } from '../order-commands';
+import { MAX_AMOUNT } from '../../kernel/money';
 
 /** At most one instruction per method, so at most four. */
 export const MAX_INSTRUCTIONS = PAYMENT_METHODS.length;

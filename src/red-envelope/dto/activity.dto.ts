@@ -1,10 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
-import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
+import { IsDateTime } from '../../http/date-time';
+import { IsIdString } from '../../http/id-string';
 import { IsOptionalField } from '../../http/optional-field';
-import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
-import { IsIdString } from '../../orders/orders-api.decorators';
-import { ACTIVITY_ID_RE } from '../red-envelope-keys';
+import { ACTIVITY_ID_RE, MERCHANT_ID_RE } from '../../kernel/ids';
+import { CURRENCIES, MAX_AMOUNT } from '../../kernel/money';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 export class CreateRedEnvelopeActivityDto {

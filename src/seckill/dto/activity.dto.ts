@@ -15,12 +15,13 @@ import {
   ValidateBy,
   ValidateNested,
 } from 'class-validator';
-import { IsDateTime, MERCHANT_ID_RE } from '../../http/date-time';
+import { IsDateTime } from '../../http/date-time';
 import { EachIsObject } from '../../http/each-object';
 import { IsOptionalField } from '../../http/optional-field';
-import { CURRENCIES, MAX_AMOUNT } from '../../orders/order-commands';
-import { IsIdString } from '../../orders/orders-api.decorators';
-import { ACCOUNT_ID_RE, ACTIVITY_ID_RE, PRODUCT_ID_RE } from '../seckill-keys';
+import { IsIdString } from '../../http/id-string';
+import { ACCOUNT_ID_RE, ACTIVITY_ID_RE, MERCHANT_ID_RE } from '../../kernel/ids';
+import { CURRENCIES, MAX_AMOUNT } from '../../kernel/money';
+import { PRODUCT_ID_RE } from '../seckill-keys';
 import { MAX_SHARDS } from '../seckill.config';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 

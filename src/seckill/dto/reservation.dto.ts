@@ -1,11 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { IsIdString } from '../../orders/orders-api.decorators';
-import { ACTIVITY_ID_RE, PRODUCT_ID_RE, RESERVATION_ID_RE } from '../seckill-keys';
+import { IsIdString } from '../../http/id-string';
+import { ACTIVITY_ID_RE, REQUEST_ID_RE } from '../../kernel/ids';
+import { PRODUCT_ID_RE, RESERVATION_ID_RE } from '../seckill-keys';
 import { MAX_PER_USER_LIMIT } from './activity.dto';
-
-const REQUEST_ID_RE = /^(?!\.\.?$)[A-Za-z0-9_.:-]{1,64}$/;
 
 export class ReserveDto {
   @ApiProperty({ example: 1, minimum: 1, maximum: MAX_PER_USER_LIMIT })

@@ -2,11 +2,12 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { QueryInt } from '../../http/validation';
-import { CURRENCIES } from '../../orders/order-commands';
-import { IsIdString } from '../../orders/orders-api.decorators';
+import { IsIdString } from '../../http/id-string';
+import { REFERENCE_RE } from '../../kernel/ids';
+import { CURRENCIES, CURRENCY_RE, MAX_AMOUNT, MIN_AMOUNT } from '../../kernel/money';
 import { OWNER_REF_RE } from '../wallet-keys';
 import { MAX_PAGE } from '../wallet.service';
-import { CURRENCY_RE, MAX_AMOUNT, MAX_MEMO, MIN_AMOUNT, REFERENCE_RE, WALLET_ENTRY_KINDS } from '../wallet.types';
+import { MAX_MEMO, WALLET_ENTRY_KINDS } from '../wallet.types';
 import { IsDisplayText } from '../../http/display-text';
 
 export class OwnerIdParamDto {
