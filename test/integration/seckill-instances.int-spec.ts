@@ -1,14 +1,12 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import type Redis from 'ioredis';
 import { RedisService } from '../../src/redis/redis.service';
 import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
 import type { ReservationRecord } from '../../src/seckill/seckill.types';
 import { SoldOutMemory } from '../../src/seckill/sold-out-memory';
-import { freePort } from '../harness/free-port';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
+import { startServiceProcess } from '../support/service-process';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
 import { orderIdOf } from '../support/orders-fixture';
 
@@ -20,54 +18,11 @@ import { orderIdOf } from '../support/orders-fixture';
  * After each test, each product's stock still adds up: initial = available + reserved + sold.
  */
 
-const MAIN = resolve(__dirname, '../../dist/main.js');
 const ADMIN = { 'x-admin-key': CREDS.adminKey };
 const ENV = { RATE_LIMIT_ENABLED: 'false', SECKILL_SAFETY_NET_GRACE_SECONDS: '5', SECKILL_SAFETY_NET_SWEEP_MS: '200', CHANNEL_LATENCY_MS: '2' };
 
-/** The built service as a child process on `redisUrl` with `prefix`. */
-async function startService(redisUrl: string, prefix: string) {
-  const port = await freePort();
-  let out = '';
-  const child: ChildProcess = spawn(process.execPath, [MAIN], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      REDIS_URL: redisUrl,
-      REDIS_KEY_PREFIX: prefix,
-      JWT_SECRET: CREDS.jwtSecret,
-      MERCHANT_SECRETS: `${CREDS.merchantId}:${CREDS.merchantSecret}`,
-      ADMIN_API_KEYS: `${CREDS.adminName}:${CREDS.adminKey}`,
-      SERVICE_TOKENS: `${CREDS.serviceName}:${CREDS.serviceToken}`,
-      ...ENV,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const base = `http://127.0.0.1:${port}`;
-  const svc = {
-    child,
-    call: (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000), ...init }),
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    },
-  };
-  try {
-    await Promise.race([
-      waitUntil('the service to be ready', async () => (await svc.call('/health/ready').catch(() => ({ status: 0 }))).status === 200, 30_000, 100),
-      exited.then(() => Promise.reject(new Error('the service exited'))),
-    ]);
-  } catch (err) {
-    await svc.kill();
-    throw new Error(`${(err as Error).message}\n${out}`, { cause: err });
-  }
-  return svc;
-}
+/** The built service (test/support/service-process.ts) as a child process on `redisUrl` with `prefix`. */
+const startService = (redisUrl: string, prefix: string) => startServiceProcess(redisUrl, prefix, { env: ENV });
 
 /** Every reservation record of the activity's product, by id. */
 async function records(kit: SeckillKit, activity: string, productId: string) {

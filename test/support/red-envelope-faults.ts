@@ -1,13 +1,9 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisService } from '../../src/redis/redis.service';
 import { WalletService } from '../../src/wallet/wallet.service';
-import { freePort } from '../harness/free-port';
-import { waitUntil } from '../harness/redis-process';
 import type { RainKit } from './red-envelopes';
-import { CREDS } from './test-app';
+import { startServiceProcess } from './service-process';
 import { sumOfWalletBalances } from './wallet';
 
 /**
@@ -65,50 +61,5 @@ export async function expectCreditedOnce(kit: RainKit, activityId: string, curre
   return grabs;
 }
 
-const MAIN = resolve(__dirname, '../../dist/main.js');
-
-/** The built service (dist/main.js; run `npx nest build` first) as a child process on `redisUrl` with `prefix`. */
-export async function startService(redisUrl: string, prefix: string, env: Record<string, string> = {}) {
-  const port = await freePort();
-  let out = '';
-  const child: ChildProcess = spawn(process.execPath, [MAIN], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      NODE_ENV: 'production',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      REDIS_URL: redisUrl,
-      REDIS_KEY_PREFIX: prefix,
-      JWT_SECRET: CREDS.jwtSecret,
-      MERCHANT_SECRETS: `${CREDS.merchantId}:${CREDS.merchantSecret}`,
-      ADMIN_API_KEYS: `${CREDS.adminName}:${CREDS.adminKey}`,
-      SERVICE_TOKENS: `${CREDS.serviceName}:${CREDS.serviceToken}`,
-      RATE_LIMIT_ENABLED: 'false',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const base = `http://127.0.0.1:${port}`;
-  const svc = {
-    child,
-    call: (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000), ...init }),
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    },
-  };
-  try {
-    await Promise.race([
-      waitUntil('the service to be ready', async () => (await svc.call('/health/ready').catch(() => ({ status: 0 }))).status === 200, 30_000, 100),
-      exited.then(() => Promise.reject(new Error('the service exited'))),
-    ]);
-  } catch (err) {
-    await svc.kill();
-    throw new Error(`${(err as Error).message}\n${out}`, { cause: err });
-  }
-  return svc;
-}
+/** The built service (test/support/service-process.ts) as a child process on `redisUrl` with `prefix`. */
+export const startService = (redisUrl: string, prefix: string, env: Record<string, string> = {}) => startServiceProcess(redisUrl, prefix, { env });
