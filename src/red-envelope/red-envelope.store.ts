@@ -178,6 +178,11 @@ export class RedEnvelopeStore {
     );
   }
 
+  /** The envelopes left in each of the sub-pools, read at once (the fall-over's map of where envelopes are). */
+  async leftOn(pools: readonly PoolKeys[]): Promise<number[]> {
+    return Promise.all(pools.map((k) => this.redis.command((c) => c.llen(k.pool))));
+  }
+
   async confirm(home: PoolKeys, account: string, entry: string): Promise<void> {
     await this.scripts.run('red-envelope/confirm', [home.grabs, home.claims], [account, entry]);
   }

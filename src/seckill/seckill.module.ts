@@ -10,7 +10,7 @@ import { SeckillController } from './seckill.controller';
 import { seckillConfig } from './seckill.config';
 import { SeckillMetrics } from './seckill.metrics';
 import { SeckillStore } from './seckill.store';
-import { SoldOutMemory } from './sold-out-memory';
+import { ProductSoldOutMemory } from './sold-out-memory';
 
 /** Flash sales: weekly activities, a cached listing, one-script reservations that never oversell, stock returned when a payment fails. */
 @Module({
@@ -19,6 +19,15 @@ import { SoldOutMemory } from './sold-out-memory';
     LocksModule.forFeature('seckill', { 'seckill-activity': { leaseMs: 120_000, waitMs: 5_000 }, 'seckill-gather': { leaseMs: 2_000, waitMs: 3_000 } }),
   ],
   controllers: [SeckillController, SeckillAdminController],
-  providers: [seckillConfig.provider, SeckillStore, ActivityCatalog, SoldOutMemory, ActivitiesService, ReservationsService, ListingService, SeckillMetrics],
+  providers: [
+    seckillConfig.provider,
+    SeckillStore,
+    ActivityCatalog,
+    ProductSoldOutMemory,
+    ActivitiesService,
+    ReservationsService,
+    ListingService,
+    SeckillMetrics,
+  ],
 })
 export class SeckillModule {}
