@@ -1,0 +1,101 @@
+import { homeOf, othersOf } from '../../src/sharded-pool/home';
+import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
+import { rainBody, rainId, rainKit } from '../support/red-envelopes';
+import { CREDS, useAppOnOwnRedis } from '../support/test-app';
+
+/**
+ * The sharded-pool engine as both features use it, on a real Redis: a buyer whose home shard is empty is served from
+ * wherever stock is left, at any shard count, and is told SOLD_OUT / NONE_LEFT only when every shard is empty.
+ */
+const ctx = useAppOnOwnRedis();
+let seckill: SeckillKit;
+let rain: ReturnType<typeof rainKit>;
+beforeAll(() => {
+  seckill = seckillKit(ctx.t);
+  rain = rainKit(ctx.t);
+});
+
+/** `n` accounts (named after `tag`) whose home shard of `poolId` (over `shards`) is `shard`. */
+function homedOn(tag: string, poolId: string, shards: number, shard: number, n: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; out.length < n; i++) if (homeOf(`acc_${tag}_${i}`, poolId, shards) === shard) out.push(`acc_${tag}_${i}`);
+  return out;
+}
+
+describe('the home hash', () => {
+  it('keeps the numbers live data was placed by (md5 of account and pool, first 4 bytes big-endian, mod the shard count)', () => {
+    expect([homeOf('acc_1', 'p1', 16), homeOf('acc_2', 'p1', 16), homeOf('acc_1', 'rain-x', 3), homeOf('acc_9', 'p1', 7), homeOf('acc_1', 'p1', 1)]).toEqual([
+      7, 10, 1, 0, 0,
+    ]);
+    expect(othersOf(14, 16).slice(0, 3)).toEqual([15, 0, 1]);
+  });
+});
+
+describe('red-envelope with 16 sub-pools', () => {
+  it('a user whose home sub-pool is empty gets an envelope from the one far sub-pool still holding some; NONE_LEFT only after it is empty', async () => {
+    const id = rainId('far');
+    await rain.fund(CREDS.merchantId, 3200);
+    await rain.create(rainBody(id, { totalAmount: 3200, count: 32, subPools: 16 }));
+    const user = 'acc_far_user';
+    const home = homeOf(user, id, 16);
+    const far = (home + 8) % 16;
+    // Every sub-pool but the far one is emptied by users homed there (2 envelopes each).
+    for (let k = 0; k < 16; k++) {
+      if (k === far) continue;
+      for (const u of homedOn(`d${k}`, id, 16, k, 2)) expect((await rain.grab(u, id)).body.status).toBe('GRABBED');
+    }
+    const left = await Promise.all(Array.from({ length: 16 }, async (_, k) => (await rain.store.stats(rain.store.pool(id, k))).leftCount));
+    expect(left.map((n, k) => (k === far ? n > 0 : n === 0))).toEqual(Array(16).fill(true));
+    // The home sub-pool and the next several are empty; the envelope is eight sub-pools on.
+    const got = await rain.grab(user, id);
+    expect(got.body.status).toBe('GRABBED');
+    expect((await rain.grab(user, id)).body).toMatchObject({ status: 'ALREADY_GRABBED', envelopeId: got.body.envelopeId });
+    const [last] = homedOn('last', id, 16, home, 1);
+    expect((await rain.grab(last, id)).body.status).toBe('GRABBED');
+    const [none] = homedOn('none', id, 16, (home + 3) % 16, 1);
+    expect((await rain.grab(none, id)).body).toEqual({ status: 'NONE_LEFT' });
+    expect(await rain.credited(id)).toMatchObject({ grabbed: { count: 32 }, left: { count: 0 } });
+  });
+});
+
+describe('seckill with 16 shards', () => {
+  it('a buyer whose home shard is empty reserves from the one far shard holding stock; SOLD_OUT only when every shard is empty', async () => {
+    const id = activityId('far');
+    await seckill.create(activityBody(id, [{ productId: 'p1', stock: 32, shards: 16 }], { perUserLimit: 4 }));
+    const buyer = 'acc_far_buyer';
+    const home = homeOf(buyer, 'p1', 16);
+    const far = (home + 9) % 16;
+    for (let k = 0; k < 16; k++) {
+      if (k === far) continue;
+      const [drainer] = homedOn(`s${k}`, 'p1', 16, k, 1);
+      expect((await seckill.reserve(drainer, id, 'p1', 2)).status).toBe(201);
+    }
+    expect((await seckill.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 30 });
+    const one = await seckill.reserve(buyer, id, 'p1', 1);
+    expect([one.status, one.body.quantity]).toEqual([201, 1]);
+    const [next] = homedOn('next', 'p1', 16, (home + 1) % 16, 1);
+    // Two wanted, one left: SOLD_OUT naming what is left, and that unit still sells.
+    expect((await seckill.reserve(next, id, 'p1', 2)).body).toMatchObject({ error: 'SOLD_OUT', details: { available: 1 } });
+    expect((await seckill.reserve(next, id, 'p1', 1)).status).toBe(201);
+    expect((await seckill.reserve('acc_after', id, 'p1', 1)).body).toMatchObject({ error: 'SOLD_OUT', details: { available: 0 } });
+    expect((await seckill.expectInvariant(id)).get('p1')).toMatchObject({ available: 0, reserved: 32 });
+  });
+
+  it('a quantity above any one shard is taken over the shards that hold stock, wherever they are', async () => {
+    const id = activityId('spread');
+    await seckill.create(activityBody(id, [{ productId: 'p1', stock: 16, shards: 16 }], { perUserLimit: 4 }));
+    const buyer = 'acc_spread_buyer';
+    const home = homeOf(buyer, 'p1', 16);
+    const keep = [(home + 5) % 16, (home + 11) % 16, (home + 15) % 16];
+    for (let k = 0; k < 16; k++) {
+      if (keep.includes(k)) continue;
+      const [drainer] = homedOn(`t${k}`, 'p1', 16, k, 1);
+      expect((await seckill.reserve(drainer, id, 'p1', 1)).status).toBe(201);
+    }
+    const three = await seckill.reserve(buyer, id, 'p1', 3, 'tap-3');
+    expect([three.status, three.body.quantity]).toEqual([201, 3]);
+    const again = await seckill.reserve(buyer, id, 'p1', 3, 'tap-3');
+    expect([again.status, again.body.reservationId]).toEqual([200, three.body.reservationId]);
+    expect((await seckill.expectInvariant(id)).get('p1')).toMatchObject({ available: 0, reserved: 16 });
+  });
+});
