@@ -71,9 +71,8 @@ if raw then
 end
 
 local claim = 0
-local claimed = tonumber(redis.call('HGET', claimsKey, rsvId) or '0')
-if claimed > 0 and stock ~= 'SOLD' then
-  redis.call('HDEL', claimsKey, rsvId)
+local claimed = stock ~= 'SOLD' and poolUnclaim(claimsKey, rsvId) or 0
+if claimed > 0 then
   redis.call('ZREM', dueKey, claimDueMember(rsvId, account))
   if redis.call('HINCRBY', holdsKey, account, -claimed) <= 0 then redis.call('HDEL', holdsKey, account) end
   claim = 1
