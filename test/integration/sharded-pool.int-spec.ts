@@ -58,6 +58,34 @@ describe('red-envelope with 16 sub-pools', () => {
   });
 });
 
+describe('red-envelope fall-over cut short (a process dies between its steps)', () => {
+  it('after the claim, and after the far take: the next tap finishes it with one envelope, recorded on the home sub-pool', async () => {
+    const id = rainId('cut');
+    await rain.fund(CREDS.merchantId, 1600);
+    await rain.create(rainBody(id, { totalAmount: 1600, count: 16, subPools: 16 }));
+    const [claimOnly, taken] = ['acc_cut_claim', 'acc_cut_taken'];
+    const home = homeOf(claimOnly, id, 16);
+    // Both users share a home sub-pool; its one envelope goes to a third user.
+    const [other] = homedOn('cut', id, 16, home, 1);
+    const [sameHome] = homedOn('cut2', id, 16, home, 1);
+    expect((await rain.grab(other, id)).body.status).toBe('GRABBED');
+    const homeKeys = rain.store.pool(id, home);
+    // claimOnly: the home script claimed, then the process died (no take, no confirm).
+    expect(await rain.store.grab(homeKeys, claimOnly, true)).toEqual({ outcome: 'FALL_OVER', ordinal: 1 });
+    // sameHome: claimed and took on a far sub-pool, then died before the confirm.
+    expect(await rain.store.grab(homeKeys, sameHome, true)).toEqual({ outcome: 'FALL_OVER', ordinal: 1 });
+    const far = (home + 9) % 16;
+    const t = await rain.store.take(rain.store.pool(id, far), sameHome, home, 1);
+    expect(t.outcome).toBe('GRABBED');
+    const again = await rain.grab(sameHome, id);
+    expect(again.body).toMatchObject({ status: 'ALREADY_GRABBED', envelopeId: (t as { envelopeId: string }).envelopeId });
+    expect((await rain.user(sameHome).get(`/red-envelopes/activities/${id}/mine`)).body.items).toHaveLength(1);
+    expect((await rain.grab(claimOnly, id)).body.status).toBe('GRABBED');
+    expect((await rain.grab(claimOnly, id)).body.status).toBe('ALREADY_GRABBED');
+    expect(await rain.credited(id)).toMatchObject({ grabbed: { count: 3 }, left: { count: 13 } });
+  });
+});
+
 describe('seckill with 16 shards', () => {
   it('a buyer whose home shard is empty reserves from the one far shard holding stock; SOLD_OUT only when every shard is empty', async () => {
     const id = activityId('far');
