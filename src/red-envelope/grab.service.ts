@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EMPTY, takeFromAny } from '../sharded-pool/fall-over';
-import { homeOf, othersOf } from '../sharded-pool/home';
+import { homeOf } from '../sharded-pool/home';
 import { SingleFlightCatalog } from '../sharded-pool/single-flight-catalog';
 import { SoldOutMemory } from '../sharded-pool/sold-out-memory';
 import { RedEnvelopeActivities } from './activities.service';
@@ -43,7 +43,7 @@ export class GrabService {
     const home = homeOf(accountId, a.activityId, a.subPools);
     const homeKeys = this.store.pool(a.activityId, home);
     const r = await this.store.grab(homeKeys, accountId, a.subPools > 1);
-    if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.ordinal, r.outcome === 'FALL_OVER');
+    if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.ordinal);
     if (r.outcome === 'NONE_LEFT') this.emptied.remember(a.activityId);
     return this.answer(resultOf(r));
   }
@@ -78,28 +78,28 @@ export class GrabService {
   }
 
   /**
-   * The home sub-pool is empty and holds the user's claim (so the per-user limit is counted there): the user's
-   * envelope may already be on another sub-pool (a retried tap), else the engine's fall-over takes one from a
-   * sub-pool that holds some (every sub-pool's count read at once, only those with envelopes visited); the claim is
-   * then settled on the home sub-pool (confirm-2.lua). NONE_LEFT only when every sub-pool is empty.
+   * The home sub-pool is empty and holds the user's claim (so the per-user limit is counted there): the engine's
+   * fall-over reads every other sub-pool at once (its envelopes left, and the user's envelope of this ordinal when a
+   * copy of this tap took it there already) and takes one from the sub-pools that hold some; the claim is then
+   * settled on the home sub-pool (confirm-2.lua). NONE_LEFT only when every sub-pool is empty.
    */
-  private async fallOver(a: ActivityRecord, accountId: string, home: number, ordinal: number, fresh: boolean): Promise<GrabResult> {
+  private async fallOver(a: ActivityRecord, accountId: string, home: number, ordinal: number): Promise<GrabResult> {
     const homeKeys = this.store.pool(a.activityId, home);
-    if (!fresh) {
-      // A fall-over for this envelope began before: it may have taken it already (an entry with its ordinal).
-      const others = othersOf(home, a.subPools);
-      const held = await Promise.all(others.map((k) => this.store.grabsOf(this.store.pool(a.activityId, k), accountId)));
-      const entry = held.flat().find((e) => e.split(':')[3] === String(ordinal));
-      if (entry) {
-        await this.store.confirm(homeKeys, accountId, entry);
-        const [envelopeId, amount] = entry.split(':');
-        return this.answer({ status: 'ALREADY_GRABBED', envelopeId, amount: Number(amount) });
-      }
-    }
-    const t = await takeFromAny({
+    const t = await takeFromAny<{ k: number; r: GrabReply }>({
       home,
       shards: a.subPools,
-      readLeft: (pools) => this.store.leftOn(pools.map((k) => this.store.pool(a.activityId, k))),
+      read: async (pools) => {
+        const seen = await this.store.fallOverView(
+          pools.map((k) => this.store.pool(a.activityId, k)),
+          accountId,
+        );
+        return seen.map(({ left, held }, i) => {
+          const entry = held.find((e) => e.split(':')[3] === String(ordinal));
+          if (!entry) return { left };
+          const [envelopeId, amount] = entry.split(':');
+          return { left, mine: { k: pools[i], r: { outcome: 'EXISTING', envelopeId, amount: Number(amount) } } };
+        });
+      },
       visit: async (k) => {
         const r = await this.store.take(this.store.pool(a.activityId, k), accountId, home, ordinal);
         return r.outcome === 'EMPTY' ? EMPTY : { k, r };

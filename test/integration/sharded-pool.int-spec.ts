@@ -58,14 +58,36 @@ describe('red-envelope with 16 sub-pools', () => {
   });
 });
 
+describe('red-envelope fall-over under concurrent taps', () => {
+  it('users whose home sub-pool is empty tap four times at once while the other sub-pools run dry: one envelope each', async () => {
+    // Four rains in a row: the copies' race is a matter of timing, each rain another chance for it.
+    for (let round = 0; round < 4; round++) {
+      const id = rainId('conc');
+      await rain.fund(CREDS.merchantId, 2400);
+      await rain.create(rainBody(id, { totalAmount: 2400, count: 24, subPools: 16 }));
+      const home = (5 + round) % 16;
+      // The home sub-pool's envelopes go first; then 30 users homed there tap four times each, all at once, for 22 envelopes.
+      for (const u of homedOn(`cdrain${round}`, id, 16, home, 2)) expect((await rain.grab(u, id)).body.status).toBe('GRABBED');
+      const users = homedOn(`ctap${round}`, id, 16, home, 30);
+      const answers = await Promise.all(users.flatMap((u) => [0, 1, 2, 3].map(async () => ({ u, body: (await rain.grab(u, id)).body }))));
+      const byUser = new Map<string, Set<string>>();
+      for (const { u, body } of answers) if (body.envelopeId) byUser.set(u, (byUser.get(u) ?? new Set()).add(body.envelopeId as string));
+      expect({ round, twice: [...byUser.entries()].filter(([, got]) => got.size > 1) }).toEqual({ round, twice: [] });
+      expect(byUser.size).toBe(22);
+      expect(answers.filter((a) => a.body.status === 'GRABBED')).toHaveLength(22);
+      expect(await rain.credited(id)).toMatchObject({ grabbed: { count: 24 }, left: { count: 0 }, balanced: true });
+    }
+  });
+});
+
 describe('red-envelope fall-over cut short (a process dies between its steps)', () => {
   it('after the claim, and after the far take: the next tap finishes it with one envelope, recorded on the home sub-pool', async () => {
     const id = rainId('cut');
     await rain.fund(CREDS.merchantId, 1600);
     await rain.create(rainBody(id, { totalAmount: 1600, count: 16, subPools: 16 }));
-    const [claimOnly, taken] = ['acc_cut_claim', 'acc_cut_taken'];
+    const claimOnly = 'acc_cut_claim';
     const home = homeOf(claimOnly, id, 16);
-    // Both users share a home sub-pool; its one envelope goes to a third user.
+    // claimOnly and sameHome share a home sub-pool; its one envelope goes to a third user.
     const [other] = homedOn('cut', id, 16, home, 1);
     const [sameHome] = homedOn('cut2', id, 16, home, 1);
     expect((await rain.grab(other, id)).body.status).toBe('GRABBED');
