@@ -9,7 +9,8 @@
 -- shard is first claimed there (the claims hash: one field per request,
 -- holding what it claimed), so the per-user limit is counted in one place
 -- while its units are taken on other shards; the claim is settled there once
--- the visit is over.
+-- the visit is over. A shard that had nothing left and gets units back says
+-- so on the pool's restock channel.
 
 --- The window on the Redis clock: nil while open, else NOT_STARTED or ENDED.
 local function poolWindowRefusal(startsAt, endsAt, endedAt, now)
@@ -33,4 +34,10 @@ local function poolUnclaim(claimsKey, field)
   local claimed = tonumber(redis.call('HGET', claimsKey, field) or '0')
   if claimed > 0 then redis.call('HDEL', claimsKey, field) end
   return claimed
+end
+
+--- The restock notice: when a shard that had nothing left (`before` <= 0) gets `units` back, the pool's topic is
+--- published on the restock channel, so that instances forget they saw the pool sold out.
+local function poolRestocked(channel, topic, before, units)
+  if before <= 0 and units > 0 then redis.call('PUBLISH', channel, topic) end
 end

@@ -61,7 +61,7 @@ if raw then
     rec.t = serverTimeMs()
     if failed then rec.f = 1 end
     redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))
-    if before <= 0 and rec.q > 0 then redis.call('PUBLISH', channel, product) end
+    poolRestocked(channel, product, before, rec.q)
     stock = 'RELEASED'
   elseif rec.s == 'RELEASED' then
     stock = 'ALREADY'
