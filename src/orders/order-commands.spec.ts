@@ -1,6 +1,5 @@
-import { InvalidArgumentError } from '../errors/domain-error';
 import { fastPathFor } from '../http/fast-path';
-import { validateCommand } from '../http/validation';
+import { commandFailure } from '../../test/support/command-failure';
 import { MAX_AMOUNT } from '../kernel/money';
 import { OrderCommandDto } from './dto/create-order.dto';
 import { type CreateOrderCommand, MAX_EXPIRE_MINUTES } from './order-commands';
@@ -16,17 +15,7 @@ describe('order commands (validateCommand with OrderCommandDto)', () => {
     expireMinutes: 30,
     payerAccountId: 'u_1',
   };
-  const fieldOf = async (command: object): Promise<string | undefined> => {
-    const err = await validateCommand(OrderCommandDto, command).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    if (err === undefined) return undefined;
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    const e = err as InvalidArgumentError;
-    expect(e.code).toBe('VALIDATION_FAILED');
-    return (e.details as Array<{ field: string }>)[0].field;
-  };
+  const fieldOf = async (command: object) => (await commandFailure(OrderCommandDto, command))?.field;
 
   it('accepts a sound command, with or without its optional fields, and the service’s own flash-sale numbers', async () => {
     expect(await fieldOf(sound)).toBeUndefined();
