@@ -165,6 +165,8 @@ const commandPipe = new FastPathValidationPipe();
  */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
 export async function validateCommand(dto: Function, command: object): Promise<void> {
+  // The pipe's own first step, without its dispatch: most commands are sound.
+  if (fastPathFor(dto)?.(command)) return;
   try {
     await commandPipe.transform(command, { type: 'body', metatype: dto as ArgumentMetadata['metatype'] });
   } catch (err) {
