@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import type { StreamEntry } from '../streams/stream-group-runner';
 import type { StreamGroupRunner } from '../streams/stream-group-runner';
 import { StreamRunners } from '../streams/stream-runners.service';
-import { WalletService } from '../wallet/wallet.service';
+import { WalletService } from '../wallet';
 import { crashPoint } from '../common/crash-points';
 import { memoOf } from './activity-command';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
