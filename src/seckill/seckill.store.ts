@@ -32,15 +32,23 @@ const STOCK_FIELDS = ['gen', 'initial', 'available', 'reserved', 'sold', 'releas
 /** The one typed wrapper of the lua/seckill scripts and the flash sales' keys. */
 @Injectable()
 export class SeckillStore {
+  /** Shard keys by product record (records are never changed once read: an edit or a new read makes new ones). */
+  private readonly built = new WeakMap<ProductRecord, { activityId: string; shards: ShardKeys[] }>();
+
   constructor(
     private readonly scripts: ScriptRegistry,
     private readonly redis: RedisService,
     private readonly keys: KeyBuilder,
   ) {}
 
-  /** A product shard's keys. */
+  /**
+   * A product shard's keys, built once per product record (a spread tag costs a CRC; every reservation needs the keys
+   * of one or more shards, and the activity catalog hands out the same record until it reads the activity again).
+   */
   shard(activityId: string, p: ProductRecord, shard: number): ShardKeys {
-    return shardKeys(this.keys, activityId, p.productId, shard, p);
+    let built = this.built.get(p);
+    if (built?.activityId !== activityId) this.built.set(p, (built = { activityId, shards: [] }));
+    return (built.shards[shard] ??= shardKeys(this.keys, activityId, p.productId, shard, p));
   }
 
   get restockChannel(): string {
