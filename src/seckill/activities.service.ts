@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
+import { crashPoint } from '../common/crash-points';
 import { LockService } from '../locks/lock.service';
 import { eachLimit } from '../common/for-each-limit';
 import { ActivityCatalog } from './activity-catalog';
@@ -254,10 +255,15 @@ export class ActivitiesService {
         problems: refused.slice(0, 100),
       });
     }
-    if (previous) await this.dropRemoved(previous, record);
     await this.store.saveEligible(record.activityId, cmd.eligibleAccounts ?? [], expireAt);
+    if (previous) crashPoint('seckill.edit.before-save');
     await this.store.saveActivity(record, expireAt, false);
     this.catalog.forget(record.activityId);
+    // Only once the record names the new shards: until then the old record's shards must all be there.
+    if (previous) {
+      crashPoint('seckill.edit.after-save');
+      await this.dropRemoved(previous, record);
+    }
     return record;
   }
 
