@@ -43,7 +43,7 @@ export class GrabService {
     if (a.state === 'FUNDING' || a.state === 'LOADING') return this.answer({ status: 'NOT_STARTED' });
     if (a.state === 'READY' && !this.crediting.isRunning(a.activityId)) void this.crediting.start(a).catch(() => undefined);
     const home = homePool(accountId, a.activityId, a.subPools);
-    const homeKeys = this.store.pool(a.activityId, home);
+    const homeKeys = this.store.pool(a, home);
     const r = await this.store.grab(homeKeys, accountId, a.subPools > 1);
     if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.ordinal, r.outcome === 'FALL_OVER');
     if (r.outcome === 'NONE_LEFT') this.emptied.add(a.activityId);
@@ -53,12 +53,12 @@ export class GrabService {
   /** The user's envelope(s) in this activity and their crediting state (404 when none). */
   async mine(accountId: string, activityId: string): Promise<MyEnvelope[]> {
     const a = await this.activity(activityId);
-    const held = await this.store.grabsOf(this.store.pool(a.activityId, homePool(accountId, a.activityId, a.subPools)), accountId);
+    const held = await this.store.grabsOf(this.store.pool(a, homePool(accountId, a.activityId, a.subPools)), accountId);
     if (held.length === 0) throw new RedEnvelopeNotFoundError('envelope');
     return Promise.all(
       held.map(async (entry) => {
         const [envelopeId, amount, pool] = entry.split(':');
-        const state = await this.store.envelopeState(this.store.pool(a.activityId, Number(pool)), envelopeId);
+        const state = await this.store.envelopeState(this.store.pool(a, Number(pool)), envelopeId);
         return { envelopeId, amount: Number(amount), crediting: state === 'credited' ? 'CREDITED' : state === 'dead' ? 'DEAD' : 'PENDING' } as MyEnvelope;
       }),
     );
@@ -85,12 +85,12 @@ export class GrabService {
    * RED_ENVELOPE_FALLOVER_TRIES; the claim is then settled on the home sub-pool (confirm-2.lua).
    */
   private async fallOver(a: ActivityRecord, accountId: string, home: number, ordinal: number, fresh: boolean): Promise<GrabResult> {
-    const homeKeys = this.store.pool(a.activityId, home);
+    const homeKeys = this.store.pool(a, home);
     const others = Array.from({ length: a.subPools - 1 }, (_, i) => (home + 1 + i) % a.subPools);
     if (!fresh) {
       // A fall-over for this envelope began before: it may have taken it already (an entry with its ordinal).
       for (const k of others) {
-        const entry = (await this.store.grabsOf(this.store.pool(a.activityId, k), accountId)).find((e) => e.split(':')[3] === String(ordinal));
+        const entry = (await this.store.grabsOf(this.store.pool(a, k), accountId)).find((e) => e.split(':')[3] === String(ordinal));
         if (entry) {
           await this.store.confirm(homeKeys, accountId, entry);
           const [envelopeId, amount] = entry.split(':');
@@ -100,7 +100,7 @@ export class GrabService {
     }
     let emptySeen = 0;
     for (const k of others.slice(0, this.config.fallOverTries)) {
-      const t = await this.store.take(this.store.pool(a.activityId, k), accountId, home, ordinal);
+      const t = await this.store.take(this.store.pool(a, k), accountId, home, ordinal);
       if (t.outcome === 'GRABBED' || t.outcome === 'EXISTING') {
         await this.store.confirm(homeKeys, accountId, `${t.envelopeId}:${t.amount}:${k}:${ordinal}`);
         if (t.outcome === 'GRABBED') this.metrics.fallOvers.inc();
