@@ -6,7 +6,8 @@
  *
  * `POST /grab/:activityId {account}`: the very same grab script as the service (lua/red-envelope/grab-6.lua, same
  * source and SHA, loaded by the service's loader so its includes are inlined) by EVALSHA on the same keys of sub-pool 0
- * of an activity the service created and loaded (`<prefix>:red-envelope:{p:<activity>:0}:…`), no fall-over. 200 with
+ * of an activity the service created and loaded (`<prefix>:red-envelope:{p:<activity>:0:<4 chars>}:…`, from its record,
+ * read once), no fall-over. 200 with
  * `{status, envelopeId?, amount?}`. One Redis call.
  *
  * With FLOOR_IDENTITY=jwt the account comes instead from the bearer token, verified as the service verifies it
@@ -21,7 +22,7 @@ import Fastify from 'fastify';
 import { JwtVerifier } from '../src/auth/jwt-verifier.service';
 import type { AppConfig } from '../src/config/app-config';
 import { loadConfig } from '../src/config/load-config';
-import { poolKeys } from '../src/red-envelope/red-envelope-keys';
+import { activityKey, poolKeys, type PoolPlacement } from '../src/red-envelope/red-envelope-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
@@ -30,6 +31,16 @@ async function main(): Promise<void> {
   const keys = new KeyBuilder({ redis: { keyPrefix: process.env.KEY_PREFIX ?? 'floor' } } as AppConfig);
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const grab = command('red-envelope/grab');
+  // Where each activity's sub-pools are (its record's tags), read once per activity.
+  const placements = new Map<string, Promise<PoolPlacement>>();
+  const placementOf = (activityId: string) => {
+    let p = placements.get(activityId);
+    if (!p) {
+      p = redis.get(activityKey(keys, activityId)).then((raw) => (raw ? (JSON.parse(raw) as PoolPlacement) : { activityId, subPools: 1 }));
+      placements.set(activityId, p);
+    }
+    return p;
+  };
 
   const verifier = process.env.FLOOR_IDENTITY === 'jwt' ? new JwtVerifier(loadConfig(process.env)) : undefined;
 
@@ -45,7 +56,7 @@ async function main(): Promise<void> {
         return reply.code(401).send({ error: 'UNAUTHORIZED' });
       }
     }
-    const k = poolKeys(keys, req.params.activityId, 0);
+    const k = poolKeys(keys, await placementOf(req.params.activityId), 0);
     const [status, envelopeId, amount] = (await grab(k.pool, k.grabs, k.claims, k.env, k.stats, k.credits, account, 0)) as [string, string?, number?];
     return envelopeId === undefined ? { status } : { status, envelopeId, amount };
   });

@@ -27,7 +27,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppConfig } from '../src/config/app-config';
-import { poolKeys } from '../src/red-envelope/red-envelope-keys';
+import { activityKey, poolKeys, type PoolPlacement } from '../src/red-envelope/red-envelope-keys';
 import { distribution, splitAmounts } from '../src/red-envelope/split';
 import { KeyBuilder } from '../src/redis/key-builder';
 import { startRedisCluster } from '../test/harness/redis-cluster';
@@ -691,7 +691,8 @@ async function storm(
 async function pendingByConsumer(url: string, activityId: string): Promise<[string, string][]> {
   const r = new Redis(url);
   try {
-    const k = poolKeys(new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig), activityId, 0);
+    const keys = new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig);
+    const k = poolKeys(keys, await placementOf([r], keys, activityId), 0);
     const [, , , consumers] = (await r.xpending(k.credits, 'red-envelope-credit')) as [number, string, string, [string, string][] | null];
     return consumers ?? [];
   } finally {
@@ -764,14 +765,24 @@ async function scale(dist: string, workDir: string, quick: boolean): Promise<{ r
   return { rows, masters: urls.length };
 }
 
+/** Where a rain's sub-pools are: its record, read from whichever of the nodes holds it. */
+async function placementOf(conns: Redis[], keys: KeyBuilder, activityId: string): Promise<PoolPlacement> {
+  for (const c of conns) {
+    const raw = await c.get(activityKey(keys, activityId)).catch(() => null);
+    if (raw) return JSON.parse(raw) as PoolPlacement;
+  }
+  throw new Error(`no record of rain ${activityId}`);
+}
+
 /** For each sub-pool of a rain, the index of the master whose keys include its stats hash. */
 async function masterOf(urls: string[], activityId: string, subPools: number): Promise<number[]> {
   const keys = new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig);
   const conns = urls.map((u) => new Redis(u));
   try {
     const out: number[] = [];
+    const a = { ...(await placementOf(conns, keys, activityId)), subPools };
     for (let k = 0; k < subPools; k++) {
-      const has = await Promise.all(conns.map((c) => c.exists(poolKeys(keys, activityId, k).stats).catch(() => 0)));
+      const has = await Promise.all(conns.map((c) => c.exists(poolKeys(keys, a, k).stats).catch(() => 0)));
       out.push(has.indexOf(1));
     }
     return out;

@@ -4,21 +4,22 @@ import { AuthGuard } from './auth/auth.guard';
 import { RateLimitGuard } from './rate-limit/rate-limit.guard';
 import { AuthModule } from './auth/auth.module';
 import { CacheModule } from './cache/cache.module';
-import { CloseReminderModule } from './close-reminder/close-reminder.module';
-import { SeckillModule } from './seckill/seckill.module';
-import { RedEnvelopeModule } from './red-envelope/red-envelope.module';
-import { WalletModule } from './wallet/wallet.module';
+import { CloseReminderModule } from './close-reminder';
+import { SeckillModule } from './seckill';
+import { RedEnvelopeModule } from './red-envelope';
+import { WalletModule } from './wallet';
 import { AppConfig } from './config/app-config';
 import { ConfigModule } from './config/config.module';
 import { DelayQueueModule } from './delay-queue/delay-queue.module';
 import { DiagnosticsModule } from './diagnostics/diagnostics.module';
 import { HealthModule } from './health/health.module';
 import { LocksModule } from './locks/locks.module';
-import { MessagesModule } from './messages/messages.module';
+import { MessagesModule } from './messages';
 import { MetricsModule } from './metrics/metrics.module';
-import { OrdersModule } from './orders/orders.module';
+import { OrdersModule } from './orders';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
+import { ScriptsModule } from './scripts/scripts.module';
 
 /**
  * The root module. Infrastructure (config, metrics, Redis + scripts) is global;
@@ -35,6 +36,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         MetricsModule,
         RedisModule,
+        ScriptsModule,
         CacheModule,
         AuthModule,
         RateLimitModule,

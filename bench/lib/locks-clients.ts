@@ -77,6 +77,8 @@ interface EngineBuild {
     ConfigModule: typeof import('../../src/config/config.module').ConfigModule;
     MetricsModule: typeof import('../../src/metrics/metrics.module').MetricsModule;
     RedisModule: typeof import('../../src/redis/redis.module').RedisModule;
+    /** The build's scripts module when the script registry has its own (else RedisModule provides it). */
+    ScriptsModule?: unknown;
   };
   RedisService: typeof import('../../src/redis/redis.service').RedisService;
   LockService: typeof import('../../src/locks/lock.service').LockService;
@@ -106,6 +108,9 @@ function loadEngineBuild(dist: string, redisUrl: string): EngineBuild {
       ConfigModule: requireFromBuild<typeof import('../../src/config/config.module')>(dist, 'config/config.module').ConfigModule,
       MetricsModule: requireFromBuild<typeof import('../../src/metrics/metrics.module')>(dist, 'metrics/metrics.module').MetricsModule,
       RedisModule: requireFromBuild<typeof import('../../src/redis/redis.module')>(dist, 'redis/redis.module').RedisModule,
+      ScriptsModule: existsSync(join(dist, 'scripts', 'scripts.module.js'))
+        ? requireFromBuild<typeof import('../../src/scripts/scripts.module')>(dist, 'scripts/scripts.module').ScriptsModule
+        : undefined,
     },
     RedisService: requireFromBuild<typeof import('../../src/redis/redis.service')>(dist, 'redis/redis.service').RedisService,
     LockService: requireFromBuild<typeof import('../../src/locks/lock.service')>(dist, 'locks/lock.service').LockService,
@@ -132,7 +137,13 @@ export function engineLibrary(dist: string, redisUrl: string): LockLibrary & { w
       const app = await NestFactory.createApplicationContext(
         {
           module: LocksBenchRoot,
-          imports: [b.modules.ConfigModule.forRoot(b.config), b.modules.MetricsModule, b.modules.RedisModule, ...(b.lockModule ? [b.lockModule as never] : [])],
+          imports: [
+            b.modules.ConfigModule.forRoot(b.config),
+            b.modules.MetricsModule,
+            b.modules.RedisModule,
+            ...(b.modules.ScriptsModule ? [b.modules.ScriptsModule as never] : []),
+            ...(b.lockModule ? [b.lockModule as never] : []),
+          ],
           providers: b.lockModule ? [] : [b.LockService, b.LockMetrics as never],
         },
         { logger: ['error', 'warn'], abortOnError: false },

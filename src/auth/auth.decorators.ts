@@ -2,8 +2,8 @@ import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } 
 import { ApiBearerAuth, ApiSecurity } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { ApiErrors } from '../http/error-responses';
-import { Caller, CallerKind } from './caller';
-import { SECURITY } from './security-schemes';
+import { Caller, CallerKind } from '../http/caller';
+import { SECURITY } from '../http/security-schemes';
 
 export const AUTH_KINDS = 'auth:kinds';
 export const PUBLIC_ROUTE = 'auth:public';

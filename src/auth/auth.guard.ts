@@ -5,11 +5,11 @@ import { AppConfig } from '../config/app-config';
 import { ApiError, forbidden, rateLimited, unauthorized } from '../http/api-error';
 import { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { AUTH_KINDS, PUBLIC_ROUTE } from './auth.decorators';
-import { Caller, CallerKind } from './caller';
+import { Caller, CallerKind } from '../http/caller';
 import { JwtVerifier } from './jwt-verifier.service';
 import { MerchantVerifier } from './merchant-verifier.service';
 import { SecretMatcher } from './secret-matcher';
-import { HEADERS } from './security-schemes';
+import { HEADERS } from '../http/security-schemes';
 
 /** A compact JWS: three base64url parts (the signature may be empty, and is then refused by the verifier). */
 const BEARER_ANY_CASE = /^bearer /i;

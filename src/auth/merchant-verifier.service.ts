@@ -8,7 +8,7 @@ import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { nonceKey } from './auth-keys';
 import { signatureMatches } from './merchant-signature';
-import { HEADERS } from './security-schemes';
+import { HEADERS } from '../http/security-schemes';
 
 export const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
 /** The one answer to a signature that does not match, and to a merchant id that does not exist. */

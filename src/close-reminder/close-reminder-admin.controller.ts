@@ -7,7 +7,7 @@ import { ReminderSettingsNotFoundError } from './close-reminder.errors';
 import { CloseReminderStatus } from './close-reminder-status';
 import { MerchantIdParamDto, ReminderSettingsDto, ReminderSettingsViewDto, ReminderStatusDto, SettingsPageDto, SettingsPageQueryDto } from './dto/settings.dto';
 import { MerchantSettings, settingsView } from './merchant-settings';
-import { OrderIdParamDto } from '../orders/dto/params.dto';
+import { OrderIdParamDto } from '../orders';
 
 const noSettings = { description: 'The merchant has no close-reminder settings', errors: [new ReminderSettingsNotFoundError()] as [Error] };
 

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { MessagesModule } from '../messages/messages.module';
-import { OrdersModule } from '../orders/orders.module';
+import { MessagesModule } from '../messages';
+import { OrdersModule } from '../orders';
 import { CloseReminderAdminController } from './close-reminder-admin.controller';
 import { CloseReminderStatus } from './close-reminder-status';
 import { closeReminderConfig } from './close-reminder.config';

@@ -2,17 +2,13 @@ import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
-import { MessagesService } from '../messages/messages.service';
-import type { OrderEvent } from '../orders/order-event';
-import { OrderEventsService } from '../orders/order-events.service';
-import { OrdersService } from '../orders/orders.service';
-import type { OrderSummary } from '../orders/order-views';
+import { MessagesService, CLOSE_REMINDER_BIZ_TYPE } from '../messages';
+import { type OrderEvent, OrderEventsService, OrdersService, type OrderSummary } from '../orders';
 import { CloseReminderConfig } from './close-reminder.config';
 import { CloseReminderMetrics, type SkipReason } from './close-reminder.metrics';
 import { CloseReminderStore } from './close-reminder.store';
 import { MerchantSettings } from './merchant-settings';
 import { renderReminder } from './reminder-template';
-import { CLOSE_REMINDER_BIZ_TYPE } from '../messages/dto/write-message.dto';
 
 /** The delay queue of the reminders; one entry per order, id = the order id. */
 export const REMINDER_QUEUE = 'close-reminders';

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { ApiErrors } from '../http/error-responses';
 import { DiagnosticsService } from './diagnostics.service';
 import { TouchDto, TouchResultDto, WhoAmIDto } from './dto/touch.dto';

@@ -53,7 +53,8 @@ export const STATUS_BY_KIND: Record<ErrorKind, number> = {
 export class InvalidArgumentError extends DomainError {
   readonly kind = 'invalid';
 
-  constructor(message: string, field?: string, fieldError = message, code = 'VALIDATION_FAILED') {
-    super(code, message, field === undefined ? undefined : [{ field, errors: [fieldError] }]);
+  /** `field`: the field named, with `fieldError`; or every field named, with its errors (as the validation pipe's details). */
+  constructor(message: string, field?: string | readonly { field: string; errors: string[] }[], fieldError = message, code = 'VALIDATION_FAILED') {
+    super(code, message, field === undefined ? undefined : typeof field === 'string' ? [{ field, errors: [fieldError] }] : field);
   }
 }

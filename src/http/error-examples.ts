@@ -14,8 +14,8 @@ import type {
 } from '@nestjs/swagger';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidatorOptions } from 'class-validator';
-import type { CallerKind } from '../auth/caller';
-import { SECURITY } from '../auth/security-schemes';
+import type { CallerKind } from './caller';
+import { SECURITY } from './security-schemes';
 import { AppConfig } from '../config/app-config';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { ApiError, forbidden, rateLimited, unauthorized } from './api-error';

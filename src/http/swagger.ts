@@ -1,6 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
-import { SECURITY } from '../auth/security-schemes';
+import { SECURITY } from './security-schemes';
 import { AppConfig } from '../config/app-config';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../config/load-config';
 import { addErrorExamples, addTransportErrors } from './error-examples';

@@ -1,5 +1,6 @@
 import { ArgumentMetadata, type PipeTransform, ValidationError, ValidationPipe, type ValidationPipeOptions } from '@nestjs/common';
 import { Transform } from 'class-transformer';
+import { InvalidArgumentError } from '../errors/domain-error';
 import { ApiError, boundedName, fieldError, listedMessage, MAX_ERROR_DETAILS } from './api-error';
 import { fastPathFor } from './fast-path';
 
@@ -152,6 +153,26 @@ export function validationPipeOptions(): ValidationPipeOptions {
       return new ApiError(400, 'VALIDATION_FAILED', message, all.slice(0, MAX_ERROR_DETAILS));
     },
   };
+}
+
+const commandPipe = new FastPathValidationPipe();
+
+/**
+ * Checks an in-process caller's command by a DTO class, through the global pipe itself: the same rules and
+ * options (unknown fields refused, no implicit conversion), the fast path first. A bad command is an
+ * InvalidArgumentError (400 VALIDATION_FAILED) with the message and field details an HTTP body would get.
+ * The command is not changed; nothing is stored by the caller before this passes.
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
+export async function validateCommand(dto: Function, command: object): Promise<void> {
+  // The pipe's own first step, without its dispatch: most commands are sound.
+  if (fastPathFor(dto)?.(command)) return;
+  try {
+    await commandPipe.transform(command, { type: 'body', metatype: dto as ArgumentMetadata['metatype'] });
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'VALIDATION_FAILED') throw new InvalidArgumentError(err.message, err.details as FieldError[]);
+    throw err;
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/commo
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { ApiError } from '../http/api-error';
 import { ApiErrors } from '../http/error-responses';
 import {

@@ -1,7 +1,7 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
 import { ScriptCode, scriptErrorFor } from '../scripts/script-errors';
 import { MarkAllReadResultDto, MarkReadResultDto, MessageDto, MsgIdParamDto, PullQueryDto, PullResultDto, UnreadCountDto } from './dto/pull.dto';

@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { crashPoint } from '../common/crash-points';
 import { InvalidArgumentError } from '../errors/domain-error';
 import { BroadcastFeed } from './broadcast-feed';
-import { checkMessageCommand } from './command-checks';
 import { MessageDto, PullResultDto } from './dto/pull.dto';
-import { BROADCAST_BIZ_TYPE } from './dto/write-message.dto';
+import { BROADCAST_BIZ_TYPE, MessageCommandDto, WithdrawCommandDto } from './dto/write-message.dto';
+import { validateCommand } from '../http/validation';
 import type {
   BroadcastCommand,
   BroadcastResult,
@@ -43,13 +43,12 @@ export class MessagesService {
    * Writes one message; `duplicate` when (bizType, outerBizId) was already written for the account,
    * `withdrawn` (and msgId '') when it was withdrawn: a withdrawn key stays withdrawn for the
    * retention time, so a retried or late write never brings the message back; `expired` (duplicate
-   * false, msgId '') when `expiresAt` was at or before the Redis clock's now: nothing stored. Throws a
-   * 400 ApiError naming the field (and stores nothing) for a bad accountId, bizType, outerBizId,
-   * ttlMs (an integer from 1 to 90 days) or expiresAt (epoch ms, at most 90 days ahead); the other
-   * fields are the caller's to keep within the HTTP rules (dto/write-message.dto.ts).
+   * false, msgId '') when `expiresAt` was at or before the Redis clock's now: nothing stored. A command
+   * that breaks the HTTP body's rules (MessageCommandDto: any bizType, expiresAt in epoch ms) is an
+   * InvalidArgumentError (400) naming the fields, and nothing is stored.
    */
   async write(cmd: WriteMessageCommand, source: Source = 'api'): Promise<WriteMessageResult> {
-    checkMessageCommand(cmd);
+    await validateCommand(MessageCommandDto, cmd);
     const { outcome, msgId } = await this.store.write(cmd.accountId, toStored(cmd), { ttlMs: cmd.ttlMs, expiresAt: cmd.expiresAt });
     if (outcome === 3) return { msgId: '', duplicate: true, withdrawn: true };
     if (outcome === 4) return { msgId: '', duplicate: false, expired: true };
@@ -64,7 +63,7 @@ export class MessagesService {
    * stores nothing and answers `withdrawn: true`, whichever of the two came first.
    */
   async withdraw(cmd: WithdrawMessageCommand): Promise<WithdrawMessageResult> {
-    checkMessageCommand(cmd);
+    await validateCommand(WithdrawCommandDto, cmd);
     const withdrawn = await this.store.withdraw(cmd.accountId, idemField(cmd.bizType, cmd.outerBizId));
     if (withdrawn) this.metrics.withdrawn.inc();
     return { withdrawn };
@@ -77,13 +76,12 @@ export class MessagesService {
   async writeBatch(items: ReadonlyArray<WriteMessageCommand | InvalidBatchItem>): Promise<WriteBatchResult> {
     const results = await mapLimit([...items], FAN_OUT, async (item, index): Promise<WriteBatchItemResult> => {
       if ('invalid' in item) return { index, status: 400, error: item.invalid };
-      try {
-        checkMessageCommand(item); // e.g. an expiresAt more than 90 days ahead: this item fails alone
-      } catch (e) {
-        if (e instanceof InvalidArgumentError) return { index, status: 400, error: e.message };
+      // A command the write refuses (e.g. an expiresAt before 1970) fails its item alone; nothing of it is stored.
+      const r = await this.write(item, 'batch').catch((e: unknown) => {
+        if (e instanceof InvalidArgumentError) return e;
         throw e;
-      }
-      const r = await this.write(item, 'batch');
+      });
+      if (r instanceof InvalidArgumentError) return { index, status: 400, error: r.message };
       crashPoint('messages.batch.after-item');
       if (r.withdrawn) return { index, status: 200, withdrawn: true };
       if (r.expired) return { index, status: 200, msgId: '', expired: true };

@@ -5,12 +5,13 @@ import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { ApiError } from '../http/api-error';
 import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendingActionResult } from './message-commands';
-import { checkAccountId, commandFieldError } from './command-checks';
+import { validateCommand } from '../http/validation';
+import { PendingActionParamDto, StartPendingActionDto } from './dto/pending-action.dto';
 import { MessagesConfig } from './messages.config';
 import { MessagesMetrics } from './messages.metrics';
 import { SYSTEM_IDEM_PREFIX } from './message-keys';
 import { MessagesStore } from './messages.store';
-import { PENDING_ACTION_NAMES, PENDING_ACTION_TYPES } from './pending-action-types';
+import { PENDING_ACTION_TYPES } from './pending-action-types';
 
 export const REMINDER_QUEUE = 'message-reminders';
 const MAX_CONTEXT_BYTES = 1024;
@@ -50,8 +51,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
 
   /** Records the start (again: one record, the timer restarts) and schedules its reminder. */
   async start({ accountId, bizType, context }: StartPendingActionCommand): Promise<StartPendingActionResult> {
-    checkAccountId(accountId);
-    if (!PENDING_ACTION_TYPES[bizType]) throw commandFieldError('bizType', `bizType must be one of ${PENDING_ACTION_NAMES.join(', ')}`);
+    await validateCommand(StartPendingActionDto, { accountId, bizType, ...(context === undefined ? {} : { context }) });
     if (context !== undefined && Buffer.byteLength(JSON.stringify(context)) > MAX_CONTEXT_BYTES) {
       throw new ApiError(400, 'VALIDATION_FAILED', `context must be at most ${MAX_CONTEXT_BYTES} bytes as JSON`, [{ field: 'context', errors: ['too large'] }]);
     }
@@ -66,7 +66,7 @@ export class PendingActionsService implements OnApplicationBootstrap {
 
   /** The user finished: no reminder. True when the action was still pending. */
   async finish({ accountId, bizType }: FinishPendingActionCommand): Promise<boolean> {
-    checkAccountId(accountId);
+    await validateCommand(PendingActionParamDto, { accountId, bizType });
     const wasPending = await this.store.finishPendingAction(accountId, bizType);
     crashPoint('messages.pending-finish.after-record');
     await this.queue.cancel(REMINDER_QUEUE, reminderId(bizType, accountId));

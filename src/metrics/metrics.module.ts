@@ -1,7 +1,7 @@
 import { Global, Module } from '@nestjs/common';
-import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 
+/** The metrics registry, global; its scrape endpoint (`GET /metrics`) is served by the health module. */
 @Global()
-@Module({ controllers: [MetricsController], providers: [MetricsService], exports: [MetricsService] })
+@Module({ providers: [MetricsService], exports: [MetricsService] })
 export class MetricsModule {}

@@ -1,7 +1,11 @@
+import { fastPathFor } from '../http/fast-path';
+import { commandFailure } from '../../test/support/command-failure';
 import { MAX_AMOUNT } from '../kernel/money';
-import { type CreateOrderCommand, MAX_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
+import { OrderCommandDto } from './dto/create-order.dto';
+import { type CreateOrderCommand, MAX_EXPIRE_MINUTES } from './order-commands';
 
-describe('orderCommandProblem', () => {
+/** An in-process order command is checked by the HTTP create's DTO rules (OrderCommandDto, through the global pipe). */
+describe('order commands (validateCommand with OrderCommandDto)', () => {
   const sound: CreateOrderCommand = {
     merchantId: 'm_1',
     merchantOrderNo: 'M-1',
@@ -11,11 +15,17 @@ describe('orderCommandProblem', () => {
     expireMinutes: 30,
     payerAccountId: 'u_1',
   };
+  const fieldOf = async (command: object) => (await commandFailure(OrderCommandDto, command))?.field;
 
-  it('accepts a sound command, with or without its optional fields', () => {
-    expect(orderCommandProblem(sound)).toBeUndefined();
-    expect(orderCommandProblem({ merchantId: 'm.1', merchantOrderNo: 'M-1', amount: 1, currency: 'USD', subject: 'x' })).toBeUndefined();
-    expect(orderCommandProblem({ ...sound, amount: MAX_AMOUNT, expireMinutes: MAX_EXPIRE_MINUTES })).toBeUndefined();
+  it('accepts a sound command, with or without its optional fields, and the service’s own flash-sale numbers', async () => {
+    expect(await fieldOf(sound)).toBeUndefined();
+    expect(await fieldOf({ merchantId: 'm.1', merchantOrderNo: 'M-1', amount: 1, currency: 'USD', subject: 'x' })).toBeUndefined();
+    expect(await fieldOf({ ...sound, amount: MAX_AMOUNT, expireMinutes: MAX_EXPIRE_MINUTES })).toBeUndefined();
+    expect(await fieldOf({ ...sound, merchantId: 'm:1', merchantOrderNo: `sk_${'a1'.repeat(12)}` })).toBeUndefined();
+  });
+
+  it('has a fast path, so checking a sound command again costs no class-transformer copy', () => {
+    expect(fastPathFor(OrderCommandDto)).toBeDefined();
   });
 
   it.each([
@@ -32,6 +42,8 @@ describe('orderCommandProblem', () => {
     ['currency', { currency: 'QQQ' }],
     ['subject', { subject: '' }],
     ['subject', { subject: 'x'.repeat(129) }],
+    ['subject', { subject: 'a\u202eb' }],
+    ['subject', { subject: '\u200b' }],
     ['expireMinutes', { expireMinutes: 0 }],
     ['expireMinutes', { expireMinutes: MAX_EXPIRE_MINUTES + 1 }],
     ['expireMinutes', { expireMinutes: null }],
@@ -39,7 +51,8 @@ describe('orderCommandProblem', () => {
     ['payerAccountId', { payerAccountId: '.' }],
     ['payerAccountId', { payerAccountId: 'a b' }],
     ['payerAccountId', { payerAccountId: null }],
-  ])('names %s for %j', (field, change) => {
-    expect(orderCommandProblem({ ...sound, ...(change as object) } as CreateOrderCommand)?.field).toBe(field);
+    ['note', { note: 'an unknown field' }],
+  ])('names %s for %j', async (field, change) => {
+    expect(await fieldOf({ ...sound, ...(change as object) })).toBe(field);
   });
 });

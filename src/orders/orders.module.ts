@@ -14,7 +14,7 @@ import { PaymentPlansService } from './payment-plans.service';
 import { PaymentRunner } from './payment-runner.service';
 import { PaymentsController } from './payments.controller';
 import { StreamsModule } from '../streams/streams.module';
-import { WalletModule } from '../wallet/wallet.module';
+import { WalletModule } from '../wallet';
 import { WalletChannel } from './channels/wallet-channel';
 
 /** Master orders, payment plans and their execution over the payment channels, and the order events. */

@@ -4,8 +4,10 @@ import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
 import type { CheckoutOrderDto, OrderDto } from './dto/order.dto';
-import { type CreateOrderCommand, type CreateOrderForBuyerCommand, DEFAULT_EXPIRE_MINUTES, orderCommandProblem } from './order-commands';
-import { expectWritten, invalidField, orderConflict, orderNotFound, refusalError } from './order-errors';
+import { type CreateOrderCommand, type CreateOrderForBuyerCommand, DEFAULT_EXPIRE_MINUTES } from './order-commands';
+import { OrderCommandDto } from './dto/create-order.dto';
+import { validateCommand } from '../http/validation';
+import { expectWritten, orderConflict, orderNotFound, refusalError } from './order-errors';
 import { crashPoint } from '../common/crash-points';
 import { ORDER_ID_RE } from '../kernel/ids';
 import { newOrderId } from './order-keys';
@@ -175,9 +177,8 @@ export class OrdersService implements OnApplicationBootstrap {
   }
 
   private async createOrder(command: CreateOrderCommand): Promise<{ order: OrderRecord; created: boolean }> {
-    // The HTTP create has been validated by the pipe already; an in-process caller has not.
-    const problem = orderCommandProblem(command);
-    if (problem) throw invalidField(problem.field, problem.message);
+    // The HTTP create has been validated by the pipe already; an in-process caller has not: the same rules, once more.
+    await validateCommand(OrderCommandDto, command);
     const { merchantId } = command;
     const number = { merchantId, merchantOrderNo: command.merchantOrderNo };
     const expireMinutes = command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;

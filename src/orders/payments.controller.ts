@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Post, Res } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
 import { LockContendedError, LockLostError } from '../locks/lock.errors';
 import { CheckoutOrderDto } from './dto/order.dto';

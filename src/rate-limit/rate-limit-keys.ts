@@ -1,4 +1,4 @@
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
 /** Rate-limit windows, by caller kind and caller id (anonymous callers by IP). */

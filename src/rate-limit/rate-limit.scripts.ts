@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { KeyBuilder } from '../redis/key-builder';
 import { ScriptRegistry } from '../scripts/script-registry.service';
 import { rateLimitKey } from './rate-limit-keys';

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { AppConfig } from '../config/app-config';
 import { RateLimitScripts } from './rate-limit.scripts';
 

@@ -6,11 +6,11 @@ import { crashPoint } from '../common/crash-points';
 import { DomainError } from '../errors/domain-error';
 import { LockService } from '../locks/lock.service';
 import { retryDelayMs } from '../streams/stream-slots';
-import { WalletService } from '../wallet/wallet.service';
-import type { WalletEntry } from '../wallet/wallet.types';
+import { WalletService, type WalletEntry } from '../wallet';
 import { checkTiming, memoOf } from './activity-command';
 import { CreditingService } from './crediting.service';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
+import { SPREAD_TAGS } from '../redis/slot-tags';
 import { envelopeId } from './red-envelope-keys';
 import type { CreateActivityCommand } from './red-envelope-commands';
 import { RedEnvelopeConfig } from './red-envelope.config';
@@ -167,7 +167,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
       throw new RedEnvelopeConflictError('ACTIVITY_EXISTS', `Activity id ${cmd.activityId} was used by an earlier rain; ids are never reused`);
     }
     const now = await this.store.now();
-    const a: ActivityRecord = { ...cmd, seed: randomBytes(16).toString('hex'), fingerprint, state: 'FUNDING', loaded: 0, createdAt: now };
+    const a: ActivityRecord = { ...cmd, tags: SPREAD_TAGS, seed: randomBytes(16).toString('hex'), fingerprint, state: 'FUNDING', loaded: 0, createdAt: now };
     // The job first: a crash after any later step is taken up by it.
     await this.queue.schedule(
       JOBS_QUEUE,
@@ -226,7 +226,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   }
 
   async poolStats(a: ActivityRecord): Promise<PoolStats[]> {
-    return Promise.all(Array.from({ length: a.subPools }, (_, k) => this.store.stats(this.store.pool(a.activityId, k))));
+    return Promise.all(Array.from({ length: a.subPools }, (_, k) => this.store.stats(this.store.pool(a, k))));
   }
 
   async reconciliation(activityId: string): Promise<Reconciliation> {
@@ -292,7 +292,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   async redrive(activityId: string): Promise<number> {
     const a = await this.mustRead(activityId);
     let n = 0;
-    for (let k = 0; k < a.subPools; k++) n += await this.store.redrive(this.store.pool(a.activityId, k), 10_000);
+    for (let k = 0; k < a.subPools; k++) n += await this.store.redrive(this.store.pool(a, k), 10_000);
     if (n > 0) await this.crediting.start(a);
     if (n > 0) await this.stalls.clear(a.activityId, 'credit');
     const job = a.state === 'FUNDING' || a.state === 'LOADING' ? 'advance' : a.state !== 'SETTLED' && (await this.store.now()) >= a.endsAt ? 'end' : null;
@@ -364,7 +364,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     const expireAt = this.expireAt(a);
     let loaded = 0;
     for (let k = 0; k < a.subPools; k++) {
-      const keys = this.store.pool(a.activityId, k);
+      const keys = this.store.pool(a, k);
       // Envelope i goes to sub-pool i mod subPools.
       let count = 0;
       let amount = 0;
@@ -413,7 +413,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     if (!a || a.state === 'SETTLED') return;
     if (a.state !== 'READY' && a.state !== 'ENDED') throw new Error(`activity ${activityId} is ${a.state}: not ended yet`);
     let refunded = 0;
-    for (let k = 0; k < a.subPools; k++) refunded += (await this.store.drain(this.store.pool(a.activityId, k))).amount;
+    for (let k = 0; k < a.subPools; k++) refunded += (await this.store.drain(this.store.pool(a, k))).amount;
     crashPoint('red-envelope.end.after-drain');
     // Drained, no sub-pool takes a grab any more: every key of the rain now expires with its record.
     await this.expirePools(a);
@@ -456,7 +456,7 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
   }
 
   private async expirePools(a: ActivityRecord): Promise<void> {
-    for (let k = 0; k < a.subPools; k++) await this.store.expirePool(this.store.pool(a.activityId, k), this.expireAt(a));
+    for (let k = 0; k < a.subPools; k++) await this.store.expirePool(this.store.pool(a, k), this.expireAt(a));
   }
 
   private expireAt(a: { endsAt: number }): number {

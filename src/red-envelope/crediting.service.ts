@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import type { StreamEntry } from '../streams/stream-group-runner';
 import type { StreamGroupRunner } from '../streams/stream-group-runner';
 import { StreamRunners } from '../streams/stream-runners.service';
-import { WalletService } from '../wallet/wallet.service';
+import { WalletService } from '../wallet';
 import { crashPoint } from '../common/crash-points';
 import { memoOf } from './activity-command';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
@@ -73,7 +73,7 @@ export class CreditingService implements OnModuleDestroy {
   }
 
   private async startRunner(a: ActivityRecord): Promise<void> {
-    const pools = Array.from({ length: a.subPools }, (_, k) => this.store.pool(a.activityId, k));
+    const pools = Array.from({ length: a.subPools }, (_, k) => this.store.pool(a, k));
     const runner = await this.streams.start({
       name: `red-envelope-credit:${a.activityId}`,
       // Named per rain: a settled rain's series leave the scrape with its runner.
@@ -140,7 +140,7 @@ export class CreditingService implements OnModuleDestroy {
     if (entry.kind !== 'red-envelope' || entry.reference !== f.envelopeId || entry.amount !== amount || entry.currency !== a.currency)
       throw new Error(`the wallet answered entry ${entry.entryId} (${entry.kind} ${entry.reference} ${entry.amount}) for ${f.envelopeId}: not its credit`);
     crashPoint('red-envelope.credit.after-wallet');
-    const s = await this.settler(a.activityId, Number(f.pool)).load(f.envelopeId);
+    const s = await this.settler(a, Number(f.pool)).load(f.envelopeId);
     if (s.moved) {
       this.metrics.credited.inc();
       // The grab's time is its stream entry id's.
@@ -148,11 +148,11 @@ export class CreditingService implements OnModuleDestroy {
     }
   }
 
-  private settler(activityId: string, pool: number): DataLoader<string, Settled> {
-    const id = `${activityId}:${pool}`;
+  private settler(a: ActivityRecord, pool: number): DataLoader<string, Settled> {
+    const id = `${a.activityId}:${pool}`;
     let l = this.settlers.get(id);
     if (!l) {
-      const k = this.store.pool(activityId, pool);
+      const k = this.store.pool(a, pool);
       l = new DataLoader((ids) => this.store.settleMany(k, ids, 'credited'), {
         cache: false,
         maxBatchSize: SETTLE_BATCH_MAX,
@@ -167,7 +167,7 @@ export class CreditingService implements OnModuleDestroy {
   private async deadLettered(a: ActivityRecord, e: StreamEntry): Promise<void> {
     const f = fieldsOf(e.fields);
     try {
-      await this.store.settle(this.store.pool(a.activityId, Number(f.pool)), f.envelopeId, 'dead');
+      await this.store.settle(this.store.pool(a, Number(f.pool)), f.envelopeId, 'dead');
       this.metrics.deadLettered.inc();
       await this.stalls.note(a, 'credit', DEAD_LETTERED);
     } catch (err) {

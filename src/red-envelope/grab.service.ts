@@ -41,7 +41,7 @@ export class GrabService {
     if (a.state === 'FUNDING' || a.state === 'LOADING') return this.answer({ status: 'NOT_STARTED' });
     if (a.state === 'READY' && !this.crediting.isRunning(a.activityId)) void this.crediting.start(a).catch(() => undefined);
     const home = homeOf(accountId, a.activityId, a.subPools);
-    const homeKeys = this.store.pool(a.activityId, home);
+    const homeKeys = this.store.pool(a, home);
     const r = await this.store.grab(homeKeys, accountId, a.subPools > 1);
     if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.ordinal);
     if (r.outcome === 'NONE_LEFT') this.emptied.remember(a.activityId);
@@ -51,12 +51,12 @@ export class GrabService {
   /** The user's envelope(s) in this activity and their crediting state (404 when none). */
   async mine(accountId: string, activityId: string): Promise<MyEnvelope[]> {
     const a = await this.activity(activityId);
-    const held = await this.store.grabsOf(this.store.pool(a.activityId, homeOf(accountId, a.activityId, a.subPools)), accountId);
+    const held = await this.store.grabsOf(this.store.pool(a, homeOf(accountId, a.activityId, a.subPools)), accountId);
     if (held.length === 0) throw new RedEnvelopeNotFoundError('envelope');
     return Promise.all(
       held.map(async (entry) => {
         const [envelopeId, amount, pool] = entry.split(':');
-        const state = await this.store.envelopeState(this.store.pool(a.activityId, Number(pool)), envelopeId);
+        const state = await this.store.envelopeState(this.store.pool(a, Number(pool)), envelopeId);
         return { envelopeId, amount: Number(amount), crediting: state === 'credited' ? 'CREDITED' : state === 'dead' ? 'DEAD' : 'PENDING' } as MyEnvelope;
       }),
     );
@@ -84,13 +84,13 @@ export class GrabService {
    * settled on the home sub-pool (confirm-2.lua). NONE_LEFT only when every sub-pool is empty.
    */
   private async fallOver(a: ActivityRecord, accountId: string, home: number, ordinal: number): Promise<GrabResult> {
-    const homeKeys = this.store.pool(a.activityId, home);
+    const homeKeys = this.store.pool(a, home);
     const t = await takeFromAny<{ k: number; r: GrabReply }>({
       home,
       shards: a.subPools,
       read: async (pools) => {
         const seen = await this.store.fallOverView(
-          pools.map((k) => this.store.pool(a.activityId, k)),
+          pools.map((k) => this.store.pool(a, k)),
           accountId,
         );
         return seen.map(({ left, held }, i) => {
@@ -101,7 +101,7 @@ export class GrabService {
         });
       },
       visit: async (k) => {
-        const r = await this.store.take(this.store.pool(a.activityId, k), accountId, home, ordinal);
+        const r = await this.store.take(this.store.pool(a, k), accountId, home, ordinal);
         return r.outcome === 'EMPTY' ? EMPTY : { k, r };
       },
     });

@@ -3,7 +3,7 @@ import { ApiAcceptedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nest
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth.decorators';
 import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
-import { InsufficientFundsError, ReferenceReusedError } from '../wallet/wallet.errors';
+import { InsufficientFundsError, ReferenceReusedError } from '../wallet';
 import { RedEnvelopeActivities } from './activities.service';
 import { toCreateCommand } from './activity-command';
 import {

@@ -1,7 +1,7 @@
 import { Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { ApiErrors } from '../http/error-responses';
 import { GrabResultDto, MyEnvelopesDto, RainScreenDto, RedEnvelopeActivityIdParamDto } from './dto/activity.dto';
 import { GrabService } from './grab.service';

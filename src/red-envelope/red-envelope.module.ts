@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { LocksModule } from '../locks/locks.module';
 import { StreamsModule } from '../streams/streams.module';
-import { WalletModule } from '../wallet/wallet.module';
+import { WalletModule } from '../wallet';
 import { RedEnvelopeActivities } from './activities.service';
 import { CreditingService } from './crediting.service';
 import { GrabService } from './grab.service';

@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolKeys, stallsKey } from './red-envelope-keys';
+import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolKeys, type PoolPlacement, stallsKey } from './red-envelope-keys';
 import type { ActivityRecord, PoolStats, Stall } from './red-envelope.types';
 
 /** What grab-6.lua and take-5.lua answered. */
@@ -50,12 +50,12 @@ export class RedEnvelopeStore {
     private readonly keys: KeyBuilder,
   ) {}
 
-  /** A sub-pool's keys, built once per sub-pool (every grab and every credit needs them). */
-  pool(activityId: string, pool: number): PoolKeys {
-    const id = `${activityId}:${pool}`;
+  /** A sub-pool of an activity (its record: where its sub-pools are), its keys built once (every grab and every credit needs them). */
+  pool(a: PoolPlacement, pool: number): PoolKeys {
+    const id = `${a.activityId}:${pool}:${a.subPools}:${a.tags ?? 1}`;
     let k = this.pools.get(id);
     if (!k) {
-      this.pools.set(id, (k = poolKeys(this.keys, activityId, pool)));
+      this.pools.set(id, (k = poolKeys(this.keys, a, pool)));
     }
     return k;
   }

@@ -1,3 +1,5 @@
+import type { SPREAD_TAGS } from '../redis/slot-tags';
+
 /** FUNDING (the sponsor's debit under way) → LOADING → READY (→ OPEN, in the window) → ENDED → SETTLED. */
 export type StoredState = 'FUNDING' | 'LOADING' | 'READY' | 'ENDED' | 'SETTLED';
 export type ActivityState = StoredState | 'OPEN';
@@ -13,6 +15,11 @@ export interface ActivityRecord {
   minAmount: number;
   perUserLimit: number;
   subPools: number;
+  /**
+   * How its sub-pools' hash tags are made: 2, spread over equal slot ranges (src/redis/slot-tags.ts), for activities
+   * created since; absent, the first tags (the sub-pool's number), kept by activities created before.
+   */
+  tags?: typeof SPREAD_TAGS;
   startsAt: number;
   endsAt: number;
   /** The split's seed: the same seed gives the same amounts (for audit). */

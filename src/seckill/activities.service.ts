@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
+import { crashPoint } from '../common/crash-points';
 import { LockService } from '../locks/lock.service';
 import { eachLimit } from '../common/for-each-limit';
 import { ActivityCatalog } from './activity-catalog';
@@ -9,6 +10,7 @@ import { SeckillConfig } from './seckill.config';
 import { seckillConflict, SeckillNotFoundError } from './seckill.errors';
 import { SeckillStore } from './seckill.store';
 import type { ActivityRecord, ProductRecord, ShardStock } from './seckill.types';
+import { SPREAD_TAGS } from '../redis/slot-tags';
 
 /** How the activity lock is taken. */
 export const ACTIVITY_LOCK = { policy: 'seckill-activity' } as const;
@@ -147,7 +149,8 @@ export class ActivitiesService {
     });
     await eachLimit(a.products, PARALLEL, async (p) => {
       for (let k = p.shards; k < this.config.maxShards; k++) {
-        const parts = await this.store.existingParts(this.store.shard(a.activityId, { ...p, salts: undefined }, k));
+        // Under the first tags (without a salt): the shards of an activity loaded before spread tags, under this id.
+        const parts = await this.store.existingParts(this.store.shard(a.activityId, { ...p, tags: undefined, salts: undefined }, k));
         if (parts.length) problems.push(`product ${p.productId} shard ${k}: leftover keys (${parts.join(', ')}) beyond the ${p.shards} configured`);
       }
     });
@@ -206,8 +209,6 @@ export class ActivitiesService {
     const gen = randomBytes(8).toString('hex');
     const expireAt = cmd.endsAt + this.config.liveRetentionMs;
     const products: ProductRecord[] = cmd.products.map((p) => {
-      const shards = p.shards ?? 1;
-      const salts = this.store.saltsFor(cmd.activityId, p.productId, shards);
       return {
         productId: p.productId,
         title: p.title,
@@ -215,8 +216,8 @@ export class ActivitiesService {
         currency: p.currency,
         stock: p.stock,
         ...(p.perUserLimit !== undefined ? { perUserLimit: p.perUserLimit } : {}),
-        shards,
-        ...(salts ? { salts } : {}),
+        shards: p.shards ?? 1,
+        tags: SPREAD_TAGS,
       };
     });
     const record: ActivityRecord = {
@@ -254,20 +255,25 @@ export class ActivitiesService {
         problems: refused.slice(0, 100),
       });
     }
-    if (previous) await this.dropRemoved(previous, record);
     await this.store.saveEligible(record.activityId, cmd.eligibleAccounts ?? [], expireAt);
+    if (previous) crashPoint('seckill.edit.before-save');
     await this.store.saveActivity(record, expireAt, false);
     this.catalog.forget(record.activityId);
+    // Only once the record names the new shards: until then the old record's shards must all be there.
+    if (previous) {
+      crashPoint('seckill.edit.after-save');
+      await this.dropRemoved(previous, record);
+    }
     return record;
   }
 
-  /** Before the sale, an edit that removed products or shards deletes their keys. */
+  /**
+   * Before the sale, an edit deletes the keys of the shards it no longer has: products or shards removed, and shards whose
+   * tag changed (another shard count moves every spread tag; a product loaded under the first tags moves to spread tags).
+   */
   private async dropRemoved(previous: ActivityRecord, next: ActivityRecord): Promise<void> {
-    const kept = new Map(next.products.map((p) => [p.productId, p]));
-    const gone = shardsOf(previous).filter(([p, k]) => {
-      const n = kept.get(p.productId);
-      return !n || k >= n.shards || (n.salts?.[k] ?? 0) !== (p.salts?.[k] ?? 0);
-    });
+    const kept = new Set(shardsOf(next).map(([p, k]) => this.store.shard(next.activityId, p, k).stock));
+    const gone = shardsOf(previous).filter(([p, k]) => !kept.has(this.store.shard(previous.activityId, p, k).stock));
     await eachLimit(gone, PARALLEL, ([p, k]) => this.store.dropShard(this.store.shard(previous.activityId, p, k)));
   }
 }

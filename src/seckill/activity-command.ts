@@ -29,12 +29,12 @@ export function toActivityCommand(dto: ActivityDto, limits: ActivityLimits, body
   const perUserLimit = dto.perUserLimit ?? 1;
   const seen = new Set<string>();
   dto.products.forEach((p, i) => {
-    if (seen.has(p.productId)) throw invalid(`products.${i}.productId`, `productId ${p.productId} appears twice`);
+    if (seen.has(p.productId)) throw invalid(`products[${i}].productId`, `productId ${p.productId} appears twice`);
     seen.add(p.productId);
     const shards = p.shards ?? 1;
-    if (shards > limits.maxShards) throw invalid(`products.${i}.shards`, `shards must be at most ${limits.maxShards}`);
-    if (shards > p.stock) throw invalid(`products.${i}.shards`, 'shards must be at most the stock');
-    if (p.price * (p.perUserLimit ?? perUserLimit) > MAX_AMOUNT) throw invalid(`products.${i}.price`, `price × perUserLimit must be at most ${MAX_AMOUNT}`);
+    if (shards > limits.maxShards) throw invalid(`products[${i}].shards`, `shards must be at most ${limits.maxShards}`);
+    if (shards > p.stock) throw invalid(`products[${i}].shards`, 'shards must be at most the stock');
+    if (p.price * (p.perUserLimit ?? perUserLimit) > MAX_AMOUNT) throw invalid(`products[${i}].price`, `price × perUserLimit must be at most ${MAX_AMOUNT}`);
   });
   return {
     activityId: dto.activityId,

@@ -1,5 +1,6 @@
 import { ACCOUNT_ID_RE, ACTIVITY_ID_RE } from '../kernel/ids';
 import type { KeyShape } from '../redis/key-shape';
+import { SPREAD_TAGS } from '../redis/slot-tags';
 import {
   ACTIVITY_PARTS,
   activityIndexKey,
@@ -9,11 +10,21 @@ import {
   SECKILL_KEYS,
   SHARD_PARTS,
   shardKeys,
+  type ShardPlacement,
   shardTagId,
   sweepLeaseKey,
 } from './seckill-keys';
 
 const SHARD_RE = /^(0|[1-9][0-9]?)$/;
+/** How the product's shard tags are made: `first` (the shard number), a salt (and that salt), `spread` (slot-tags). */
+const TAGS_RE = /^(first|spread|[1-9][0-9]{0,3})$/;
+
+/** The product record's placement of the arguments: spread over (at least) 16 shards, so that shard k is one of them. */
+const placementOf = (shard: string, tags: string): ShardPlacement => {
+  const k = Number(shard);
+  if (tags === 'spread') return { shards: Math.max(16, k + 1), tags: SPREAD_TAGS };
+  return { shards: k + 1, ...(tags === 'first' ? {} : { salts: Object.assign(new Array<number>(k + 1).fill(0), { [k]: Number(tags) }) }) };
+};
 
 /** The flash sales' keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [
@@ -22,9 +33,9 @@ export const KEY_SHAPES: KeyShape[] = [
     space: SECKILL_KEYS,
     kind: 'p',
     part,
-    rules: [ACTIVITY_ID_RE, PRODUCT_ID_RE, SHARD_RE],
-    make: (b, [activityId, productId, shard]) => shardKeys(b, activityId, productId, Number(shard))[part],
-    carries: ([activityId, productId, shard]) => ({ id: shardTagId(activityId, productId, Number(shard)) }),
+    rules: [ACTIVITY_ID_RE, PRODUCT_ID_RE, SHARD_RE, TAGS_RE],
+    make: (b, [activityId, productId, shard, tags]) => shardKeys(b, activityId, productId, Number(shard), placementOf(shard, tags))[part],
+    carries: ([activityId, productId, shard, tags]) => ({ id: shardTagId(activityId, productId, Number(shard), placementOf(shard, tags)) }),
   })),
   ...ACTIVITY_PARTS.map((part): KeyShape => ({
     name: `activity ${part}`,

@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
 import { SYSTEM_ORDER_NO_RE } from '../kernel/ids';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
+import { SPREAD_TAGS, spreadTagId } from '../redis/slot-tags';
 
 /**
  * The flash sales' keys:
  * - `{a:<activityId>}`: an activity's configuration, its eligibility list and its results;
- * - `{p:<activityId>:<productId>:<shard>[:<salt>]}`: one product shard's stock, reservations, holds, claims, buyers
- *   and due set (the salt, when there is one, moves the shard to a slot on another cluster master);
+ * - `{p:<activityId>:<productId>:<shard>:<4 chars>}`: one product shard's stock, reservations, holds, claims, buyers
+ *   and due set; the 4 chars put shard k of n in the k-th of n equal slot ranges (rotated per product), so the shards
+ *   of a product spread evenly over the cluster's masters (src/redis/slot-tags.ts). Products loaded before (their record
+ *   has no `tags`) keep `{p:<activityId>:<productId>:<shard>[:<salt>]}`, the salt a number that was searched at load to
+ *   move the shard to another master;
  * - `{u:<accountId>}`: where each of a buyer's reservations is;
  * - `{i}`: the index of activities by end time, and the safety net's sweep lease.
  */
@@ -24,14 +28,29 @@ export type ShardKeys = Record<ShardPart, string>;
 /** The activity's parts. */
 export const ACTIVITY_PARTS = ['config', 'eligible', 'results'] as const;
 
-/** One product shard's keys. `salt` 0 adds nothing to the tag. */
-export function shardKeys(builder: KeyBuilder, activityId: string, productId: string, shard: number, salt = 0): ShardKeys {
-  const t = builder.tagged(SECKILL_KEYS, 'p', shardTagId(activityId, productId, shard, salt));
+/**
+ * Where a product's shards are: a product record. `tags` 2 (SPREAD_TAGS): spread over the slot ranges, shard k of
+ * `shards`; absent: the first scheme, the shard number and its salt (absent or 0: none).
+ */
+export interface ShardPlacement {
+  shards: number;
+  tags?: typeof SPREAD_TAGS;
+  salts?: number[];
+}
+
+/** One product shard's keys. */
+export function shardKeys(builder: KeyBuilder, activityId: string, productId: string, shard: number, placement: ShardPlacement): ShardKeys {
+  const t = builder.tagged(SECKILL_KEYS, 'p', shardTagId(activityId, productId, shard, placement));
   return { stock: t.key('stock'), rsv: t.key('rsv'), holds: t.key('holds'), claims: t.key('claims'), buyers: t.key('buyers'), due: t.key('due') };
 }
 
 /** The id in a product shard's hash tag. */
-export const shardTagId = (activityId: string, productId: string, shard: number, salt = 0) => `${activityId}:${productId}:${shard}${salt ? `:${salt}` : ''}`;
+export function shardTagId(activityId: string, productId: string, shard: number, placement: ShardPlacement): string {
+  const id = `${activityId}:${productId}:${shard}`;
+  if (placement.tags === SPREAD_TAGS) return spreadTagId('p', id, `${activityId}:${productId}`, shard, placement.shards);
+  const salt = placement.salts?.[shard] ?? 0;
+  return salt ? `${id}:${salt}` : id;
+}
 
 export function activityKeys(builder: KeyBuilder, activityId: string): Record<(typeof ACTIVITY_PARTS)[number], string> {
   const t = builder.tagged(SECKILL_KEYS, 'a', activityId);

@@ -2,11 +2,10 @@ import { Body, Controller, Delete, Get, Param, Post, Query, Res } from '@nestjs/
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth, CurrentCaller } from '../auth/auth.decorators';
-import type { Caller } from '../auth/caller';
+import type { Caller } from '../http/caller';
 import { ApiErrors, type ErrorsThrown } from '../http/error-responses';
 import { LockContendedError } from '../locks/lock.errors';
-import { orderLockName } from '../orders/order-locks';
-import { EXAMPLE_ORDER_ID } from '../orders/orders-api.decorators';
+import { orderLockName, EXAMPLE_ORDER_ID } from '../orders';
 
 const BadInput = () => ApiErrors({ 400: 'Invalid path, query or body; the fields are named and nothing is stored' });
 import {

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { LocksModule } from '../locks/locks.module';
-import { OrdersModule } from '../orders/orders.module';
+import { OrdersModule } from '../orders';
 import { ActivitiesService } from './activities.service';
 import { ActivityCatalog } from './activity-catalog';
 import { ListingService } from './listing.service';

@@ -1,6 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import calculateSlot from 'cluster-key-slot';
-import { Cluster } from 'ioredis';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
@@ -34,15 +32,23 @@ const STOCK_FIELDS = ['gen', 'initial', 'available', 'reserved', 'sold', 'releas
 /** The one typed wrapper of the lua/seckill scripts and the flash sales' keys. */
 @Injectable()
 export class SeckillStore {
+  /** Shard keys by product record (records are never changed once read: an edit or a new read makes new ones). */
+  private readonly built = new WeakMap<ProductRecord, { activityId: string; shards: ShardKeys[] }>();
+
   constructor(
     private readonly scripts: ScriptRegistry,
     private readonly redis: RedisService,
     private readonly keys: KeyBuilder,
   ) {}
 
-  /** A product shard's keys. */
+  /**
+   * A product shard's keys, built once per product record (a spread tag costs a CRC; every reservation needs the keys
+   * of one or more shards, and the activity catalog hands out the same record until it reads the activity again).
+   */
   shard(activityId: string, p: ProductRecord, shard: number): ShardKeys {
-    return shardKeys(this.keys, activityId, p.productId, shard, p.salts?.[shard] ?? 0);
+    let built = this.built.get(p);
+    if (built?.activityId !== activityId) this.built.set(p, (built = { activityId, shards: [] }));
+    return (built.shards[shard] ??= shardKeys(this.keys, activityId, p.productId, shard, p));
   }
 
   get restockChannel(): string {
@@ -273,31 +279,6 @@ export class SeckillStore {
       .filter(([, loc]) => !activityId || loc.activityId === activityId)
       .sort(([, x], [, y]) => (y.at ?? 0) - (x.at ?? 0))
       .slice(0, limit);
-  }
-
-  // ---- cluster placement
-
-  /**
-   * Per shard of a product, a tag salt that puts the shard on its own master (shard k on the k-th master, round
-   * robin), so that one hot product spreads over the cluster. Standalone and Sentinel: none.
-   */
-  saltsFor(activityId: string, productId: string, shards: number): number[] | undefined {
-    const client = this.redis.client;
-    if (!(client instanceof Cluster) || shards <= 1) return undefined;
-    const masters = [...new Set(client.nodes('master').map((n) => `${n.options.host}:${n.options.port}`))].sort();
-    const slots = (client as unknown as { slots: string[][] }).slots;
-    if (masters.length < 2 || !slots?.length) return undefined;
-    const salts: number[] = [];
-    for (let shard = 0; shard < shards; shard++) {
-      const want = masters[shard % masters.length];
-      let salt = 0;
-      for (; salt < 10_000; salt++) {
-        const slot = calculateSlot(shardKeys(this.keys, activityId, productId, shard, salt).stock);
-        if (slots[slot]?.[0] === want) break;
-      }
-      salts.push(salt < 10_000 ? salt : 0);
-    }
-    return salts;
   }
 }
 

@@ -1,3 +1,5 @@
+import type { SPREAD_TAGS } from '../redis/slot-tags';
+
 /** A product of an activity, as stored. */
 export interface ProductRecord {
   productId: string;
@@ -10,7 +12,12 @@ export interface ProductRecord {
   perUserLimit?: number;
   /** Sub-stocks on different hash slots (1: none). */
   shards: number;
-  /** Per shard, the tag salt that places it on its cluster master (absent or 0: none). */
+  /**
+   * How its shards' hash tags are made: 2, spread over equal slot ranges (src/redis/slot-tags.ts), for products loaded
+   * since; absent, the first scheme (shard number and salt), kept by products loaded before.
+   */
+  tags?: typeof SPREAD_TAGS;
+  /** First scheme only: per shard, the tag salt that placed it on a cluster master (absent or 0: none). */
   salts?: number[];
 }
 

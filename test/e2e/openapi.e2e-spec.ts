@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError, type ValidatorOptions } from 'class-validator';
 import request from 'supertest';
-import { HEADERS, SECURITY } from '../../src/auth/security-schemes';
+import { HEADERS, SECURITY } from '../../src/http/security-schemes';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../../src/config/load-config';
 import { MAX_AMOUNT } from '../../src/orders/dto/create-order.dto';
 import { ROUTE_BODY_LIMITS } from '../../src/http/body-limits';

@@ -148,7 +148,8 @@ describe('red-envelope rains: the leftover refund and settlement', () => {
       if (holding && cmd.owner.id === 'acc_left_held') throw new Error('wallet unavailable');
       return credit(cmd);
     });
-    const held = await kit.store.grab(kit.store.pool(id, 0), 'acc_left_held', false);
+    const a = await kit.activities.mustRead(id);
+    const held = await kit.store.grab(kit.store.pool(a, 0), 'acc_left_held', false);
     expect(held.outcome).toBe('GRABBED');
     const before = await kit.reconciliation(id);
     expect(before).toMatchObject({ grabbed: { count: 13 }, pending: { count: 1 }, left: { count: 37 }, refunded: { count: 0, amount: 0 }, balanced: true });
@@ -183,7 +184,7 @@ describe('red-envelope rains: the leftover refund and settlement', () => {
     expect(await kit.balance('acc_left_held')).toBe((held as { amount: number }).amount);
     // Every key of the rain expires with its record (the grabs, envelope states and credit stream too).
     const rainKeys = await ctx.raw.keys(`${ctx.t.config.redis.keyPrefix}:red-envelope:{[ap]:${id}*`);
-    for (const pool of [0, 1]) for (const part of ['grabs', 'env', 'stats', 'credits']) expect(rainKeys).toContain(kit.store.pool(id, pool)[part as 'grabs']);
+    for (const pool of [0, 1]) for (const part of ['grabs', 'env', 'stats', 'credits']) expect(rainKeys).toContain(kit.store.pool(a, pool)[part as 'grabs']);
     const activityTtl = await ctx.raw.pttl(rainKeys.find((k) => k.endsWith(':activity'))!);
     expect(activityTtl).toBeGreaterThan(0);
     for (const k of rainKeys) {

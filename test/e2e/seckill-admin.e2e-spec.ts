@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { KeyBuilder } from '../../src/redis/key-builder';
+import { SPREAD_TAGS } from '../../src/redis/slot-tags';
 import { shardKeys } from '../../src/seckill/seckill-keys';
 import { MAX_SHARDS, seckillConfig } from '../../src/seckill/seckill.config';
 import { waitUntil } from '../harness/redis-process';
@@ -307,9 +308,11 @@ describe('seckill admin: the window on the Redis clock', () => {
     const stock = await kit.expectInvariant(id);
     expect([...stock.keys()]).toEqual(['p1', 'p3']);
     expect(stock.get('p1')).toMatchObject({ stock: 12, available: 12 });
-    // The removed product's shards are gone.
+    // The removed product's shards are gone, and so is p1's single shard (3 shards spread their tags over 3 ranges).
     const keys = new KeyBuilder(ctx.t.config);
-    for (let k = 0; k < 4; k++) expect(await ctx.raw.exists(shardKeys(keys, id, 'p2', k).stock)).toBe(0);
+    for (let k = 0; k < 4; k++) expect(await ctx.raw.exists(shardKeys(keys, id, 'p2', k, { shards: 4, tags: SPREAD_TAGS }).stock)).toBe(0);
+    expect(await ctx.raw.exists(shardKeys(keys, id, 'p1', 0, { shards: 1, tags: SPREAD_TAGS }).stock)).toBe(0);
+    for (let k = 0; k < 3; k++) expect(await ctx.raw.exists(shardKeys(keys, id, 'p1', k, { shards: 3, tags: SPREAD_TAGS }).stock)).toBe(1);
   });
 });
 
@@ -376,7 +379,8 @@ describe('seckill admin: check and results', () => {
     const id = activityId('chk');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 5, shards: 2 }], { startsAt: iso(60_000) }));
     const keys = new KeyBuilder(ctx.t.config);
-    const stray = shardKeys(keys, id, 'p1', 3);
+    // A shard 3 under the first tags (no salt): left by an activity loaded before spread tags, under this id.
+    const stray = shardKeys(keys, id, 'p1', 3, { shards: 4 });
     await ctx.raw.hset(stray.stock, { initial: 3, available: 3, reserved: 0, sold: 0 });
     await ctx.raw.sadd(stray.buyers, 'acc_ghost');
     const res = await kit.admin().get(`/admin/seckill/activities/${id}/check`);

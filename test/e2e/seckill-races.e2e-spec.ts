@@ -1,4 +1,5 @@
 import { KeyBuilder } from '../../src/redis/key-builder';
+import { SPREAD_TAGS } from '../../src/redis/slot-tags';
 import { homeOf } from '../../src/sharded-pool/home';
 import { reservationIdFor, shardKeys } from '../../src/seckill/seckill-keys';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
@@ -36,7 +37,8 @@ describe('seckill races', () => {
       const keys = new KeyBuilder(ctx.t.config);
       // Units held for it, on every shard (a shard it visited and found empty keeps a record of 0 units).
       let units = 0;
-      for (let k = 0; k < 4; k++) units += JSON.parse((await ctx.raw.hget(shardKeys(keys, id, 'p1', k).rsv, rsvId)) ?? '{"q":0}').q;
+      for (let k = 0; k < 4; k++)
+        units += JSON.parse((await ctx.raw.hget(shardKeys(keys, id, 'p1', k, { shards: 4, tags: SPREAD_TAGS }).rsv, rsvId)) ?? '{"q":0}').q;
       expect({ units, created: all.filter((r) => r.status === 201).length, ok: all.filter((r) => r.status === 200).length }).toEqual({
         units: 1,
         created: 1,
@@ -88,7 +90,8 @@ describe('seckill races', () => {
     const rsvId = reservationIdFor(id, 'p1', buyer, 'tap-p');
     const keys = new KeyBuilder(ctx.t.config);
     let units = 0;
-    for (let k = 0; k < 4; k++) units += JSON.parse((await ctx.raw.hget(shardKeys(keys, id, 'p1', k).rsv, rsvId)) ?? '{"q":0}').q;
+    for (let k = 0; k < 4; k++)
+      units += JSON.parse((await ctx.raw.hget(shardKeys(keys, id, 'p1', k, { shards: 4, tags: SPREAD_TAGS }).rsv, rsvId)) ?? '{"q":0}').q;
     expect(units).toBe(1);
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ reserved: 4, available: 4 });
   });

@@ -13,7 +13,7 @@ import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
  * Sub-pools on a 3-master Redis Cluster: each sub-pool's keys in one slot, the three sub-pools of an activity on
- * the masters their slots name (an activity id chosen so that they are three different masters), fall-over from an
+ * three different masters (any activity id: their tags are in three slot ranges), fall-over from an
  * empty home sub-pool to another master's, one envelope per user across sub-pools under concurrent taps, and every
  * red-envelope script run on the cluster; balanced, and money conserved.
  */
@@ -60,15 +60,6 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
     return cluster.nodes.findIndex((n) => n.port === range[2][1]);
   };
 
-  /** An activity id whose three sub-pools hash to three different masters. */
-  async function spreadId(tag: string) {
-    for (;;) {
-      const id = rainId(tag);
-      const masters = await Promise.all([0, 1, 2].map((k) => masterOf(kit.store.pool(id, k).pool)));
-      if (new Set(masters).size === 3) return { id, masters };
-    }
-  }
-
   async function fund(amount: number) {
     await kit.fund(CREDS.merchantId, amount);
     toppedUp += amount;
@@ -84,11 +75,14 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
   it('subPools 3: each sub-pool’s keys in one slot on the master it names; fall-over from an empty home sub-pool to another master', async () => {
     expect(t.app.get(RedisService).isCluster).toBe(true);
     await fund(3000);
-    const { id, masters } = await spreadId('c');
+    const id = rainId('c');
     ids.push(id);
     await kit.create(rainBody(id, { totalAmount: 3000, count: 30, subPools: 3 }));
+    const a = await kit.activities.mustRead(id);
+    const masters = await Promise.all([0, 1, 2].map((k) => masterOf(kit.store.pool(a, k).pool)));
+    expect(new Set(masters).size).toBe(3);
     for (const k of [0, 1, 2]) {
-      const keys = kit.store.pool(id, k);
+      const keys = kit.store.pool(a, k);
       const slots = new Set(await Promise.all(POOL_PARTS.map((p) => raw[0].cluster('KEYSLOT', keys[p]))));
       expect({ k, slots: slots.size }).toEqual({ k, slots: 1 });
       // The pool and its stats are stored on that master.
@@ -100,16 +94,16 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
     const home0 = homedIn(id, 0, 11, 'h');
     const first = await Promise.all(home0.slice(0, 10).map((u) => kit.grab(u, id)));
     expect(first.every((r) => r.body.status === 'GRABBED')).toBe(true);
-    expect(await raw[masters[0]].llen(kit.store.pool(id, 0).pool)).toBe(0);
+    expect(await raw[masters[0]].llen(kit.store.pool(a, 0).pool)).toBe(0);
     // The eleventh falls over to the next sub-pool (another master), and it is recorded on the home one.
     const u = home0[10];
     const over = await kit.grab(u, id);
     expect(over.body.status).toBe('GRABBED');
-    const [entry] = await kit.store.grabsOf(kit.store.pool(id, 0), u);
+    const [entry] = await kit.store.grabsOf(kit.store.pool(a, 0), u);
     expect(entry).toBe(`${over.body.envelopeId}:${over.body.amount}:1:1`);
-    expect(await kit.store.grabsOf(kit.store.pool(id, 1), u)).toEqual([entry]);
-    expect(await raw[masters[1]].llen(kit.store.pool(id, 1).pool)).toBe(9);
-    expect(await raw[masters[0]].hexists(kit.store.pool(id, 0).claims, u)).toBe(0);
+    expect(await kit.store.grabsOf(kit.store.pool(a, 1), u)).toEqual([entry]);
+    expect(await raw[masters[1]].llen(kit.store.pool(a, 1).pool)).toBe(9);
+    expect(await raw[masters[0]].hexists(kit.store.pool(a, 0).claims, u)).toBe(0);
     // Tapping again answers the same envelope.
     expect((await kit.grab(u, id)).body).toMatchObject({ status: 'ALREADY_GRABBED', envelopeId: over.body.envelopeId });
     const mine = await kit.user(u).get(`/red-envelopes/activities/${id}/mine`);
@@ -121,9 +115,10 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
 
   it('one envelope per user across sub-pools under concurrent taps; every script ran on the cluster; balanced', async () => {
     await fund(6000);
-    const { id } = await spreadId('u');
+    const id = rainId('u');
     ids.push(id);
     await kit.create(rainBody(id, { totalAmount: 6000, count: 60, subPools: 3 }));
+    const a = await kit.activities.mustRead(id);
     const wallets = t.app.get(WalletService);
     const credit = wallets.credit.bind(wallets);
     let blocked = true;
@@ -145,7 +140,7 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
     expect(answers.filter((r) => r.body.status === 'GRABBED')).toHaveLength(59);
     // Every user's envelope is recorded on their home sub-pool, wherever it came from.
     for (const [u, s] of byUser) {
-      const held = await kit.store.grabsOf(kit.store.pool(id, homeOf(u, id, 3)), u);
+      const held = await kit.store.grabsOf(kit.store.pool(a, homeOf(u, id, 3)), u);
       expect({ u, held: held.map((e) => e.split(':')[0]) }).toEqual({ u, held: [...s] });
     }
 

@@ -291,7 +291,7 @@ describe('red-envelope crediting through redelivery', () => {
     await kit.create(rainBody(id, { totalAmount: 1000, count: 10 }));
     // A grab whose crediting has not happened when the instance stops (its consumer stopped first).
     await first.app.get(CreditingService).stop(id);
-    expect((await kit.store.grab(kit.store.pool(id, 0), 'acc_paged', false)).outcome).toBe('GRABBED');
+    expect((await kit.store.grab(kit.store.pool(await kit.activities.mustRead(id), 0), 'acc_paged', false)).outcome).toBe('GRABBED');
     expect(await kit.reconciliation(id)).toMatchObject({ grabbed: { count: 1 }, pending: { count: 1 } });
     // 1,000 other activities ending before this one: listed first, so this one is on the index's second page.
     const indexKey = activityIndexKey(first.app.get(KeyBuilder));

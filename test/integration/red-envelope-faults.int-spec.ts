@@ -83,10 +83,10 @@ async function runAdvanceJob(id: string) {
   );
 }
 
-/** Every envelope in the activity's pools, as "id:amount", sorted. */
+/** Every envelope in the activity's pools, as "id:amount", sorted (the records crashedRecord writes have the first tags). */
 async function pooled(id: string, subPools: number, part: 'pool' | 'staging' = 'pool') {
   const out: string[] = [];
-  for (let k = 0; k < subPools; k++) out.push(...(await ctx.raw.lrange(kit.store.pool(id, k)[part], 0, -1)));
+  for (let k = 0; k < subPools; k++) out.push(...(await ctx.raw.lrange(kit.store.pool({ activityId: id, subPools }, k)[part], 0, -1)));
   return out.sort();
 }
 
@@ -102,8 +102,8 @@ describe('red envelopes through faults', () => {
     const amounts = kit.activities.amounts(a);
     const expected = Array.from({ length: a.count }, (_, i) => `${id}.${i}:${amounts[i]}`).sort();
     // Sub-pool 0 was staged completely and armed; sub-pool 1 has 10 of its 25 envelopes staged.
-    const k0 = kit.store.pool(id, 0);
-    const k1 = kit.store.pool(id, 1);
+    const k0 = kit.store.pool(a, 0);
+    const k1 = kit.store.pool(a, 1);
     const even = Array.from({ length: 25 }, (_, j) => 2 * j);
     await kit.store.stage(
       k0,

@@ -72,7 +72,7 @@ describe('a preload killed mid-way', () => {
     const stats = await kit.activities.poolStats(a);
     const unarmed = stats.map((s, k) => (s.armed ? -1 : k)).filter((k) => k >= 0);
     expect(unarmed.length).toBeGreaterThan(0);
-    for (const k of unarmed) expect(await kit.store.grab(kit.store.pool(id, k), 'acc_early', true)).toEqual({ outcome: 'NOT_LOADED' });
+    for (const k of unarmed) expect(await kit.store.grab(kit.store.pool(a, k), 'acc_early', true)).toEqual({ outcome: 'NOT_LOADED' });
     expect((await kit.grab('acc_early', id)).body.status).toBe('NOT_STARTED');
     // Every cent accounted for mid-load too: what the armed sub-pools hold, and the rest still loading.
     const midLoad = await kit.reconciliation(id);
@@ -109,8 +109,8 @@ describe('a preload killed mid-way', () => {
     try {
       let listed = 0;
       for (let k = 0; k < 4; k++) {
-        listed += await raw.llen(kit.store.pool(id, k).pool);
-        expect(await raw.exists(kit.store.pool(id, k).staging)).toBe(0);
+        listed += await raw.llen(kit.store.pool(a, k).pool);
+        expect(await raw.exists(kit.store.pool(a, k).staging)).toBe(0);
       }
       expect(listed).toBe(COUNT);
       // Funded once, and now grabbable.

@@ -1,4 +1,5 @@
 import { RedisService } from '../../src/redis/redis.service';
+import { SPREAD_TAGS } from '../../src/redis/slot-tags';
 import type { PoolKeys } from '../../src/red-envelope/red-envelope-keys';
 import { RedEnvelopeStore } from '../../src/red-envelope/red-envelope.store';
 import { rainId } from '../support/red-envelopes';
@@ -23,7 +24,7 @@ const HOUR = 3600_000;
 const items = (id: string, pool: number, amounts: number[]) => amounts.map((a, i) => `${id}.${pool + i * 10}:${a}`);
 
 async function armed(id: string, pool: number, amounts: number[], window: { startsAt?: number; endsAt?: number; limit?: number } = {}) {
-  const k = store.pool(id, pool);
+  const k = store.pool({ activityId: id, subPools: 16, tags: SPREAD_TAGS }, pool);
   const now = await store.now();
   await store.stage(k, items(id, pool, amounts));
   const r = await store.arm(k, {
@@ -53,7 +54,7 @@ async function expectBalanced(k: PoolKeys) {
 describe('red-envelope scripts through the store', () => {
   it('arm refuses an incomplete staging list (nothing grabbable), then arms once', async () => {
     const id = rainId('arm');
-    const k = store.pool(id, 0);
+    const k = store.pool({ activityId: id, subPools: 1, tags: SPREAD_TAGS }, 0);
     const now = await store.now();
     const arm = { count: 4, amount: 100, startsAt: now - 1000, endsAt: now + HOUR, limit: 1, pool: 0, expireAt: now + 2 * HOUR };
     await store.stage(k, items(id, 0, [10, 20, 30]));

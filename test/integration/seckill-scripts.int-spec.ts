@@ -89,7 +89,7 @@ describe('reserve-5.lua', () => {
     await kit.store.endShard(o);
     expect(await kit.store.reserve(o, opts())).toEqual({ outcome: 'ENDED' });
     const { p } = await kit.shards(open, 'p');
-    expect(await kit.store.reserve(kit.store.shard(open, p, 7), opts())).toEqual({ outcome: 'NO_PRODUCT' });
+    expect(await kit.store.reserve(kit.store.shard(open, { ...p, shards: 8 }, 7), opts())).toEqual({ outcome: 'NO_PRODUCT' });
     expect(await stockOf(k)).toMatchObject({ available: 2, reserved: 0 });
     expect(await stockOf(o)).toMatchObject({ available: 2, reserved: 0 });
   });
@@ -141,7 +141,7 @@ describe('take-3.lua', () => {
     expect(await kit.store.take(k0, { ...one, rsvId: rsv(), expiresAt: e - 2 * HOUR })).toEqual({ outcome: 'EXPIRED' });
     await kit.store.endShard(k0);
     expect(await kit.store.take(k0, { ...one, rsvId: rsv(), home: 1 })).toEqual({ outcome: 'ENDED' });
-    expect(await kit.store.take(kit.store.shard(id, p, 5), { ...one, rsvId: rsv() })).toEqual({ outcome: 'NO_PRODUCT' });
+    expect(await kit.store.take(kit.store.shard(id, { ...p, shards: 6 }, 5), { ...one, rsvId: rsv() })).toEqual({ outcome: 'NO_PRODUCT' });
     expect(await stockOf(k1)).toMatchObject({ initial: 2, available: 0, reserved: 2 });
     expect(await stockOf(k0)).toMatchObject({ initial: 2, available: 2, reserved: 0 });
     expect(await raw.hlen(k0.rsv)).toBe(0);
@@ -279,7 +279,7 @@ describe('load-6.lua and end-1.lua', () => {
     const endedAt = await kit.store.endShard(k);
     expect(endedAt).toBeGreaterThanOrEqual(before);
     expect(await kit.store.endShard(k)).toBe(endedAt);
-    expect(await kit.store.endShard(kit.store.shard(id, p, 3))).toBe(0);
+    expect(await kit.store.endShard(kit.store.shard(id, { ...p, shards: 4 }, 3))).toBe(0);
     expect(await kit.store.reserve(k, opts({ account: 'acc_2' }))).toEqual({ outcome: 'ENDED' });
     expect(await kit.store.record(k, a.rsvId)).toMatchObject({ s: 'RESERVED' });
     // Paying a reservation made before the end still sells it.

@@ -44,7 +44,8 @@ describe('red-envelope with 16 sub-pools', () => {
       if (k === far) continue;
       for (const u of homedOn(`d${k}`, id, 16, k, 2)) expect((await rain.grab(u, id)).body.status).toBe('GRABBED');
     }
-    const left = await Promise.all(Array.from({ length: 16 }, async (_, k) => (await rain.store.stats(rain.store.pool(id, k))).leftCount));
+    const rec = (await rain.store.activity(id))!;
+    const left = await Promise.all(Array.from({ length: 16 }, async (_, k) => (await rain.store.stats(rain.store.pool(rec, k))).leftCount));
     expect(left.map((n, k) => (k === far ? n > 0 : n === 0))).toEqual(Array(16).fill(true));
     // The home sub-pool and the next several are empty; the envelope is eight sub-pools on.
     const got = await rain.grab(user, id);
@@ -91,13 +92,14 @@ describe('red-envelope fall-over cut short (a process dies between its steps)', 
     const [other] = homedOn('cut', id, 16, home, 1);
     const [sameHome] = homedOn('cut2', id, 16, home, 1);
     expect((await rain.grab(other, id)).body.status).toBe('GRABBED');
-    const homeKeys = rain.store.pool(id, home);
+    const rec = (await rain.store.activity(id))!;
+    const homeKeys = rain.store.pool(rec, home);
     // claimOnly: the home script claimed, then the process died (no take, no confirm).
     expect(await rain.store.grab(homeKeys, claimOnly, true)).toEqual({ outcome: 'FALL_OVER', ordinal: 1 });
     // sameHome: claimed and took on a far sub-pool, then died before the confirm.
     expect(await rain.store.grab(homeKeys, sameHome, true)).toEqual({ outcome: 'FALL_OVER', ordinal: 1 });
     const far = (home + 9) % 16;
-    const t = await rain.store.take(rain.store.pool(id, far), sameHome, home, 1);
+    const t = await rain.store.take(rain.store.pool(rec, far), sameHome, home, 1);
     expect(t.outcome).toBe('GRABBED');
     const again = await rain.grab(sameHome, id);
     expect(again.body).toMatchObject({ status: 'ALREADY_GRABBED', envelopeId: (t as { envelopeId: string }).envelopeId });

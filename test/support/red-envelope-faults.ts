@@ -27,7 +27,7 @@ export async function grabsOf(kit: RainKit, activityId: string) {
   const a = await kit.activities.mustRead(activityId);
   const out = new Map<string, { account: string; amount: number; state: string }>();
   for (let k = 0; k < a.subPools; k++) {
-    const env = kit.store.pool(activityId, k).env;
+    const env = kit.store.pool(a, k).env;
     const all = await kit.t.app.get(RedisService).command((c) => c.hgetall(env));
     for (const [envelopeId, raw] of Object.entries(all)) {
       const [state, account, amount] = raw.split('|');

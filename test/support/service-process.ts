@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { freePort } from '../harness/free-port';
 import { waitUntil } from '../harness/redis-process';
+import { type RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS } from './test-app';
 
 const MAIN = resolve(__dirname, '../../dist/main.js');
@@ -89,4 +90,34 @@ export async function diedAtCrashPoint(svc: ServiceProcess, name: string, ms = 1
   if (r === null) throw new Error(`the instance did not reach crash point ${name} within ${ms} ms\n${svc.output()}`);
   if (r.signal !== 'SIGKILL' || !svc.output().includes(`crash point ${name}:`))
     throw new Error(`the instance exited (${r.signal ?? r.code}) but not at crash point ${name}\n${svc.output()}`);
+}
+
+/** What a crash-point suite works with: one redis-server for all its tests, and instances of the built service on it. */
+export interface ServicesOnOwnRedis {
+  redis: RedisServerHandle;
+  /** An instance on `prefix` (dying at `crashAt`, when given), killed after the test. */
+  start(prefix: string, crashAt?: string, env?: Record<string, string>): Promise<ServiceProcess>;
+}
+
+/** Registers the hooks of such a suite: the redis-server started before all tests and destroyed after; every instance a test started killed after it. */
+export function useServicesOnOwnRedis(): ServicesOnOwnRedis {
+  const running: ServiceProcess[] = [];
+  const handles: ServicesOnOwnRedis = {
+    redis: undefined as unknown as RedisServerHandle,
+    async start(prefix, crashAt, env) {
+      const svc = await startServiceProcess(handles.redis.url, prefix, { ...(env ? { env } : {}), ...(crashAt ? { crashAt: [crashAt] } : {}) });
+      running.push(svc);
+      return svc;
+    },
+  };
+  beforeAll(async () => {
+    handles.redis = await startRedisServer();
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((s) => s.kill()));
+  });
+  afterAll(async () => {
+    await handles.redis?.destroy();
+  });
+  return handles;
 }

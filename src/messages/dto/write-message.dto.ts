@@ -1,8 +1,22 @@
-import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsISO8601, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional, OmitType, PickType } from '@nestjs/swagger';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsISO8601,
+  IsInt,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateBy,
+} from 'class-validator';
 import { DATE_TIME_RE } from '../../http/date-time';
 import { IsOptionalField } from '../../http/optional-field';
-import { MAX_MESSAGE_TTL_MS } from '../message-commands';
+import { MAX_MESSAGE_EXPIRES_AT, MAX_MESSAGE_TTL_MS } from '../message-commands';
 import { IsAccountId } from './account-id';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
@@ -130,6 +144,31 @@ export class WriteMessageDto {
 
 /** Take back one message (service token). The account is named in the body, as for a write. */
 export class WithdrawMessageDto extends PickType(WriteMessageDto, ['accountId', 'bizType', 'outerBizId'] as const) {}
+
+/**
+ * A write command as MessagesService takes it, from HTTP (after WriteMessageDto) or in process, checked by
+ * `validateCommand`: the body's rules, except that any bizType is taken (the service writes its own, such as
+ * CLOSE_REMINDER) and expiresAt is epoch ms (an HTTP time before 1970 or after 9999 is refused here, in its words).
+ */
+export class MessageCommandDto extends OmitType(WriteMessageDto, ['bizType', 'expiresAt'] as const) {
+  @IsString()
+  @Matches(BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -, not "." or ".."' })
+  bizType!: string;
+
+  @IsOptionalField()
+  @ValidateBy({
+    name: 'isMessageExpiry',
+    validator: {
+      validate: (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= MAX_MESSAGE_EXPIRES_AT,
+      defaultMessage: () =>
+        `expiresAt must be a time from 1970-01-01T00:00:00.001Z to 9999-12-31T23:59:59.999Z (in process: epoch ms, an integer from 1 to ${MAX_MESSAGE_EXPIRES_AT})`,
+    },
+  })
+  expiresAt?: number;
+}
+
+/** A withdraw command as MessagesService takes it (from HTTP or in process): any bizType, the service's own included. */
+export class WithdrawCommandDto extends PickType(MessageCommandDto, ['accountId', 'bizType', 'outerBizId'] as const) {}
 
 export class WithdrawResultDto {
   @ApiProperty({

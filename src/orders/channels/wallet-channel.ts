@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from '../../wallet/wallet.errors';
-import { WalletService } from '../../wallet/wallet.service';
+import { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError, WalletService } from '../../wallet';
 import type { ChannelOutcome, Payer } from './payment-channel';
 
 /** The wallet reference of a reversal: the leg's own reference, marked. */

@@ -1,18 +1,20 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { IsIdString } from '../../http/id-string';
-import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE, SYSTEM_ORDER_NO_RE } from '../../kernel/ids';
+import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE, ORDER_COMMAND_MERCHANT_ID_RE, SYSTEM_ORDER_NO_RE } from '../../kernel/ids';
 import { CURRENCIES, CURRENCY_RE, MAX_AMOUNT } from '../../kernel/money';
 import { DEFAULT_EXPIRE_MINUTES, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order-commands';
 import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 export { MAX_AMOUNT } from '../../kernel/money';
 
+const IsOrderNo = () => IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."');
+
 export class CreateOrderDto {
   /** The merchant's own order number; with the merchant, the idempotency key. `sk_` and 24 hex digits is the service's own (its flash-sale orders) and is refused */
   @ApiProperty({ example: 'M20261122-0001', maxLength: 64 })
-  @IsIdString(64, MERCHANT_ORDER_NO_RE, 'merchantOrderNo must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
+  @IsOrderNo()
   @ValidateBy({
     name: 'isMerchantsOwnOrderNo',
     validator: {
@@ -58,4 +60,18 @@ export class CreateOrderDto {
   @IsOptionalField()
   @IsIdString(64, ACCOUNT_ID_RE, 'payerAccountId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
   payerAccountId?: string;
+}
+
+/**
+ * An order command of an in-process caller (OrdersService.create and createForBuyer), checked by
+ * `validateCommand`: the HTTP create's rules, for the merchant it names, and any order number (the
+ * service's own flash-sale numbers included).
+ */
+export class OrderCommandDto extends OmitType(CreateOrderDto, ['merchantOrderNo'] as const) {
+  @IsString()
+  @Matches(ORDER_COMMAND_MERCHANT_ID_RE, { message: 'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
+  merchantId!: string;
+
+  @IsOrderNo()
+  merchantOrderNo!: string;
 }

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagg
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth.decorators';
 import { SkipRateLimit } from '../rate-limit/rate-limit.guard';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from '../metrics/metrics.service';
 
 @ApiTags('ops')
 @Controller('metrics')
