@@ -19,6 +19,7 @@ import { MetricsModule } from './metrics/metrics.module';
 import { OrdersModule } from './orders/orders.module';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
+import { WorkersModule } from './workers/workers.module';
 
 /**
  * The root module. Infrastructure (config, metrics, Redis + scripts) is global;
@@ -35,6 +36,7 @@ export class AppModule {
         ConfigModule.forRoot(config),
         MetricsModule,
         RedisModule,
+        WorkersModule,
         CacheModule,
         AuthModule,
         RateLimitModule,

@@ -1,14 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
 import { clipUnits } from '../common/text';
 import { DomainError } from '../errors/domain-error';
 import { LockContendedError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
 import type { OrderEvent } from '../orders/order-event';
-import { OrderEventsService } from '../orders/order-events.service';
+import { ORDER_EVENTS, OrderEventsService } from '../orders/order-events.service';
 import { OrdersService } from '../orders/orders.service';
 import type { OrderView } from '../orders/order-views';
+import { StreamConsumer } from '../workers/worker-declarations';
 import { type Activity, ActivityCatalog } from './activity-catalog';
 import { homeShard, RESERVATION_ID_RE, reservationIdFor } from './seckill-keys';
 import type { ReserveCommand } from './seckill-commands';
@@ -67,7 +68,7 @@ export interface ReservationView {
  * (creating it when it is missing), so a released reservation's order can never be paid.
  */
 @Injectable()
-export class ReservationsService implements OnApplicationBootstrap {
+export class ReservationsService {
   private readonly logger = new Logger(ReservationsService.name);
 
   constructor(
@@ -80,10 +81,6 @@ export class ReservationsService implements OnApplicationBootstrap {
     private readonly config: SeckillConfig,
     private readonly locks: LockService,
   ) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    await this.events.consume(EVENTS_GROUP, (e) => this.onEvent(e), { concurrency: this.config.eventConcurrency, batchSize: 100 });
-  }
 
   /** Reserves units for the buyer; the same (account, requestId) again answers the same reservation (`created` false). */
   async reserve(cmd: ReserveCommand): Promise<{ view: ReservationView; created: boolean }> {
@@ -162,6 +159,12 @@ export class ReservationsService implements OnApplicationBootstrap {
   }
 
   /** An order event: paid → SOLD; closed → RELEASED. Only the orders of reservations count. */
+  @StreamConsumer({
+    stream: ORDER_EVENTS,
+    group: EVENTS_GROUP,
+    options: (get) => ({ concurrency: get(SeckillConfig).eventConcurrency, batchSize: 100 }),
+    metric: 'seckill_sold_total, seckill_released_total',
+  })
   async onEvent(e: OrderEvent): Promise<void> {
     if ((e.type !== 'order.paid' && e.type !== 'order.closed') || !RESERVATION_ID_RE.test(e.merchantOrderNo) || !e.accountId) return;
     const loc = await this.store.locate(e.accountId, e.merchantOrderNo);

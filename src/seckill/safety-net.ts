@@ -1,12 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { eachLimit } from '../common/for-each-limit';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
-import { BackgroundWorkers } from '../workers/background-workers.service';
+import { KeyBuilder } from '../redis/key-builder';
+import { configured, PeriodicJob } from '../workers/worker-declarations';
 import { type Activity, ActivityCatalog } from './activity-catalog';
 import { ReservationsService } from './reservations.service';
-import type { ShardKeys } from './seckill-keys';
+import { type ShardKeys, sweepLeaseKey } from './seckill-keys';
 import { SeckillConfig } from './seckill.config';
 import { SeckillMetrics } from './seckill.metrics';
 import { SeckillStore } from './seckill.store';
@@ -14,10 +14,14 @@ import type { ProductRecord, ReservationLocation } from './seckill.types';
 import { productTopic } from './sold-out-memory';
 
 /**
- * The safety net's former delay queue (one entry per reservation, scheduled before the script). Reservations are now
- * found by the sweep of the shards' due sets; the queue is still consumed, for entries already in it.
+ * The safety net's former delay queue (one entry per reservation, scheduled before the script, by earlier releases).
+ * Reservations are now found by the sweep of the shards' due sets; nothing schedules into this queue any more and no
+ * processor consumes it: each sweep round drains the entries that have come due (see drainFormerQueue).
  */
 export const SAFETY_NET_QUEUE = 'seckill-reservations';
+/** Entries of the former queue claimed per call, and its policy (as its processor had): 50 deliveries, 1 s doubling to 1 min. */
+const FORMER_QUEUE_BATCH = 100;
+const FORMER_QUEUE_RETRY = { attempts: 50, backoff: { initialMs: 1000, maxMs: 60_000 } };
 /** Shards of one sweep read at once, and due reservations one read of a shard returns (a sweep reads on while a shard has more). */
 const SWEEP_PARALLEL = 32;
 const SWEEP_BATCH = 100;
@@ -32,14 +36,13 @@ interface SafetyNetPayload extends ReservationLocation {
 
 /**
  * The reservations' safety net: whatever no order outcome settled (its order event lost or dead-lettered, or its
- * process killed before the order was made) is settled as the buyer's cancel is, a grace after its expiry.
+ * process killed before the order was made) is settled as the buyer's cancel is, a grace after its expiry. One
+ * mechanism: a periodic job under a lease (one instance per round) sweeps the shards' due sets, then the entries of
+ * the former safety-net queue that have come due.
  */
 @Injectable()
-export class SafetyNet implements OnApplicationBootstrap {
+export class SafetyNet {
   private readonly logger = new Logger(SafetyNet.name);
-  private readonly instanceId = randomUUID();
-  private sweepTimer?: NodeJS.Timeout;
-  private sweeping?: Promise<unknown>;
 
   constructor(
     private readonly reservations: ReservationsService,
@@ -48,41 +51,48 @@ export class SafetyNet implements OnApplicationBootstrap {
     private readonly queue: DelayQueueService,
     private readonly metrics: SeckillMetrics,
     private readonly config: SeckillConfig,
-    private readonly workers: BackgroundWorkers,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    this.sweepTimer = setInterval(() => {
-      this.sweeping ??= this.sweep()
-        .catch((err: Error) => this.logger.warn({ err: err.message }, 'the safety net sweep failed; the next one tries again'))
-        .finally(() => (this.sweeping = undefined));
-    }, this.config.safetyNetSweepMs);
-    this.sweepTimer.unref();
-    this.workers.register('seckill:safety-net-sweep', {
-      stop: async () => {
-        clearInterval(this.sweepTimer);
-        await this.sweeping;
-      },
-    });
-    await this.queue.process<SafetyNetPayload>(SAFETY_NET_QUEUE, (d) => this.safetyNet(d), {
-      concurrency: 20,
-      maxAttempts: 50,
-      backoff: { initialMs: 1000, maxMs: 60_000 },
-    });
+  /** One round: the due sets, then the former queue. A round that fails is logged by the job and the next one tries again. */
+  @PeriodicJob({
+    name: 'seckill:safety-net-sweep',
+    everyMs: configured('SECKILL_SAFETY_NET_SWEEP_MS', (get) => get(SeckillConfig).safetyNetSweepMs),
+    lease: { key: (get) => sweepLeaseKey(get(KeyBuilder)), shown: 'seckill:{i}:sweep' },
+    metric: 'seckill_safety_net_releases_total',
+  })
+  async round(): Promise<void> {
+    const readUntil = Date.now() + this.config.safetyNetSweepMs / 2;
+    await this.sweep(readUntil);
+    await this.drainFormerQueue(readUntil);
+  }
+
+  /**
+   * The entries of the former safety-net queue that have come due (its processor would have had them now), each
+   * settled as before: a reservation still RESERVED is released, its order closed first. An entry whose settle fails
+   * is retried after its backoff, and dead-lettered after 50 deliveries (GET /admin/delay-queues/seckill-reservations/dead).
+   */
+  async drainFormerQueue(readUntil = Infinity): Promise<number> {
+    let handled = 0;
+    for (;;) {
+      const r = await this.queue.drainDue<SafetyNetPayload>(SAFETY_NET_QUEUE, (d) => this.safetyNet(d), {
+        batch: FORMER_QUEUE_BATCH,
+        retry: FORMER_QUEUE_RETRY,
+      });
+      handled += r.handled;
+      if (!r.more || Date.now() >= readUntil) return handled;
+    }
   }
 
   /**
    * The safety net's sweep: every reservation still in its shard's due set a grace after its expiry (its order event
    * lost or dead-lettered, or its process killed before the order was made) is settled as the buyer's cancel is:
    * the order made unpayable first, then RELEASED, or SOLD when the order turns out paid. One instance sweeps per
-   * round (a lease); a reservation that cannot be settled now stays in the set for the next round. Answers how many
-   * it released.
+   * round (the job's lease); a reservation that cannot be settled now stays in the set for the next round. Answers
+   * how many it released.
    */
-  async sweep(): Promise<number> {
-    if (!(await this.store.takeSweepLease(this.instanceId, Math.max(100, this.config.safetyNetSweepMs - 50)))) return 0;
+  async sweep(readUntil = Date.now() + this.config.safetyNetSweepMs / 2): Promise<number> {
     const now = await this.store.now();
     const upTo = now - this.config.safetyNetGraceMs;
-    const readUntil = Date.now() + this.config.safetyNetSweepMs / 2;
     let released = 0;
     // Every live activity, a page at a time (a week of activities can be more than a page).
     const ids: string[] = [];
