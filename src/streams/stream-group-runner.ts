@@ -255,7 +255,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
         const conn = this.deps.redis.blocking(connection);
         const ids = history ?? keys.map(() => '>');
         // Blocks no longer than until the next takeover is due; the history is read without blocking.
-        const block = history ? [] : ['BLOCK', Math.max(1, Math.min(this.blockMs, nextClaim - this.clock.now()))];
+        // Whole ms: the clock is monotonic and fractional, and BLOCK takes an integer.
+        const block = history ? [] : ['BLOCK', Math.max(1, Math.ceil(Math.min(this.blockMs, nextClaim - this.clock.now())))];
         const read = (conn.xreadgroup as XReadGroup).apply(conn, ['GROUP', group, consumer, 'COUNT', this.batchSize, ...block, 'STREAMS', ...keys, ...ids]);
         // stop() closes the connection, which fails a read in flight; but a read queued while the connection was
         // reconnecting is never settled by ioredis when it is closed then. Stopping does not wait for it.
