@@ -126,6 +126,11 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
     return { retry: this.retryOf(d.decl), options: d.decl.kind === 'periodic' ? {} : (d.decl.spec.options?.(this.get) ?? {}) };
   }
 
+  /** The names of the running workers: the declared ones and those started on a feature's behalf. */
+  get names(): string[] {
+    return this.workers.names;
+  }
+
   /** The periodic job `name` (its runOnce runs it now, under its lease). */
   job(name: string): PeriodicJobRunner {
     const j = this.jobs.get(name);
@@ -224,7 +229,8 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
     const initial = this.shown(r.backoff?.initialMs ?? def.backoff.initialMs, shownMs);
     const max = this.shown(r.backoff?.maxMs ?? def.backoff.maxMs, shownMs);
     const visibility = this.shown(r.visibilityMs ?? def.visibilityMs, shownMs);
-    return `attempts ${attempts}; backoff ${initial} → ${max}; visibility ${visibility}`;
+    const backoff = initial === '0 ms' && max === '0 ms' ? 'none' : `${initial} → ${max}`;
+    return `attempts ${attempts}; backoff ${backoff}; visibility ${visibility}`;
   }
 
   private periodic(s: PeriodicJobSpec, handler: () => Promise<unknown>): PeriodicJobRunner {
