@@ -60,6 +60,11 @@ export class DelayQueueService {
       trigger: (spec) => `delay queue \`${(spec as DelayQueueHandlerSpec).queue}\``,
       deadLetter: (spec) => `dead set: \`GET /admin/delay-queues/${(spec as DelayQueueHandlerSpec).queue}/dead\``,
       metric: () => 'delay_queue_*{queue}',
+      unhandled: async (declared, drained) => {
+        const handled = new Set([...declared.map((s) => (s as DelayQueueHandlerSpec).queue), ...drained, ...this.processors.keys()]);
+        const stats = await Promise.all((await this.listQueues()).filter((q) => !handled.has(q)).map((q) => this.stats(q)));
+        return stats.filter((s) => s.pending + s.ready + s.inFlight > 0).map((s) => `delay-queue:${s.queue}`);
+      },
       start: (spec, handler, retry, options) => this.process((spec as DelayQueueHandlerSpec).queue, handler as Handler, { ...options, retry }),
     });
   }

@@ -59,6 +59,7 @@ export class SafetyNet {
     everyMs: configured('SECKILL_SAFETY_NET_SWEEP_MS', (get) => get(SeckillConfig).safetyNetSweepMs),
     lease: { key: (get) => sweepLeaseKey(get(KeyBuilder)), shown: 'seckill:{i}:sweep' },
     metric: 'seckill_safety_net_releases_total',
+    drains: [SAFETY_NET_QUEUE],
   })
   async round(): Promise<void> {
     const readUntil = Date.now() + this.config.safetyNetSweepMs / 2;

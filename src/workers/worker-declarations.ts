@@ -77,6 +77,8 @@ export interface PeriodicJobSpec {
   backoff?: { initialMs: number; maxMs: number };
   /** The feature's own metric of this work. */
   metric?: string;
+  /** Delay queues this job drains (a former queue no processor consumes any more): they count as handled. */
+  drains?: string[];
 }
 
 export type WorkerKind = 'delay-queue' | 'stream-consumer' | 'periodic';

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { MetricsService } from '../metrics/metrics.service';
@@ -21,6 +21,11 @@ class FakeQueueEngine {
       trigger: (s) => `queue ${(s as { queue: string }).queue}`,
       deadLetter: () => 'dead set',
       metric: () => 'm',
+      // Queues with items in Redis: q1, one a periodic job drains, and one nothing handles.
+      unhandled: (declared, drained) => {
+        const handled = new Set([...declared.map((s) => (s as { queue: string }).queue), ...drained]);
+        return Promise.resolve(['q1', 'drained-q', 'orphan'].filter((q) => !handled.has(q)).map((q) => `delay-queue:${q}`));
+      },
       start: (s, _handler, retry) => {
         const name = `delay-queue:${(s as { queue: string }).queue}`;
         events.push(`start ${name} attempts=${retry.attempts} visibility=${retry.visibilityMs}`);
@@ -63,7 +68,7 @@ class Listener {
 @Injectable()
 class Sweeper {
   runs = 0;
-  @PeriodicJob({ name: 'sweep', everyMs: 60_000, lease: { key: () => 'lease-key', shown: 'lease-key' } })
+  @PeriodicJob({ name: 'sweep', everyMs: 60_000, lease: { key: () => 'lease-key', shown: 'lease-key' }, drains: ['drained-q'] })
   sweep(): Promise<void> {
     this.runs++;
     return Promise.resolve();
@@ -133,6 +138,20 @@ describe(WorkerRegistry.name, () => {
     await app.init();
     await app.close();
     expect(events).toEqual(['start delay-queue:q1 attempts=7 visibility=4000', 'stop delay-queue:q1', 'redis closed']);
+  });
+
+  it('logs at error, once Redis answers, work that waits with no declared handler (drained queues count as handled)', async () => {
+    const error = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const app = await appWith([Orders, Sweeper]);
+      await app.init();
+      await new Promise((r) => setImmediate(r));
+      const named = error.mock.calls.map(([o]) => (o as { worker?: string }).worker);
+      expect(named).toEqual(['delay-queue:orphan']);
+      await app.close();
+    } finally {
+      error.mockRestore();
+    }
   });
 
   it('runs a periodic job under its lease: skipped while another instance holds it', async () => {

@@ -25,6 +25,11 @@ export interface WorkerEngine {
   trigger(spec: WorkerSpec['spec']): string;
   deadLetter(spec: WorkerSpec['spec']): string;
   metric(spec: WorkerSpec['spec']): string;
+  /**
+   * Once Redis answers after boot: the names of work this engine holds that no declaration handles (a delay queue
+   * with items and no handler in this build), given the declarations of this engine and the queues periodic jobs drain.
+   */
+  unhandled?(declared: WorkerSpec['spec'][], drained: string[]): Promise<string[]>;
   /** Starts the worker (and registers it with BackgroundWorkers): `handler` is the declared method, bound to its provider. */
   start(spec: WorkerSpec['spec'], handler: (arg: any) => Promise<unknown>, retry: RetryPolicy, options: Record<string, unknown>): Promise<unknown>;
 }
@@ -157,6 +162,8 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
       await engine.start(d.decl.spec, d.handler, this.retryOf(d.decl), d.decl.spec.options?.(this.get) ?? {});
     }
     this.logger.log({ workers: this.workers.names }, 'background workers started');
+    // Not awaited: the service boots (and answers 503) while Redis is down.
+    void this.checkUnhandled(all);
   }
 
   /**
@@ -166,6 +173,29 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
   async onApplicationShutdown(): Promise<void> {
     await this.workers.stopAll();
     await this.redis.close();
+  }
+
+  /**
+   * Logs, at error, work an engine holds that nothing in this build handles (a queue with items and no handler): it
+   * would wait forever. Not a boot error: during a rolling deploy the instances of the previous build may still hold
+   * it, and a boot must not fail while they do. Tried until Redis answers, at most a minute.
+   */
+  private async checkUnhandled(all: Declared[]): Promise<void> {
+    const drained = all.flatMap((d) => (d.decl.kind === 'periodic' ? (d.decl.spec.drains ?? []) : []));
+    for (const [key, engine] of this.engines) {
+      if (!engine.unhandled) continue;
+      const declared = all.filter((d) => engineOf(d.decl) === key).map((d) => d.decl.spec);
+      for (let attempt = 1; attempt <= 12; attempt++) {
+        try {
+          for (const name of await engine.unhandled(declared, drained)) {
+            this.logger.error({ engine: key, worker: name }, 'work waits that no declared worker of this build handles: declare its handler, or drain it');
+          }
+          break;
+        } catch {
+          await new Promise((r) => this.clock.setTimeout(() => r(undefined), 5000));
+        }
+      }
+    }
   }
 
   /** The background-work table as the code declares it, sorted by name. */
