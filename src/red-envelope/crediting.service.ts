@@ -58,7 +58,6 @@ export class CreditingService {
     private readonly wallets: WalletService,
     private readonly streams: StreamRunners,
     private readonly metrics: RedEnvelopeMetrics,
-    private readonly config: RedEnvelopeConfig,
     private readonly stalls: RainStalls,
     private readonly registry: WorkerRegistry,
   ) {
