@@ -90,14 +90,21 @@ export type WorkerSpec =
 /** The metadata key of the declarations on a method. */
 export const WORKER_METADATA = 'redis-pay:worker';
 
+/**
+ * Stored on the class's prototype under the method's name, not on the function: a test that replaces the method
+ * (jest.spyOn) before boot still has it declared, and the registry calls the method as it is when work arrives.
+ */
 function declare(decl: WorkerSpec): MethodDecorator {
-  return (_target, _key, descriptor) => {
-    const on = descriptor.value as object;
-    const all = (Reflect.getMetadata(WORKER_METADATA, on) as WorkerSpec[] | undefined) ?? [];
-    Reflect.defineMetadata(WORKER_METADATA, [...all, decl], on);
+  return (target, key, descriptor) => {
+    const all = (Reflect.getOwnMetadata(WORKER_METADATA, target, key) as WorkerSpec[] | undefined) ?? [];
+    Reflect.defineMetadata(WORKER_METADATA, [...all, decl], target, key);
     return descriptor;
   };
 }
+
+/** The declarations on method `key` of `prototype` (or of a class it extends). */
+export const declarationsOf = (prototype: object, key: string): WorkerSpec[] =>
+  (Reflect.getMetadata(WORKER_METADATA, prototype, key) as WorkerSpec[] | undefined) ?? [];
 
 /** Declares the method as the handler of delay queue `spec.queue`. */
 export const DelayQueueHandler = (spec: DelayQueueHandlerSpec): MethodDecorator => declare({ kind: 'delay-queue', spec });

@@ -7,12 +7,12 @@ import { CLOCK, type Clock } from './clock';
 import { PeriodicJobRunner } from './periodic-job';
 import type { RetryPolicy } from './retry-policy';
 import {
+  declarationsOf,
   isConfigured,
   type PeriodicJobSpec,
   type Resolve,
   type RetryDeclaration,
   type Setting,
-  WORKER_METADATA,
   workerName,
   type WorkerSpec,
 } from './worker-declarations';
@@ -109,14 +109,14 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
       if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic()) continue;
       const proto = Object.getPrototypeOf(instance) as object;
       for (const method of this.scanner.getAllMethodNames(proto)) {
-        const fn = instance[method] as ((arg: unknown) => Promise<unknown>) | undefined;
-        const decls = typeof fn === 'function' ? (Reflect.getMetadata(WORKER_METADATA, fn) as WorkerSpec[] | undefined) : undefined;
-        for (const decl of decls ?? []) {
+        for (const decl of declarationsOf(proto, method)) {
           const name = workerName(decl);
           const where = `${instance.constructor.name}.${method}`;
           const twin = found.find((f) => f.name === name);
           if (twin) throw new Error(`background worker ${name} is declared twice: ${twin.where} and ${where}`);
-          found.push({ name, decl, where, handler: fn!.bind(instance) });
+          // Looked up when work arrives: the method as it is then (a test's spy included).
+          const handler = (...args: unknown[]) => (instance[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+          found.push({ name, decl, where, handler });
         }
       }
     }
