@@ -76,6 +76,8 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
   private readonly engines = new Map<string, WorkerEngine>();
   private readonly jobs = new Map<string, PeriodicJobRunner>();
   private found?: Declared[];
+  /** Set on shutdown: the boot-time check gives up. */
+  private closing = false;
   private readonly runs;
 
   constructor(
@@ -171,6 +173,7 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
    * every worker stops at once, each finishing or handing back the work it holds; then the Redis connections close.
    */
   async onApplicationShutdown(): Promise<void> {
+    this.closing = true;
     await this.workers.stopAll();
     await this.redis.close();
   }
@@ -185,7 +188,7 @@ export class WorkerRegistry implements OnApplicationBootstrap, OnApplicationShut
     for (const [key, engine] of this.engines) {
       if (!engine.unhandled) continue;
       const declared = all.filter((d) => engineOf(d.decl) === key).map((d) => d.decl.spec);
-      for (let attempt = 1; attempt <= 12; attempt++) {
+      for (let attempt = 1; attempt <= 12 && !this.closing; attempt++) {
         try {
           for (const name of await engine.unhandled(declared, drained)) {
             this.logger.error({ engine: key, worker: name }, 'work waits that no declared worker of this build handles: declare its handler, or drain it');
