@@ -5,6 +5,7 @@ import { ActivitiesService } from './activities.service';
 import { ActivityCatalog } from './activity-catalog';
 import { ListingService } from './listing.service';
 import { ReservationsService } from './reservations.service';
+import { SafetyNet } from './safety-net';
 import { SeckillAdminController } from './seckill-admin.controller';
 import { SeckillController } from './seckill.controller';
 import { seckillConfig } from './seckill.config';
@@ -19,6 +20,16 @@ import { SoldOutMemory } from './sold-out-memory';
     LocksModule.forFeature('seckill', { 'seckill-activity': { leaseMs: 120_000, waitMs: 5_000 }, 'seckill-gather': { leaseMs: 2_000, waitMs: 3_000 } }),
   ],
   controllers: [SeckillController, SeckillAdminController],
-  providers: [seckillConfig.provider, SeckillStore, ActivityCatalog, SoldOutMemory, ActivitiesService, ReservationsService, ListingService, SeckillMetrics],
+  providers: [
+    seckillConfig.provider,
+    SeckillStore,
+    ActivityCatalog,
+    SoldOutMemory,
+    ActivitiesService,
+    ReservationsService,
+    SafetyNet,
+    ListingService,
+    SeckillMetrics,
+  ],
 })
 export class SeckillModule {}
