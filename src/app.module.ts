@@ -20,6 +20,7 @@ import { OrdersModule } from './orders';
 import { RateLimitModule } from './rate-limit/rate-limit.module';
 import { RedisModule } from './redis/redis.module';
 import { ScriptsModule } from './scripts/scripts.module';
+import { WorkersModule } from './workers/workers.module';
 
 /**
  * The root module. Infrastructure (config, metrics, Redis + scripts) is global;
@@ -37,6 +38,7 @@ export class AppModule {
         MetricsModule,
         RedisModule,
         ScriptsModule,
+        WorkersModule,
         CacheModule,
         AuthModule,
         RateLimitModule,

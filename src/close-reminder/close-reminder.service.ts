@@ -1,14 +1,15 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { MessagesService, CLOSE_REMINDER_BIZ_TYPE } from '../messages';
-import { type OrderEvent, OrderEventsService, OrdersService, type OrderSummary } from '../orders';
+import { type OrderEvent, ORDER_EVENTS, OrderEventsService, OrdersService, type OrderSummary } from '../orders';
 import { CloseReminderConfig } from './close-reminder.config';
 import { CloseReminderMetrics, type SkipReason } from './close-reminder.metrics';
 import { CloseReminderStore } from './close-reminder.store';
 import { MerchantSettings } from './merchant-settings';
 import { renderReminder } from './reminder-template';
+import { configured, DelayQueueHandler, StreamConsumer } from '../workers/worker-declarations';
 
 /** The delay queue of the reminders; one entry per order, id = the order id. */
 export const REMINDER_QUEUE = 'close-reminders';
@@ -53,7 +54,7 @@ function refusalOf(order: OrderSummary | undefined, now: number): SkipReason | u
  * order in which events arrive, so late, repeated and reordered events are safe.
  */
 @Injectable()
-export class CloseReminderService implements OnApplicationBootstrap {
+export class CloseReminderService {
   private readonly logger = new Logger(CloseReminderService.name);
 
   constructor(
@@ -67,23 +68,14 @@ export class CloseReminderService implements OnApplicationBootstrap {
     private readonly config: CloseReminderConfig,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    await this.queue.process<{ orderId: string }>(REMINDER_QUEUE, (d) => this.send(d), {
-      concurrency: this.config.sendConcurrency,
-      claimBatch: this.config.claimBatch,
-      promoteBatch: this.config.promoteBatch,
-      visibilityTimeoutMs: this.config.visibilityTimeoutMs,
-      maxAttempts: 10,
-      backoff: { initialMs: 1000, maxMs: 30_000 },
-    });
-    await this.events.consume(EVENTS_GROUP, (e) => this.onEvent(e), {
-      concurrency: this.config.eventConcurrency,
-      batchSize: 100,
-      claimIdleMs: this.config.eventTakeoverMs,
-    });
-  }
-
   /** One order event. Throws only when Redis fails (the event is then delivered again). */
+  @StreamConsumer({
+    stream: ORDER_EVENTS,
+    group: EVENTS_GROUP,
+    retry: { visibilityMs: configured('CLOSE_REMINDER_EVENT_TAKEOVER_SECONDS', (get) => get(CloseReminderConfig).eventTakeoverMs) },
+    options: (get) => ({ concurrency: get(CloseReminderConfig).eventConcurrency, batchSize: 100 }),
+    metric: 'close_reminders_scheduled_total, close_reminders_cancelled_total',
+  })
   async onEvent(e: OrderEvent): Promise<void> {
     if (e.type === 'order.created') return this.onCreated(e);
     if (e.type === 'order.paid' || e.type === 'order.closed') return this.onSettled(e, e.type === 'order.paid' ? 'paid' : 'closed');
@@ -143,6 +135,19 @@ export class CloseReminderService implements OnApplicationBootstrap {
   }
 
   /** A reminder came due. Sends only while the record is `scheduled`: the order's settle may have come first. */
+  @DelayQueueHandler({
+    queue: REMINDER_QUEUE,
+    retry: {
+      attempts: 10,
+      backoff: { initialMs: 1000, maxMs: 30_000 },
+      visibilityMs: configured('CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS', (get) => get(CloseReminderConfig).visibilityTimeoutMs),
+    },
+    options: (get) => {
+      const c = get(CloseReminderConfig);
+      return { concurrency: c.sendConcurrency, claimBatch: c.claimBatch, promoteBatch: c.promoteBatch };
+    },
+    metric: 'close_reminders_sent_total, close_reminders_skipped_total{reason}',
+  })
   private async send(d: Delivery<{ orderId: string }>): Promise<void> {
     const { orderId } = d.payload;
     // The order read is the check a completed payment fails. One HMGET of the fields used here; the Redis clock

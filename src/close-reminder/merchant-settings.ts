@@ -1,5 +1,6 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InvalidArgumentError } from '../errors/domain-error';
+import { PeriodicJob } from '../workers/worker-declarations';
 import { CloseReminderConfig } from './close-reminder.config';
 import { ReminderSettingsNotFoundError } from './close-reminder.errors';
 import { CloseReminderStore, type ReminderSettings } from './close-reminder.store';
@@ -40,11 +41,10 @@ export const SETTINGS_POLL_MS = 500;
  * change within a second without reading Redis for every order.
  */
 @Injectable()
-export class MerchantSettings implements OnModuleDestroy {
+export class MerchantSettings {
   private readonly logger = new Logger(MerchantSettings.name);
   private readonly cache = new Map<string, Promise<ReminderSettings | null>>();
   private version?: string;
-  private timer?: NodeJS.Timeout;
 
   constructor(
     private readonly store: CloseReminderStore,
@@ -59,7 +59,6 @@ export class MerchantSettings implements OnModuleDestroy {
       hit = this.store.settings(merchantId);
       this.cache.set(merchantId, hit);
       hit.catch(() => this.cache.delete(merchantId));
-      this.watch();
     }
     return hit;
   }
@@ -110,26 +109,16 @@ export class MerchantSettings implements OnModuleDestroy {
     return { items: items.map(settingsView), ...(next !== undefined ? { next } : {}) };
   }
 
-  onModuleDestroy(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
-  }
-
-  private watch(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.check(), SETTINGS_POLL_MS);
-    this.timer.unref();
-  }
-
-  private async check(): Promise<void> {
+  /** Drops the cache when the shared settings version moved (nothing cached: nothing to read). */
+  @PeriodicJob({ name: 'close-reminder:settings-version', everyMs: SETTINGS_POLL_MS })
+  async checkVersion(): Promise<void> {
+    if (this.cache.size === 0) return;
     try {
       const version = await this.store.settingsVersion();
       if (version !== this.version) {
         this.version = version;
         this.cache.clear();
       }
-      // Nothing cached: stop polling until something is read again.
-      if (this.cache.size === 0) this.onModuleDestroy();
     } catch (err) {
       // Redis unreachable: whatever is cached may be stale, so nothing is served from it.
       this.cache.clear();

@@ -84,9 +84,7 @@ describe('delay-queue arguments', () => {
     it('fills in the defaults', () => {
       expect(processorSettings({}, 20_000)).toEqual({
         concurrency: 10,
-        visibilityTimeoutMs: 30_000,
-        maxAttempts: 5,
-        backoff: { initialMs: 1000, maxMs: 300_000, factor: 2 },
+        retry: { visibilityMs: 30_000, attempts: 5, backoff: { initialMs: 1000, maxMs: 300_000, factor: 2 } },
         pollMs: 1000,
         handlerTimeoutMs: 300_000,
         shutdownGraceMs: 10_000,
@@ -102,20 +100,20 @@ describe('delay-queue arguments', () => {
 
     it("waits at shutdown for half the app's shutdown budget, and never longer than the visibility timeout", () => {
       expect(processorSettings({}, 10_000).shutdownGraceMs).toBe(5000);
-      expect(processorSettings({ visibilityTimeoutMs: 2000 }, 20_000).shutdownGraceMs).toBe(2000);
+      expect(processorSettings({ retry: { visibilityMs: 2000 } }, 20_000).shutdownGraceMs).toBe(2000);
     });
 
     it.each([
       [{ concurrency: 0 }, 'concurrency'],
       [{ concurrency: 1001 }, 'concurrency'],
-      [{ visibilityTimeoutMs: 999 }, 'visibilityTimeoutMs'],
+      [{ retry: { visibilityMs: 999 } }, 'retry.visibilityMs'],
       [{ handlerTimeoutMs: 999 }, 'handlerTimeoutMs'],
-      [{ maxAttempts: 0 }, 'maxAttempts'],
+      [{ retry: { attempts: 0 } }, 'retry.attempts'],
       [{ pollMs: 1001 }, 'pollMs'],
-      [{ backoff: { initialMs: -1 } }, 'backoff.initialMs'],
-      [{ backoff: { initialMs: 500, maxMs: 100 } }, 'backoff.maxMs'],
-      [{ backoff: { factor: 0.5 } }, 'backoff.factor'],
-      [{ backoff: { factor: NaN } }, 'backoff.factor'],
+      [{ retry: { backoff: { initialMs: -1 } } }, 'retry.backoff.initialMs'],
+      [{ retry: { backoff: { initialMs: 500, maxMs: 100 } } }, 'retry.backoff.maxMs'],
+      [{ retry: { backoff: { factor: 0.5 } } }, 'retry.backoff.factor'],
+      [{ retry: { backoff: { factor: NaN } } }, 'retry.backoff.factor'],
       [{ claimBatch: 0 }, 'claimBatch'],
       [{ claimBatch: 1001 }, 'claimBatch'],
       [{ promoteBatch: 9 }, 'promoteBatch'],

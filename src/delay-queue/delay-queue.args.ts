@@ -2,6 +2,10 @@ import { DelayQueueArgumentError } from './delay-queue.errors';
 import { MAX_DELAY_MS, MAX_PAYLOAD_BYTES } from './delay-queue.keys';
 import type { ProcessOptions, When } from './delay-queue.types';
 import { BATCH, CLAIM_BATCH, type ProcessorSettings } from './queue-processor';
+import type { RetryPolicy } from '../workers/retry-policy';
+
+/** The delay queue's retry policy where a caller leaves a field out. */
+export const DELAY_QUEUE_RETRY: RetryPolicy = { attempts: 5, backoff: { initialMs: 1000, maxMs: 300_000, factor: 2 }, visibilityMs: 30_000 };
 
 /** The largest JS Date, ms. */
 const MAX_TIME_MS = 8.64e15;
@@ -48,22 +52,21 @@ export function processorSettings(o: ProcessOptions, appShutdownGraceMs: number,
     return x;
   };
   // At least a second: shorter, a GC pause or a Redis stall would hand a live delivery to a second holder.
-  const visibilityTimeoutMs = int('visibilityTimeoutMs', o.visibilityTimeoutMs, 30_000, 1000, 3_600_000);
-  const initialMs = int('backoff.initialMs', o.backoff?.initialMs, 1000, 0, 86_400_000);
-  const maxMs = int('backoff.maxMs', o.backoff?.maxMs, 300_000, initialMs, 86_400_000);
-  const factor = o.backoff?.factor ?? 2;
-  if (typeof factor !== 'number' || !(factor >= 1 && factor <= 10)) throw new DelayQueueArgumentError('backoff.factor', 'must be a number from 1 to 10');
+  const d = DELAY_QUEUE_RETRY;
+  const visibilityMs = int('retry.visibilityMs', o.retry?.visibilityMs, d.visibilityMs, 1000, 3_600_000);
+  const initialMs = int('retry.backoff.initialMs', o.retry?.backoff?.initialMs, d.backoff.initialMs, 0, 86_400_000);
+  const maxMs = int('retry.backoff.maxMs', o.retry?.backoff?.maxMs, d.backoff.maxMs, initialMs, 86_400_000);
+  const factor = o.retry?.backoff?.factor ?? 2;
+  if (typeof factor !== 'number' || !(factor >= 1 && factor <= 10)) throw new DelayQueueArgumentError('retry.backoff.factor', 'must be a number from 1 to 10');
   return {
     concurrency: int('concurrency', o.concurrency, 10, 1, 1000),
-    visibilityTimeoutMs,
-    maxAttempts: int('maxAttempts', o.maxAttempts, 5, 1, 1000),
-    backoff: { initialMs, maxMs, factor },
+    retry: { attempts: int('retry.attempts', o.retry?.attempts, d.attempts, 1, 1000), backoff: { initialMs, maxMs, factor }, visibilityMs },
     pollMs: int('pollMs', o.pollMs, 1000, 50, 1000),
     handlerTimeoutMs: int('handlerTimeoutMs', o.handlerTimeoutMs, 300_000, 1000, 86_400_000),
     claimBatch: int('claimBatch', o.claimBatch, CLAIM_BATCH, 1, 1000),
     promoteBatch: int('promoteBatch', o.promoteBatch, BATCH, 10, BATCH),
     // Half the app's shutdown budget: the rest is for the HTTP drain and handing items back before the force exit.
-    shutdownGraceMs: Math.min(visibilityTimeoutMs, Math.floor(appShutdownGraceMs / 2)),
+    shutdownGraceMs: Math.min(visibilityMs, Math.floor(appShutdownGraceMs / 2)),
     // Three quarters of the command timeout for the claim to start running in Redis, the rest for its reply's way back.
     replyWithinMs: Math.max(1, Math.floor((commandTimeoutMs * 3) / 4)),
   };

@@ -1,8 +1,12 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { RedisService } from '../redis/redis.service';
 import { BackgroundWorkers } from '../workers/background-workers.service';
-import { encodePayload, processorSettings, timeArgs } from './delay-queue.args';
+import { CLOCK, type Clock } from '../workers/clock';
+import { backoffDelay, type RetryPolicyInput } from '../workers/retry-policy';
+import type { DelayQueueHandlerSpec } from '../workers/worker-declarations';
+import { WorkerRegistry } from '../workers/worker-registry';
+import { DELAY_QUEUE_RETRY, encodePayload, processorSettings, timeArgs } from './delay-queue.args';
 import { DelayQueueArgumentError } from './delay-queue.errors';
 import { checkItemId } from './delay-queue.keys';
 import { DelayQueueMetrics } from './delay-queue.metrics';
@@ -10,6 +14,7 @@ import { DelayQueueStore } from './delay-queue.store';
 import type {
   CancelResult,
   DeadLetter,
+  Delivery,
   Handler,
   ItemView,
   Page,
@@ -44,9 +49,24 @@ export class DelayQueueService {
     private readonly workers: BackgroundWorkers,
     private readonly metrics: DelayQueueMetrics,
     private readonly config: AppConfig,
+    registry: WorkerRegistry,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {
     // Every queue in the shared registry, so any instance's scrape shows them all (aggregate with max, not sum).
     metrics.setStatsSource(async () => Promise.all((await this.listQueues()).slice(0, 1000).map((q) => this.stats(q))));
+    // The engine of every @DelayQueueHandler: the registry starts them at boot and stops them on shutdown.
+    registry.provide('delay-queue', {
+      defaults: DELAY_QUEUE_RETRY,
+      trigger: (spec) => `delay queue \`${(spec as DelayQueueHandlerSpec).queue}\``,
+      deadLetter: (spec) => `dead set: \`GET /admin/delay-queues/${(spec as DelayQueueHandlerSpec).queue}/dead\``,
+      metric: () => 'delay_queue_*{queue}',
+      unhandled: async (declared, drained) => {
+        const handled = new Set([...declared.map((s) => (s as DelayQueueHandlerSpec).queue), ...drained, ...this.processors.keys()]);
+        const stats = await Promise.all((await this.listQueues()).filter((q) => !handled.has(q)).map((q) => this.stats(q)));
+        return stats.filter((s) => s.pending + s.ready + s.inFlight > 0).map((s) => `delay-queue:${s.queue}`);
+      },
+      start: (spec, handler, retry, options) => this.process((spec as DelayQueueHandlerSpec).queue, handler as Handler, { ...options, retry }),
+    });
   }
 
   /**
@@ -140,22 +160,70 @@ export class DelayQueueService {
   }
 
   /**
-   * Registers this instance's worker for `queue`. Delivery is at-least-once:
-   * a handler that throws is retried with backoff, up to `maxAttempts`, then
-   * dead-lettered; a handler whose instance dies is redelivered elsewhere
-   * once its visibility timeout passes. One processor per queue per instance.
+   * Registers this instance's worker for `queue` (features declare theirs with
+   * `@DelayQueueHandler`, which the worker registry starts with this). Delivery
+   * is at-least-once: a handler that throws is retried with backoff, up to
+   * `retry.attempts`, then dead-lettered; a handler whose instance dies is
+   * redelivered elsewhere once `retry.visibilityMs` passes. One processor per
+   * queue per instance.
    */
   async process<T>(queue: string, handler: Handler<T>, options: ProcessOptions = {}): Promise<Processor> {
     const k = this.store.keys(queue);
     if (this.processors.has(queue)) throw new DelayQueueArgumentError('queue', `already has a processor in this instance`);
     const settings = processorSettings(options, this.config.shutdownGraceMs, this.config.redis.commandTimeoutMs);
     this.eventBus ??= new QueueEventBus(this.redis.subscriber());
-    const processor = new QueueProcessor<T>(queue, k, handler, settings, this.store, this.eventBus, this.metrics);
+    const processor = new QueueProcessor<T>(queue, k, handler, settings, this.store, this.eventBus, this.metrics, this.clock);
     this.processors.set(queue, processor as QueueProcessor<unknown>);
     this.workers.register(`delay-queue:${queue}`, processor);
     await this.remember(queue).catch(() => undefined);
     await processor.start();
     return processor;
+  }
+
+  /**
+   * Hands the due items of `queue` to `handler` once, without a processor: for a queue nothing processes any more whose
+   * entries must still be settled (a former queue being drained by a periodic job). Each item is claimed as a
+   * processor claims it (`retry.visibilityMs`), acked once the handler resolves, retried after its backoff or
+   * dead-lettered after `retry.attempts` when it throws. `more`: due items are left for the next call.
+   */
+  async drainDue<T>(
+    queue: string,
+    handler: Handler<T>,
+    options: { batch?: number; retry?: RetryPolicyInput } = {},
+  ): Promise<{ handled: number; more: boolean }> {
+    const k = this.store.keys(queue);
+    const s = processorSettings({ claimBatch: options.batch ?? 100, retry: options.retry }, this.config.shutdownGraceMs, this.config.redis.commandTimeoutMs);
+    const { attempts, visibilityMs, backoff } = s.retry;
+    const r = await this.store.claim(k, s.claimBatch, visibilityMs, attempts, s.promoteBatch);
+    const labels = { queue };
+    let handled = 0;
+    for (const c of r.claimed) {
+      this.metrics.fired.inc(labels);
+      const delivery: Delivery<T> = {
+        queue,
+        id: c.id,
+        payload: undefined as T,
+        attempt: c.attempt,
+        token: c.token,
+        dueAt: c.dueAt,
+        serverNow: () => r.now,
+        signal: new AbortController().signal,
+        stillWanted: () => this.store.extend(k, c.id, c.token, visibilityMs),
+      };
+      try {
+        delivery.payload = JSON.parse(c.rawPayload) as T;
+        await handler(delivery);
+        if (await this.store.ack(k, c.id, c.token)) this.metrics.acked.inc(labels);
+        handled++;
+      } catch (err) {
+        const text = (err instanceof Error ? `${err.name}: ${err.message}` : String(err)).slice(0, 2000);
+        // Not recorded (Redis failed): the item stays in flight and is claimed again after its visibility timeout.
+        const outcome = await this.store.fail(k, c.id, c.token, attempts, backoffDelay(c.attempt, backoff, this.clock.random), text).catch(() => 'stale');
+        if (outcome === 'retried') this.metrics.retried.inc(labels);
+        if (outcome === 'dead') this.metrics.dead.inc(labels);
+      }
+    }
+    return { handled, more: r.readyLeft > 0 || r.promoted === s.promoteBatch };
   }
 
   /** Adds the queue to the shared registry once per process (for the admin list and the gauges). */

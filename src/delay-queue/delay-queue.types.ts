@@ -1,3 +1,5 @@
+import type { RetryPolicyInput } from '../workers/retry-policy';
+
 /**
  * Public types of the delay-queue engine: "do X at time T unless it is
  * cancelled first", shared by every module. See README "Delay queue".
@@ -111,23 +113,16 @@ export interface Delivery<T = unknown> {
 
 export type Handler<T = unknown> = (delivery: Delivery<T>) => Promise<void>;
 
-export interface BackoffOptions {
-  /** Delay before the first retry, ms. Default 1000. */
-  initialMs?: number;
-  /** Cap on any one retry delay, ms. Default 300000. */
-  maxMs?: number;
-  /** Growth per attempt. Default 2. */
-  factor?: number;
-}
-
 export interface ProcessOptions {
   /** Handlers run at once in this instance. Default 10, at most 1000. */
   concurrency?: number;
-  /** A delivery not acked, failed or extended within this time is delivered again. Default 30000, at least 1000. */
-  visibilityTimeoutMs?: number;
-  /** Deliveries before an item goes to dead-letter. Default 5. */
-  maxAttempts?: number;
-  backoff?: BackoffOptions;
+  /**
+   * The retry policy (src/workers/retry-policy.ts): `attempts`, deliveries before an item goes to dead-letter (default
+   * 5, at most 1000); `backoff`, the wait before a failed item is delivered again (default 1 s doubling to 5 min);
+   * `visibilityMs`, a delivery not acked, failed or extended within this time is delivered again (default 30000, at
+   * least 1000).
+   */
+  retry?: RetryPolicyInput;
   /** Fallback poll, ms, jittered down to half; at most 1000. Default 1000. */
   pollMs?: number;
   /**

@@ -4,7 +4,9 @@ import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { ClaimedDelivery, ClaimReply, DelayQueueStore, FailOutcome } from './delay-queue.store';
 import type { Handler } from './delay-queue.types';
 import type { QueueEventBus } from './queue-event-bus';
-import { backoffDelay, QueueProcessor, systemClock, type ProcessorClock, type ProcessorSettings } from './queue-processor';
+import { type Clock, systemClock } from '../workers/clock';
+import { backoffDelay } from '../workers/retry-policy';
+import { QueueProcessor, type ProcessorSettings } from './queue-processor';
 
 describe(backoffDelay.name, () => {
   const b = { initialMs: 1000, maxMs: 60_000, factor: 2 };
@@ -95,9 +97,7 @@ const T0 = 1_700_000_000_000;
 
 const settingsOf = (o: Partial<ProcessorSettings> = {}): ProcessorSettings => ({
   concurrency: 10,
-  visibilityTimeoutMs: 3000,
-  maxAttempts: 5,
-  backoff: { initialMs: 1000, maxMs: 1000, factor: 2 },
+  retry: { visibilityMs: 3000, attempts: 5, backoff: { initialMs: 1000, maxMs: 1000, factor: 2 } },
   pollMs: 1000,
   handlerTimeoutMs: 60_000,
   claimBatch: 100,
@@ -147,7 +147,7 @@ describe(QueueProcessor.name, () => {
 
   const elapsed = () => Date.now() - T0;
   const start = async (handler: Handler<unknown> = () => Promise.resolve(), settings: Partial<ProcessorSettings> = {}) => {
-    const clock: ProcessorClock = { ...systemClock, random: () => jitter };
+    const clock: Clock = { ...systemClock, random: () => jitter };
     processor = new QueueProcessor(
       'q',
       KEYS,
@@ -263,7 +263,7 @@ describe(QueueProcessor.name, () => {
     it('extends a running delivery every third of its visibility timeout, and stops once the handler is done', async () => {
       const done = deferred();
       store.replies.push({ claimed: [delivery('a', 7)] });
-      await start(() => done.promise, { visibilityTimeoutMs: 3000 });
+      await start(() => done.promise, { retry: { ...settingsOf().retry, visibilityMs: 3000 } });
       await jest.advanceTimersByTimeAsync(999);
       expect(store.extend).not.toHaveBeenCalled();
       await jest.advanceTimersByTimeAsync(2001);
@@ -286,7 +286,7 @@ describe(QueueProcessor.name, () => {
           signal = d.signal;
           return new Promise(() => undefined);
         },
-        { visibilityTimeoutMs: 3000 },
+        { retry: { ...settingsOf().retry, visibilityMs: 3000 } },
       );
       await jest.advanceTimersByTimeAsync(1000);
       expect(signal?.aborted).toBe(false);
@@ -305,7 +305,7 @@ describe(QueueProcessor.name, () => {
           signal = d.signal;
           return new Promise(() => undefined);
         },
-        { handlerTimeoutMs: 500, concurrency: 1, backoff: { initialMs: 1000, maxMs: 10_000, factor: 2 } },
+        { handlerTimeoutMs: 500, concurrency: 1, retry: { ...settingsOf().retry, backoff: { initialMs: 1000, maxMs: 10_000, factor: 2 } } },
       );
       await jest.advanceTimersByTimeAsync(499);
       expect(store.fail).not.toHaveBeenCalled();
@@ -355,7 +355,7 @@ describe(QueueProcessor.name, () => {
         'q',
         KEYS,
         () => Promise.reject(new Error('channel down')),
-        settingsOf({ maxAttempts: 3 }),
+        settingsOf({ retry: { ...settingsOf().retry, attempts: 3 } }),
         store as unknown as DelayQueueStore,
         events as unknown as QueueEventBus,
         metrics,

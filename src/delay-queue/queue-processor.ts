@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
 import type { BackgroundWorker } from '../workers/background-workers.service';
+import { type Clock, systemClock, type Timer } from '../workers/clock';
+import { backoffDelay, type RetryPolicy } from '../workers/retry-policy';
 import type { DelayQueueMetrics } from './delay-queue.metrics';
 import type { QueueKeys } from './delay-queue.keys';
 import type { ClaimedDelivery, DelayQueueStore, DiedItem } from './delay-queue.store';
@@ -18,9 +20,8 @@ const MAX_ERROR_CHARS = 2000;
 
 export interface ProcessorSettings {
   concurrency: number;
-  visibilityTimeoutMs: number;
-  maxAttempts: number;
-  backoff: { initialMs: number; maxMs: number; factor: number };
+  /** Deliveries before dead-letter, the backoff between them, and the visibility timeout of a delivery. */
+  retry: RetryPolicy;
   pollMs: number;
   /** A handler still running after this long counts as failed (retry or dead-letter) and frees its slot. */
   handlerTimeoutMs: number;
@@ -38,27 +39,6 @@ export interface ProcessorSettings {
   replyWithinMs: number;
 }
 
-/** The processor's time: the wall clock (ms) and timers. Tests pass fake ones; the default is the real one. */
-export interface ProcessorClock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): NodeJS.Timeout;
-  clearTimeout(timer: NodeJS.Timeout | undefined): void;
-  setInterval(fn: () => void, ms: number): NodeJS.Timeout;
-  clearInterval(timer: NodeJS.Timeout | undefined): void;
-  /** A number in [0, 1): the fallback poll's jitter. */
-  random(): number;
-}
-
-/** The real clock. Each call looks the global up when it runs, so Jest's fake timers replace it too. */
-export const systemClock: ProcessorClock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (timer) => clearTimeout(timer),
-  setInterval: (fn, ms) => setInterval(fn, ms),
-  clearInterval: (timer) => clearInterval(timer),
-  random: () => Math.random(),
-};
-
 interface Running {
   id: string;
   abort: AbortController;
@@ -73,12 +53,6 @@ export class HandlerTimeoutError extends Error {
     super(`handler still running after ${ms} ms`);
     this.name = 'HandlerTimeoutError';
   }
-}
-
-/** Retry delay after `attempt` failed deliveries: exponential, capped, with "equal jitter" (half fixed, half random). */
-export function backoffDelay(attempt: number, b: ProcessorSettings['backoff'], random = Math.random): number {
-  const full = Math.min(b.maxMs, b.initialMs * b.factor ** Math.max(0, attempt - 1));
-  return Math.round(full / 2 + random() * (full / 2));
 }
 
 /**
@@ -97,15 +71,15 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
   private ticking?: Promise<void>;
   private tickAgain = false;
   private wakeAt = Infinity;
-  private wakeTimer?: NodeJS.Timeout;
-  private pollTimer?: NodeJS.Timeout;
+  private wakeTimer?: Timer;
+  private pollTimer?: Timer;
   /** Redis clock minus local clock, ms, from the last claim: timers are armed on the Redis clock. */
   private clockOffset = 0;
   /** Whether a claim has answered yet (until then the Redis clock is unknown, and a claim sets no reply-by time). */
   private clockKnown = false;
   /** Whether the last claim left ready items behind (claim more when a slot frees up). */
   private readyLeft = false;
-  private lastErrorLog = 0;
+  private lastErrorLog = -Infinity;
   /** The earliest due time announced by an event while a claim was on the wire (its reply must not undo it). */
   private eventDueDuringClaim = Infinity;
   /** The crash points of claim → handle → ack (src/common/crash-points.ts): after the claim, and after the handler before its ack. */
@@ -120,7 +94,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     private readonly store: DelayQueueStore,
     private readonly events: QueueEventBus,
     private readonly metrics: DelayQueueMetrics,
-    private readonly clock: ProcessorClock = systemClock,
+    private readonly clock: Clock = systemClock,
   ) {
     this.logger = new Logger(`DelayQueue:${queue}`);
     this.crashAfterClaim = `delay-queue.${queue}.after-claim`;
@@ -149,14 +123,14 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     this.clock.clearTimeout(this.pollTimer);
     await this.ticking;
     const all = Promise.all([...this.running.values()].map((r) => r.done));
-    let timer: NodeJS.Timeout | undefined;
+    let timer: Timer | undefined;
     await Promise.race([all, new Promise((r) => (timer = this.clock.setTimeout(() => r(undefined), this.settings.shutdownGraceMs)))]);
     this.clock.clearTimeout(timer);
     await Promise.all(
       [...this.running].map(async ([token, r]) => {
         r.handedBack = true;
         r.abort.abort(new Error('worker stopping'));
-        await this.store.release(this.keys, r.id, token, this.settings.maxAttempts).catch(() => false);
+        await this.store.release(this.keys, r.id, token, this.settings.retry.attempts).catch(() => false);
       }),
     );
     await this.events.unsubscribe(this.keys.channel).catch(() => undefined);
@@ -221,7 +195,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         const t0 = this.clock.now();
         this.eventDueDuringClaim = Infinity;
         const replyBy = this.clockKnown ? t0 + this.clockOffset + this.settings.replyWithinMs : undefined;
-        const r = await this.store.claim(this.keys, want, this.settings.visibilityTimeoutMs, this.settings.maxAttempts, this.settings.promoteBatch, replyBy);
+        const r = await this.store.claim(this.keys, want, this.settings.retry.visibilityMs, this.settings.retry.attempts, this.settings.promoteBatch, replyBy);
         const { now, promoted, requeued, died } = r;
         this.clockOffset = now - (t0 + this.clock.now()) / 2;
         this.clockKnown = true;
@@ -257,12 +231,12 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     this.metrics.fired.inc(labels);
     this.metrics.lateness.observe(labels, Math.max(0, claimedAt - dueAt) / 1000);
     const extend = async (): Promise<boolean> => {
-      const ok = await this.store.extend(this.keys, id, token, this.settings.visibilityTimeoutMs);
+      const ok = await this.store.extend(this.keys, id, token, this.settings.retry.visibilityMs);
       if (!ok) abort.abort(new Error('delivery no longer current'));
       return ok;
     };
     // The heartbeat keeps a live delivery's deadline ahead; it ends with the delivery or its revocation.
-    const heartbeat = this.clock.setInterval(() => void extend().catch(() => undefined), this.settings.visibilityTimeoutMs / 3);
+    const heartbeat = this.clock.setInterval(() => void extend().catch(() => undefined), this.settings.retry.visibilityMs / 3);
     abort.signal.addEventListener('abort', () => this.clock.clearInterval(heartbeat), { once: true });
     const delivery: Delivery<T> = {
       queue: this.queue,
@@ -279,7 +253,7 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
     entry.done = (async () => {
       let failure: unknown;
       let succeeded = false;
-      let timer: NodeJS.Timeout | undefined;
+      let timer: Timer | undefined;
       try {
         delivery.payload = JSON.parse(raw) as T;
         const handled = Promise.resolve().then(() => this.handler(delivery));
@@ -304,8 +278,8 @@ export class QueueProcessor<T> implements Processor, BackgroundWorker {
         }
         if (failure instanceof HandlerTimeoutError) abort.abort(failure);
         const text = (failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure)).slice(0, MAX_ERROR_CHARS);
-        const delay = backoffDelay(attempt, this.settings.backoff, this.clock.random);
-        const outcome = await this.retry(() => this.store.fail(this.keys, id, token, this.settings.maxAttempts, delay, text));
+        const delay = backoffDelay(attempt, this.settings.retry.backoff, this.clock.random);
+        const outcome = await this.retry(() => this.store.fail(this.keys, id, token, this.settings.retry.attempts, delay, text));
         if (outcome === 'retried') this.metrics.retried.inc(labels);
         if (outcome === 'dead') {
           this.metrics.dead.inc(labels);

@@ -1,11 +1,11 @@
 import { Hold, type HoldHost } from './hold';
 import { LeaseRenewer } from './lease-renewer';
-import { type LockClock, systemLockClock } from './lock-clock';
+import { type Clock, systemClock } from '../workers/clock';
 import { LockLostError } from './lock.errors';
 
 /** An engine that answers renewals as the test says and records what the holds asked of it. */
 class FakeHost implements HoldHost {
-  readonly clock: LockClock = systemLockClock;
+  readonly clock: Clock = systemClock;
   readonly renewer = new LeaseRenewer(this.clock);
   /** When the test began, on the (fake) clock. */
   readonly t0 = this.clock.now();

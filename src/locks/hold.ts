@@ -1,6 +1,6 @@
 import type { LeaseRenewer, Renewable } from './lease-renewer';
 import { LockLostError } from './lock.errors';
-import type { LockClock, LockTimer } from './lock-clock';
+import type { Clock, Timer } from '../workers/clock';
 import type { LockKeys } from './lock-keys';
 import type { LockHandle, LockMode } from './lock.types';
 
@@ -8,7 +8,7 @@ import type { LockHandle, LockMode } from './lock.types';
 export interface HoldHost {
   /** The watchdogs of every hold, on one timer per renewal interval. */
   readonly renewer: LeaseRenewer;
-  readonly clock: LockClock;
+  readonly clock: Clock;
   /** Extends the hold's lease by its leaseMs; resolves to the new lease end. Rejects with LockLostError when it is gone. */
   renewHold(h: Hold): Promise<number>;
   /** Gives the hold back (a hold already gone is not an error). */
@@ -54,7 +54,7 @@ export class Hold implements LockHandle, Renewable {
   private aborter?: AbortController;
   private lostWith?: LockLostError;
   /** A retry of a renewal Redis did not answer (the regular renewals come from the host's LeaseRenewer). */
-  private retryTimer?: LockTimer;
+  private retryTimer?: Timer;
   /** Set by stopWatchdog (release, loss, shutdown): a renewal still on its way must not start another. */
   private stopped = false;
   private renewing?: Promise<void>;

@@ -1,4 +1,4 @@
-import { type LockClock, type LockTimer, systemLockClock } from './lock-clock';
+import { type Clock, systemClock, type Timer } from '../workers/clock';
 
 /** What the renewer drives: a hold whose lease it renews every `renewEveryMs`. */
 export interface Renewable {
@@ -12,7 +12,7 @@ interface Lane {
   every: number;
   /** Hold → when it is due (monotonic ms). Insertion order is due order: every hold joins at now + the same interval. */
   due: Map<Renewable, number>;
-  timer?: LockTimer;
+  timer?: Timer;
 }
 
 /**
@@ -30,7 +30,7 @@ export class LeaseRenewer {
   private readonly lanes = new Map<number, Lane>();
   private closed = false;
 
-  constructor(private readonly clock: LockClock = systemLockClock) {}
+  constructor(private readonly clock: Clock = systemClock) {}
 
   /** Queues `hold` for renewal one interval from now (or moves it there). Does nothing once `clear()` has run. */
   add(hold: Renewable): void {

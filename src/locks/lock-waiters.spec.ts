@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { type LockClock, systemLockClock } from './lock-clock';
+import { type Clock, systemClock } from '../workers/clock';
 import { LockWaiters } from './lock-waiters';
 
 /** A subscriber connection that records SUBSCRIBE/UNSUBSCRIBE and delivers what the test publishes. */
@@ -25,14 +25,14 @@ class FakeSubscriber extends EventEmitter {
 
 describe(LockWaiters.name, () => {
   let sub: FakeSubscriber;
-  let clock: LockClock;
+  let clock: Clock;
   let waiters: LockWaiters;
 
   beforeEach(() => {
     jest.useFakeTimers();
     sub = new FakeSubscriber();
     // The process clock reads the (fake) globals: the test moves time itself.
-    clock = systemLockClock;
+    clock = systemClock;
     waiters = new LockWaiters(() => sub as never, clock);
   });
 

@@ -1,5 +1,5 @@
 import type { RedisClient } from '../redis/redis.service';
-import { type LockClock, systemLockClock } from './lock-clock';
+import { type Clock, systemClock } from '../workers/clock';
 
 interface Channel {
   /** Waiters in this process on this lock. */
@@ -31,7 +31,7 @@ export class LockWaiters {
    */
   constructor(
     private readonly subscriber: () => Pick<RedisClient, 'on' | 'subscribe' | 'unsubscribe'>,
-    private readonly clock: LockClock = systemLockClock,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   private listening = false;

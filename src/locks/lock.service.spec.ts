@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { RedisService } from '../redis/redis.service';
-import { systemLockClock } from './lock-clock';
+import { systemClock } from '../workers/clock';
 import { LockContendedError } from './lock.errors';
 import type { LockMetrics } from './lock.metrics';
 import { LockPolicies } from './lock-policies';
@@ -42,7 +42,7 @@ describe(`${LockService.name} waiting`, () => {
     const config: LocksConfig = { policies: new Map(), wakeCheckMs: WAKE_CHECK_MS };
     const metrics = { forAcquire: () => ({ acquired: counter(), contended: counter(), unavailable: counter(), wait: counter() }) } as unknown as LockMetrics;
     const redis = { subscriber: () => sub } as unknown as RedisService;
-    locks = new LockService(store, new LockPolicies(config), config, metrics, redis, systemLockClock);
+    locks = new LockService(store, new LockPolicies(config), config, metrics, redis, systemClock);
   });
 
   afterEach(() => {

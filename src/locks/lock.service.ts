@@ -5,7 +5,7 @@ import { InvalidArgumentError } from '../errors/domain-error';
 import { RedisService } from '../redis/redis.service';
 import { Hold, type HoldHost } from './hold';
 import { LeaseRenewer } from './lease-renewer';
-import { type LockClock, systemLockClock } from './lock-clock';
+import { CLOCK, type Clock, systemClock } from '../workers/clock';
 import { LockContendedError, LockLostError, LockUnavailableError } from './lock.errors';
 import { LocksConfig } from './locks.config';
 import type { LockKeys } from './lock-keys';
@@ -14,9 +14,6 @@ import { LockPolicies } from './lock-policies';
 import { type AcquireResult, LockStore } from './lock.store';
 import type { AcquireOptions, LockHandle, LockMode, LockPolicy, LockState } from './lock.types';
 import { LockWaiters } from './lock-waiters';
-
-/** Injection token of the engine's clock (optional: the process clock by default). */
-export const LOCK_CLOCK = Symbol('LOCK_CLOCK');
 
 export const LOCK_NAME_RE = /^[A-Za-z0-9_.:-]{1,128}$/;
 export const MAX_LEASE_MS = 10 * 60_000;
@@ -63,7 +60,7 @@ export class LockService implements OnApplicationShutdown, HoldHost {
   private readonly waiters: LockWaiters;
   private readonly holds = new Set<Hold>();
   /** @internal the time source of waits, renewals and deadlines */
-  readonly clock: LockClock;
+  readonly clock: Clock;
   /** @internal the watchdogs of every hold, on one timer per renewal interval */
   readonly renewer: LeaseRenewer;
   /** Identifies this process in owner tokens (for operators reading GET /locks/{name}). */
@@ -75,9 +72,9 @@ export class LockService implements OnApplicationShutdown, HoldHost {
     private readonly config: LocksConfig,
     private readonly metrics: LockMetrics,
     redis: RedisService,
-    @Optional() @Inject(LOCK_CLOCK) clock?: LockClock,
+    @Optional() @Inject(CLOCK) clock?: Clock,
   ) {
-    this.clock = clock ?? systemLockClock;
+    this.clock = clock ?? systemClock;
     this.renewer = new LeaseRenewer(this.clock);
     this.waiters = new LockWaiters(() => redis.subscriber(), this.clock);
   }
@@ -263,7 +260,7 @@ export class LockService implements OnApplicationShutdown, HoldHost {
 
   /** Resolves when `p` does or `ms` have passed (a subscription that hangs must not hold a waiter past its deadline). */
   private async waitFor(p: Promise<unknown>, ms: number): Promise<void> {
-    let timer: ReturnType<LockClock['setTimeout']> | undefined;
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
     await Promise.race([p, new Promise<void>((r) => (timer = this.clock.setTimeout(r, ms)))]);
     this.clock.clearTimeout(timer);
   }

@@ -1,9 +1,10 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { ApiError } from '../http/api-error';
+import { DelayQueueHandler } from '../workers/worker-declarations';
 import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendingActionResult } from './message-commands';
 import { validateCommand } from '../http/validation';
 import { PendingActionParamDto, StartPendingActionDto } from './dto/pending-action.dto';
@@ -31,7 +32,7 @@ interface ReminderPayload {
  * number of instances send at most one message per started action.
  */
 @Injectable()
-export class PendingActionsService implements OnApplicationBootstrap {
+export class PendingActionsService {
   private readonly logger = new Logger(PendingActionsService.name);
 
   constructor(
@@ -41,8 +42,9 @@ export class PendingActionsService implements OnApplicationBootstrap {
     private readonly config: MessagesConfig,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    await this.queue.process<ReminderPayload>(REMINDER_QUEUE, (d) => this.remind(d), { concurrency: 20, maxAttempts: 10 });
+  @DelayQueueHandler({ queue: REMINDER_QUEUE, retry: { attempts: 10 }, options: () => ({ concurrency: 20 }) })
+  onReminderDue(d: Delivery<ReminderPayload>): Promise<void> {
+    return this.remind(d);
   }
 
   delayOf(bizType: string): number {

@@ -4,7 +4,7 @@
  */
 export { OrdersModule } from './orders.module';
 export { OrdersService } from './orders.service';
-export { OrderEventsService } from './order-events.service';
+export { ORDER_EVENTS, OrderEventsService } from './order-events.service';
 export type { OrderEvent } from './order-event';
 export type { OrderSummary, OrderView } from './order-views';
 export { orderLockName } from './order-locks';

@@ -1,3 +1,4 @@
+import type { RetryPolicyInput } from '../workers/retry-policy';
 import type { OrderEventType, OrderStatus } from './order.types';
 
 /** One event from a shard stream, as handed to a consumer. */
@@ -37,13 +38,13 @@ export interface ConsumeOptions {
   concurrency?: number;
   /** No longer used: reads block until an event arrives (see StreamGroupRunner). Kept so existing callers compile. */
   pollMs?: number;
-  /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
-  claimIdleMs?: number;
   /**
-   * Deliveries of one event before it is given up: acked, recorded on the shard's dead-events stream
-   * (OrderEventsService.deadStreams(), capped) with the group, the error and the event, counted as `dead` and logged. Default 20.
+   * The retry policy (src/workers/retry-policy.ts): `visibilityMs`, entries pending this long (their consumer died, or
+   * the handler failed) are taken over, default 30000; `attempts`, deliveries of one event before it is given up:
+   * acked, recorded on the shard's dead-events stream (OrderEventsService.deadStreams(), capped) with the group, the
+   * error and the event, counted as `dead` and logged, default 20; `backoff`, see StreamGroupOptions.retry.
    */
-  maxDeliveries?: number;
+  retry?: RetryPolicyInput;
   /** Where a new group starts: `beginning` (every retained event, default) or `now`. An existing group keeps its position. */
   startFrom?: 'beginning' | 'now';
 }

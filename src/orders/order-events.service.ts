@@ -3,7 +3,10 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '../errors/domain-error';
 import { KeyBuilder } from '../redis/key-builder';
+import { STREAM_RETRY } from '../streams/stream-group-runner';
 import { StreamRunners } from '../streams/stream-runners.service';
+import type { StreamConsumerSpec } from '../workers/worker-declarations';
+import { WorkerRegistry } from '../workers/worker-registry';
 import { ConsumeOptions, EventConsumer, OrderEventHandler, toOrderEvent } from './order-event';
 import { deadEventStreamKeys, eventStreamKeys } from './order-keys';
 import { OrdersMetrics } from './orders.metrics';
@@ -12,6 +15,9 @@ const NAME_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 /** Dead events kept per shard (approximately): the newest ones. */
 export const DEAD_EVENTS_MAXLEN = 10_000;
+
+/** The stream source of the order events, as consumers declare it: `@StreamConsumer({ stream: ORDER_EVENTS, group })`. */
+export const ORDER_EVENTS = 'order-events';
 
 /** The most events of one shard a consumer handles at once. */
 const MAX_CONCURRENCY = 1000;
@@ -30,7 +36,17 @@ export class OrderEventsService {
     private readonly keys: KeyBuilder,
     private readonly runners: StreamRunners,
     private readonly metrics: OrdersMetrics,
-  ) {}
+    registry: WorkerRegistry,
+  ) {
+    // The engine of every @StreamConsumer({ stream: 'order-events', group }): the registry starts each group at boot.
+    registry.provide(`stream:${ORDER_EVENTS}`, {
+      defaults: STREAM_RETRY,
+      trigger: (spec) => `stream \`${ORDER_EVENTS}\` (every shard), group \`${(spec as StreamConsumerSpec).group}\``,
+      deadLetter: () => "the shard's dead-events stream",
+      metric: () => 'order_events_handled_total{group}, stream_entries_total{runner,group}',
+      start: (spec, handler, retry, options) => this.consume((spec as StreamConsumerSpec).group, handler as OrderEventHandler, { ...options, retry }),
+    });
+  }
 
   /** The shard streams, by shard number. */
   streams(): string[] {
@@ -60,15 +76,14 @@ export class OrderEventsService {
       throw new InvalidArgumentError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}`, 'concurrency');
     const dead = this.deadStreams();
     return this.runners.start({
-      name: 'order-events',
+      name: ORDER_EVENTS,
       streams: this.streams().map((key, shard) => ({ key, deadLetterKey: dead[shard] })),
       group,
       consumer,
       handler: (entry) => handler(toOrderEvent(entry.stream, entry.id, entry.fields)),
       batchSize: options.batchSize ?? 50,
       concurrency,
-      claimIdleMs: options.claimIdleMs ?? 30_000,
-      maxDeliveries: options.maxDeliveries ?? 20,
+      retry: options.retry,
       deadLetterMaxLen: DEAD_EVENTS_MAXLEN,
       startFrom: options.startFrom,
       onOutcome: (outcome) => {

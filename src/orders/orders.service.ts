@@ -1,6 +1,8 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
+import type { Delivery } from '../delay-queue/delay-queue.types';
+import { DelayQueueHandler } from '../workers/worker-declarations';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
 import type { CheckoutOrderDto, OrderDto } from './dto/order.dto';
@@ -38,7 +40,7 @@ type CloseOutcome = { kind: 'closed' | 'unchanged'; order: OrderRecord } | { kin
  * runner asks through armExpiry / disarmExpiry).
  */
 @Injectable()
-export class OrdersService implements OnApplicationBootstrap {
+export class OrdersService {
   private readonly logger = new Logger(OrdersService.name);
 
   constructor(
@@ -48,12 +50,15 @@ export class OrdersService implements OnApplicationBootstrap {
     private readonly metrics: OrdersMetrics,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    await this.queue.process<{ orderId: string }>(EXPIRY_QUEUE, (d) => this.expire(d.payload.orderId), {
-      concurrency: 20,
-      maxAttempts: 50,
-      backoff: { initialMs: 5000, maxMs: 5 * 60_000 },
-    });
+  /** An order's expiry came due: it is closed unless paid or being paid (see expire). */
+  @DelayQueueHandler({
+    queue: EXPIRY_QUEUE,
+    retry: { attempts: 50, backoff: { initialMs: 5000, maxMs: 5 * 60_000 } },
+    options: () => ({ concurrency: 20 }),
+    metric: 'orders_closed_total{reason}',
+  })
+  onExpiryDue(d: Delivery<{ orderId: string }>): Promise<void> {
+    return this.expire(d.payload.orderId);
   }
 
   /**

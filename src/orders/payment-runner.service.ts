@@ -1,7 +1,8 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
-import type { When } from '../delay-queue/delay-queue.types';
+import type { Delivery, When } from '../delay-queue/delay-queue.types';
+import { configured, DelayQueueHandler, type RetryDeclaration } from '../workers/worker-declarations';
 import { LockLostError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
 import type { LockHandle } from '../locks/lock.types';
@@ -40,6 +41,11 @@ interface Run {
 /** Retries of queries and reversals: the first after ORDERS_QUERY_DELAY_MS, growing to 10 minutes; then dead-letter for ops. */
 const FOLLOW_UP_ATTEMPTS = 30;
 const FOLLOW_UP_MAX_BACKOFF_MS = 10 * 60_000;
+/** The three follow-up queues' policy: the first retry after the query delay, doubling up to ten minutes. */
+const FOLLOW_UP_RETRY: RetryDeclaration = {
+  attempts: FOLLOW_UP_ATTEMPTS,
+  backoff: { initialMs: configured('ORDERS_QUERY_DELAY_MS', (get) => get(OrdersConfig).queryDelayMs), maxMs: FOLLOW_UP_MAX_BACKOFF_MS },
+};
 
 /**
  * Runs payment plans (no remote call inside a state write): the instructions in order, each a channel
@@ -64,7 +70,7 @@ const FOLLOW_UP_MAX_BACKOFF_MS = 10 * 60_000;
  * or cancel it.
  */
 @Injectable()
-export class PaymentRunner implements OnApplicationBootstrap {
+export class PaymentRunner {
   private readonly logger = new Logger(PaymentRunner.name);
 
   constructor(
@@ -77,11 +83,19 @@ export class PaymentRunner implements OnApplicationBootstrap {
     private readonly config: OrdersConfig,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    const options = { concurrency: 20, maxAttempts: FOLLOW_UP_ATTEMPTS, backoff: { initialMs: this.config.queryDelayMs, maxMs: FOLLOW_UP_MAX_BACKOFF_MS } };
-    await this.queue.process<LegRef>(QUERY_QUEUE, (d) => this.resolveQuery(d.payload), options);
-    await this.queue.process<ReversalRef>(REVERSAL_QUEUE, (d) => this.retryReversal(d.payload, d.attempt), options);
-    await this.queue.process<PlanRef>(RESUME_QUEUE, (d) => this.resume(d.payload), options);
+  @DelayQueueHandler({ queue: QUERY_QUEUE, retry: FOLLOW_UP_RETRY, options: () => ({ concurrency: 20 }), metric: 'payment_queries_total{outcome}' })
+  onQueryDue(d: Delivery<LegRef>): Promise<void> {
+    return this.resolveQuery(d.payload);
+  }
+
+  @DelayQueueHandler({ queue: REVERSAL_QUEUE, retry: FOLLOW_UP_RETRY, options: () => ({ concurrency: 20 }) })
+  onReversalDue(d: Delivery<ReversalRef>): Promise<void> {
+    return this.retryReversal(d.payload, d.attempt);
+  }
+
+  @DelayQueueHandler({ queue: RESUME_QUEUE, retry: FOLLOW_UP_RETRY, options: () => ({ concurrency: 20 }) })
+  onResumeDue(d: Delivery<PlanRef>): Promise<void> {
+    return this.resume(d.payload);
   }
 
   /**

@@ -1,12 +1,12 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { crashPoint } from '../common/crash-points';
 import { DomainError } from '../errors/domain-error';
 import { LockService } from '../locks/lock.service';
-import { retryDelayMs } from '../streams/stream-slots';
 import { WalletService, type WalletEntry } from '../wallet';
+import { configured, DelayQueueHandler, PeriodicJob } from '../workers/worker-declarations';
 import { checkTiming, memoOf } from './activity-command';
 import { CreditingService } from './crediting.service';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
@@ -68,10 +68,8 @@ export interface Reconciliation {
  * settles the activity once every grab is credited.
  */
 @Injectable()
-export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicationShutdown {
+export class RedEnvelopeActivities {
   private readonly logger = new Logger(RedEnvelopeActivities.name);
-  private resumeTimer?: NodeJS.Timeout;
-  private shutDown = false;
   /** Rains found SETTLED (final), with when: the periodic look for rains to credit does not read them again for a while. */
   private readonly settled = new Map<string, number>();
 
@@ -85,55 +83,33 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
     private readonly stalls: RainStalls,
   ) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    await this.queue.process<{ activityId: string }>(JOBS_QUEUE, (d) => this.job(d), {
-      concurrency: 4,
-      maxAttempts: 1000,
-      visibilityTimeoutMs: this.config.jobVisibilityMs,
-      backoff: { initialMs: 500, maxMs: 10_000 },
-    });
-    // Crediting runs on every instance for every activity not yet settled, from boot on and for the rains loaded
-    // later. Not awaited: the service boots (and answers 503) while Redis is down, and this is tried again until
-    // Redis answers.
-    void this.resumeCrediting(1);
-  }
-
-  onApplicationShutdown(): void {
-    this.shutDown = true;
-    clearTimeout(this.resumeTimer);
-  }
-
   /**
    * Starts crediting every rain of the retention that is READY or ENDED and not credited here yet: at boot, and then
    * every RED_ENVELOPE_CREDIT_RETRY_MS, so a rain loaded by another instance after this one booted is credited here
    * too, even if no grab of it ever comes to this instance (otherwise, once the instances that credit it die, its
    * grabs would wait for the end job). Settled rains are remembered and read again only every SETTLED_RECHECK_MS.
+   * Crediting runs on every instance for every activity not yet settled. At boot it is not awaited: the service boots
+   * (and answers 503) while Redis is down, and a failed look is tried again, backing off, until Redis answers.
    */
-  private async resumeCrediting(attempt: number): Promise<void> {
-    if (this.shutDown) return;
-    let delay: number;
-    try {
-      // Every activity of the retention, a page at a time (there can be more than a page of them).
-      const from = Date.now() - this.config.liveRetentionMs;
-      for (let offset = 0; ; offset += RESUME_PAGE) {
-        const ids = await this.store.activityIds(from, RESUME_PAGE, offset);
-        for (const id of ids) {
-          if (this.crediting.isRunning(id) || Date.now() - (this.settled.get(id) ?? -Infinity) < SETTLED_RECHECK_MS) continue;
-          const a = await this.store.activity(id);
-          if (a?.state === 'SETTLED') this.rememberSettled(id);
-          else if (a && (a.state === 'READY' || a.state === 'ENDED') && !this.shutDown) await this.crediting.start(a);
-        }
-        if (ids.length < RESUME_PAGE || this.shutDown) break;
+  @PeriodicJob({
+    name: 'red-envelope:resume-crediting',
+    everyMs: configured('RED_ENVELOPE_CREDIT_RETRY_MS', (get) => get(RedEnvelopeConfig).creditRetryMs),
+    runAtStart: true,
+    backoff: { initialMs: 250, maxMs: 10_000 },
+  })
+  async resumeCrediting(signal?: AbortSignal): Promise<void> {
+    // Every activity of the retention, a page at a time (there can be more than a page of them).
+    const from = Date.now() - this.config.liveRetentionMs;
+    for (let offset = 0; ; offset += RESUME_PAGE) {
+      const ids = await this.store.activityIds(from, RESUME_PAGE, offset);
+      for (const id of ids) {
+        if (this.crediting.isRunning(id) || Date.now() - (this.settled.get(id) ?? -Infinity) < SETTLED_RECHECK_MS) continue;
+        const a = await this.store.activity(id);
+        if (a?.state === 'SETTLED') this.rememberSettled(id);
+        else if (a && (a.state === 'READY' || a.state === 'ENDED') && !signal?.aborted) await this.crediting.start(a);
       }
-      attempt = 0;
-      delay = this.config.creditRetryMs;
-    } catch (err) {
-      if (attempt === 1) this.logger.warn({ err: (err as Error).message }, 'could not resume crediting yet; retrying until Redis answers');
-      delay = retryDelayMs(attempt + 1, 250, 10_000, () => 1);
+      if (ids.length < RESUME_PAGE || signal?.aborted) break;
     }
-    if (this.shutDown) return;
-    this.resumeTimer = setTimeout(() => void this.resumeCrediting(attempt + 1), delay);
-    this.resumeTimer.unref();
   }
 
   private rememberSettled(id: string): void {
@@ -306,6 +282,16 @@ export class RedEnvelopeActivities implements OnApplicationBootstrap, OnApplicat
    * Runs a job; one that cannot advance is reported (RainStalls): at once for a refusal (a DomainError, which retrying
    * does not fix) or a rain step that says so, else after STALL_AFTER_ATTEMPTS failures in a row.
    */
+  @DelayQueueHandler({
+    queue: JOBS_QUEUE,
+    retry: {
+      attempts: 1000,
+      backoff: { initialMs: 500, maxMs: 10_000 },
+      visibilityMs: configured('RED_ENVELOPE_JOB_VISIBILITY_MS', (get) => get(RedEnvelopeConfig).jobVisibilityMs),
+    },
+    options: () => ({ concurrency: 4 }),
+    metric: 'red_envelope_stalls_total',
+  })
   private async job(d: Delivery<{ activityId: string }>): Promise<void> {
     const id = d.payload.activityId;
     const advance = d.id.startsWith('advance:');

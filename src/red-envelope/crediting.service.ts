@@ -1,11 +1,12 @@
-import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import DataLoader from 'dataloader';
 import { hostname } from 'node:os';
-import type { StreamEntry } from '../streams/stream-group-runner';
-import type { StreamGroupRunner } from '../streams/stream-group-runner';
+import { STREAM_RETRY, type StreamEntry, type StreamGroupRunner } from '../streams/stream-group-runner';
 import { StreamRunners } from '../streams/stream-runners.service';
 import { WalletService } from '../wallet';
 import { crashPoint } from '../common/crash-points';
+import { configured, PeriodicJob, StreamConsumer } from '../workers/worker-declarations';
+import { WorkerRegistry } from '../workers/worker-registry';
 import { memoOf } from './activity-command';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
 import { RedEnvelopeConfig } from './red-envelope.config';
@@ -24,6 +25,9 @@ const RETIRE_CHECK_MS = 30_000;
 
 /** The consumer group that credits grabs into wallets. */
 export const CREDIT_GROUP = 'red-envelope-credit';
+/** The stream source of the grabs to credit: every sub-pool's credit stream, one runner per rain. */
+export const CREDIT_STREAMS = 'red-envelope-credits';
+const CREDIT_WORKER = `stream:${CREDIT_STREAMS}:${CREDIT_GROUP}`;
 
 const fieldsOf = (flat: string[]): Record<string, string> => {
   const o: Record<string, string> = {};
@@ -41,23 +45,31 @@ const fieldsOf = (flat: string[]): Record<string, string> => {
  * The envelopes of a sub-pool credited in one turn of the event loop are settled together, in one script call.
  */
 @Injectable()
-export class CreditingService implements OnModuleDestroy {
+export class CreditingService {
   private readonly logger = new Logger(CreditingService.name);
   private readonly runners = new Map<string, StreamGroupRunner>();
   private readonly starting = new Map<string, Promise<void>>();
   private readonly consumer = `${hostname()}-${process.pid}`;
   /** By sub-pool (activity:pool): settles to 'credited' what was credited in the same turn, in one call. */
   private readonly settlers = new Map<string, DataLoader<string, Settled>>();
-  private retireTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly store: RedEnvelopeStore,
     private readonly wallets: WalletService,
     private readonly streams: StreamRunners,
     private readonly metrics: RedEnvelopeMetrics,
-    private readonly config: RedEnvelopeConfig,
     private readonly stalls: RainStalls,
-  ) {}
+    private readonly registry: WorkerRegistry,
+  ) {
+    // The source of the declared consumer below: its runners are started here, one per rain (see start).
+    registry.provide(`stream:${CREDIT_STREAMS}`, {
+      defaults: STREAM_RETRY,
+      trigger: () => `stream \`${CREDIT_STREAMS}\` (each sub-pool's credit stream), group \`${CREDIT_GROUP}\`, one runner per rain`,
+      deadLetter: () => "the sub-pool's dead-letter stream",
+      metric: () => 'red_envelope_credited_total, stream_entries_total{runner,group}',
+      start: () => Promise.reject(new Error(`${CREDIT_WORKER} is started per rain`)),
+    });
+  }
 
   /** Starts crediting an activity's grabs on this instance (once, however many calls race). */
   start(a: ActivityRecord): Promise<void> {
@@ -74,7 +86,9 @@ export class CreditingService implements OnModuleDestroy {
 
   private async startRunner(a: ActivityRecord): Promise<void> {
     const pools = Array.from({ length: a.subPools }, (_, k) => this.store.pool(a, k));
+    const declared = this.registry.declared(CREDIT_WORKER);
     const runner = await this.streams.start({
+      ...declared.options,
       name: `red-envelope-credit:${a.activityId}`,
       // Named per rain: a settled rain's series leave the scrape with its runner.
       forgetMetricsOnStop: true,
@@ -82,35 +96,21 @@ export class CreditingService implements OnModuleDestroy {
       group: CREDIT_GROUP,
       consumer: this.consumer,
       handler: (e) => this.credit(a, e),
-      batchSize: 200,
-      concurrency: this.config.creditConcurrency,
-      blockMs: 2000,
-      claimIdleMs: this.config.creditRetryMs,
-      retryBackoffMaxMs: Math.max(this.config.creditRetryMs, this.config.creditRetryMaxMs),
-      maxDeliveries: this.config.creditMaxDeliveries,
+      retry: declared.retry,
       onOutcome: (outcome, e) => {
         if (outcome === 'dead') void this.deadLettered(a, e);
       },
     });
     this.runners.set(a.activityId, runner);
-    if (!this.retireTimer) {
-      this.retireTimer = setInterval(() => void this.retireSettled(), RETIRE_CHECK_MS);
-      this.retireTimer.unref();
-    }
   }
 
   /** Stops crediting the rains that are settled (whichever instance ended them) or gone; the next check retries a failed read. */
+  @PeriodicJob({ name: 'red-envelope:retire-credited-rains', everyMs: RETIRE_CHECK_MS })
   async retireSettled(): Promise<void> {
     for (const id of [...this.runners.keys()]) {
       const a = await this.store.activity(id).catch(() => undefined);
       if (a === null || a?.state === 'SETTLED') await this.stop(id);
     }
-    if (this.runners.size === 0) this.onModuleDestroy();
-  }
-
-  onModuleDestroy(): void {
-    clearInterval(this.retireTimer);
-    this.retireTimer = undefined;
   }
 
   /** Stops crediting an activity on this instance (it is settled). */
@@ -125,6 +125,21 @@ export class CreditingService implements OnModuleDestroy {
     return this.runners.has(activityId);
   }
 
+  @StreamConsumer({
+    stream: CREDIT_STREAMS,
+    group: CREDIT_GROUP,
+    startedPer: 'rain',
+    retry: {
+      attempts: configured('RED_ENVELOPE_CREDIT_MAX_DELIVERIES', (get) => get(RedEnvelopeConfig).creditMaxDeliveries),
+      visibilityMs: configured('RED_ENVELOPE_CREDIT_RETRY_MS', (get) => get(RedEnvelopeConfig).creditRetryMs),
+      backoff: {
+        initialMs: configured('RED_ENVELOPE_CREDIT_RETRY_MS', (get) => get(RedEnvelopeConfig).creditRetryMs),
+        maxMs: configured('RED_ENVELOPE_CREDIT_RETRY_MAX_MS', (get) => Math.max(get(RedEnvelopeConfig).creditRetryMs, get(RedEnvelopeConfig).creditRetryMaxMs)),
+      },
+    },
+    options: (get) => ({ batchSize: 200, concurrency: get(RedEnvelopeConfig).creditConcurrency, blockMs: 2000 }),
+    metric: 'red_envelope_dead_lettered_total',
+  })
   private async credit(a: ActivityRecord, e: StreamEntry): Promise<void> {
     const f = fieldsOf(e.fields);
     const amount = Number(f.amount);

@@ -1,8 +1,7 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import Redis, { Cluster } from 'ioredis';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
-import { BackgroundWorkers } from '../workers/background-workers.service';
 import { coalesceCommandWrites } from './coalesce-writes';
 import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
 import { isRedisUnavailable, RedisUnavailableError } from './redis-unavailable.error';
@@ -13,10 +12,10 @@ export type RedisClient = Redis | Cluster;
 /**
  * Owns every ioredis connection of the process: one for commands, plus
  * dedicated ones for pub/sub and blocking commands, created on first use and
- * all closed on shutdown. Nothing else calls `new Redis()`.
+ * all closed on shutdown (by the worker registry, after the workers). Nothing else calls `new Redis()`.
  */
 @Injectable()
-export class RedisService implements OnApplicationShutdown {
+export class RedisService {
   private readonly logger = new Logger(RedisService.name);
   /** The shared command connection. Never use it for SUBSCRIBE or blocking commands. */
   readonly client: RedisClient;
@@ -29,7 +28,6 @@ export class RedisService implements OnApplicationShutdown {
     readonly config: AppConfig,
     /** Where the connections' errors are counted; script wrappers add their metrics to it. */
     readonly metrics: MetricsService,
-    private readonly workers: BackgroundWorkers,
   ) {
     this.client = this.create('command');
   }
@@ -123,9 +121,11 @@ export class RedisService implements OnApplicationShutdown {
     return Promise.all(this.masters().map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1] ?? 'unknown'));
   }
 
-  /** Runs after HTTP has drained: stop the workers that still use Redis, then close every connection. */
-  async onApplicationShutdown(): Promise<void> {
-    await this.workers.stopAll();
+  /**
+   * Closes every connection. The worker registry calls it on shutdown, once every background worker has stopped
+   * (src/workers/worker-registry.ts): it is the one owner of that order.
+   */
+  async close(): Promise<void> {
     const all = [this.client, this.subscriberConn, ...this.blockingConns.values()].filter(Boolean) as RedisClient[];
     await Promise.all(
       all.map(async (c) => {

@@ -1,21 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
-import { eachLimit } from '../common/for-each-limit';
 import { clipUnits } from '../common/text';
-import { DelayQueueService } from '../delay-queue/delay-queue.service';
-import type { Delivery } from '../delay-queue/delay-queue.types';
 import { DomainError } from '../errors/domain-error';
 import { LockContendedError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
-import type { OrderEvent } from '../orders';
-import { OrderEventsService } from '../orders';
-import { OrdersService } from '../orders';
-import type { OrderView } from '../orders';
+import { type OrderEvent, ORDER_EVENTS, OrderEventsService, OrdersService, type OrderView } from '../orders';
 import { stockMap } from '../sharded-pool/fall-over';
 import { homeOf } from '../sharded-pool/home';
-import { BackgroundWorkers } from '../workers/background-workers.service';
+import { StreamConsumer } from '../workers/worker-declarations';
 import { type Activity, ActivityCatalog } from './activity-catalog';
 import { RESERVATION_ID_RE, reservationIdFor } from './seckill-keys';
 import type { ReserveCommand } from './seckill-commands';
@@ -23,22 +16,9 @@ import { SeckillConfig } from './seckill.config';
 import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.errors';
 import { SeckillMetrics } from './seckill.metrics';
 import { type ReleaseReply, type ReserveReply, SeckillStore } from './seckill.store';
-import type { ShardKeys } from './seckill-keys';
 import { type ProductRecord, type ReservationLocation, type ReservationRecord, type ReservationState, unitsOf } from './seckill.types';
 import { ProductSoldOutMemory, productTopic } from './sold-out-memory';
 
-/**
- * The safety net's former delay queue (one entry per reservation, scheduled before the script). Reservations are now
- * found by the sweep of the shards' due sets; the queue is still consumed, for entries already in it.
- */
-export const SAFETY_NET_QUEUE = 'seckill-reservations';
-/** Shards of one sweep read at once, and due reservations one read of a shard returns (a sweep reads on while a shard has more). */
-const SWEEP_PARALLEL = 32;
-const SWEEP_BATCH = 100;
-/** Activities read from the index per call by the sweep. */
-const SWEEP_PAGE = 1000;
-/** A claim's member in a due set (lua/includes/seckill-shard.lua). */
-const CLAIM_DUE_RE = /^c\|(sk_[0-9a-f]{24})\|(.+)$/;
 /** How long closing a reservation's order waits for the order's lock when another request holds it (a double tap of cancel). */
 const CLOSE_WAIT_MS = 3000;
 /**
@@ -76,10 +56,6 @@ export interface ReservationView {
   createdAt: number;
 }
 
-interface SafetyNetPayload extends ReservationLocation {
-  accountId: string;
-}
-
 /**
  * Reservations: one script on the product's shard takes the stock (window, eligibility, per-user limit, stock),
  * then the master order is created through the orders module. The order's outcome settles the reservation:
@@ -91,7 +67,7 @@ interface SafetyNetPayload extends ReservationLocation {
  * (creating it when it is missing), so a released reservation's order can never be paid.
  */
 @Injectable()
-export class ReservationsService implements OnApplicationBootstrap {
+export class ReservationsService {
   private readonly logger = new Logger(ReservationsService.name);
 
   constructor(
@@ -100,37 +76,10 @@ export class ReservationsService implements OnApplicationBootstrap {
     private readonly soldOut: ProductSoldOutMemory,
     private readonly orders: OrdersService,
     private readonly events: OrderEventsService,
-    private readonly queue: DelayQueueService,
     private readonly metrics: SeckillMetrics,
     private readonly config: SeckillConfig,
-    private readonly workers: BackgroundWorkers,
     private readonly locks: LockService,
   ) {}
-
-  private readonly instanceId = randomUUID();
-  private sweepTimer?: NodeJS.Timeout;
-  private sweeping?: Promise<unknown>;
-
-  async onApplicationBootstrap(): Promise<void> {
-    this.sweepTimer = setInterval(() => {
-      this.sweeping ??= this.sweep()
-        .catch((err: Error) => this.logger.warn({ err: err.message }, 'the safety net sweep failed; the next one tries again'))
-        .finally(() => (this.sweeping = undefined));
-    }, this.config.safetyNetSweepMs);
-    this.sweepTimer.unref();
-    this.workers.register('seckill:safety-net-sweep', {
-      stop: async () => {
-        clearInterval(this.sweepTimer);
-        await this.sweeping;
-      },
-    });
-    await this.queue.process<SafetyNetPayload>(SAFETY_NET_QUEUE, (d) => this.safetyNet(d), {
-      concurrency: 20,
-      maxAttempts: 50,
-      backoff: { initialMs: 1000, maxMs: 60_000 },
-    });
-    await this.events.consume(EVENTS_GROUP, (e) => this.onEvent(e), { concurrency: this.config.eventConcurrency, batchSize: 100 });
-  }
 
   /** Reserves units for the buyer; the same (account, requestId) again answers the same reservation (`created` false). */
   async reserve(cmd: ReserveCommand): Promise<{ view: ReservationView; created: boolean }> {
@@ -209,6 +158,12 @@ export class ReservationsService implements OnApplicationBootstrap {
   }
 
   /** An order event: paid → SOLD; closed → RELEASED. Only the orders of reservations count. */
+  @StreamConsumer({
+    stream: ORDER_EVENTS,
+    group: EVENTS_GROUP,
+    options: (get) => ({ concurrency: get(SeckillConfig).eventConcurrency, batchSize: 100 }),
+    metric: 'seckill_sold_total, seckill_released_total',
+  })
   async onEvent(e: OrderEvent): Promise<void> {
     if ((e.type !== 'order.paid' && e.type !== 'order.closed') || !RESERVATION_ID_RE.test(e.merchantOrderNo) || !e.accountId) return;
     const loc = await this.store.locate(e.accountId, e.merchantOrderNo);
@@ -296,127 +251,6 @@ export class ReservationsService implements OnApplicationBootstrap {
       this.soldOut.forget(productTopic(a.activityId, p.productId));
     }
     return stock === 'SOLD' ? 'SOLD' : 'RELEASED';
-  }
-
-  /**
-   * The safety net's sweep: every reservation still in its shard's due set a grace after its expiry (its order event
-   * lost or dead-lettered, or its process killed before the order was made) is settled as the buyer's cancel is:
-   * the order made unpayable first, then RELEASED, or SOLD when the order turns out paid. One instance sweeps per
-   * round (a lease); a reservation that cannot be settled now stays in the set for the next round. Answers how many
-   * it released.
-   */
-  async sweep(): Promise<number> {
-    if (!(await this.store.takeSweepLease(this.instanceId, Math.max(100, this.config.safetyNetSweepMs - 50)))) return 0;
-    const now = await this.store.now();
-    const upTo = now - this.config.safetyNetGraceMs;
-    const readUntil = Date.now() + this.config.safetyNetSweepMs / 2;
-    let released = 0;
-    // Every live activity, a page at a time (a week of activities can be more than a page).
-    const ids: string[] = [];
-    for (;;) {
-      const page = await this.store.activityIds(now - this.config.liveRetentionMs, SWEEP_PAGE, ids.length);
-      ids.push(...page);
-      if (page.length < SWEEP_PAGE) break;
-    }
-    for (const activityId of ids) {
-      const a = await this.catalog.get(activityId);
-      if (!a || a.startsAt > now) continue;
-      const shards = a.products.flatMap((p) => Array.from({ length: p.shards }, (_, k) => [p, k] as const));
-      await eachLimit(shards, SWEEP_PARALLEL, async ([p, k]) => {
-        const keys = this.store.shard(a.activityId, p, k);
-        // A settled member leaves the set; one that could not be settled stays, and the next read starts after those,
-        // so they never hold up the rest. Reads go on while a shard has more due, within half a round.
-        let stayed = 0;
-        for (;;) {
-          const batch = await this.store.due(keys, upTo, SWEEP_BATCH, stayed);
-          for (const member of batch) {
-            try {
-              if (await this.settleDue(a, p, k, keys, member)) released++;
-            } catch (err) {
-              stayed++;
-              this.logger.warn({ member, err: (err as Error).message }, 'the safety net could not settle a reservation; the next sweep tries again');
-            }
-          }
-          if (batch.length < SWEEP_BATCH || Date.now() >= readUntil) break;
-        }
-      });
-    }
-    return released;
-  }
-
-  /**
-   * One member of shard `k`'s due set, settled: a reservation taken there, or (`c|<id>|<account>`) a claim held there
-   * for a reservation to be taken on another shard (a claim releases no units: it is freed, or left to its
-   * reservation). True when it released a reservation.
-   */
-  private async settleDue(a: Activity, p: ProductRecord, k: number, keys: ShardKeys, member: string): Promise<boolean> {
-    const claim = CLAIM_DUE_RE.exec(member);
-    if (claim) {
-      const [, rsvId, accountId] = claim;
-      const home: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: k, home: k, requestId: '' };
-      // A reservation taken over several shards: settled whole, from its master record here.
-      if ((await this.store.record(keys, rsvId))?.n !== undefined) {
-        const released = (await this.settle(accountId, rsvId, home, 'close')) === 'RELEASED';
-        await this.store.forgetDue(keys, member);
-        if (released) this.metrics.safetyNetReleases.inc();
-        return released;
-      }
-      for (let j = 0; j < p.shards; j++) {
-        const taken = j === k ? null : await this.store.record(this.store.shard(a.activityId, p, j), rsvId);
-        if (!taken) continue;
-        // Taken on shard j: still RESERVED, its own due entry there settles it (and frees this claim) when it is due,
-        // which may be later than this claim (a retried request takes it later); sold, it keeps its claim for good;
-        // released, the claim is freed now.
-        if (taken.s === 'RELEASED') await this.settle(accountId, rsvId, { ...home, shard: j }, 'close');
-        await this.store.forgetDue(keys, member);
-        return false;
-      }
-      // Never taken elsewhere (its process died between the claim and the take): the claim alone is freed.
-      await this.settle(accountId, rsvId, home, 'close');
-      await this.store.forgetDue(keys, member);
-      return false;
-    }
-    const record = await this.store.record(keys, member);
-    // The scripts add and remove due entries with the record: none without one, but a stray one goes.
-    if (!record || record.s !== 'RESERVED') {
-      await this.store.forgetDue(keys, member);
-      return false;
-    }
-    // A part of a reservation taken over several shards is settled whole, from its master record on the home shard;
-    // a part of another attempt than its master's (left by a walk that outlived its turn) is its own: given back here.
-    if (record.n !== undefined && k !== record.h) {
-      const master = await this.store.record(this.store.shard(a.activityId, p, record.h), member);
-      if ((master?.g ?? 0) !== (record.g ?? 0)) {
-        const released = (await this.store.release(keys, member, record.a, productTopic(a.activityId, p.productId))).stock === 'RELEASED';
-        if (released) this.metrics.safetyNetReleases.inc();
-        return released;
-      }
-    }
-    const at = record.n !== undefined ? record.h : k;
-    const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: at, home: record.h, requestId: '' };
-    const released = (await this.settle(record.a, member, loc, 'close')) === 'RELEASED';
-    if (released) this.metrics.safetyNetReleases.inc();
-    return released;
-  }
-
-  /** An entry of the former safety-net queue: a reservation still RESERVED is released (its order closed first). */
-  private async safetyNet(d: Delivery<SafetyNetPayload>): Promise<void> {
-    const { accountId, ...fromPayload } = d.payload;
-    const loc = (await this.store.locate(accountId, d.id)) ?? (await this.probe(d.id, fromPayload));
-    if (!loc) return;
-    const state = await this.settle(accountId, d.id, loc, 'close');
-    if (state === 'RELEASED') this.metrics.safetyNetReleases.inc();
-  }
-
-  /** Where a reservation the buyer's index does not know is: the shard that holds its record, else its home. */
-  private async probe(rsvId: string, loc: ReservationLocation): Promise<ReservationLocation | null> {
-    const a = await this.catalog.get(loc.activityId);
-    const p = a?.productsById.get(loc.productId);
-    if (!a || !p) return null;
-    for (let k = 0; k < p.shards; k++) {
-      if (await this.store.record(this.store.shard(a.activityId, p, k), rsvId)) return { ...loc, shard: k };
-    }
-    return loc;
   }
 
   /**
@@ -669,7 +503,7 @@ export class ReservationsService implements OnApplicationBootstrap {
 }
 
 /** The shards (other than the home shard) a reservation taken over several shards takes its parts from, in order. */
-function partShards(master: ReservationRecord): number[] {
+export function partShards(master: ReservationRecord): number[] {
   return master.p ? master.p.split(',').map(Number) : [];
 }
 

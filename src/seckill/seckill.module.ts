@@ -5,6 +5,7 @@ import { ActivitiesService } from './activities.service';
 import { ActivityCatalog } from './activity-catalog';
 import { ListingService } from './listing.service';
 import { ReservationsService } from './reservations.service';
+import { SafetyNet } from './safety-net';
 import { SeckillAdminController } from './seckill-admin.controller';
 import { SeckillController } from './seckill.controller';
 import { seckillConfig } from './seckill.config';
@@ -26,6 +27,7 @@ import { ProductSoldOutMemory } from './sold-out-memory';
     ProductSoldOutMemory,
     ActivitiesService,
     ReservationsService,
+    SafetyNet,
     ListingService,
     SeckillMetrics,
   ],

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { ScriptRegistry } from '../scripts/script-registry.service';
-import { activityIndexKey, activityKeys, buyerIndexKey, restockChannel, SHARD_PARTS, shardKeys, type ShardKeys, sweepLeaseKey } from './seckill-keys';
+import { activityIndexKey, activityKeys, buyerIndexKey, restockChannel, SHARD_PARTS, shardKeys, type ShardKeys } from './seckill-keys';
 import type { ActivityRecord, ProductRecord, ReservationLocation, ReservationRecord, ShardStock } from './seckill.types';
 
 /** What reserve-5.lua answered. */
@@ -177,11 +177,6 @@ export class SeckillStore {
   /** Drops an id from the due set (one whose record is gone). */
   async forgetDue(k: ShardKeys, rsvId: string): Promise<void> {
     await this.redis.command((c) => c.zrem(k.due, rsvId));
-  }
-
-  /** Takes the sweep lease for `ms` unless another instance holds it; true when taken. */
-  async takeSweepLease(owner: string, ms: number): Promise<boolean> {
-    return (await this.redis.command((c) => c.set(sweepLeaseKey(this.keys), owner, 'PX', ms, 'NX'))) === 'OK';
   }
 
   async hasClaim(k: ShardKeys, rsvId: string): Promise<boolean> {

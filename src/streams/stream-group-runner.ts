@@ -3,8 +3,10 @@ import type { RedisService } from '../redis/redis.service';
 import type { ScriptRegistry } from '../scripts/script-registry.service';
 import type { BackgroundWorker } from '../workers/background-workers.service';
 import { isRedisUnavailable } from '../redis/redis-unavailable.error';
+import { type Clock, systemClock, type Timer } from '../workers/clock';
+import { backoffDelay, type RetryPolicy, type RetryPolicyInput } from '../workers/retry-policy';
 import { recordFailure } from './stream-scripts';
-import { keySlot, readGroups, retryDelayMs } from './stream-slots';
+import { keySlot, readGroups } from './stream-slots';
 import type { PendingSource, StreamsMetrics } from './streams.metrics';
 
 /** One stream a runner reads, and where it records the entries it gives up on (same hash tag: one slot). */
@@ -48,17 +50,15 @@ export interface StreamGroupOptions {
   concurrency?: number;
   /** How long one blocking read waits for new entries, ms. Default 5000. */
   blockMs?: number;
-  /** Entries pending this long (their consumer died, or the handler failed) are taken over, ms. Default 30000. */
-  claimIdleMs?: number;
   /**
-   * Growing backoff for entries whose handler failed: the n-th retry comes claimIdleMs × 2^(n−1) after the failure,
-   * at most this long, ms. This consumer holds such an entry (refreshing its idle time) until it is due, then
-   * delivers it again itself; if this consumer dies meanwhile, the entry is taken over after claimIdleMs. Default:
-   * none (every retry after claimIdleMs).
+   * The retry policy (src/workers/retry-policy.ts). `visibilityMs`: entries pending this long (their consumer died,
+   * or the handler failed) are taken over (the group's claim idle time), default 30000. `attempts`: deliveries of one
+   * entry before it is given up, moved to its dead-letter stream and acked, default 20. `backoff`: the n-th retry of a
+   * failed entry comes initialMs × factor^(n−1) after the failure, at most maxMs, and never sooner than visibilityMs
+   * (default none: every retry after visibilityMs); this consumer holds such an entry (refreshing its idle time) until
+   * it is due, then delivers it again itself; if this consumer dies meanwhile, it is taken over after visibilityMs.
    */
-  retryBackoffMaxMs?: number;
-  /** Deliveries of one entry before it is given up: moved to its dead-letter stream and acked. Default 20. */
-  maxDeliveries?: number;
+  retry?: RetryPolicyInput;
   /** Approximate cap on each dead-letter stream (the newest kept). Default 10000. */
   deadLetterMaxLen?: number;
   /** Where a new group starts: `beginning` (every retained entry, default) or `now`. An existing group keeps its position. */
@@ -77,7 +77,12 @@ export interface StreamRunnerDeps {
   redis: RedisService;
   scripts: ScriptRegistry;
   metrics: StreamsMetrics;
+  /** Default: the system clock. */
+  clock?: Clock;
 }
+
+/** A consumer group's retry policy where a caller leaves a field out: no backoff beyond the claim idle time. */
+export const STREAM_RETRY: RetryPolicy = { attempts: 20, backoff: { initialMs: 0, maxMs: 0, factor: 2 }, visibilityMs: 30_000 };
 
 type Entry = [id: string, fields: string[] | null];
 type ReadReply = Array<[stream: string, entries: Entry[]]> | null;
@@ -120,6 +125,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   private readonly claimIdleMs: number;
   private readonly claimEveryMs: number;
   private readonly maxDeliveries: number;
+  private readonly backoff: RetryPolicy['backoff'];
+  private readonly clock: Clock;
   private readonly deadLetterMaxLen: number;
   private readonly deadLetterOf = new Map<string, string>();
   private readonly labels: { runner: string; group: string };
@@ -143,9 +150,11 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     this.concurrency = options.concurrency ?? 1;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new TypeError(`concurrency must be a positive integer, got ${options.concurrency}`);
     this.blockMs = options.blockMs ?? 5000;
-    this.claimIdleMs = options.claimIdleMs ?? 30_000;
+    this.claimIdleMs = options.retry?.visibilityMs ?? STREAM_RETRY.visibilityMs;
     this.claimEveryMs = Math.max(10, Math.floor(this.claimIdleMs / 2));
-    this.maxDeliveries = options.maxDeliveries ?? 20;
+    this.maxDeliveries = options.retry?.attempts ?? STREAM_RETRY.attempts;
+    this.backoff = { ...STREAM_RETRY.backoff, ...options.retry?.backoff };
+    this.clock = deps.clock ?? systemClock;
     this.deadLetterMaxLen = options.deadLetterMaxLen ?? 10_000;
     this.labels = { runner: options.name, group: options.group };
     this.stopSignal = new Promise<null>((resolve) => (this.signalStop = () => resolve(null)));
@@ -237,8 +246,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
           await this.createGroups(keys);
           groupsMissing = false;
         }
-        if (Date.now() >= nextClaim) {
-          nextClaim = Date.now() + this.claimEveryMs;
+        if (this.clock.now() >= nextClaim) {
+          nextClaim = this.clock.now() + this.claimEveryMs;
           await this.claim(keys, cursors);
         }
         if (this.stopped) break;
@@ -246,7 +255,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
         const conn = this.deps.redis.blocking(connection);
         const ids = history ?? keys.map(() => '>');
         // Blocks no longer than until the next takeover is due; the history is read without blocking.
-        const block = history ? [] : ['BLOCK', Math.max(1, Math.min(this.blockMs, nextClaim - Date.now()))];
+        // Whole ms: the clock is monotonic and fractional, and BLOCK takes an integer.
+        const block = history ? [] : ['BLOCK', Math.max(1, Math.ceil(Math.min(this.blockMs, nextClaim - this.clock.now())))];
         const read = (conn.xreadgroup as XReadGroup).apply(conn, ['GROUP', group, consumer, 'COUNT', this.batchSize, ...block, 'STREAMS', ...keys, ...ids]);
         // stop() closes the connection, which fails a read in flight; but a read queued while the connection was
         // reconnecting is never settled by ioredis when it is closed then. Stopping does not wait for it.
@@ -271,7 +281,7 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
         } else {
           this.failed(err as Error);
         }
-        await this.sleep(retryDelayMs(failures, RETRY_BASE_MS, RETRY_MAX_MS));
+        await this.sleep(backoffDelay(failures, { initialMs: RETRY_BASE_MS, maxMs: RETRY_MAX_MS }, this.clock.random));
       }
     }
   }
@@ -379,13 +389,12 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
 
   /** Holds a failed entry back until its backoff after `deliveries` deliveries has passed (when that is longer than claimIdleMs). */
   private park(stream: string, id: string, deliveries: number): void {
-    const max = this.options.retryBackoffMaxMs;
-    if (max === undefined || this.stopped) return;
-    const waitMs = retryDelayMs(deliveries, this.claimIdleMs, max, () => 1); // no jitter: claimIdleMs × 2^(n−1), capped
+    if (this.stopped) return;
+    const waitMs = backoffDelay(deliveries, this.backoff, null); // no jitter: initialMs × factor^(n−1), capped
     if (waitMs <= this.claimIdleMs) return; // the takeover brings it back after claimIdleMs
     let ids = this.parked.get(stream);
     if (!ids) this.parked.set(stream, (ids = new Map()));
-    ids.set(id, Date.now() + waitMs);
+    ids.set(id, this.clock.now() + waitMs);
     this.parkLoop ??= this.runParked().finally(() => (this.parkLoop = undefined));
   }
 
@@ -401,7 +410,7 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     const retries = new Set<Promise<void>>();
     // Runs on while retries are under way too: a retry that fails again parks its entry for this loop.
     while (!this.stopped && (this.parked.size > 0 || retries.size > 0)) {
-      const now = Date.now();
+      const now = this.clock.now();
       for (const [stream, ids] of [...this.parked]) {
         const due = [...ids].filter(([, at]) => at <= now).map(([id]) => id);
         for (const id of due) ids.delete(id);
@@ -473,11 +482,11 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     if (this.stopped) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.wakers.delete(wake);
         resolve();
       };
-      const timer = setTimeout(wake, ms);
+      const timer: Timer = this.clock.setTimeout(wake, ms);
       this.wakers.add(wake);
     });
   }

@@ -1,4 +1,4 @@
-import { keySlot, readGroups, retryDelayMs } from './stream-slots';
+import { keySlot, readGroups } from './stream-slots';
 
 describe('keySlot', () => {
   it('matches the slots Redis Cluster reports (CLUSTER KEYSLOT)', () => {
@@ -30,18 +30,5 @@ describe('readGroups', () => {
   it('no streams, no reads', () => {
     expect(readGroups([], false)).toEqual([]);
     expect(readGroups([], true)).toEqual([]);
-  });
-});
-
-describe('retryDelayMs', () => {
-  it('doubles from the base up to the cap, within the upper half of each step', () => {
-    const top = () => 0.999999;
-    const bottom = () => 0;
-    expect([1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n, 100, 2000, top))).toEqual([100, 200, 400, 800, 1600, 2000]);
-    expect([1, 2, 3, 10].map((n) => retryDelayMs(n, 100, 2000, bottom))).toEqual([50, 100, 200, 1000]);
-  });
-
-  it('stays at the cap however many attempts failed', () => {
-    expect(retryDelayMs(10_000, 100, 2000, () => 0.999999)).toBe(2000);
   });
 });

@@ -34,12 +34,3 @@ export function readGroups<T extends { key: string }>(streams: readonly T[], clu
   }
   return [...bySlot.values()];
 }
-
-/**
- * How long to wait before the `attempt`th retry (1, 2, ...) after Redis failed: doubling from
- * `baseMs` up to `maxMs`, each wait drawn from its upper half so instances spread out.
- */
-export function retryDelayMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 20));
-  return Math.round(ceiling * (0.5 + random() / 2));
-}

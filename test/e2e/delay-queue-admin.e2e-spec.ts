@@ -58,7 +58,7 @@ describe('Delay-queue admin API', () => {
         deadDeliveries.push({ id: d.id, attempt: d.attempt });
         throw new Error(`boom ${d.id}`);
       },
-      { maxAttempts: 2, backoff: { initialMs: 10, maxMs: 10 }, pollMs: 50, concurrency: 5 },
+      { retry: { attempts: 2, backoff: { initialMs: 10, maxMs: 10 } }, pollMs: 50, concurrency: 5 },
     );
     const base = Date.now() + 100;
     for (let i = 0; i < 5; i++) await dq.schedule('dead-q', `d${i}`, { dueAt: base + i * 150 }, { n: i });
@@ -274,7 +274,7 @@ describe('Delay-queue admin API', () => {
           if (d.payload.kind === 'fail') throw new Error('nope');
           if (d.payload.kind === 'hold') await gate;
         },
-        { maxAttempts: 2, backoff: { initialMs: 10, maxMs: 10 }, pollMs: 50, concurrency: 10 },
+        { retry: { attempts: 2, backoff: { initialMs: 10, maxMs: 10 } }, pollMs: 50, concurrency: 10 },
       );
       for (const id of ['ok1', 'ok2', 'ok3']) await dq.schedule(queue, id, { delayMs: 0 }, { kind: 'ok' }); // 3 fired, 3 acked
       for (const id of ['fail1', 'fail2']) await dq.schedule(queue, id, { delayMs: 0 }, { kind: 'fail' }); // 4 fired, 2 retried, 2 dead

@@ -5,7 +5,6 @@ import { MetricsService } from '../../src/metrics/metrics.service';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { isRedisUnavailable } from '../../src/redis/redis-unavailable.error';
 import { RedisService } from '../../src/redis/redis.service';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { randomPrefix } from '../harness/redis-server';
 
@@ -29,7 +28,7 @@ describe('Redis Cluster: a command cut off by a dropped connection', () => {
 
   it('is never sent again (it may already have run): it fails as unavailable and runs exactly once', async () => {
     const config = loadConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: cluster.envValue, REDIS_KEY_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '2000' });
-    const redis = new RedisService(config, new MetricsService(), new BackgroundWorkers());
+    const redis = new RedisService(config, new MetricsService());
     try {
       await redis.warmUp();
       const key = new KeyBuilder(config).tagged(DIAGNOSTICS_KEYS, 'a', 'resend').key('n');
@@ -51,7 +50,7 @@ describe('Redis Cluster: a command cut off by a dropped connection', () => {
       await new Promise((r) => setTimeout(r, 500));
       expect(await redis.client.get(key)).toBe('1');
     } finally {
-      await redis.onApplicationShutdown();
+      await redis.close();
     }
   });
 });

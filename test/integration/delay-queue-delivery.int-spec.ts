@@ -198,7 +198,7 @@ describe(`${DelayQueueService.name} delivery`, () => {
           first.resolve(d);
           return new Promise<void>((r) => d.signal.addEventListener('abort', () => r()));
         },
-        { visibilityTimeoutMs: 1_000 },
+        { retry: { visibilityMs: 1_000 } },
       );
       await doomed.dq.schedule(q, 'job', { delayMs: 0 }, { n: 1 });
       const d1 = await within(first.promise, 3_000, 'the first delivery');
@@ -206,7 +206,7 @@ describe(`${DelayQueueService.name} delivery`, () => {
       doomed.t.app.get(RedisService).client.disconnect();
       const silentSince = performance.now();
 
-      const p = await a.dq.process(q, async (d) => second.resolve({ d, at: performance.now() }), { visibilityTimeoutMs: 1_000 });
+      const p = await a.dq.process(q, async (d) => second.resolve({ d, at: performance.now() }), { retry: { visibilityMs: 1_000 } });
       try {
         // While the lease is still valid nobody else may take the item.
         expect(await a.dq.get(q, 'job')).toMatchObject({ state: 'in-flight', attempts: 1 });
@@ -308,7 +308,7 @@ describe(`${DelayQueueService.name} delivery`, () => {
         nextDone.resolve();
         return Promise.resolve();
       },
-      { concurrency: 1, handlerTimeoutMs: 1_000, maxAttempts: 1 },
+      { concurrency: 1, handlerTimeoutMs: 1_000, retry: { attempts: 1 } },
     );
     try {
       await a.dq.schedule(q, 'hang', { delayMs: 0 }, 'h');
@@ -549,7 +549,7 @@ describe(`${DelayQueueService.name} across a Redis freeze`, () => {
     const ids = Array.from({ length: 40 }, (_, n) => `f${n}`);
     const seen = new Map<string, number[]>();
     const p = await i.dq.process(q, async (d) => void seen.set(d.id, [...(seen.get(d.id) ?? []), d.attempt]), {
-      visibilityTimeoutMs: VISIBILITY_MS,
+      retry: { visibilityMs: VISIBILITY_MS },
     });
     const pid = redis.pid!;
     let woke: number;

@@ -201,7 +201,7 @@ describe(DelayQueueService.name, () => {
           await release[v].promise;
           if (v === 1) throw new Error('second version failed');
         },
-        { backoff: { initialMs: 60_000 } },
+        { retry: { backoff: { initialMs: 60_000 } } },
       );
       try {
         await dq.schedule(q, 'job', { delayMs: 0 }, { v: 0 });
@@ -448,7 +448,7 @@ describe(DelayQueueService.name, () => {
           deliveries.push({ attempt: d.attempt, at: performance.now() });
           if (failing) throw new Error(`boom ${d.attempt}`);
         },
-        { maxAttempts: 4, backoff: { initialMs: 50, factor: 4, maxMs: 10_000 } },
+        { retry: { attempts: 4, backoff: { initialMs: 50, factor: 4, maxMs: 10_000 } } },
       );
       try {
         await dq.schedule(q, 'flaky', { delayMs: 0 }, { card: 'x' });
@@ -721,14 +721,14 @@ describe(DelayQueueService.name, () => {
       ['concurrency', { concurrency: 0 }],
       ['concurrency', { concurrency: 1001 }],
       ['concurrency', { concurrency: 2.5 }],
-      ['visibilityTimeoutMs', { visibilityTimeoutMs: 999 }],
-      ['maxAttempts', { maxAttempts: 0 }],
+      ['retry.visibilityMs', { retry: { visibilityMs: 999 } }],
+      ['retry.attempts', { retry: { attempts: 0 } }],
       ['pollMs', { pollMs: 20 }],
       ['pollMs', { pollMs: 5_000 }],
-      ['backoff.initialMs', { backoff: { initialMs: -1 } }],
-      ['backoff.maxMs', { backoff: { initialMs: 1_000, maxMs: 10 } }],
-      ['backoff.factor', { backoff: { factor: 0.5 } }],
-      ['backoff.factor', { backoff: { factor: Number.NaN } }],
+      ['retry.backoff.initialMs', { retry: { backoff: { initialMs: -1 } } }],
+      ['retry.backoff.maxMs', { retry: { backoff: { initialMs: 1_000, maxMs: 10 } } }],
+      ['retry.backoff.factor', { retry: { backoff: { factor: 0.5 } } }],
+      ['retry.backoff.factor', { retry: { backoff: { factor: Number.NaN } } }],
     ];
 
     it.each(badOptions)('process() with a bad %s (%j) → DelayQueueArgumentError (400), and no processor is left registered', async (field, options) => {

@@ -12,7 +12,6 @@ import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisService } from '../../src/redis/redis.service';
 import { DEFAULT_LUA_DIR, loadAllScripts, ScriptContractError } from '../../src/scripts/script-loader';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection } from '../harness/redis-process';
 import { randomPrefix } from '../harness/redis-server';
@@ -210,7 +209,7 @@ describe('ScriptRegistry on a 3-master cluster', () => {
     });
     keys = new KeyBuilder(config);
     metrics = new MetricsService();
-    redis = new RedisService(config, metrics, new BackgroundWorkers());
+    redis = new RedisService(config, metrics);
     scripts = new ScriptRegistry(redis);
     await scripts.onApplicationBootstrap();
 
@@ -223,7 +222,7 @@ describe('ScriptRegistry on a 3-master cluster', () => {
 
   afterAll(async () => {
     scripts?.onApplicationShutdown();
-    await redis?.onApplicationShutdown();
+    await redis?.close();
     raw?.forEach((r) => r.disconnect());
     await cluster?.destroy();
   });

@@ -497,7 +497,7 @@ describe(OrdersService.name, () => {
           if (failures++ < 1) throw new Error('handler failed once');
           delivered.push(e.orderId);
         },
-        { consumer: 'flaky', pollMs: 20, claimIdleMs: 200, startFrom: 'now' },
+        { consumer: 'flaky', pollMs: 20, retry: { visibilityMs: 200 }, startFrom: 'now' },
       );
       const { order } = await createOrder(orderNo());
       await waitUntil('the event after a retry', async () => delivered.includes(order.orderId), 10_000);
@@ -513,7 +513,11 @@ describe(OrdersService.name, () => {
       >;
       expect(read[0][1].length).toBeGreaterThanOrEqual(1);
       const takeover: string[] = [];
-      const heir = await events.consume('it-group-2', async (e) => void takeover.push(e.orderId), { consumer: 'heir', pollMs: 20, claimIdleMs: 200 });
+      const heir = await events.consume('it-group-2', async (e) => void takeover.push(e.orderId), {
+        consumer: 'heir',
+        pollMs: 20,
+        retry: { visibilityMs: 200 },
+      });
       await waitUntil("the dead consumer's event", async () => takeover.includes(second.order.orderId), 10_000);
       await heir.stop();
       expect(stream).toMatch(/:events$/);
@@ -561,7 +565,7 @@ describe(OrdersService.name, () => {
           if (e.orderId !== 'ord_good' || n === 1) throw new Error('handler failed');
           delivered = true;
         },
-        { consumer: 'c4', pollMs: 10, claimIdleMs: 100, batchSize: 1, maxDeliveries: 1000, startFrom: 'now' },
+        { consumer: 'c4', pollMs: 10, retry: { visibilityMs: 100, attempts: 1000 }, batchSize: 1, startFrom: 'now' },
       );
       // Four events that always fail, then one that fails once: with a takeover of one entry per round always
       // starting over, the failing ones (idle long enough again by turns, ahead of it) would be all it ever takes.
@@ -608,7 +612,7 @@ describe(OrdersService.name, () => {
       }
     });
 
-    it('an event whose handler keeps failing is given up after maxDeliveries: acked, counted, and kept on the dead stream', async () => {
+    it('an event whose handler keeps failing is given up after retry.attempts deliveries: acked, counted, and kept on the dead stream', async () => {
       const events = t.app.get(OrderEventsService);
       const metrics = t.app.get(OrdersMetrics);
       const deadCount = async () =>
@@ -622,7 +626,7 @@ describe(OrdersService.name, () => {
           calls++;
           throw new Error('poison');
         },
-        { consumer: 'c5', pollMs: 10, claimIdleMs: 100, maxDeliveries: 3, startFrom: 'now' },
+        { consumer: 'c5', pollMs: 10, retry: { visibilityMs: 100, attempts: 3 }, startFrom: 'now' },
       );
       const id = await raw.xadd(stream, '*', 'type', 'order.paid', 'orderId', 'ord_poison');
       await waitUntil('the event given up', async () => calls > 0 && (await raw.xpending(stream, 'it-group-5'))[0] === 0, 5000);

@@ -7,20 +7,19 @@ import { RedisService } from '../../src/redis/redis.service';
 import { RateLimitScripts } from '../../src/rate-limit/rate-limit.scripts';
 import { RateLimiter } from '../../src/rate-limit/rate-limiter.service';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 
 /** One "instance": its own connection, registry and limiter, sharing Redis and the key prefix. */
 async function instance(url: string, prefix: string, env: Record<string, string> = {}) {
   const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: url, REDIS_KEY_PREFIX: prefix, REDIS_COMMAND_TIMEOUT_MS: '500', ...env });
   const metrics = new MetricsService();
-  const redis = new RedisService(config, metrics, new BackgroundWorkers());
+  const redis = new RedisService(config, metrics);
   const scripts = new ScriptRegistry(redis);
   await redis.warmUp();
   await scripts.loadAll();
   const rateLimitScripts = new RateLimitScripts(scripts, new KeyBuilder(config));
   const limiter = new RateLimiter(config, rateLimitScripts);
-  return { limiter, rateLimitScripts, close: () => redis.onApplicationShutdown() };
+  return { limiter, rateLimitScripts, close: () => redis.close() };
 }
 
 describe(RateLimiter.name, () => {

@@ -1,10 +1,10 @@
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import Redis from 'ioredis';
 import { MetricsService } from '../../src/metrics/metrics.service';
 import { CreditingService } from '../../src/red-envelope/crediting.service';
 import { activityIndexKey } from '../../src/red-envelope/red-envelope-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { WalletService } from '../../src/wallet/wallet.service';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';

@@ -9,7 +9,6 @@ import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { RedisClient, RedisService } from '../../src/redis/redis.service';
 import { RATE_LIMIT_KEYS } from '../../src/rate-limit/rate-limit-keys';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { HostPort, waitUntil, withConnection } from '../harness/redis-process';
 import { RedisSentinelHandle, startRedisSentinel } from '../harness/redis-sentinel';
@@ -39,7 +38,7 @@ function makeRig(topologyEnv: Record<string, string>): Rig {
     ...topologyEnv,
   });
   const metrics = new MetricsService();
-  const redis = new RedisService(config, metrics, new BackgroundWorkers());
+  const redis = new RedisService(config, metrics);
   const scripts = new ScriptRegistry(redis);
   const rig: Rig = {
     config,
@@ -48,7 +47,7 @@ function makeRig(topologyEnv: Record<string, string>): Rig {
     keys: new KeyBuilder(config),
     async close() {
       scripts.onApplicationShutdown();
-      await redis.onApplicationShutdown();
+      await redis.close();
     },
   };
   rigs.push(rig);
@@ -218,7 +217,7 @@ function connectionContract(t: Topology) {
 
     const t0 = Date.now();
     scripts.onApplicationShutdown();
-    await redis.onApplicationShutdown();
+    await redis.close();
     expect(Date.now() - t0).toBeLessThan(COMMAND_TIMEOUT_MS + 500);
     await waitUntil(
       'every connection to end',

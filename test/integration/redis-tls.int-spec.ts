@@ -5,7 +5,6 @@ import { KeyBuilder } from '../../src/redis/key-builder';
 import { RedisService } from '../../src/redis/redis.service';
 import { MetricsService } from '../../src/metrics/metrics.service';
 import { ScriptRegistry } from '../../src/scripts/script-registry.service';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { freePort } from '../harness/free-port';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { makeTlsFiles, TlsFiles } from '../harness/tls-certs';
@@ -50,7 +49,7 @@ describe('Redis over TLS with a password', () => {
       ...env,
     });
     const metrics = new MetricsService();
-    const redis = new RedisService(config, metrics, new BackgroundWorkers());
+    const redis = new RedisService(config, metrics);
     const scripts = new ScriptRegistry(redis);
     return { config, redis, scripts };
   }
@@ -65,7 +64,7 @@ describe('Redis over TLS with a password', () => {
       const [count] = await scripts.run<[number, number]>('diagnostics/touch', [key], [60_000]);
       expect(count).toBe(1);
     } finally {
-      await redis.onApplicationShutdown();
+      await redis.close();
     }
   });
 
@@ -74,7 +73,7 @@ describe('Redis over TLS with a password', () => {
     try {
       await expect(redis.warmUp()).rejects.toThrow();
     } finally {
-      await redis.onApplicationShutdown();
+      await redis.close();
     }
   });
 
@@ -84,7 +83,7 @@ describe('Redis over TLS with a password', () => {
       await expect(redis.warmUp()).rejects.toThrow();
       expect(redis.isConnected).toBe(false);
     } finally {
-      await redis.onApplicationShutdown();
+      await redis.close();
     }
   });
 });

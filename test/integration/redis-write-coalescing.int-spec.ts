@@ -3,7 +3,6 @@ import type Redis from 'ioredis';
 import { loadConfig } from '../../src/config/load-config';
 import { MetricsService } from '../../src/metrics/metrics.service';
 import { RedisService } from '../../src/redis/redis.service';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { HostPort, withConnection } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -23,7 +22,7 @@ async function readsOf(node: HostPort): Promise<number> {
 
 function service(env: Record<string, string>): RedisService {
   const config = loadConfig({ NODE_ENV: 'test', REDIS_KEY_PREFIX: randomPrefix(), ...env });
-  return new RedisService(config, new MetricsService(), new BackgroundWorkers());
+  return new RedisService(config, new MetricsService());
 }
 
 describe('command connection write coalescing', () => {
@@ -34,7 +33,7 @@ describe('command connection write coalescing', () => {
       server = await startRedisServer({ appendonly: false });
     });
     afterEach(async () => {
-      await redis?.onApplicationShutdown();
+      await redis?.close();
       redis = undefined;
     });
     afterAll(async () => {
@@ -76,7 +75,7 @@ describe('command connection write coalescing', () => {
       cluster = await startRedisCluster();
     }, 60_000);
     afterAll(async () => {
-      await redis?.onApplicationShutdown();
+      await redis?.close();
       await cluster.destroy();
     });
 

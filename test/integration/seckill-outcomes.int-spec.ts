@@ -3,7 +3,8 @@ import { homeOf } from '../../src/sharded-pool/home';
 import type { OrderEvent } from '../../src/orders/order-event';
 import { OrdersService } from '../../src/orders/orders.service';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
-import { ReservationsService, SAFETY_NET_QUEUE } from '../../src/seckill/reservations.service';
+import { ReservationsService } from '../../src/seckill/reservations.service';
+import { SAFETY_NET_QUEUE } from '../../src/seckill/safety-net';
 import { activityIndexKey, reservationIdFor } from '../../src/seckill/seckill-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
@@ -239,6 +240,31 @@ describe('the safety net', () => {
     expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, rsvId))).toBe('CLOSED');
     await waitUntil('the due sets to be empty', async () => (await Promise.all(keys.map(dueOf))).flat().length === 0 || 'not yet', 10_000, 20);
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 6, reserved: 0, sold: 0, returned: 5 });
+  });
+
+  // A reservation made by an earlier release (its only safety net an entry of the former queue, no due-set entry) is
+  // still settled: the sweep job drains the former queue, at the entry's due time, now that no processor consumes it.
+  it('a reservation whose only net is an entry left in the former safety-net queue is released when the entry comes due', async () => {
+    const id = await sale([{ productId: 'p', stock: 2 }], { perUserLimit: 2 });
+    const r = await kit.reserve('acc_legacy', id, 'p', 2, 'req-l');
+    expect(r.status).toBe(201);
+    const rsvId = r.body.reservationId as string;
+    const { keys } = await kit.shards(id, 'p');
+    // As an earlier release left it: no due-set entry, an entry in the former queue instead.
+    await kit.store.forgetDue(keys[0], rsvId);
+    expect(await dueOf(keys[0])).toEqual([]);
+    const loc = { activityId: id, productId: 'p', shard: 0, home: 0, accountId: 'acc_legacy', requestId: 'req-l' };
+    // Not due yet: left alone.
+    await kit.queue.schedule(SAFETY_NET_QUEUE, rsvId, { delayMs: 60_000 }, loc);
+    await new Promise((res) => setTimeout(res, 700));
+    expect(await stateOf('acc_legacy', rsvId)).toBe('RESERVED');
+    expect((await kit.queue.get(SAFETY_NET_QUEUE, rsvId))?.state).toBe('pending');
+    // Due: released (its order closed first), and the entry acknowledged.
+    await kit.queue.reschedule(SAFETY_NET_QUEUE, rsvId, { dueAt: Date.now() });
+    await waitState('acc_legacy', rsvId, 'RELEASED');
+    await waitUntil('the entry to be acked', async () => (await kit.queue.get(SAFETY_NET_QUEUE, rsvId)) === null || 'not yet', 10_000, 20);
+    expect(await orderStatus(r.body.orderId)).toBe('CLOSED');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, reserved: 0, sold: 0, returned: 2 });
   });
 
   // Entries of the former safety-net queue (scheduled per reservation before the sweep) are still handled.

@@ -1,3 +1,4 @@
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { loadConfig } from '../../src/config/load-config';
@@ -9,7 +10,6 @@ import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { StreamEntry, StreamGroupRunner } from '../../src/streams/stream-group-runner';
 import { StreamRunners } from '../../src/streams/stream-runners.service';
 import { StreamsMetrics } from '../../src/streams/streams.metrics';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix } from '../harness/redis-server';
@@ -34,7 +34,7 @@ describe(`${StreamGroupRunner.name} on a 3-master cluster`, () => {
     raw = cluster.nodes.map((n) => rawConnection(n));
     const config = loadConfig({ NODE_ENV: 'test', REDIS_CLUSTER_NODES: cluster.envValue, REDIS_KEY_PREFIX: randomPrefix(), REDIS_COMMAND_TIMEOUT_MS: '1000' });
     const workers = new BackgroundWorkers();
-    redis = new RedisService(config, new MetricsService(), workers);
+    redis = new RedisService(config, new MetricsService());
     scripts = new ScriptRegistry(redis);
     await redis.warmUp();
     await scripts.loadAll();
@@ -46,7 +46,7 @@ describe(`${StreamGroupRunner.name} on a 3-master cluster`, () => {
 
   afterAll(async () => {
     scripts?.onApplicationShutdown();
-    await redis?.onApplicationShutdown();
+    await redis?.close();
     raw?.forEach((r) => r.disconnect());
     await cluster?.destroy();
   });
@@ -67,8 +67,7 @@ describe(`${StreamGroupRunner.name} on a 3-master cluster`, () => {
       group: 'cg',
       consumer: 'c1',
       blockMs: 2000,
-      claimIdleMs: 100,
-      maxDeliveries: 2,
+      retry: { visibilityMs: 100, attempts: 2 },
       handler: async (e) => {
         if (e.fields[1] === 'poison') {
           poisonCalls++;

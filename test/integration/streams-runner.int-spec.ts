@@ -1,3 +1,4 @@
+import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { loadConfig } from '../../src/config/load-config';
@@ -9,7 +10,6 @@ import { ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { StreamEntry, StreamGroupOptions, StreamGroupRunner } from '../../src/streams/stream-group-runner';
 import { StreamRunners } from '../../src/streams/stream-runners.service';
 import { StreamsMetrics } from '../../src/streams/streams.metrics';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, randomPrefix, startRedisServer } from '../harness/redis-server';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,7 +41,7 @@ async function makeRig(): Promise<Rig> {
   const registry = new MetricsService();
   const metrics = new StreamsMetrics(registry);
   const workers = new BackgroundWorkers();
-  const redis = new RedisService(config, new MetricsService(), workers);
+  const redis = new RedisService(config, new MetricsService());
   const scripts = new ScriptRegistry(redis);
   await redis.warmUp();
   await scripts.loadAll();
@@ -56,7 +56,7 @@ async function makeRig(): Promise<Rig> {
     dead: deadEventStreamKeys(keys),
     async close() {
       scripts.onApplicationShutdown();
-      await redis.onApplicationShutdown();
+      await redis.close();
     },
   };
   rigs.push(rig);
@@ -151,7 +151,7 @@ describe(StreamGroupRunner.name, () => {
     await runner.stop();
   });
 
-  it('leaves a failed entry pending and hands it over again after claimIdleMs', async () => {
+  it('leaves a failed entry pending and hands it over again after retry.visibilityMs', async () => {
     const r = await makeRig();
     let calls = 0;
     const done: string[] = [];
@@ -163,7 +163,7 @@ describe(StreamGroupRunner.name, () => {
         if (calls++ === 0) throw new Error('first try fails');
         done.push(e.id);
       },
-      { claimIdleMs: 200 },
+      { retry: { visibilityMs: 200 } },
     );
     const id = await add(r.streams[3], 'n', '1');
     await waitUntil('the first failure', async () => calls >= 1, 5000);
@@ -176,7 +176,7 @@ describe(StreamGroupRunner.name, () => {
     expect(await count(r, 'failed')).toBe(1);
   });
 
-  it('with retryBackoffMaxMs, retries a failing entry after growing waits (claimIdleMs, then twice, then four times that)', async () => {
+  it('with a retry backoff, retries a failing entry after growing waits (the claim idle time, then twice, then four times that)', async () => {
     const r = await makeRig();
     const at: number[] = [];
     const runner = await start(
@@ -187,7 +187,7 @@ describe(StreamGroupRunner.name, () => {
         at.push(Date.now());
         if (at.length <= 3) throw new Error(`try ${at.length} fails`);
       },
-      { claimIdleMs: 150, retryBackoffMaxMs: 10_000, maxDeliveries: 10 },
+      { retry: { visibilityMs: 150, backoff: { initialMs: 150, maxMs: 10_000 }, attempts: 10 } },
     );
     await add(r.streams[4], 'n', '1');
     await waitUntil('the fourth try', async () => at.length >= 4 && (await raw.xpending(r.streams[4], 'g2b'))[0] === 0, 10_000);
@@ -202,7 +202,7 @@ describe(StreamGroupRunner.name, () => {
     expect(await count(r, 'acked')).toBe(1);
   }, 20_000);
 
-  it('with retryBackoffMaxMs, never takes back a held entry that another live consumer took over meanwhile', async () => {
+  it('with a retry backoff, never takes back a held entry that another live consumer took over meanwhile', async () => {
     const r = await makeRig();
     let calls = 0;
     const runner = await start(
@@ -213,7 +213,7 @@ describe(StreamGroupRunner.name, () => {
         calls++;
         throw new Error('fails');
       },
-      { claimIdleMs: 200, retryBackoffMaxMs: 10_000, maxDeliveries: 10 },
+      { retry: { visibilityMs: 200, backoff: { initialMs: 200, maxMs: 10_000 }, attempts: 10 } },
     );
     const stream = r.streams[7];
     const id = await add(stream, 'n', '1');
@@ -246,7 +246,7 @@ describe(StreamGroupRunner.name, () => {
     // The first consumer is wedged in its handler with the entry unacked; stop it without waiting.
     void first.stop();
     const heirSeen: string[] = [];
-    const heir = await start(r, 'g3', 'heir', async (e) => void heirSeen.push(e.id), { claimIdleMs: 300 });
+    const heir = await start(r, 'g3', 'heir', async (e) => void heirSeen.push(e.id), { retry: { visibilityMs: 300 } });
     await waitUntil('the takeover', async () => heirSeen.includes(id), 5000);
     await heir.stop();
     release();
@@ -254,7 +254,7 @@ describe(StreamGroupRunner.name, () => {
     expect((await r.metrics.claimed.get()).values.reduce((n, v) => n + v.value, 0)).toBe(1);
   }, 15_000);
 
-  it('moves an entry that failed maxDeliveries times to its dead-letter stream and acks it', async () => {
+  it('moves an entry that failed retry.attempts times to its dead-letter stream and acks it', async () => {
     const r = await makeRig();
     let calls = 0;
     const runner = await start(
@@ -265,7 +265,7 @@ describe(StreamGroupRunner.name, () => {
         calls++;
         throw new Error('poison');
       },
-      { claimIdleMs: 100, maxDeliveries: 3 },
+      { retry: { visibilityMs: 100, attempts: 3 } },
     );
     const id = await add(r.streams[9], 'kind', 'credit', 'amount', '100');
     await waitUntil('given up', async () => calls > 0 && (await raw.xpending(r.streams[9], 'g4'))[0] === 0, 5000);
@@ -432,7 +432,7 @@ describe(`${StreamGroupRunner.name} with concurrency`, () => {
       handled.push(e.id);
     });
     // No takeover during the test: the failed entry must stay where it is.
-    const runner = await start(r, 'gc2', 'c1', handler, { concurrency: 8, claimIdleMs: 60_000 });
+    const runner = await start(r, 'gc2', 'c1', handler, { concurrency: 8, retry: { visibilityMs: 60_000 } });
     await waitUntil('the batch handled and acked', async () => (await count(r, 'acked')) === 19 || String(await count(r, 'acked')), 5000);
     await runner.stop();
     expect(failures).toBe(1);

@@ -122,8 +122,7 @@ async function main(): Promise<void> {
 
   await app.get(DelayQueueService).process<Payload>(queue, handle, {
     concurrency: setting('DQW_CONCURRENCY', 10),
-    visibilityTimeoutMs: setting('DQW_VISIBILITY_MS', 30_000),
-    maxAttempts: setting('DQW_MAX_ATTEMPTS', 5),
+    retry: { visibilityMs: setting('DQW_VISIBILITY_MS', 30_000), attempts: setting('DQW_MAX_ATTEMPTS', 5) },
     pollMs: setting('DQW_POLL_MS', 1000),
   });
   process.send?.({ type: 'ready', pid });
