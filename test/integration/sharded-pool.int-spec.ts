@@ -22,6 +22,14 @@ function homedOn(tag: string, poolId: string, shards: number, shard: number, n: 
   return out;
 }
 
+/** A funded rain of `count` envelopes of 100 over 16 sub-pools, loaded; its id. */
+async function rainOf16(tag: string, count: number): Promise<string> {
+  const id = rainId(tag);
+  await rain.fund(CREDS.merchantId, count * 100);
+  await rain.create(rainBody(id, { totalAmount: count * 100, count, subPools: 16 }));
+  return id;
+}
+
 describe('the home hash', () => {
   it('keeps the numbers live data was placed by (md5 of account and pool, first 4 bytes big-endian, mod the shard count)', () => {
     expect([homeOf('acc_1', 'p1', 16), homeOf('acc_2', 'p1', 16), homeOf('acc_1', 'rain-x', 3), homeOf('acc_9', 'p1', 7), homeOf('acc_1', 'p1', 1)]).toEqual([
@@ -33,9 +41,7 @@ describe('the home hash', () => {
 
 describe('red-envelope with 16 sub-pools', () => {
   it('a user whose home sub-pool is empty gets an envelope from the one far sub-pool still holding some; NONE_LEFT only after it is empty', async () => {
-    const id = rainId('far');
-    await rain.fund(CREDS.merchantId, 3200);
-    await rain.create(rainBody(id, { totalAmount: 3200, count: 32, subPools: 16 }));
+    const id = await rainOf16('far', 32);
     const user = 'acc_far_user';
     const home = homeOf(user, id, 16);
     const far = (home + 8) % 16;
@@ -63,9 +69,7 @@ describe('red-envelope fall-over under concurrent taps', () => {
   it('users whose home sub-pool is empty tap four times at once while the other sub-pools run dry: one envelope each', async () => {
     // Four rains in a row: the copies' race is a matter of timing, each rain another chance for it.
     for (let round = 0; round < 4; round++) {
-      const id = rainId('conc');
-      await rain.fund(CREDS.merchantId, 2400);
-      await rain.create(rainBody(id, { totalAmount: 2400, count: 24, subPools: 16 }));
+      const id = await rainOf16('conc', 24);
       const home = (5 + round) % 16;
       // The home sub-pool's envelopes go first; then 30 users homed there tap four times each, all at once, for 22 envelopes.
       for (const u of homedOn(`cdrain${round}`, id, 16, home, 2)) expect((await rain.grab(u, id)).body.status).toBe('GRABBED');
@@ -83,9 +87,7 @@ describe('red-envelope fall-over under concurrent taps', () => {
 
 describe('red-envelope fall-over cut short (a process dies between its steps)', () => {
   it('after the claim, and after the far take: the next tap finishes it with one envelope, recorded on the home sub-pool', async () => {
-    const id = rainId('cut');
-    await rain.fund(CREDS.merchantId, 1600);
-    await rain.create(rainBody(id, { totalAmount: 1600, count: 16, subPools: 16 }));
+    const id = await rainOf16('cut', 16);
     const claimOnly = 'acc_cut_claim';
     const home = homeOf(claimOnly, id, 16);
     // claimOnly and sameHome share a home sub-pool; its one envelope goes to a third user.
