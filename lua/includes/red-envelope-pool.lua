@@ -7,6 +7,7 @@
 --   loaded = left + grabbed + refunded;  grabbed = pending + credited + dead
 -- An envelope's state (the env hash, by envelope id) is 'P|account|amount'
 -- (pending), 'C|…' (credited) or 'D|…' (dead-lettered).
+--- @include "includes/sharded-pool"
 
 local function statNumber(statsKey, field)
   return tonumber(redis.call('HGET', statsKey, field) or '0')
@@ -16,9 +17,7 @@ end
 local function grabWindowRefusal(statsKey, now)
   local w = redis.call('HMGET', statsKey, 'startsAt', 'endsAt', 'endedAt')
   if not w[1] then return 'NOT_LOADED' end
-  if now < tonumber(w[1]) then return 'NOT_STARTED' end
-  if now >= tonumber(w[2]) or tonumber(w[3]) > 0 then return 'ENDED' end
-  return nil
+  return poolWindowRefusal(tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), now)
 end
 
 --- Moves `amount` (one envelope) from one counter pair to another.

@@ -23,6 +23,7 @@
 -- happened to the process that made it. A claim (units held on the home
 -- shard for a reservation taken on another one) is there too, as
 -- c|<reservation id>|<account>, until it is freed.
+--- @include "includes/sharded-pool"
 
 --- A claim's member in the due set.
 local function claimDueMember(rsvId, account)
@@ -43,11 +44,9 @@ local function shardState(stockKey)
   }
 end
 
---- The sale window on the Redis clock: nil while open, else NOT_STARTED or ENDED.
+--- The sale window on the Redis clock (the engine's): nil while open, else NOT_STARTED or ENDED.
 local function windowRefusal(st, now)
-  if now < st.startsAt then return 'NOT_STARTED' end
-  if now >= st.endsAt or st.endedAt > 0 then return 'ENDED' end
-  return nil
+  return poolWindowRefusal(st.startsAt, st.endsAt, st.endedAt, now)
 end
 
 --- Gives a key the shard's expiry (the live keys go together); `at` is the stock hash's expireAt.

@@ -10,12 +10,13 @@
 
   Returns: {recorded}  1 when the envelope was recorded now, else 0
 ]]
+--- @include "includes/sharded-pool"
 local grabsKey = KEYS[1]
 local claimsKey = KEYS[2]
 local account = ARGV[1]
 local entry = ARGV[2]
 
-redis.call('HDEL', claimsKey, account)
+poolUnclaim(claimsKey, account)
 if entry == '' then return {0} end
 local held = redis.call('HGET', grabsKey, account)
 if held and string.find(',' .. held .. ',', ',' .. entry .. ',', 1, true) then return {0} end

@@ -25,14 +25,8 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/red-envelope-pool"
-local poolKey = KEYS[1]
-local grabsKey = KEYS[2]
-local claimsKey = KEYS[3]
-local envKey = KEYS[4]
-local statsKey = KEYS[5]
-local creditsKey = KEYS[6]
-local account = ARGV[1]
-local canFallOver = ARGV[2] == '1'
+local poolKey, grabsKey, claimsKey, envKey, statsKey, creditsKey = unpack(KEYS)
+local account, canFallOver = ARGV[1], ARGV[2] == '1'
 
 local held = redis.call('HGET', grabsKey, account)
 local n = 0
@@ -43,12 +37,12 @@ if held then
     return {'ALREADY_GRABBED', envelopeId, tonumber(amount)}
   end
 end
-local claimed = redis.call('HGET', claimsKey, account)
+local claimed = poolClaimOf(claimsKey, account)
 if claimed then return {'CLAIMED', tonumber(claimed)} end
 local refusal = grabWindowRefusal(statsKey, serverTimeMs())
 if refusal then return {refusal} end
 local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, statNumber(statsKey, 'pool'), n + 1)
 if envelopeId then return {'GRABBED', envelopeId, amount} end
 if not canFallOver then return {'NONE_LEFT'} end
-redis.call('HSET', claimsKey, account, n + 1)
+poolClaim(claimsKey, account, n + 1)
 return {'FALL_OVER', n + 1}

@@ -19,14 +19,8 @@
 ]]
 --- @include "includes/server-time-ms"
 --- @include "includes/red-envelope-pool"
-local poolKey = KEYS[1]
-local grabsKey = KEYS[2]
-local envKey = KEYS[3]
-local statsKey = KEYS[4]
-local creditsKey = KEYS[5]
-local account = ARGV[1]
-local home = ARGV[2]
-local ordinal = ARGV[3]
+local poolKey, grabsKey, envKey, statsKey, creditsKey = unpack(KEYS)
+local account, home, ordinal = ARGV[1], ARGV[2], ARGV[3]
 
 local held = redis.call('HGET', grabsKey, account)
 if held then

@@ -61,7 +61,7 @@ if raw then
     rec.t = serverTimeMs()
     if failed then rec.f = 1 end
     redis.call('HSET', rsvKey, rsvId, cjson.encode(rec))
-    if before <= 0 and rec.q > 0 then redis.call('PUBLISH', channel, product) end
+    poolRestocked(channel, product, before, rec.q)
     stock = 'RELEASED'
   elseif rec.s == 'RELEASED' then
     stock = 'ALREADY'
@@ -71,9 +71,8 @@ if raw then
 end
 
 local claim = 0
-local claimed = tonumber(redis.call('HGET', claimsKey, rsvId) or '0')
-if claimed > 0 and stock ~= 'SOLD' then
-  redis.call('HDEL', claimsKey, rsvId)
+local claimed = stock ~= 'SOLD' and poolUnclaim(claimsKey, rsvId) or 0
+if claimed > 0 then
   redis.call('ZREM', dueKey, claimDueMember(rsvId, account))
   if redis.call('HINCRBY', holdsKey, account, -claimed) <= 0 then redis.call('HDEL', holdsKey, account) end
   claim = 1

@@ -75,7 +75,7 @@ local attempt = tonumber(ARGV[8] or '') or 0
 local st = shardState(stockKey)
 if not st then return {'NO_PRODUCT'} end
 local existing = redis.call('HGET', rsvKey, rsvId)
-local claimed = redis.call('HGET', claimsKey, rsvId)
+local claimed = poolClaimOf(claimsKey, rsvId)
 if claimed then return {'CLAIMED', claimed, existing or ''} end
 if existing then
   local was = cjson.decode(existing)
@@ -103,7 +103,7 @@ local rec = {s = 'RESERVED', a = account, q = available, n = qty, e = now + payW
 if attempt > 0 then rec.g = attempt end
 takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, false)
 redis.call('HINCRBY', holdsKey, account, qty)
-redis.call('HSET', claimsKey, rsvId, qty)
+poolClaim(claimsKey, rsvId, qty)
 redis.call('ZADD', dueKey, rec.e, claimDueMember(rsvId, account))
 expireWith(st.expireAt, holdsKey)
 expireWith(st.expireAt, claimsKey)

@@ -1,16 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { LRUCache } from 'lru-cache';
+import { EMPTY, takeFromAny } from '../sharded-pool/fall-over';
+import { homeOf } from '../sharded-pool/home';
+import { SingleFlightCatalog } from '../sharded-pool/single-flight-catalog';
+import { SoldOutMemory } from '../sharded-pool/sold-out-memory';
 import { RedEnvelopeActivities } from './activities.service';
 import { CreditingService } from './crediting.service';
-import { homePool } from './red-envelope-keys';
-import { RedEnvelopeConfig } from './red-envelope.config';
 import { RedEnvelopeNotFoundError } from './red-envelope.errors';
 import { RedEnvelopeMetrics } from './red-envelope.metrics';
 import { type GrabReply, RedEnvelopeStore } from './red-envelope.store';
 import type { ActivityRecord, GrabResult } from './red-envelope.types';
-
-/** How long an instance uses an activity record it read, ms. */
-const RECORD_TTL_MS = 1000;
 
 export interface MyEnvelope {
   envelopeId: string;
@@ -21,39 +19,39 @@ export interface MyEnvelope {
 
 /**
  * Grabbing, for app users: one script on the user's home sub-pool (the window, the user's record, the pop, the
- * record and the credit-stream entry in one step), with bounded fall-over to the other sub-pools. Once every
- * sub-pool is empty, each instance answers NONE_LEFT without calling Redis (envelopes never come back).
+ * record and the credit-stream entry in one step); when it is empty, the sharded-pool engine's fall-over takes the
+ * envelope from a sub-pool that still holds some, wherever it is. Once every sub-pool is empty, each instance answers
+ * NONE_LEFT without calling Redis (the engine's sold-out memory: envelopes never come back).
  */
 @Injectable()
 export class GrabService {
-  private readonly records = new LRUCache<string, { at: number; value: Promise<ActivityRecord | null> }>({ max: 10_000 });
-  private readonly emptied = new Set<string>();
+  private readonly records = new SingleFlightCatalog<ActivityRecord>((id) => this.store.activity(id));
+  private readonly emptied = new SoldOutMemory(Infinity);
 
   constructor(
     private readonly store: RedEnvelopeStore,
     private readonly activities: RedEnvelopeActivities,
     private readonly crediting: CreditingService,
     private readonly metrics: RedEnvelopeMetrics,
-    private readonly config: RedEnvelopeConfig,
   ) {}
 
   async grab(accountId: string, activityId: string): Promise<GrabResult> {
     const a = await this.activity(activityId);
-    if (this.emptied.has(activityId)) return this.answer({ status: 'NONE_LEFT' }, 'NONE_LEFT_LOCAL');
+    if (this.emptied.isSoldOut(activityId)) return this.answer({ status: 'NONE_LEFT' }, 'NONE_LEFT_LOCAL');
     if (a.state === 'FUNDING' || a.state === 'LOADING') return this.answer({ status: 'NOT_STARTED' });
     if (a.state === 'READY' && !this.crediting.isRunning(a.activityId)) void this.crediting.start(a).catch(() => undefined);
-    const home = homePool(accountId, a.activityId, a.subPools);
+    const home = homeOf(accountId, a.activityId, a.subPools);
     const homeKeys = this.store.pool(a, home);
     const r = await this.store.grab(homeKeys, accountId, a.subPools > 1);
-    if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.ordinal, r.outcome === 'FALL_OVER');
-    if (r.outcome === 'NONE_LEFT') this.emptied.add(a.activityId);
+    if (r.outcome === 'FALL_OVER' || r.outcome === 'CLAIMED') return this.fallOver(a, accountId, home, r.ordinal);
+    if (r.outcome === 'NONE_LEFT') this.emptied.remember(a.activityId);
     return this.answer(resultOf(r));
   }
 
   /** The user's envelope(s) in this activity and their crediting state (404 when none). */
   async mine(accountId: string, activityId: string): Promise<MyEnvelope[]> {
     const a = await this.activity(activityId);
-    const held = await this.store.grabsOf(this.store.pool(a, homePool(accountId, a.activityId, a.subPools)), accountId);
+    const held = await this.store.grabsOf(this.store.pool(a, homeOf(accountId, a.activityId, a.subPools)), accountId);
     if (held.length === 0) throw new RedEnvelopeNotFoundError('envelope');
     return Promise.all(
       held.map(async (entry) => {
@@ -80,41 +78,46 @@ export class GrabService {
   }
 
   /**
-   * The home sub-pool is empty and holds the user's claim (so the per-user limit is counted there): the user's
-   * envelope may already be on another sub-pool (a retried tap), else one is taken from the next sub-pools, at most
-   * RED_ENVELOPE_FALLOVER_TRIES; the claim is then settled on the home sub-pool (confirm-2.lua).
+   * The home sub-pool is empty and holds the user's claim (so the per-user limit is counted there): the engine's
+   * fall-over reads every other sub-pool at once (its envelopes left, and the user's envelope of this ordinal when a
+   * copy of this tap took it there already) and takes one from the sub-pools that hold some; the claim is then
+   * settled on the home sub-pool (confirm-2.lua). NONE_LEFT only when every sub-pool is empty.
    */
-  private async fallOver(a: ActivityRecord, accountId: string, home: number, ordinal: number, fresh: boolean): Promise<GrabResult> {
+  private async fallOver(a: ActivityRecord, accountId: string, home: number, ordinal: number): Promise<GrabResult> {
     const homeKeys = this.store.pool(a, home);
-    const others = Array.from({ length: a.subPools - 1 }, (_, i) => (home + 1 + i) % a.subPools);
-    if (!fresh) {
-      // A fall-over for this envelope began before: it may have taken it already (an entry with its ordinal).
-      for (const k of others) {
-        const entry = (await this.store.grabsOf(this.store.pool(a, k), accountId)).find((e) => e.split(':')[3] === String(ordinal));
-        if (entry) {
-          await this.store.confirm(homeKeys, accountId, entry);
+    const t = await takeFromAny<{ k: number; r: GrabReply }>({
+      home,
+      shards: a.subPools,
+      read: async (pools) => {
+        const seen = await this.store.fallOverView(
+          pools.map((k) => this.store.pool(a, k)),
+          accountId,
+        );
+        return seen.map(({ left, held }, i) => {
+          const entry = held.find((e) => e.split(':')[3] === String(ordinal));
+          if (!entry) return { left };
           const [envelopeId, amount] = entry.split(':');
-          return this.answer({ status: 'ALREADY_GRABBED', envelopeId, amount: Number(amount) });
-        }
-      }
+          return { left, mine: { k: pools[i], r: { outcome: 'EXISTING', envelopeId, amount: Number(amount) } } };
+        });
+      },
+      visit: async (k) => {
+        const r = await this.store.take(this.store.pool(a, k), accountId, home, ordinal);
+        return r.outcome === 'EMPTY' ? EMPTY : { k, r };
+      },
+    });
+    if (t === EMPTY) {
+      await this.store.confirm(homeKeys, accountId, '');
+      this.emptied.remember(a.activityId);
+      return this.answer({ status: 'NONE_LEFT' });
     }
-    let emptySeen = 0;
-    for (const k of others.slice(0, this.config.fallOverTries)) {
-      const t = await this.store.take(this.store.pool(a, k), accountId, home, ordinal);
-      if (t.outcome === 'GRABBED' || t.outcome === 'EXISTING') {
-        await this.store.confirm(homeKeys, accountId, `${t.envelopeId}:${t.amount}:${k}:${ordinal}`);
-        if (t.outcome === 'GRABBED') this.metrics.fallOvers.inc();
-        return this.answer({ status: t.outcome === 'GRABBED' ? 'GRABBED' : 'ALREADY_GRABBED', envelopeId: t.envelopeId, amount: t.amount });
-      }
-      if (t.outcome === 'EMPTY') emptySeen++;
-      else {
-        await this.store.confirm(homeKeys, accountId, '');
-        return this.answer(resultOf(t));
-      }
+    const { k, r } = t;
+    if (r.outcome === 'GRABBED' || r.outcome === 'EXISTING') {
+      await this.store.confirm(homeKeys, accountId, `${r.envelopeId}:${r.amount}:${k}:${ordinal}`);
+      if (r.outcome === 'GRABBED') this.metrics.fallOvers.inc();
+      return this.answer({ status: r.outcome === 'GRABBED' ? 'GRABBED' : 'ALREADY_GRABBED', envelopeId: r.envelopeId, amount: r.amount });
     }
     await this.store.confirm(homeKeys, accountId, '');
-    if (emptySeen === others.length) this.emptied.add(a.activityId);
-    return this.answer({ status: 'NONE_LEFT' });
+    return this.answer(resultOf(r));
   }
 
   private answer(r: GrabResult, label: string = r.status): GrabResult {
@@ -123,15 +126,7 @@ export class GrabService {
   }
 
   private async activity(activityId: string): Promise<ActivityRecord> {
-    const now = Date.now();
-    let e = this.records.get(activityId);
-    if (!e || now - e.at >= RECORD_TTL_MS) {
-      const value = this.store.activity(activityId);
-      e = { at: now, value };
-      this.records.set(activityId, e);
-      value.catch(() => this.records.get(activityId)?.value === value && this.records.delete(activityId));
-    }
-    const a = await e.value;
+    const a = await this.records.get(activityId);
     if (!a) throw new RedEnvelopeNotFoundError();
     return a;
   }

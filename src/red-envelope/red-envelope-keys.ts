@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 import { SPREAD_TAGS, spreadTagId } from '../redis/slot-tags';
 
@@ -57,9 +56,3 @@ export function activityIndexKey(builder: KeyBuilder): string {
  * `p:<activityId>:<pool>[:<4 chars>]` one activity and one sub-pool: no activity id spells another's envelope or sub-pool.
  */
 export const envelopeId = (activityId: string, index: number) => `${activityId}.${index}`;
-
-/** The user's home sub-pool: a hash of the account. */
-export function homePool(accountId: string, activityId: string, pools: number): number {
-  if (pools <= 1) return 0;
-  return createHash('md5').update(`${accountId}\n${activityId}`).digest().readUInt32BE(0) % pools;
-}

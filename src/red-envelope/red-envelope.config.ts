@@ -22,13 +22,6 @@ export class RedEnvelopeEnv {
   @IsOptional()
   @Transform(toInt)
   @IsInt()
-  @Min(0)
-  @Max(63)
-  RED_ENVELOPE_FALLOVER_TRIES?: number;
-
-  @IsOptional()
-  @Transform(toInt)
-  @IsInt()
   @Min(1)
   @Max(1000)
   RED_ENVELOPE_CREDIT_CONCURRENCY?: number;
@@ -82,8 +75,6 @@ export class RedEnvelopeConfig {
   maxCount!: number;
   /** Most sub-pools of one activity. */
   maxSubPools!: number;
-  /** Other sub-pools a user whose home sub-pool is empty tries. */
-  fallOverTries!: number;
   /** Grabs credited at once per sub-pool by one instance (a read brings at most 200: more does nothing). */
   creditConcurrency!: number;
   /** Deliveries of a grab's crediting before it goes to the dead-letter stream. */
@@ -107,7 +98,6 @@ export const redEnvelopeConfig = defineConfigSlice({
   build: (s): RedEnvelopeConfig => ({
     maxCount: s.RED_ENVELOPE_MAX_COUNT ?? 1_000_000,
     maxSubPools: s.RED_ENVELOPE_MAX_SUBPOOLS ?? 16,
-    fallOverTries: s.RED_ENVELOPE_FALLOVER_TRIES ?? 3,
     creditConcurrency: s.RED_ENVELOPE_CREDIT_CONCURRENCY ?? 200,
     creditMaxDeliveries: s.RED_ENVELOPE_CREDIT_MAX_DELIVERIES ?? 10,
     creditRetryMs: s.RED_ENVELOPE_CREDIT_RETRY_MS ?? 5000,

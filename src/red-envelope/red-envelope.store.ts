@@ -178,6 +178,20 @@ export class RedEnvelopeStore {
     );
   }
 
+  /**
+   * Each sub-pool as a fall-over reads it, all at once: the envelopes it has left, then the account's entries there
+   * (in that order on the sub-pool's connection: an entry the second read misses was not there when the first saw
+   * envelopes, and envelopes never come back, so a sub-pool read empty without the account's entry holds none of its).
+   */
+  async fallOverView(pools: readonly PoolKeys[], account: string): Promise<{ left: number; held: string[] }[]> {
+    return Promise.all(
+      pools.map(async (k) => {
+        const [left, held] = await Promise.all([this.redis.command((c) => c.llen(k.pool)), this.grabsOf(k, account)]);
+        return { left, held };
+      }),
+    );
+  }
+
   async confirm(home: PoolKeys, account: string, entry: string): Promise<void> {
     await this.scripts.run('red-envelope/confirm', [home.grabs, home.claims], [account, entry]);
   }

@@ -6,16 +6,18 @@ import { DomainError } from '../errors/domain-error';
 import { LockContendedError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
 import { type OrderEvent, ORDER_EVENTS, OrderEventsService, OrdersService, type OrderView } from '../orders';
+import { stockMap } from '../sharded-pool/fall-over';
+import { homeOf } from '../sharded-pool/home';
 import { StreamConsumer } from '../workers/worker-declarations';
 import { type Activity, ActivityCatalog } from './activity-catalog';
-import { homeShard, RESERVATION_ID_RE, reservationIdFor } from './seckill-keys';
+import { RESERVATION_ID_RE, reservationIdFor } from './seckill-keys';
 import type { ReserveCommand } from './seckill-commands';
 import { SeckillConfig } from './seckill.config';
 import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.errors';
 import { SeckillMetrics } from './seckill.metrics';
 import { type ReleaseReply, type ReserveReply, SeckillStore } from './seckill.store';
 import { type ProductRecord, type ReservationLocation, type ReservationRecord, type ReservationState, unitsOf } from './seckill.types';
-import { productTopic, SoldOutMemory } from './sold-out-memory';
+import { ProductSoldOutMemory, productTopic } from './sold-out-memory';
 
 /** How long closing a reservation's order waits for the order's lock when another request holds it (a double tap of cancel). */
 const CLOSE_WAIT_MS = 3000;
@@ -71,7 +73,7 @@ export class ReservationsService {
   constructor(
     private readonly store: SeckillStore,
     private readonly catalog: ActivityCatalog,
-    private readonly soldOut: SoldOutMemory,
+    private readonly soldOut: ProductSoldOutMemory,
     private readonly orders: OrdersService,
     private readonly events: OrderEventsService,
     private readonly metrics: SeckillMetrics,
@@ -84,12 +86,12 @@ export class ReservationsService {
     const a = await this.activity(cmd.activityId);
     const p = a.productsById.get(cmd.productId);
     if (!p) throw new SeckillNotFoundError('product');
-    if (this.soldOut.isSoldOut(a.activityId, p.productId)) {
+    if (this.soldOut.isSoldOut(productTopic(a.activityId, p.productId))) {
       this.metrics.refused.inc({ reason: 'SOLD_OUT_LOCAL' });
       throw REFUSALS.soldOut(0);
     }
     const rsvId = reservationIdFor(a.activityId, p.productId, cmd.accountId, cmd.requestId);
-    const home = homeShard(cmd.accountId, p.productId, p.shards);
+    const home = homeOf(cmd.accountId, p.productId, p.shards);
     const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: home, home, requestId: cmd.requestId };
     const payWindowMs = a.payWindowMinutes * 60_000;
     const eligible = !a.restricted || (await this.store.isEligible(a.activityId, cmd.accountId));
@@ -209,7 +211,7 @@ export class ReservationsService {
     if (loc.shard !== loc.home && r.stock !== 'SOLD') await this.store.release(home, rsvId, accountId, topic);
     if (r.stock === 'RELEASED') {
       this.metrics.released.inc();
-      this.soldOut.forget(a.activityId, p.productId);
+      this.soldOut.forget(productTopic(a.activityId, p.productId));
     }
     return r.stock === 'SOLD' ? 'SOLD' : 'RELEASED';
   }
@@ -246,7 +248,7 @@ export class ReservationsService {
     }
     if (stock === 'RELEASED') {
       this.metrics.released.inc();
-      this.soldOut.forget(a.activityId, p.productId);
+      this.soldOut.forget(productTopic(a.activityId, p.productId));
     }
     return stock === 'SOLD' ? 'SOLD' : 'RELEASED';
   }
@@ -292,8 +294,8 @@ export class ReservationsService {
     args: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean },
   ): Promise<{ record: ReservationRecord; created: boolean }> {
     const homeKeys = this.store.shard(a.activityId, p, loc.home);
-    const others = Array.from({ length: p.shards - 1 }, (_, i) => (loc.home + 1 + i) % p.shards);
-    const otherKeys = others.map((k) => this.store.shard(a.activityId, p, k));
+    // Where the stock is: every shard read at once (the sharded-pool engine's map), the plan naming each that has some.
+    const readLeft = (shards: readonly number[]) => this.store.availableOn(shards.map((k) => this.store.shard(a.activityId, p, k)));
     const run = () =>
       this.locks.withLock(gatherLockName(a.activityId, p.productId), GATHER_LOCK, async () => {
         for (let attempt = 0; attempt < GATHER_ATTEMPTS; attempt++) {
@@ -301,10 +303,8 @@ export class ReservationsService {
           const redo = r.outcome === 'EXISTING' && r.record.f ? r.record : null;
           if (redo && unitsOf(redo) !== cmd.quantity) return { record: redo, created: false };
           if (r.outcome === 'SHORT' || redo) {
-            const [home, ...left] = await this.store.availableOn([homeKeys, ...otherKeys]);
-            const total = home + left.reduce((x, y) => x + y, 0);
+            const { total, plan } = await stockMap(loc.home, p.shards, readLeft);
             if (total < cmd.quantity) return this.refuseSoldOut(a, p, total);
-            const plan = others.filter((_, i) => left[i] > 0);
             r = await this.store.reserve(homeKeys, { ...args, plan, attempt: redo ? (redo.g ?? 0) + 1 : undefined });
           }
           if (r.outcome === 'SHORT' || (r.outcome === 'EXISTING' && r.record.f)) continue;
@@ -319,8 +319,7 @@ export class ReservationsService {
     });
     if (taken) return taken;
     // Every attempt fell short: SOLD_OUT only when what is left now cannot serve the quantity.
-    const left = await this.store.availableOn([homeKeys, ...otherKeys]);
-    const total = left.reduce((x, y) => x + y, 0);
+    const { total } = await stockMap(loc.home, p.shards, readLeft);
     if (total < cmd.quantity) return this.refuseSoldOut(a, p, total, true);
     throw this.refused(REFUSALS.tryAgain(GATHER_RETRY_AFTER_MS));
   }
@@ -436,7 +435,7 @@ export class ReservationsService {
   /** SOLD_OUT with what is left; 0 read from every shard (not `partial`): this instance remembers the product as sold out. */
   private refuseSoldOut(a: Activity, p: ProductRecord, available: number, partial = false): never {
     // Every shard was seen empty: this instance refuses the product without Redis until stock comes back.
-    if (available === 0 && !partial) this.soldOut.remember(a.activityId, p.productId);
+    if (available === 0 && !partial) this.soldOut.remember(productTopic(a.activityId, p.productId));
     throw this.refused(REFUSALS.soldOut(available));
   }
 

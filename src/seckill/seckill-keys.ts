@@ -81,9 +81,3 @@ export function restockChannel(builder: KeyBuilder): string {
 export function reservationIdFor(activityId: string, productId: string, accountId: string, requestId: string): string {
   return `sk_${createHash('sha256').update(`${activityId}\n${productId}\n${accountId}\n${requestId}`).digest('hex').slice(0, 24)}`;
 }
-
-/** The buyer's home shard of a product: a hash of the account. */
-export function homeShard(accountId: string, productId: string, shards: number): number {
-  if (shards <= 1) return 0;
-  return createHash('md5').update(`${accountId}\n${productId}`).digest().readUInt32BE(0) % shards;
-}

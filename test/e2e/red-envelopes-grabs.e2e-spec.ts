@@ -1,5 +1,5 @@
-import { homePool } from '../../src/red-envelope/red-envelope-keys';
 import { WalletService } from '../../src/wallet/wallet.service';
+import { homeOf } from '../../src/sharded-pool/home';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
 import { waitUntil } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit, redisNowMs } from '../support/red-envelopes';
@@ -83,7 +83,7 @@ describe('red-envelope grabs: a limit above one with sub-pools', () => {
     await kit.create(rainBody(id, { totalAmount: 400, count: 4, subPools: 2, perUserLimit: 2 }));
     // Accounts by home sub-pool: two drain the user's home sub-pool (2 envelopes), then the user taps three times.
     const byHome: string[][] = [[], []];
-    for (let i = 0; byHome[0].length < 3 || byHome[1].length < 3; i++) byHome[homePool(`acc_lim_${i}`, id, 2)].push(`acc_lim_${i}`);
+    for (let i = 0; byHome[0].length < 3 || byHome[1].length < 3; i++) byHome[homeOf(`acc_lim_${i}`, id, 2)].push(`acc_lim_${i}`);
     const [user, drainer] = byHome[0];
     for (let i = 0; i < 2; i++) expect((await kit.grab(drainer, id)).body.status).toBe('GRABBED');
     const taps = [];

@@ -1,6 +1,7 @@
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { SPREAD_TAGS } from '../../src/redis/slot-tags';
-import { homeShard, reservationIdFor, shardKeys } from '../../src/seckill/seckill-keys';
+import { homeOf } from '../../src/sharded-pool/home';
+import { reservationIdFor, shardKeys } from '../../src/seckill/seckill-keys';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';
 
@@ -11,7 +12,7 @@ beforeAll(() => (kit = seckillKit(ctx.t)));
 
 const onShard = (tag: string, shards: number, shard: number, n: number) => {
   const out: string[] = [];
-  for (let i = 0; out.length < n; i++) if (homeShard(`acc_${tag}_${i}`, 'p1', shards) === shard) out.push(`acc_${tag}_${i}`);
+  for (let i = 0; out.length < n; i++) if (homeOf(`acc_${tag}_${i}`, 'p1', shards) === shard) out.push(`acc_${tag}_${i}`);
   return out;
 };
 
@@ -22,7 +23,7 @@ describe('seckill races', () => {
       const id = activityId('race');
       await kit.create(activityBody(id, [{ productId: 'p1', stock: 8, shards: 4 }]));
       const buyer = 'acc_racer';
-      const h = homeShard(buyer, 'p1', 4);
+      const h = homeOf(buyer, 'p1', 4);
       for (const acc of onShard(`h${delay}`, 4, h, 2)) expect((await kit.reserve(acc, id, 'p1')).status).toBe(201);
       const next = onShard(`n${delay}`, 4, (h + 1) % 4, 2);
       const taken = [];
@@ -51,7 +52,7 @@ describe('seckill races', () => {
     const id = activityId('pause');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 8, shards: 4 }]));
     const buyer = 'acc_paused';
-    const h = homeShard(buyer, 'p1', 4);
+    const h = homeOf(buyer, 'p1', 4);
     for (const acc of onShard('ph', 4, h, 2)) expect((await kit.reserve(acc, id, 'p1')).status).toBe(201);
     const next = onShard('pn', 4, (h + 1) % 4, 2);
     const taken = [];

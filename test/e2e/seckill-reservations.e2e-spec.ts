@@ -1,6 +1,7 @@
 import request from 'supertest';
+import { homeOf } from '../../src/sharded-pool/home';
 import { ActivityCatalog } from '../../src/seckill/activity-catalog';
-import { homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
+import { reservationIdFor } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, merchantHeaders, useAppOnOwnRedis } from '../support/test-app';
@@ -213,7 +214,7 @@ describe('seckill reservations: the per-user limit under concurrency', () => {
 describe('seckill reservations: sharded products', () => {
   /** An account whose home shard of `productId` (of `shards`) is `shard`. */
   const accountOnShard = (tag: string, productId: string, shards: number, shard: number) => {
-    for (let i = 0; ; i++) if (homeShard(`acc_${tag}_${i}`, productId, shards) === shard) return `acc_${tag}_${i}`;
+    for (let i = 0; ; i++) if (homeOf(`acc_${tag}_${i}`, productId, shards) === shard) return `acc_${tag}_${i}`;
   };
 
   it('a buyer of 2 whose home shard has 1 left and the others none: SOLD_OUT naming 1 left, and that unit still sells', async () => {
@@ -479,9 +480,9 @@ describe('seckill reservations: paid, cancelled and closed', () => {
     const id = activityId('fopay');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2, shards: 2, price: 400 }]));
     const buyer = 'acc_fo_buyer';
-    const home = homeShard(buyer, 'p1', 2);
+    const home = homeOf(buyer, 'p1', 2);
     let drainer = '';
-    for (let i = 0; !drainer; i++) if (homeShard(`acc_fo_${i}`, 'p1', 2) === home) drainer = `acc_fo_${i}`;
+    for (let i = 0; !drainer; i++) if (homeOf(`acc_fo_${i}`, 'p1', 2) === home) drainer = `acc_fo_${i}`;
     expect((await kit.reserve(drainer, id, 'p1')).status).toBe(201);
     const r = await kit.reserve(buyer, id, 'p1');
     expect(r.status).toBe(201);

@@ -1,5 +1,4 @@
-import { homePool } from '../../src/red-envelope/red-envelope-keys';
-import { homeShard } from '../../src/seckill/seckill-keys';
+import { homeOf } from '../../src/sharded-pool/home';
 import { expectInvariants } from '../support/invariants';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
@@ -75,7 +74,7 @@ describe.each(SHARD_COUNTS)('seckill with %i shard(s)', (shards) => {
   it('the last unit, on the shard the buyer’s fall-over reaches last, is sold to that buyer', async () => {
     const id = activityId(`far${shards}`);
     await sk.create(activityBody(id, [{ productId: 'p', stock: shards, shards }]));
-    const home = (account: string) => homeShard(account, 'p', shards);
+    const home = (account: string) => homeOf(account, 'p', shards);
     // The buyer's home is shard 0; the fall-over goes 1, 2, …, so the shard it reaches last is the one before it.
     const [buyer] = homedIn(`far${shards}x`, 0, 1, home);
     const far = (shards - 1) % shards;
@@ -116,7 +115,7 @@ describe.each(SHARD_COUNTS)('red envelopes with %i sub-pool(s)', (subPools) => {
     await rk.fund(CREDS.merchantId, subPools * 100);
     // One envelope per sub-pool (envelope i goes to sub-pool i mod subPools).
     await rk.create(rainBody(id, { totalAmount: subPools * 100, count: subPools, subPools }));
-    const home = (account: string) => homePool(account, id, subPools);
+    const home = (account: string) => homeOf(account, id, subPools);
     const [user] = homedIn(`rf${subPools}x`, 0, 1, home);
     const far = (subPools - 1) % subPools;
     for (let k = 0; k < subPools; k++) {

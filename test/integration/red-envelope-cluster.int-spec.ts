@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
+import { homeOf } from '../../src/sharded-pool/home';
 import { RedisService } from '../../src/redis/redis.service';
-import { homePool, POOL_PARTS } from '../../src/red-envelope/red-envelope-keys';
+import { POOL_PARTS } from '../../src/red-envelope/red-envelope-keys';
 import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { WalletService } from '../../src/wallet/wallet.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
@@ -67,7 +68,7 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
   /** Accounts whose home sub-pool is `pool`. */
   function homedIn(id: string, pool: number, n: number, tag: string) {
     const out: string[] = [];
-    for (let i = 0; out.length < n; i++) if (homePool(`acc_${tag}${i}`, id, 3) === pool) out.push(`acc_${tag}${i}`);
+    for (let i = 0; out.length < n; i++) if (homeOf(`acc_${tag}${i}`, id, 3) === pool) out.push(`acc_${tag}${i}`);
     return out;
   }
 
@@ -139,7 +140,7 @@ describe('red-envelope sub-pools on a 3-master cluster', () => {
     expect(answers.filter((r) => r.body.status === 'GRABBED')).toHaveLength(59);
     // Every user's envelope is recorded on their home sub-pool, wherever it came from.
     for (const [u, s] of byUser) {
-      const held = await kit.store.grabsOf(kit.store.pool(a, homePool(u, id, 3)), u);
+      const held = await kit.store.grabsOf(kit.store.pool(a, homeOf(u, id, 3)), u);
       expect({ u, held: held.map((e) => e.split(':')[0]) }).toEqual({ u, held: [...s] });
     }
 

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
+import { homeOf } from '../../src/sharded-pool/home';
 import { RedisService } from '../../src/redis/redis.service';
 import { SPREAD_TAGS } from '../../src/redis/slot-tags';
-import { homeShard } from '../../src/seckill/seckill-keys';
 import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection, waitUntil } from '../harness/redis-process';
@@ -63,7 +63,7 @@ describe('flash sales on a 3-master cluster', () => {
     expect(new Set(await Promise.all(keys.map((k) => holderOf(k.stock))))).toEqual(new Set([0, 1, 2]));
     expect((await Promise.all(keys.map((k) => kit.store.stock(k)))).map((s) => s?.initial)).toEqual([2, 2, 2]);
 
-    const onZero = Array.from({ length: 300 }, (_, i) => `acc_c${i}`).filter((a) => homeShard(a, 'p', 3) === 0);
+    const onZero = Array.from({ length: 300 }, (_, i) => `acc_c${i}`).filter((a) => homeOf(a, 'p', 3) === 0);
     const [a, b, c, d] = onZero;
     const before = await kit.metrics();
     // a empties the home shard 0; b then falls over to shard 1, twice, and is stopped by the limit (2) held on shard 0.

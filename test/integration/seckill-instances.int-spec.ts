@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import { RedisService } from '../../src/redis/redis.service';
 import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
 import type { ReservationRecord } from '../../src/seckill/seckill.types';
-import { SoldOutMemory } from '../../src/seckill/sold-out-memory';
+import { ProductSoldOutMemory, productTopic } from '../../src/seckill/sold-out-memory';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
@@ -227,7 +227,7 @@ describe('flash sales across instances', () => {
     expect(first.status).toBe(201);
     const refused = await ka.reserve('acc_m2', id, 'p');
     expect([refused.status, refused.body.error]).toEqual([409, 'SOLD_OUT']);
-    expect(a.app.get(SoldOutMemory).isSoldOut(id, 'p')).toBe(true);
+    expect(a.app.get(ProductSoldOutMemory).isSoldOut(productTopic(id, 'p'))).toBe(true);
 
     const raw: Redis = rawConnection(redis);
     try {
@@ -257,7 +257,7 @@ describe('flash sales across instances', () => {
 
     // B gives the unit back (the buyer cancels there): the release publishes the product, A forgets it.
     expect((await kb.user('acc_m1').delete(`/seckill/reservations/${first.body.reservationId}`)).body.state).toBe('RELEASED');
-    await waitUntil('A to hear the restock', async () => !a.app.get(SoldOutMemory).isSoldOut(id, 'p'), 3000, 10);
+    await waitUntil('A to hear the restock', async () => !a.app.get(ProductSoldOutMemory).isSoldOut(productTopic(id, 'p')), 3000, 10);
     expect((await ka.reserve('acc_m2', id, 'p')).status).toBe(201);
     await ka.expectInvariant(id);
   }, 60_000);

@@ -1,10 +1,11 @@
 import { EXPIRY_QUEUE } from '../../src/orders/order-queues';
+import { homeOf } from '../../src/sharded-pool/home';
 import type { OrderEvent } from '../../src/orders/order-event';
 import { OrdersService } from '../../src/orders/orders.service';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { ReservationsService } from '../../src/seckill/reservations.service';
 import { SAFETY_NET_QUEUE } from '../../src/seckill/safety-net';
-import { activityIndexKey, homeShard, reservationIdFor } from '../../src/seckill/seckill-keys';
+import { activityIndexKey, reservationIdFor } from '../../src/seckill/seckill-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
@@ -91,7 +92,7 @@ describe('the safety net', () => {
     const { p, keys } = await kit.shards(id, 'p');
     const account = 'acc_killed';
     const rsvId = reservationIdFor(id, 'p', account, 'req-k');
-    const home = homeShard(account, 'p', 1);
+    const home = homeOf(account, 'p', 1);
     // What reserve() does before it dies: the script alone; no order, no buyer index, nothing scheduled.
     expect(
       (await kit.store.reserve(kit.store.shard(id, p, home), { rsvId, account, qty: 2, eligible: true, payWindowMs: 60_000, canFallOver: false })).outcome,
@@ -183,7 +184,7 @@ describe('the safety net', () => {
     const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
     const { p, keys } = await kit.shards(id, 'p');
     const account = 'acc_claimed';
-    const home = homeShard(account, 'p', 2);
+    const home = homeOf(account, 'p', 2);
     const k = kit.store.shard(id, p, home);
     // The home shard emptied by another buyer, then the script claims the unit there, naming the other shard; no part is taken.
     const filler = await kit.store.reserve(k, {
@@ -217,7 +218,7 @@ describe('the safety net', () => {
     const id = await sale([{ productId: 'p', stock: 6, shards: 3 }], { perUserLimit: 5 });
     const { keys } = await kit.shards(id, 'p');
     const account = 'acc_parts';
-    const home = homeShard(account, 'p', 3);
+    const home = homeOf(account, 'p', 3);
     const plan = [(home + 1) % 3, (home + 2) % 3];
     const rsvId = reservationIdFor(id, 'p', account, 'req-r');
     const claim = await kit.store.reserve(keys[home], { rsvId, account, qty: 5, eligible: true, payWindowMs: 60_000, canFallOver: true, plan });
@@ -398,7 +399,7 @@ describe('outcomes from order events', () => {
   it('a fall-over reservation that is paid keeps counting against the per-user limit after a cancel attempt', async () => {
     const id = await sale([{ productId: 'p', stock: 2, shards: 2 }], { perUserLimit: 1 });
     // Two buyers whose home is shard 0: the first takes its unit, the second falls over to shard 1.
-    const onZero = Array.from({ length: 200 }, (_, i) => `acc_h${i}`).filter((a) => homeShard(a, 'p', 2) === 0);
+    const onZero = Array.from({ length: 200 }, (_, i) => `acc_h${i}`).filter((a) => homeOf(a, 'p', 2) === 0);
     const [first, second] = onZero;
     const a = await kit.reserve(first, id, 'p');
     const b = await kit.reserve(second, id, 'p');
