@@ -152,6 +152,7 @@ export class WithdrawMessageDto extends PickType(WriteMessageDto, ['accountId', 
  */
 export class MessageCommandDto extends OmitType(WriteMessageDto, ['bizType', 'expiresAt'] as const) {
   @IsString()
+  @MaxLength(32)
   @Matches(BIZ_TYPE_RE, { message: 'bizType must be 1-32 characters of A-Z a-z 0-9 _ . -, not "." or ".."' })
   bizType!: string;
 

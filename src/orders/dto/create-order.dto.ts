@@ -69,6 +69,7 @@ export class CreateOrderDto {
  */
 export class OrderCommandDto extends OmitType(CreateOrderDto, ['merchantOrderNo'] as const) {
   @IsString()
+  @MaxLength(64)
   @Matches(ORDER_COMMAND_MERCHANT_ID_RE, { message: 'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -' })
   merchantId!: string;
 
