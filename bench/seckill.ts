@@ -110,6 +110,22 @@ async function createActivity(
   if (a.status !== 201) throw new Error(`create activity ${activityId}: ${a.status} ${a.body}`);
 }
 
+/**
+ * Reservations of one unit of an activity's products, as load requests: `(product) => next request`, each from the
+ * next of `tokens` in turn and with its own request id (`idPrefix` and the number `next` gives).
+ */
+function reserveRequests(activityId: string, tokens: string[], idPrefix: string, next: () => number) {
+  return (product: string) => (): LoadRequest => {
+    const i = next();
+    return {
+      method: 'POST',
+      path: `/seckill/activities/${activityId}/products/${product}/reservations`,
+      headers: { 'content-type': 'application/json', authorization: tokens[i % tokens.length] },
+      body: JSON.stringify({ quantity: 1, requestId: `${idPrefix}${i}` }),
+    };
+  };
+}
+
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
   const t0 = Date.now();
   while (!(await check())) {
@@ -484,15 +500,7 @@ async function throughput(svc: Service, redis: BenchRedis, dist: string, workDir
   const tokens = accounts.map((a) => `Bearer ${userToken(a)}`);
   const listers = accounts.slice(0, CONNECTIONS);
   let n = 0;
-  const svcReserve = (product: string) => (): LoadRequest => {
-    const i = n++;
-    return {
-      method: 'POST',
-      path: `/seckill/activities/${activityId}/products/${product}/reservations`,
-      headers: { 'content-type': 'application/json', authorization: tokens[i % tokens.length] },
-      body: JSON.stringify({ quantity: 1, requestId: `q${i}` }),
-    };
-  };
+  const svcReserve = reserveRequests(activityId, tokens, 'q', () => n++);
   const floorReserve = (product: string) => (): LoadRequest => {
     const i = n++;
     return {
@@ -644,15 +652,7 @@ async function scale(dist: string, workDir: string, quick: boolean): Promise<{ r
       );
       const tokens = Array.from({ length: 5000 }, (_, i) => `Bearer ${userToken(`sc-${i}`)}`);
       let n = 0;
-      const req = (product: string) => (): LoadRequest => {
-        const i = n++;
-        return {
-          method: 'POST',
-          path: `/seckill/activities/${activityId}/products/${product}/reservations`,
-          headers: { 'content-type': 'application/json', authorization: tokens[i % tokens.length] },
-          body: JSON.stringify({ quantity: 1, requestId: `s${i}` }),
-        };
-      };
+      const req = reserveRequests(activityId, tokens, 's', () => n++);
       const url = `http://127.0.0.1:${svc.port}`;
       await measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 1 : 2, requests: req('h1') }, svc.proc.pid, 0);
       for (const [product, shards] of [

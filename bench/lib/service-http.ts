@@ -13,8 +13,8 @@ export interface Answer {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
-/** One request to the service on `port` (kept-alive connections, 30 s timeout); `body` is sent as JSON. */
-export function http(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> {
+/** One request on `agent` to the service on `port` (30 s timeout), with `body` as it is. */
+export function httpOn(agent: Agent, port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = httpRequestRaw({ host: '127.0.0.1', port, method, path, headers, agent, timeout: 30_000 }, (res) => {
       const chunks: Buffer[] = [];
@@ -24,9 +24,13 @@ export function http(port: number, method: string, path: string, headers: Record
     });
     req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
     req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
+    req.end(body);
   });
 }
+
+/** One request to the service on `port` (kept-alive connections, 30 s timeout); `body` is sent as JSON. */
+export const http = (port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> =>
+  httpOn(agent, port, method, path, headers, body === undefined ? undefined : JSON.stringify(body));
 
 export const json = <T>(a: Answer): T => JSON.parse(a.body) as T;
 
