@@ -51,7 +51,8 @@
  */
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { Agent, request as httpRequestRaw } from 'node:http';
+import { Agent } from 'node:http';
+import { httpOn } from './lib/service-http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -135,19 +136,8 @@ function loop(call: () => Promise<void>, parallel = 1, gapMs = PROBE_GAP_MS.ping
 
 const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
 
-function http(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequestRaw({ host: '127.0.0.1', port, method, path, headers, agent: keepAlive, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const http = (port: number, method: string, path: string, headers: Record<string, string>, body?: string) =>
+  httpOn(keepAlive, port, method, path, headers, body);
 
 /** INFO commandstats as command → {calls, usec}. */
 const commandStats = async (r: Redis) => parseCommandStats(await r.info('commandstats'));

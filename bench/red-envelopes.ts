@@ -22,25 +22,25 @@
  * Only the standard run writes bench/results/red-envelopes.{md,json} and docs/red-envelope-amounts.svg.
  */
 import Redis from 'ioredis';
-import { Agent, request as httpRequestRaw } from 'node:http';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppConfig } from '../src/config/app-config';
 import { activityKey, poolKeys, type PoolPlacement } from '../src/red-envelope/red-envelope-keys';
 import { distribution, splitAmounts } from '../src/red-envelope/split';
 import { KeyBuilder } from '../src/redis/key-builder';
-import { startRedisCluster } from '../test/harness/redis-cluster';
 import { parseSectionArgs } from './lib/args';
 import { connectScriptRedis } from './lib/bare-server';
-import { benchWorkDir, onCleanup } from './lib/cleanup';
-import { type CommandStat, parseCommandStats } from './lib/command-stats';
-import { BENCH_ADMIN_KEY, bearerTokens, fullEnv, ROOT, snapshotBuild, spawnBareServer, spawnFullStack } from './lib/full-stack';
+import { benchWorkDir } from './lib/cleanup';
+import { measuredOnMasters, onClusterService } from './lib/cluster-service';
+import { type CommandStat, commandStats, statsDelta } from './lib/command-stats';
+import { ADMIN_JSON as ADMIN, type Answer, http, json, type Service, startService as startBenchService, UNDER_LOAD_ENV } from './lib/service-http';
+import { bearerTokens, fullEnv, ROOT, snapshotBuild, spawnBareServer } from './lib/full-stack';
 import { forEachLimit } from './lib/limit';
 import { type LoadRequest } from './lib/load';
 import { measuredLoad, type Measured } from './lib/measure';
 import { freePort } from './lib/net';
-import { cpuSeconds, type ManagedProcess, waitUntilServing } from './lib/proc';
+import { cpuSeconds, waitUntilServing } from './lib/proc';
 import { usedMemory } from './lib/redis-memory';
 import { type BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
@@ -55,86 +55,17 @@ const PREFIX = 'rpre';
 const SPONSOR = 'bench_sponsor';
 const GOALS = { preloadS: 10, floorRatio: 0.7, lastCreditS: 2 };
 const CONNECTIONS = 100;
-const ADMIN = { 'x-admin-key': BENCH_ADMIN_KEY, 'content-type': 'application/json' };
 
 const SERVICE_ENV: Record<string, string> = {
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_ENABLED: 'true',
-  RATE_LIMIT_USER: '10000000',
-  RATE_LIMIT_ADMIN: '10000000',
-  RATE_LIMIT_WINDOW_MS: '1000',
+  ...UNDER_LOAD_ENV,
   RED_ENVELOPE_MAX_COUNT: '1000000',
   RED_ENVELOPE_CREDIT_RETRY_MS: '500',
   ...(JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') as Record<string, string>),
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-
-interface Answer {
-  status: number;
-  body: string;
-}
-
-function http(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequestRaw({ host: '127.0.0.1', port, method, path, headers, agent, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
-
-const json = <T>(a: Answer): T => JSON.parse(a.body) as T;
-
-interface Service {
-  port: number;
-  proc: ManagedProcess;
-}
-
-async function startService(dist: string, workDir: string, id: string, redisEnv: Record<string, string>): Promise<Service> {
-  const port = await freePort();
-  const env = fullEnv(port, redisEnv.REDIS_URL ?? '', PREFIX, SERVICE_ENV);
-  if (!redisEnv.REDIS_URL) delete env.REDIS_URL;
-  Object.assign(env, redisEnv);
-  const dir = join(workDir, `run-${id}`);
-  mkdirSync(dir, { recursive: true });
-  const proc = spawnFullStack({ id, port, dist, workDir: dir, env });
-  await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
-  return { port, proc };
-}
-
-/** INFO commandstats of every node, summed. */
-async function commandStats(urls: string[]): Promise<Map<string, CommandStat>> {
-  const out = new Map<string, CommandStat>();
-  for (const url of urls) {
-    const r = new Redis(url, { maxRetriesPerRequest: 1 });
-    try {
-      for (const [k, v] of parseCommandStats(await r.info('commandstats'))) {
-        const o = out.get(k) ?? { calls: 0, usec: 0 };
-        out.set(k, { calls: o.calls + v.calls, usec: o.usec + v.usec });
-      }
-    } finally {
-      r.disconnect();
-    }
-  }
-  return out;
-}
-
-/** Calls and µs per command between two snapshots, minus the INFO call of the later snapshot. */
-function statsDelta(a: Map<string, CommandStat>, b: Map<string, CommandStat>): Record<string, CommandStat> {
-  const out: Record<string, CommandStat> = {};
-  for (const [k, v] of b) {
-    const calls = v.calls - (a.get(k)?.calls ?? 0) - (k === 'info' ? 1 : 0);
-    if (calls > 0) out[k] = { calls, usec: v.usec - (a.get(k)?.usec ?? 0) };
-  }
-  return out;
-}
+const startService = (dist: string, workDir: string, id: string, redisEnv: Record<string, string>) =>
+  startBenchService(dist, workDir, id, PREFIX, SERVICE_ENV, redisEnv);
 const totalCalls = (d: Record<string, CommandStat>) => Object.values(d).reduce((s, v) => s + v.calls, 0);
 
 // ---------------------------------------------------------------------------------------------
@@ -715,54 +646,42 @@ interface ScaleRow {
 }
 
 async function scale(dist: string, workDir: string, quick: boolean): Promise<{ rows: ScaleRow[]; masters: number }> {
-  const cluster = await startRedisCluster({ masters: 3 });
-  const unregister = onCleanup(
-    'redis cluster',
-    () => cluster.destroy(),
-    () => cluster.processes.forEach((p) => p.kill?.()),
+  return onClusterService(
+    (redisEnv) => startService(dist, workDir, 'cluster', redisEnv),
+    async (svc, urls) => {
+      const rows: ScaleRow[] = [];
+      const count = quick ? 60_000 : 120_000;
+      const ids = [1, 3].map((p) => `sc${p}${Date.now().toString(36)}`);
+      await createRain(svc.port, ids[0], count, { subPools: 1 });
+      await createRain(svc.port, ids[1], count, { subPools: 3 });
+      const tokens = bearerTokens(Array.from({ length: quick ? 30_000 : 60_000 }, (_, i) => `sc-${i}`));
+      const url = `http://127.0.0.1:${svc.port}`;
+      for (const [k, subPools] of [
+        [0, 1],
+        [1, 3],
+      ] as const) {
+        let n = 0;
+        const req = (): LoadRequest => ({
+          method: 'POST',
+          path: `/red-envelopes/activities/${ids[k]}/grab`,
+          headers: { authorization: tokens[n++ % tokens.length] },
+        });
+        await measuredLoad({ url, connections: CONNECTIONS, durationS: 1, requests: req }, svc.proc.pid, 0);
+        await creditedAll(svc.port, ids);
+        const { m, ...figures } = await measuredOnMasters(urls, () =>
+          measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 3 : 5, requests: req }, svc.proc.pid, 0),
+        );
+        rows.push({
+          subPools,
+          ...figures,
+          subPoolMaster: await masterOf(urls, ids[k], subPools),
+          serverUs: m.serverCpuS !== undefined ? (m.serverCpuS * 1e6) / m.load.total : undefined,
+        });
+        console.log(`[bench] scale ${subPools} sub-pool(s): ${fmtInt(rows[rows.length - 1].rps)} req/s`);
+      }
+      return rows;
+    },
   );
-  const urls = cluster.nodes.map((n) => `redis://${n.host}:${n.port}`);
-  const svc = await startService(dist, workDir, 'cluster', { REDIS_CLUSTER_NODES: cluster.envValue });
-  const rows: ScaleRow[] = [];
-  try {
-    const count = quick ? 60_000 : 120_000;
-    const ids = [1, 3].map((p) => `sc${p}${Date.now().toString(36)}`);
-    await createRain(svc.port, ids[0], count, { subPools: 1 });
-    await createRain(svc.port, ids[1], count, { subPools: 3 });
-    const tokens = bearerTokens(Array.from({ length: quick ? 30_000 : 60_000 }, (_, i) => `sc-${i}`));
-    const url = `http://127.0.0.1:${svc.port}`;
-    for (const [k, subPools] of [
-      [0, 1],
-      [1, 3],
-    ] as const) {
-      let n = 0;
-      const req = (): LoadRequest => ({
-        method: 'POST',
-        path: `/red-envelopes/activities/${ids[k]}/grab`,
-        headers: { authorization: tokens[n++ % tokens.length] },
-      });
-      await measuredLoad({ url, connections: CONNECTIONS, durationS: 1, requests: req }, svc.proc.pid, 0);
-      await creditedAll(svc.port, ids);
-      const before = await Promise.all(urls.map((u) => commandStats([u])));
-      const m = await measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 3 : 5, requests: req }, svc.proc.pid, 0);
-      const after = await Promise.all(urls.map((u) => commandStats([u])));
-      rows.push({
-        subPools,
-        rps: m.load.total / m.load.durationS,
-        p99: m.load.p99,
-        statuses: m.load.statusCodes,
-        evalshaPerMaster: urls.map((_, i) => statsDelta(before[i], after[i]).evalsha?.calls ?? 0),
-        subPoolMaster: await masterOf(urls, ids[k], subPools),
-        serverUs: m.serverCpuS !== undefined ? (m.serverCpuS * 1e6) / m.load.total : undefined,
-      });
-      console.log(`[bench] scale ${subPools} sub-pool(s): ${fmtInt(rows[rows.length - 1].rps)} req/s`);
-    }
-  } finally {
-    await svc.proc.stop();
-    await cluster.destroy();
-    unregister();
-  }
-  return { rows, masters: urls.length };
 }
 
 /** Where a rain's sub-pools are: its record, read from whichever of the nodes holds it. */

@@ -20,22 +20,22 @@
  * Only the standard run writes bench/results/seckill.{md,json} and docs/seckill-stock.svg.
  */
 import Redis from 'ioredis';
-import { Agent, request as httpRequestRaw } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startRedisCluster } from '../test/harness/redis-cluster';
 import { parseSectionArgs } from './lib/args';
 import { connectScriptRedis, type ScriptRedis } from './lib/bare-server';
 import { measureCacheKeyMemory, type CacheKeyMemoryResult } from './lib/cache-key-memory';
-import { benchWorkDir, onCleanup } from './lib/cleanup';
-import { type CommandStat, parseCommandStats } from './lib/command-stats';
-import { BENCH_ADMIN_KEY, fullEnv, ROOT, snapshotBuild, spawnBareServer, spawnFullStack, userToken } from './lib/full-stack';
+import { benchWorkDir } from './lib/cleanup';
+import { measuredOnMasters, onClusterService } from './lib/cluster-service';
+import { type CommandStat, commandStats, statsDelta } from './lib/command-stats';
+import { ADMIN_JSON as ADMIN, http, json, type Service, startService as startBenchService, UNDER_LOAD_ENV } from './lib/service-http';
+import { ROOT, snapshotBuild, spawnBareServer, userToken } from './lib/full-stack';
 import { forEachLimit } from './lib/limit';
 import { type LoadRequest } from './lib/load';
 import { measuredLoad, type Measured } from './lib/measure';
 import { freePort } from './lib/net';
-import { type ManagedProcess, waitUntilServing } from './lib/proc';
+import { waitUntilServing } from './lib/proc';
 import { type BenchRedis, startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
 import { benchJson, jsonNum, writeJsonResult } from './lib/results-json';
@@ -64,42 +64,15 @@ const MERCHANT = 'bench_merchant';
 const GOALS = { floorRatio: 0.7, mixRps: 10_000 };
 const CONNECTIONS = 100;
 const SAMPLE_MS = 100;
-const ADMIN = { 'x-admin-key': BENCH_ADMIN_KEY, 'content-type': 'application/json' };
 
 /** The service's env in every run: rate limits far above any load here, the shortest safety-net grace. */
 const SERVICE_ENV: Record<string, string> = {
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_ENABLED: 'true',
-  RATE_LIMIT_USER: '10000000',
-  RATE_LIMIT_ADMIN: '10000000',
-  RATE_LIMIT_WINDOW_MS: '1000',
+  ...UNDER_LOAD_ENV,
   SECKILL_SAFETY_NET_GRACE_SECONDS: '5',
   ORDERS_EVENTS_MAXLEN: '1000000',
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-
-interface Answer {
-  status: number;
-  body: string;
-}
-
-function http(port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequestRaw({ host: '127.0.0.1', port, method, path, headers, agent, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
-
-const json = <T>(a: Answer): T => JSON.parse(a.body) as T;
 const bearer = (account: string) => ({ authorization: `Bearer ${userToken(account)}`, 'content-type': 'application/json' });
 
 interface Live {
@@ -137,6 +110,22 @@ async function createActivity(
   if (a.status !== 201) throw new Error(`create activity ${activityId}: ${a.status} ${a.body}`);
 }
 
+/**
+ * Reservations of one unit of an activity's products, as load requests: `(product) => next request`, each from the
+ * next of `tokens` in turn and with its own request id (`idPrefix` and the number `next` gives).
+ */
+function reserveRequests(activityId: string, tokens: string[], idPrefix: string, next: () => number) {
+  return (product: string) => (): LoadRequest => {
+    const i = next();
+    return {
+      method: 'POST',
+      path: `/seckill/activities/${activityId}/products/${product}/reservations`,
+      headers: { 'content-type': 'application/json', authorization: tokens[i % tokens.length] },
+      body: JSON.stringify({ quantity: 1, requestId: `${idPrefix}${i}` }),
+    };
+  };
+}
+
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
   const t0 = Date.now();
   while (!(await check())) {
@@ -146,49 +135,12 @@ async function waitFor(what: string, timeoutMs: number, check: () => Promise<boo
   return Date.now() - t0;
 }
 
-interface Service {
-  port: number;
-  proc: ManagedProcess;
-}
-
-async function startService(dist: string, workDir: string, id: string, redisEnv: Record<string, string>, extra: Record<string, string> = {}): Promise<Service> {
-  const port = await freePort();
-  const env = fullEnv(port, redisEnv.REDIS_URL ?? '', PREFIX, { ...SERVICE_ENV, ...extra });
-  if (!redisEnv.REDIS_URL) delete env.REDIS_URL;
-  Object.assign(env, redisEnv);
-  const dir = join(workDir, `run-${id}`);
-  mkdirSync(dir, { recursive: true });
-  const proc = spawnFullStack({ id, port, dist, workDir: dir, env });
-  await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
-  return { port, proc };
-}
-
-/** INFO commandstats of every node, summed. */
-async function commandStats(urls: string[]): Promise<Map<string, CommandStat>> {
-  const out = new Map<string, CommandStat>();
-  for (const url of urls) {
-    const r = new Redis(url, { maxRetriesPerRequest: 1 });
-    try {
-      for (const [k, v] of parseCommandStats(await r.info('commandstats'))) {
-        const o = out.get(k) ?? { calls: 0, usec: 0 };
-        out.set(k, { calls: o.calls + v.calls, usec: o.usec + v.usec });
-      }
-    } finally {
-      r.disconnect();
-    }
-  }
-  return out;
-}
+const startService = (dist: string, workDir: string, id: string, redisEnv: Record<string, string>, extra: Record<string, string> = {}) =>
+  startBenchService(dist, workDir, id, PREFIX, { ...SERVICE_ENV, ...extra }, redisEnv);
 
 /** Calls per command between two snapshots, minus the INFO calls of the snapshots themselves. */
-function statsDelta(a: Map<string, CommandStat>, b: Map<string, CommandStat>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of b) {
-    const d = v.calls - (a.get(k)?.calls ?? 0) - (k === 'info' ? 1 : 0);
-    if (d > 0) out[k] = d;
-  }
-  return out;
-}
+const callsDelta = (a: Map<string, CommandStat>, b: Map<string, CommandStat>): Record<string, number> =>
+  Object.fromEntries(Object.entries(statsDelta(a, b)).map(([k, v]) => [k, v.calls]));
 
 // ---------------------------------------------------------------------------------------------
 // 1. Correctness
@@ -505,7 +457,7 @@ async function measure(
   const before = await commandStats([redis.url]);
   const m: Measured = await measuredLoad({ url, connections: CONNECTIONS, durationS, requests, title: `${scenario} ${target}` }, serverPid, redis.process.pid);
   const after = await commandStats([redis.url]);
-  const commands = statsDelta(before, after);
+  const commands = callsDelta(before, after);
   const total = Object.values(commands).reduce((s, n) => s + n, 0);
   const row: ThroughputRow = {
     scenario,
@@ -548,15 +500,7 @@ async function throughput(svc: Service, redis: BenchRedis, dist: string, workDir
   const tokens = accounts.map((a) => `Bearer ${userToken(a)}`);
   const listers = accounts.slice(0, CONNECTIONS);
   let n = 0;
-  const svcReserve = (product: string) => (): LoadRequest => {
-    const i = n++;
-    return {
-      method: 'POST',
-      path: `/seckill/activities/${activityId}/products/${product}/reservations`,
-      headers: { 'content-type': 'application/json', authorization: tokens[i % tokens.length] },
-      body: JSON.stringify({ quantity: 1, requestId: `q${i}` }),
-    };
-  };
+  const svcReserve = reserveRequests(activityId, tokens, 'q', () => n++);
   const floorReserve = (product: string) => (): LoadRequest => {
     const i = n++;
     return {
@@ -692,63 +636,43 @@ async function reservedOn(url: string, activityId: string, product: string): Pro
 }
 
 async function scale(dist: string, workDir: string, quick: boolean): Promise<{ rows: ScaleRow[]; masters: number }> {
-  const cluster = await startRedisCluster({ masters: 3 });
-  const unregister = onCleanup(
-    'redis cluster',
-    () => cluster.destroy(),
-    () => cluster.processes.forEach((p) => p.kill?.()),
+  return onClusterService(
+    (redisEnv) => startService(dist, workDir, 'cluster', redisEnv),
+    async (svc, urls) => {
+      const rows: ScaleRow[] = [];
+      const activityId = `s${Date.now().toString(36)}`;
+      await createActivity(
+        svc.port,
+        activityId,
+        [
+          { productId: 'h1', stock: 10_000_000, shards: 1 },
+          { productId: 'h3', stock: 10_000_000, shards: 3 },
+        ],
+        { perUserLimit: 1000 },
+      );
+      const tokens = Array.from({ length: 5000 }, (_, i) => `Bearer ${userToken(`sc-${i}`)}`);
+      let n = 0;
+      const req = reserveRequests(activityId, tokens, 's', () => n++);
+      const url = `http://127.0.0.1:${svc.port}`;
+      await measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 1 : 2, requests: req('h1') }, svc.proc.pid, 0);
+      for (const [product, shards] of [
+        ['h1', 1],
+        ['h3', 3],
+      ] as const) {
+        const { m, ...figures } = await measuredOnMasters(urls, () =>
+          measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 3 : 8, requests: req(product) }, svc.proc.pid, 0),
+        );
+        rows.push({
+          shards,
+          ...figures,
+          reservedPerMaster: await Promise.all(urls.map((u) => reservedOn(u, activityId, product))),
+          serverCpuS: m.serverCpuS,
+        });
+        console.log(`[bench] scale ${shards} shard(s): ${fmtInt(rows[rows.length - 1].rps)} req/s`);
+      }
+      return rows;
+    },
   );
-  const urls = cluster.nodes.map((n) => `redis://${n.host}:${n.port}`);
-  const svc = await startService(dist, workDir, 'cluster', { REDIS_CLUSTER_NODES: cluster.envValue });
-  const rows: ScaleRow[] = [];
-  try {
-    const activityId = `s${Date.now().toString(36)}`;
-    await createActivity(
-      svc.port,
-      activityId,
-      [
-        { productId: 'h1', stock: 10_000_000, shards: 1 },
-        { productId: 'h3', stock: 10_000_000, shards: 3 },
-      ],
-      { perUserLimit: 1000 },
-    );
-    const tokens = Array.from({ length: 5000 }, (_, i) => `Bearer ${userToken(`sc-${i}`)}`);
-    let n = 0;
-    const req = (product: string) => (): LoadRequest => {
-      const i = n++;
-      return {
-        method: 'POST',
-        path: `/seckill/activities/${activityId}/products/${product}/reservations`,
-        headers: { 'content-type': 'application/json', authorization: tokens[i % tokens.length] },
-        body: JSON.stringify({ quantity: 1, requestId: `s${i}` }),
-      };
-    };
-    const url = `http://127.0.0.1:${svc.port}`;
-    await measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 1 : 2, requests: req('h1') }, svc.proc.pid, 0);
-    for (const [product, shards] of [
-      ['h1', 1],
-      ['h3', 3],
-    ] as const) {
-      const before = await Promise.all(urls.map((u) => commandStats([u])));
-      const m = await measuredLoad({ url, connections: CONNECTIONS, durationS: quick ? 3 : 8, requests: req(product) }, svc.proc.pid, 0);
-      const after = await Promise.all(urls.map((u) => commandStats([u])));
-      rows.push({
-        shards,
-        rps: m.load.total / m.load.durationS,
-        p99: m.load.p99,
-        statuses: m.load.statusCodes,
-        evalshaPerMaster: urls.map((_, i) => statsDelta(before[i], after[i]).evalsha ?? 0),
-        reservedPerMaster: await Promise.all(urls.map((u) => reservedOn(u, activityId, product))),
-        serverCpuS: m.serverCpuS,
-      });
-      console.log(`[bench] scale ${shards} shard(s): ${fmtInt(rows[rows.length - 1].rps)} req/s`);
-    }
-  } finally {
-    await svc.proc.stop();
-    await cluster.destroy();
-    unregister();
-  }
-  return { rows, masters: urls.length };
 }
 
 // ---------------------------------------------------------------------------------------------

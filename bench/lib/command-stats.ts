@@ -1,3 +1,5 @@
+import Redis from 'ioredis';
+
 /** One command's line of `INFO commandstats`. */
 export interface CommandStat {
   calls: number;
@@ -8,5 +10,32 @@ export interface CommandStat {
 export function parseCommandStats(info: string): Map<string, CommandStat> {
   const out = new Map<string, CommandStat>();
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) out.set(m[1], { calls: Number(m[2]), usec: Number(m[3]) });
+  return out;
+}
+
+/** INFO commandstats of every node, summed. */
+export async function commandStats(urls: string[]): Promise<Map<string, CommandStat>> {
+  const out = new Map<string, CommandStat>();
+  for (const url of urls) {
+    const r = new Redis(url, { maxRetriesPerRequest: 1 });
+    try {
+      for (const [k, v] of parseCommandStats(await r.info('commandstats'))) {
+        const o = out.get(k) ?? { calls: 0, usec: 0 };
+        out.set(k, { calls: o.calls + v.calls, usec: o.usec + v.usec });
+      }
+    } finally {
+      r.disconnect();
+    }
+  }
+  return out;
+}
+
+/** Calls and µs per command between two snapshots, minus the INFO call of the later snapshot. */
+export function statsDelta(a: Map<string, CommandStat>, b: Map<string, CommandStat>): Record<string, CommandStat> {
+  const out: Record<string, CommandStat> = {};
+  for (const [k, v] of b) {
+    const calls = v.calls - (a.get(k)?.calls ?? 0) - (k === 'info' ? 1 : 0);
+    if (calls > 0) out[k] = { calls, usec: v.usec - (a.get(k)?.usec ?? 0) };
+  }
   return out;
 }

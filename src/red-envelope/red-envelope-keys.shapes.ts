@@ -1,4 +1,4 @@
-import type { KeyShape } from '../redis/key-shape';
+import { fixedKeyShape, idKeyShape, type KeyShape, partKeyShapes } from '../redis/key-shape';
 import { ACTIVITY_ID_RE } from '../kernel/ids';
 import { SPREAD_TAGS } from '../redis/slot-tags';
 import { activityIndexKey, activityKey, POOL_PARTS, poolKeys, type PoolPlacement, poolTagId, RED_ENVELOPE_KEYS, stallsKey } from './red-envelope-keys';
@@ -15,40 +15,16 @@ const placementOf = (activityId: string, pool: string, tags: string): PoolPlacem
 
 /** The red envelopes' keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [
-  ...POOL_PARTS.map((part): KeyShape => ({
-    name: `sub-pool ${part}`,
-    space: RED_ENVELOPE_KEYS,
-    kind: 'p',
-    part,
-    rules: [ACTIVITY_ID_RE, POOL_RE, TAGS_RE],
-    make: (b, [activityId, pool, tags]) => poolKeys(b, placementOf(activityId, pool, tags), Number(pool))[part],
-    carries: ([activityId, pool, tags]) => ({ id: poolTagId(placementOf(activityId, pool, tags), Number(pool)) }),
-  })),
-  {
-    name: 'activity',
-    space: RED_ENVELOPE_KEYS,
-    kind: 'a',
-    part: 'activity',
-    rules: [ACTIVITY_ID_RE],
-    make: (b, [activityId]) => activityKey(b, activityId),
-    carries: ([activityId]) => ({ id: activityId }),
-  },
-  {
-    name: 'activity stalled step',
-    space: RED_ENVELOPE_KEYS,
-    kind: 'a',
-    part: 'stalls',
-    rules: [ACTIVITY_ID_RE],
-    make: (b, [activityId]) => stallsKey(b, activityId),
-    carries: ([activityId]) => ({ id: activityId }),
-  },
-  {
-    name: 'activity index',
-    space: RED_ENVELOPE_KEYS,
-    kind: 'i',
-    part: 'activities',
-    rules: [],
-    make: (b) => activityIndexKey(b),
-    carries: () => ({}),
-  },
+  ...partKeyShapes(
+    RED_ENVELOPE_KEYS,
+    'p',
+    POOL_PARTS,
+    'sub-pool',
+    [ACTIVITY_ID_RE, POOL_RE, TAGS_RE],
+    (b, [activityId, pool, tags]) => poolKeys(b, placementOf(activityId, pool, tags), Number(pool)),
+    ([activityId, pool, tags]) => ({ id: poolTagId(placementOf(activityId, pool, tags), Number(pool)) }),
+  ),
+  idKeyShape(RED_ENVELOPE_KEYS, 'a', 'activity', 'activity', ACTIVITY_ID_RE, activityKey),
+  idKeyShape(RED_ENVELOPE_KEYS, 'a', 'stalls', 'activity stalled step', ACTIVITY_ID_RE, stallsKey),
+  fixedKeyShape(RED_ENVELOPE_KEYS, 'i', 'activities', 'activity index', activityIndexKey),
 ];

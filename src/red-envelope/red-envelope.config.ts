@@ -2,9 +2,11 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfigSlice } from '../config/config-slice';
 import { toInt } from '../config/env-validation';
+import { Setting, settingsSlice } from '../config/settings';
 
 /** The red envelopes' environment variables (see `.env.example`). */
 export class RedEnvelopeEnv {
+  @Setting<RedEnvelopeConfig>('maxCount', 1_000_000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -12,6 +14,7 @@ export class RedEnvelopeEnv {
   @Max(10_000_000)
   RED_ENVELOPE_MAX_COUNT?: number;
 
+  @Setting<RedEnvelopeConfig>('maxSubPools', 16)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -19,6 +22,7 @@ export class RedEnvelopeEnv {
   @Max(64)
   RED_ENVELOPE_MAX_SUBPOOLS?: number;
 
+  @Setting<RedEnvelopeConfig>('creditConcurrency', 200)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -26,6 +30,7 @@ export class RedEnvelopeEnv {
   @Max(1000)
   RED_ENVELOPE_CREDIT_CONCURRENCY?: number;
 
+  @Setting<RedEnvelopeConfig>('creditMaxDeliveries', 10)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -33,6 +38,7 @@ export class RedEnvelopeEnv {
   @Max(1000)
   RED_ENVELOPE_CREDIT_MAX_DELIVERIES?: number;
 
+  @Setting<RedEnvelopeConfig>('creditRetryMs', 5000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -40,6 +46,7 @@ export class RedEnvelopeEnv {
   @Max(600_000)
   RED_ENVELOPE_CREDIT_RETRY_MS?: number;
 
+  @Setting<RedEnvelopeConfig>('creditRetryMaxMs', 60_000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -47,6 +54,7 @@ export class RedEnvelopeEnv {
   @Max(3_600_000)
   RED_ENVELOPE_CREDIT_RETRY_MAX_MS?: number;
 
+  @Setting<RedEnvelopeConfig>('liveRetentionMs', 7 * 86_400, 1000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -54,6 +62,7 @@ export class RedEnvelopeEnv {
   @Max(90 * 86_400)
   RED_ENVELOPE_LIVE_RETENTION_SECONDS?: number;
 
+  @Setting<RedEnvelopeConfig>('resumeAfterMs', 60_000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -61,6 +70,7 @@ export class RedEnvelopeEnv {
   @Max(600_000)
   RED_ENVELOPE_RESUME_AFTER_MS?: number;
 
+  @Setting<RedEnvelopeConfig>('jobVisibilityMs', 120_000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -91,19 +101,4 @@ export class RedEnvelopeConfig {
   jobVisibilityMs!: number;
 }
 
-export const redEnvelopeConfig = defineConfigSlice({
-  name: 'red-envelope',
-  token: RedEnvelopeConfig,
-  schema: RedEnvelopeEnv,
-  build: (s): RedEnvelopeConfig => ({
-    maxCount: s.RED_ENVELOPE_MAX_COUNT ?? 1_000_000,
-    maxSubPools: s.RED_ENVELOPE_MAX_SUBPOOLS ?? 16,
-    creditConcurrency: s.RED_ENVELOPE_CREDIT_CONCURRENCY ?? 200,
-    creditMaxDeliveries: s.RED_ENVELOPE_CREDIT_MAX_DELIVERIES ?? 10,
-    creditRetryMs: s.RED_ENVELOPE_CREDIT_RETRY_MS ?? 5000,
-    creditRetryMaxMs: s.RED_ENVELOPE_CREDIT_RETRY_MAX_MS ?? 60_000,
-    liveRetentionMs: (s.RED_ENVELOPE_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
-    resumeAfterMs: s.RED_ENVELOPE_RESUME_AFTER_MS ?? 60_000,
-    jobVisibilityMs: s.RED_ENVELOPE_JOB_VISIBILITY_MS ?? 120_000,
-  }),
-});
+export const redEnvelopeConfig = defineConfigSlice(settingsSlice('red-envelope', RedEnvelopeConfig, RedEnvelopeEnv));

@@ -1,5 +1,5 @@
 import { ACCOUNT_ID_RE, ACTIVITY_ID_RE } from '../kernel/ids';
-import type { KeyShape } from '../redis/key-shape';
+import { fixedKeyShape, idKeyShape, type KeyShape, partKeyShapes } from '../redis/key-shape';
 import { SPREAD_TAGS } from '../redis/slot-tags';
 import {
   ACTIVITY_PARTS,
@@ -28,49 +28,25 @@ const placementOf = (shard: string, tags: string): ShardPlacement => {
 
 /** The flash sales' keys, for the key-space proof (src/redis/key-space.spec.ts). */
 export const KEY_SHAPES: KeyShape[] = [
-  ...SHARD_PARTS.map((part): KeyShape => ({
-    name: `product shard ${part}`,
-    space: SECKILL_KEYS,
-    kind: 'p',
-    part,
-    rules: [ACTIVITY_ID_RE, PRODUCT_ID_RE, SHARD_RE, TAGS_RE],
-    make: (b, [activityId, productId, shard, tags]) => shardKeys(b, activityId, productId, Number(shard), placementOf(shard, tags))[part],
-    carries: ([activityId, productId, shard, tags]) => ({ id: shardTagId(activityId, productId, Number(shard), placementOf(shard, tags)) }),
-  })),
-  ...ACTIVITY_PARTS.map((part): KeyShape => ({
-    name: `activity ${part}`,
-    space: SECKILL_KEYS,
-    kind: 'a',
-    part,
-    rules: [ACTIVITY_ID_RE],
-    make: (b, [activityId]) => activityKeys(b, activityId)[part],
-    carries: ([activityId]) => ({ id: activityId }),
-  })),
-  {
-    name: 'buyer reservations',
-    space: SECKILL_KEYS,
-    kind: 'u',
-    part: 'reservations',
-    rules: [ACCOUNT_ID_RE],
-    make: (b, [accountId]) => buyerIndexKey(b, accountId),
-    carries: ([accountId]) => ({ id: accountId }),
-  },
-  {
-    name: 'activity index',
-    space: SECKILL_KEYS,
-    kind: 'i',
-    part: 'activities',
-    rules: [],
-    make: (b) => activityIndexKey(b),
-    carries: () => ({}),
-  },
-  {
-    name: 'safety-net sweep lease',
-    space: SECKILL_KEYS,
-    kind: 'i',
-    part: 'sweep',
-    rules: [],
-    make: (b) => sweepLeaseKey(b),
-    carries: () => ({}),
-  },
+  ...partKeyShapes(
+    SECKILL_KEYS,
+    'p',
+    SHARD_PARTS,
+    'product shard',
+    [ACTIVITY_ID_RE, PRODUCT_ID_RE, SHARD_RE, TAGS_RE],
+    (b, [activityId, productId, shard, tags]) => shardKeys(b, activityId, productId, Number(shard), placementOf(shard, tags)),
+    ([activityId, productId, shard, tags]) => ({ id: shardTagId(activityId, productId, Number(shard), placementOf(shard, tags)) }),
+  ),
+  ...partKeyShapes(
+    SECKILL_KEYS,
+    'a',
+    ACTIVITY_PARTS,
+    'activity',
+    [ACTIVITY_ID_RE],
+    (b, [activityId]) => activityKeys(b, activityId),
+    ([activityId]) => ({ id: activityId }),
+  ),
+  idKeyShape(SECKILL_KEYS, 'u', 'reservations', 'buyer reservations', ACCOUNT_ID_RE, buyerIndexKey),
+  fixedKeyShape(SECKILL_KEYS, 'i', 'activities', 'activity index', activityIndexKey),
+  fixedKeyShape(SECKILL_KEYS, 'i', 'sweep', 'safety-net sweep lease', sweepLeaseKey),
 ];

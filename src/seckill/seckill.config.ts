@@ -2,12 +2,14 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, Max, Min } from 'class-validator';
 import { defineConfigSlice } from '../config/config-slice';
 import { toInt } from '../config/env-validation';
+import { Setting, settingsSlice } from '../config/settings';
 
 /** Most shards of one product the API takes (the OpenAPI document's maximum); SECKILL_MAX_SHARDS may only lower it. */
 export const MAX_SHARDS = 16;
 
 /** The flash sales' environment variables (see `.env.example`). */
 export class SeckillEnv {
+  @Setting<SeckillConfig>('listingTtlMs', 2000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -15,6 +17,7 @@ export class SeckillEnv {
   @Max(60_000)
   SECKILL_LISTING_TTL_MS?: number;
 
+  @Setting<SeckillConfig>('soldOutMemoryMs', 5000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -22,6 +25,7 @@ export class SeckillEnv {
   @Max(60_000)
   SECKILL_SOLD_OUT_MEMORY_MS?: number;
 
+  @Setting<SeckillConfig>('safetyNetGraceMs', 30, 1000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -29,6 +33,7 @@ export class SeckillEnv {
   @Max(3600)
   SECKILL_SAFETY_NET_GRACE_SECONDS?: number;
 
+  @Setting<SeckillConfig>('safetyNetSweepMs', 10_000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -36,6 +41,7 @@ export class SeckillEnv {
   @Max(600_000)
   SECKILL_SAFETY_NET_SWEEP_MS?: number;
 
+  @Setting<SeckillConfig>('liveRetentionMs', 7 * 86_400, 1000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -43,6 +49,7 @@ export class SeckillEnv {
   @Max(90 * 86_400)
   SECKILL_LIVE_RETENTION_SECONDS?: number;
 
+  @Setting<SeckillConfig>('resultsRetentionMs', 90, 86_400_000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -50,6 +57,7 @@ export class SeckillEnv {
   @Max(365)
   SECKILL_RESULTS_RETENTION_DAYS?: number;
 
+  @Setting<SeckillConfig>('maxProducts', 10_000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -57,6 +65,7 @@ export class SeckillEnv {
   @Max(100_000)
   SECKILL_MAX_PRODUCTS?: number;
 
+  @Setting<SeckillConfig>('maxShards', MAX_SHARDS)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -64,6 +73,7 @@ export class SeckillEnv {
   @Max(MAX_SHARDS)
   SECKILL_MAX_SHARDS?: number;
 
+  @Setting<SeckillConfig>('eventConcurrency', 32)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -95,19 +105,4 @@ export class SeckillConfig {
 }
 
 /** The flash-sale slice of the configuration: list `seckillConfig.provider` in the module's providers. */
-export const seckillConfig = defineConfigSlice({
-  name: 'seckill',
-  token: SeckillConfig,
-  schema: SeckillEnv,
-  build: (s): SeckillConfig => ({
-    listingTtlMs: s.SECKILL_LISTING_TTL_MS ?? 2000,
-    soldOutMemoryMs: s.SECKILL_SOLD_OUT_MEMORY_MS ?? 5000,
-    safetyNetGraceMs: (s.SECKILL_SAFETY_NET_GRACE_SECONDS ?? 30) * 1000,
-    safetyNetSweepMs: s.SECKILL_SAFETY_NET_SWEEP_MS ?? 10_000,
-    liveRetentionMs: (s.SECKILL_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000,
-    resultsRetentionMs: (s.SECKILL_RESULTS_RETENTION_DAYS ?? 90) * 86_400_000,
-    maxProducts: s.SECKILL_MAX_PRODUCTS ?? 10_000,
-    maxShards: s.SECKILL_MAX_SHARDS ?? MAX_SHARDS,
-    eventConcurrency: s.SECKILL_EVENT_CONCURRENCY ?? 32,
-  }),
-});
+export const seckillConfig = defineConfigSlice(settingsSlice('seckill', SeckillConfig, SeckillEnv));

@@ -1,15 +1,14 @@
 import type Redis from 'ioredis';
+import { useAppOnCluster } from '../support/cluster-suite';
 import { homeOf } from '../../src/sharded-pool/home';
 import { RedisService } from '../../src/redis/redis.service';
 import { POOL_PARTS } from '../../src/red-envelope/red-envelope-keys';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
 import { WalletService } from '../../src/wallet/wallet.service';
 import type { WalletCommand } from '../../src/wallet/wallet.types';
-import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
-import { rawConnection, waitUntil } from '../harness/redis-process';
+import { waitUntil } from '../harness/redis-process';
 import { expectConserved, expectCreditedOnce } from '../support/red-envelope-faults';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
-import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import { CREDS, type TestApp } from '../support/test-app';
 
 /**
  * Sub-pools on a 3-master Redis Cluster: each sub-pool's keys in one slot, the three sub-pools of an activity on
@@ -18,47 +17,22 @@ import { CREDS, startTestApp, TestApp } from '../support/test-app';
  * red-envelope script run on the cluster; balanced, and money conserved.
  */
 describe('red-envelope sub-pools on a 3-master cluster', () => {
-  let cluster: RedisClusterHandle;
+  const suite = useAppOnCluster('red-envelope/', {
+    BALANCE_CHANNEL: 'wallet',
+    RED_ENVELOPE_CREDIT_RETRY_MS: '200',
+    RED_ENVELOPE_CREDIT_MAX_DELIVERIES: '2',
+  });
   let raw: Redis[];
   let t: TestApp;
   let kit: RainKit;
-  const ran = new Set<string>();
   const ids: string[] = [];
   let toppedUp = 0;
+  const { ran, masterOf } = suite;
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-    raw = cluster.nodes.map((n) => rawConnection(n));
-    t = await startTestApp('', {
-      REDIS_CLUSTER_NODES: cluster.envValue,
-      REDIS_COMMAND_TIMEOUT_MS: '1000',
-      RATE_LIMIT_ENABLED: 'false',
-      BALANCE_CHANNEL: 'wallet',
-      RED_ENVELOPE_CREDIT_RETRY_MS: '200',
-      RED_ENVELOPE_CREDIT_MAX_DELIVERIES: '2',
-    });
+  beforeAll(() => {
+    ({ raw, t } = suite);
     kit = rainKit(t);
-    const scripts = t.app.get(ScriptRegistry);
-    const original = scripts.run.bind(scripts);
-    jest.spyOn(scripts, 'run').mockImplementation(((script: string, k: readonly string[], args: readonly ScriptArg[] = []) => {
-      if (script.startsWith('red-envelope/')) ran.add(script);
-      return original(script, k, args);
-    }) as ScriptRegistry['run']);
-  }, 60_000);
-
-  afterAll(async () => {
-    jest.restoreAllMocks();
-    await t?.close();
-    raw?.forEach((r) => r.disconnect());
-    await cluster?.destroy();
   });
-
-  /** The index of the master whose slots hold `key`. */
-  const masterOf = async (key: string) => {
-    const slot = Number(await raw[0].cluster('KEYSLOT', key));
-    const range = (await raw[0].cluster('SLOTS')).find(([start, end]) => slot >= start && slot <= end)!;
-    return cluster.nodes.findIndex((n) => n.port === range[2][1]);
-  };
 
   async function fund(amount: number) {
     await kit.fund(CREDS.merchantId, amount);

@@ -1,8 +1,8 @@
 import { rawConnection, waitUntil } from '../harness/redis-process';
-import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { randomPrefix } from '../harness/redis-server';
 import { expectInvariants } from '../support/invariants';
 import { rainBody, rainId } from '../support/red-envelopes';
-import { diedAtCrashPoint, startServiceProcess, type ServiceProcess } from '../support/service-process';
+import { diedAtCrashPoint, type ServiceProcess, useServicesOnOwnRedis } from '../support/service-process';
 import { CREDS, userToken } from '../support/test-app';
 
 /**
@@ -30,17 +30,7 @@ interface Entry {
 }
 
 describe('red-envelope rain: killed at every step boundary, a fresh instance converges exactly once', () => {
-  let redis: RedisServerHandle;
-  const running: ServiceProcess[] = [];
-  beforeAll(async () => {
-    redis = await startRedisServer();
-  });
-  afterEach(async () => {
-    await Promise.all(running.splice(0).map((s) => s.kill()));
-  });
-  afterAll(async () => {
-    await redis?.destroy();
-  });
+  const services = useServicesOnOwnRedis();
 
   const json = async (svc: ServiceProcess, path: string, init: RequestInit = {}) => {
     const res = await svc.call(path, { headers: ADMIN, ...init });
@@ -68,8 +58,7 @@ describe('red-envelope rain: killed at every step boundary, a fresh instance con
     '%s',
     async (boundary, during, windowMs) => {
       const prefix = randomPrefix();
-      const first = await startServiceProcess(redis.url, prefix, { crashAt: [boundary], env: ENV });
-      running.push(first);
+      const first = await services.start(prefix, boundary, ENV);
       const sponsor = `m_crash_${process.pid}`;
       const id = rainId('crash');
       const top = await json(first, `/admin/wallets/merchant:${sponsor}/top-ups`, {
@@ -88,8 +77,7 @@ describe('red-envelope rain: killed at every step boundary, a fresh instance con
       await diedAtCrashPoint(first, boundary, windowMs + 10_000);
 
       const t0 = Date.now();
-      const second = await startServiceProcess(redis.url, prefix, { env: ENV });
-      running.push(second);
+      const second = await services.start(prefix, undefined, ENV);
       if (during === 'create') {
         // The rain is taken up by its job; a grab while it is open is credited too.
         await waitUntil('the rain open again', async () => (await state(second, id)) === 'OPEN' || (await state(second, id)), LEASE_BOUND_MS, 200);
@@ -129,7 +117,7 @@ describe('red-envelope rain: killed at every step boundary, a fresh instance con
       expect((await balance(second, `merchant:${sponsor}`)) + (await balance(second, 'account:acc_crash_1'))).toBe(1000);
       expect(took).toBeLessThan(LEASE_BOUND_MS + windowMs);
       // Every module's conservation law over the whole deployment.
-      const raw = rawConnection(redis);
+      const raw = rawConnection(services.redis);
       try {
         await expectInvariants({ nodes: raw, prefix, base: second.base });
       } finally {

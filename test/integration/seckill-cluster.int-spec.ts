@@ -1,12 +1,11 @@
 import type Redis from 'ioredis';
+import { useAppOnCluster } from '../support/cluster-suite';
 import { homeOf } from '../../src/sharded-pool/home';
 import { RedisService } from '../../src/redis/redis.service';
 import { SPREAD_TAGS } from '../../src/redis/slot-tags';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
-import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
-import { rawConnection, waitUntil } from '../harness/redis-process';
+import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
-import { startTestApp, TestApp } from '../support/test-app';
+import type { TestApp } from '../support/test-app';
 
 /**
  * Flash sales on a 3-master Redis Cluster: a product's 3 shards land on 3 different masters (their tags in 3 slot ranges),
@@ -14,42 +13,20 @@ import { startTestApp, TestApp } from '../support/test-app';
  * the home shard), and every lua/seckill script runs there. The stock invariant holds per product.
  */
 describe('flash sales on a 3-master cluster', () => {
-  let cluster: RedisClusterHandle;
+  const suite = useAppOnCluster('seckill/', { CHANNEL_LATENCY_MS: '2' });
   let raw: Redis[];
   let t: TestApp;
   let kit: SeckillKit;
-  const ran = new Set<string>();
+  const { ran } = suite;
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-    raw = cluster.nodes.map((n) => rawConnection(n));
-    t = await startTestApp('', {
-      REDIS_CLUSTER_NODES: cluster.envValue,
-      REDIS_COMMAND_TIMEOUT_MS: '1000',
-      RATE_LIMIT_ENABLED: 'false',
-      CHANNEL_LATENCY_MS: '2',
-    });
+  beforeAll(() => {
+    ({ raw, t } = suite);
     kit = seckillKit(t);
-    const scripts = t.app.get(ScriptRegistry);
-    const original = scripts.run.bind(scripts);
-    jest.spyOn(scripts, 'run').mockImplementation(((script: string, keys: readonly string[], args: readonly ScriptArg[] = []) => {
-      if (script.startsWith('seckill/')) ran.add(script);
-      return original(script, keys, args);
-    }) as ScriptRegistry['run']);
-  }, 60_000);
-
-  afterAll(async () => {
-    jest.restoreAllMocks();
-    await t?.close();
-    raw?.forEach((r) => r.disconnect());
-    await cluster?.destroy();
   });
 
   /** The index of the master that holds `key` (-1 when none does). */
   const holderOf = async (key: string) => {
-    const slot = Number(await raw[0].cluster('KEYSLOT', key));
-    const range = (await raw[0].cluster('SLOTS')).find(([start, end]) => slot >= start && slot <= end)!;
-    const i = cluster.nodes.findIndex((n) => n.port === range[2][1]);
+    const i = await suite.masterOf(key);
     return (await raw[i].exists(key)) === 1 ? i : -1;
   };
 

@@ -1,8 +1,8 @@
 import { rawConnection, waitUntil } from '../harness/redis-process';
-import { randomPrefix, type RedisServerHandle, startRedisServer } from '../harness/redis-server';
+import { randomPrefix } from '../harness/redis-server';
 import { expectInvariants } from '../support/invariants';
 import { activityBody, activityId } from '../support/seckill';
-import { diedAtCrashPoint, type ServiceProcess, startServiceProcess } from '../support/service-process';
+import { diedAtCrashPoint, type ServiceProcess, useServicesOnOwnRedis } from '../support/service-process';
 import { CREDS, merchantHeaders, userToken } from '../support/test-app';
 
 /**
@@ -20,23 +20,8 @@ const ADMIN = { 'x-admin-key': CREDS.adminKey, 'content-type': 'application/json
 const ENV = { SECKILL_SAFETY_NET_GRACE_SECONDS: '5', SECKILL_SAFETY_NET_SWEEP_MS: '200', SECKILL_SOLD_OUT_MEMORY_MS: '0' };
 const BUYER = 'acc_crash';
 
-let redis: RedisServerHandle;
-const running: ServiceProcess[] = [];
-beforeAll(async () => {
-  redis = await startRedisServer();
-});
-afterEach(async () => {
-  await Promise.all(running.splice(0).map((s) => s.kill()));
-});
-afterAll(async () => {
-  await redis?.destroy();
-});
-
-async function start(prefix: string, crashAt?: string) {
-  const svc = await startServiceProcess(redis.url, prefix, { env: ENV, ...(crashAt ? { crashAt: [crashAt] } : {}) });
-  running.push(svc);
-  return svc;
-}
+const services = useServicesOnOwnRedis();
+const start = (prefix: string, crashAt?: string) => services.start(prefix, crashAt, ENV);
 
 const json = async (r: Response) => ({ status: r.status, body: (await r.json().catch(() => ({}))) as Record<string, unknown> });
 const reserve = (svc: ServiceProcess, id: string, quantity: number, requestId: string) =>
@@ -64,7 +49,7 @@ async function sale(svc: ServiceProcess) {
 
 /** Makes every due entry of the prefix due now (the pay window passed), and waits for the net to empty the due sets. */
 async function netSettles(prefix: string) {
-  const raw = rawConnection(redis);
+  const raw = rawConnection(services.redis);
   try {
     const dueKeys = await raw.keys(`${prefix}:seckill:*:due`);
     for (const k of dueKeys) for (const m of await raw.zrange(k, '0', '-1')) await raw.zadd(k, 'XX', '0', m);
@@ -83,7 +68,7 @@ async function netSettles(prefix: string) {
 }
 
 async function expectConverged(svc: ServiceProcess, prefix: string, id: string, rsvId: string | undefined) {
-  const raw = rawConnection(redis);
+  const raw = rawConnection(services.redis);
   try {
     // Every module's law over the whole deployment: stock, money, and orders past expiry (none is, yet).
     await expectInvariants({ nodes: raw, prefix, base: svc.base });
@@ -179,7 +164,7 @@ describe('seckill crash points: a reservation killed at each step boundary conve
 
 /** The buyer's reservation id of the sale (from the reservation records: the buyer's index may not have it). */
 async function idOf(id: string): Promise<string | undefined> {
-  const raw = rawConnection(redis);
+  const raw = rawConnection(services.redis);
   try {
     for (const k of await raw.keys(`*:seckill:{p:${id}:p:*}:rsv`)) {
       const ids = await raw.hkeys(k);

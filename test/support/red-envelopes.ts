@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
-import request from 'supertest';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { type Reconciliation, RedEnvelopeActivities } from '../../src/red-envelope/activities.service';
 import { RedEnvelopeStore } from '../../src/red-envelope/red-envelope.store';
 import { waitUntil } from '../harness/redis-process';
-import { CREDS, type TestApp, userToken } from './test-app';
+import { CREDS, type TestApp } from './test-app';
+import { asAdmin, asUser } from './http-roles';
 import { sumOfWalletBalances } from './wallet';
 
 let seq = 0;
@@ -25,8 +25,6 @@ export function rainBody(id: string, over: Partial<Record<string, unknown>> = {}
   };
 }
 
-const ADMIN = { 'x-admin-key': CREDS.adminKey };
-
 /** The Redis server's clock, ms (a rain's window is checked on it). */
 export async function redisNowMs(raw: Redis): Promise<number> {
   const [s, us] = await raw.time();
@@ -44,21 +42,8 @@ export function rainKit(t: TestApp) {
     money: { toppedUp: 0, spent: 0, reversed: 0 },
     /** Every activity this kit funded (their money is in the pools, pending or refunded). */
     rains: new Set<string>(),
-    admin: () => ({
-      post: (path: string, body?: unknown) =>
-        request(t.server)
-          .post(path)
-          .set(ADMIN)
-          .send(body as object),
-      get: (path: string) => request(t.server).get(path).set(ADMIN),
-    }),
-    user: (account: string) => {
-      const auth = { authorization: `Bearer ${userToken(account)}` };
-      return {
-        get: (path: string) => request(t.server).get(path).set(auth),
-        post: (path: string) => request(t.server).post(path).set(auth),
-      };
-    },
+    admin: () => asAdmin(t),
+    user: (account: string) => asUser(t, account),
     /** Tops up a merchant's wallet (ops), once per reference. */
     async fund(merchantId: string, amount: number, reference = `fund-${++seq}`, currency = 'CNY') {
       const res = await kit.admin().post(`/admin/wallets/merchant:${merchantId}/top-ups`, { amount, currency, reference });

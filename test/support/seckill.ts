@@ -7,7 +7,8 @@ import { ActivitiesService } from '../../src/seckill/activities.service';
 import { ReservationsService } from '../../src/seckill/reservations.service';
 import { SeckillStore } from '../../src/seckill/seckill.store';
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import { CREDS, type TestApp, userToken } from './test-app';
+import { CREDS, type TestApp } from './test-app';
+import { asAdmin, asUser } from './http-roles';
 
 let seq = 0;
 /** A fresh activity id (at most 32 characters). */
@@ -66,31 +67,8 @@ export function seckillKit(t: TestApp) {
     activities: get(ActivitiesService),
     reservations: get(ReservationsService),
 
-    admin: () => ({
-      post: (path: string, body?: unknown) =>
-        request(t.server)
-          .post(path)
-          .set(ADMIN)
-          .send(body as object),
-      put: (path: string, body: unknown) =>
-        request(t.server)
-          .put(path)
-          .set(ADMIN)
-          .send(body as object),
-      get: (path: string) => request(t.server).get(path).set(ADMIN),
-    }),
-    user: (account: string) => {
-      const auth = { authorization: `Bearer ${userToken(account)}` };
-      return {
-        get: (path: string) => request(t.server).get(path).set(auth),
-        post: (path: string, body?: unknown) =>
-          request(t.server)
-            .post(path)
-            .set(auth)
-            .send(body as object),
-        delete: (path: string) => request(t.server).delete(path).set(auth),
-      };
-    },
+    admin: () => asAdmin(t),
+    user: (account: string) => asUser(t, account),
 
     async create(body: ReturnType<typeof activityBody>) {
       const res = await kit.admin().post('/admin/seckill/activities', body);

@@ -1,55 +1,25 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
-import { IsDateTime } from '../../http/date-time';
-import { IsIdString } from '../../http/id-string';
+import { ActivityIdField, CurrencyField, MerchantIdField, PositiveIntField, TitleField, WindowEndField } from '../../sharded-pool/activity-fields';
+import { IsInt, Max, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
-import { ACTIVITY_ID_RE, MERCHANT_ID_RE } from '../../kernel/ids';
-import { CURRENCIES, MAX_AMOUNT } from '../../kernel/money';
-import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
+import { MAX_AMOUNT } from '../../kernel/money';
 
 export class CreateRedEnvelopeActivityDto {
-  @ApiProperty({ example: 'nye-quiz', maxLength: 32 })
-  @IsIdString(32, ACTIVITY_ID_RE, 'activityId must be 1-32 characters of A-Z a-z 0-9 _ -')
-  activityId!: string;
-
+  @ActivityIdField('nye-quiz') activityId!: string;
   /** The merchant whose wallet funds the rain */
-  @ApiProperty({ example: 'm_sponsor', maxLength: 64 })
-  @IsIdString(64, MERCHANT_ID_RE, 'sponsorMerchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
-  sponsorMerchantId!: string;
+  @MerchantIdField('sponsorMerchantId', 'm_sponsor') sponsorMerchantId!: string;
+  @TitleField(64, 'New year quiz rain') title!: string;
 
-  @ApiProperty({ example: 'New year quiz rain', maxLength: 64 })
-  @IsString()
-  @MinLength(1)
-  @MaxLength(64)
-  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
-  @IsDisplayText('title')
-  title!: string;
-
-  @ApiProperty({ example: 'CNY' })
-  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 code' })
-  currency!: string;
+  @CurrencyField() currency!: string;
 
   /** Minor units, split over `count` envelopes */
-  @ApiProperty({ example: 1_000_000, maximum: MAX_AMOUNT })
-  @IsInt()
-  @Min(1)
-  @Max(MAX_AMOUNT)
-  totalAmount!: number;
+  @PositiveIntField(MAX_AMOUNT, 1_000_000) totalAmount!: number;
 
   /** At most RED_ENVELOPE_MAX_COUNT */
-  @ApiProperty({ example: 10_000, maximum: 10_000_000 })
-  @IsInt()
-  @Min(1)
-  @Max(10_000_000)
-  count!: number;
+  @PositiveIntField(10_000_000, 10_000) count!: number;
 
-  @ApiProperty({ example: '2026-12-31T20:00:00+08:00' })
-  @IsDateTime('startsAt')
-  startsAt!: string;
-
-  @ApiProperty({ example: '2026-12-31T20:10:00+08:00' })
-  @IsDateTime('endsAt')
-  endsAt!: string;
+  @WindowEndField('startsAt', '2026-12-31T20:00:00+08:00') startsAt!: string;
+  @WindowEndField('endsAt', '2026-12-31T20:10:00+08:00') endsAt!: string;
 
   /** The smallest envelope, minor units */
   @ApiPropertyOptional({ example: 1, default: 1 })
@@ -76,9 +46,7 @@ export class CreateRedEnvelopeActivityDto {
 }
 
 export class RedEnvelopeActivityIdParamDto {
-  @ApiProperty({ example: 'nye-quiz', maxLength: 32 })
-  @IsIdString(32, ACTIVITY_ID_RE, 'activityId must be 1-32 characters of A-Z a-z 0-9 _ -')
-  activityId!: string;
+  @ActivityIdField('nye-quiz') activityId!: string;
 }
 
 const STATES = ['FUNDING', 'LOADING', 'READY', 'OPEN', 'ENDED', 'SETTLED'];

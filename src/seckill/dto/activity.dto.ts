@@ -1,29 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ActivityIdField, CurrencyField, MerchantIdField, PositiveIntField, TitleField, WindowEndField } from '../../sharded-pool/activity-fields';
 import { Type } from 'class-transformer';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  IsArray,
-  IsIn,
-  IsInt,
-  IsString,
-  Matches,
-  Max,
-  MaxLength,
-  Min,
-  MinLength,
-  ValidateBy,
-  ValidateNested,
-} from 'class-validator';
-import { IsDateTime } from '../../http/date-time';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsInt, Max, Min, ValidateBy, ValidateNested } from 'class-validator';
 import { EachIsObject } from '../../http/each-object';
 import { IsOptionalField } from '../../http/optional-field';
 import { IsIdString } from '../../http/id-string';
-import { ACCOUNT_ID_RE, ACTIVITY_ID_RE, MERCHANT_ID_RE } from '../../kernel/ids';
-import { CURRENCIES, MAX_AMOUNT } from '../../kernel/money';
+import { ACCOUNT_ID_RE } from '../../kernel/ids';
+import { MAX_AMOUNT } from '../../kernel/money';
 import { PRODUCT_ID_RE } from '../seckill-keys';
 import { MAX_SHARDS } from '../seckill.config';
-import { IsDisplayText, NOT_BLANK_RE } from '../../http/display-text';
 
 /** Most accounts on one activity's eligibility list. */
 export const MAX_ELIGIBLE = 50_000;
@@ -38,30 +23,14 @@ export class ProductDto {
   @IsIdString(64, PRODUCT_ID_RE, 'productId must be 1-64 characters of A-Z a-z 0-9 _ -')
   productId!: string;
 
-  @ApiProperty({ example: '10 GB data pack', maxLength: 128 })
-  @IsString()
-  @MinLength(1)
-  @MaxLength(128)
-  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
-  @IsDisplayText('title')
-  title!: string;
+  @TitleField(128, '10 GB data pack') title!: string;
 
   /** Minor units */
-  @ApiProperty({ example: 990 })
-  @IsInt()
-  @Min(1)
-  @Max(MAX_AMOUNT)
-  price!: number;
+  @PositiveIntField(MAX_AMOUNT, 990) price!: number;
 
-  @ApiProperty({ example: 'CNY' })
-  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 code' })
-  currency!: string;
+  @CurrencyField() currency!: string;
 
-  @ApiProperty({ example: 1000, maximum: MAX_STOCK })
-  @IsInt()
-  @Min(1)
-  @Max(MAX_STOCK)
-  stock!: number;
+  @PositiveIntField(MAX_STOCK, 1000) stock!: number;
 
   /** Overrides the activity's limit for this product */
   @ApiPropertyOptional({ example: 2, maximum: MAX_PER_USER_LIMIT })
@@ -81,30 +50,12 @@ export class ProductDto {
 }
 
 export class ActivityDto {
-  @ApiProperty({ example: 'w48-data', maxLength: 32 })
-  @IsIdString(32, ACTIVITY_ID_RE, 'activityId must be 1-32 characters of A-Z a-z 0-9 _ -')
-  activityId!: string;
-
+  @ActivityIdField('w48-data') activityId!: string;
   /** The merchant whose orders the buyers pay */
-  @ApiProperty({ example: 'm_telecom', maxLength: 64 })
-  @IsIdString(64, MERCHANT_ID_RE, 'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
-  merchantId!: string;
-
-  @ApiProperty({ example: 'Wednesday 10:00 data sale', maxLength: 128 })
-  @IsString()
-  @MinLength(1)
-  @MaxLength(128)
-  @Matches(NOT_BLANK_RE, { message: 'title must not be blank' })
-  @IsDisplayText('title')
-  title!: string;
-
-  @ApiProperty({ example: '2026-11-25T10:00:00+08:00' })
-  @IsDateTime('startsAt')
-  startsAt!: string;
-
-  @ApiProperty({ example: '2026-11-29T23:59:59+08:00' })
-  @IsDateTime('endsAt')
-  endsAt!: string;
+  @MerchantIdField('merchantId', 'm_telecom') merchantId!: string;
+  @TitleField(128, 'Wednesday 10:00 data sale') title!: string;
+  @WindowEndField('startsAt', '2026-11-25T10:00:00+08:00') startsAt!: string;
+  @WindowEndField('endsAt', '2026-11-29T23:59:59+08:00') endsAt!: string;
 
   /** How long a buyer has to pay a reservation */
   @ApiPropertyOptional({ example: 15, default: 15, minimum: 1, maximum: 1440 })
@@ -156,9 +107,7 @@ export class ActivityDto {
 }
 
 export class ActivityIdParamDto {
-  @ApiProperty({ example: 'w48-data', maxLength: 32 })
-  @IsIdString(32, ACTIVITY_ID_RE, 'activityId must be 1-32 characters of A-Z a-z 0-9 _ -')
-  activityId!: string;
+  @ActivityIdField('w48-data') activityId!: string;
 }
 
 export class ProductLiveDto {

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ActivityIdField } from '../../sharded-pool/activity-fields';
 import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../http/optional-field';
 import { IsIdString } from '../../http/id-string';
@@ -20,9 +21,7 @@ export class ReserveDto {
 }
 
 export class ProductParamsDto {
-  @ApiProperty({ example: 'w48-data', maxLength: 32 })
-  @IsIdString(32, ACTIVITY_ID_RE, 'activityId must be 1-32 characters of A-Z a-z 0-9 _ -')
-  activityId!: string;
+  @ActivityIdField('w48-data') activityId!: string;
 
   @ApiProperty({ example: 'data-10g', maxLength: 64 })
   @IsIdString(64, PRODUCT_ID_RE, 'productId must be 1-64 characters of A-Z a-z 0-9 _ -')
