@@ -11,6 +11,7 @@ import { seckillConflict, SeckillNotFoundError } from './seckill.errors';
 import { SeckillStore } from './seckill.store';
 import type { ActivityRecord, ProductRecord, ShardStock } from './seckill.types';
 import { SPREAD_TAGS } from '../redis/slot-tags';
+import { GEN_IDS } from './seckill-keys';
 
 /** How the activity lock is taken. */
 export const ACTIVITY_LOCK = { policy: 'seckill-activity' } as const;
@@ -232,6 +233,7 @@ export class ActivitiesService {
       eligibleCount: cmd.eligibleAccounts ? new Set(cmd.eligibleAccounts).size : 0,
       products,
       gen,
+      ids: GEN_IDS,
       fingerprint,
       createdAt: previous?.createdAt ?? now,
       updatedAt: now,

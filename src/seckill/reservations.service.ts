@@ -10,7 +10,7 @@ import { stockMap } from '../sharded-pool/fall-over';
 import { homeOf } from '../sharded-pool/home';
 import { StreamConsumer } from '../workers/worker-declarations';
 import { type Activity, ActivityCatalog } from './activity-catalog';
-import { RESERVATION_ID_RE, reservationIdFor } from './seckill-keys';
+import { RESERVATION_ID_RE, reservationIdIn } from './seckill-keys';
 import type { ReserveCommand } from './seckill-commands';
 import { SeckillConfig } from './seckill.config';
 import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.errors';
@@ -90,7 +90,7 @@ export class ReservationsService {
       this.metrics.refused.inc({ reason: 'SOLD_OUT_LOCAL' });
       throw REFUSALS.soldOut(0);
     }
-    const rsvId = reservationIdFor(a.activityId, p.productId, cmd.accountId, cmd.requestId);
+    const rsvId = reservationIdIn(a, p.productId, cmd.accountId, cmd.requestId);
     const home = homeOf(cmd.accountId, p.productId, p.shards);
     const loc: ReservationLocation = { activityId: a.activityId, productId: p.productId, shard: home, home, requestId: cmd.requestId };
     const payWindowMs = a.payWindowMinutes * 60_000;

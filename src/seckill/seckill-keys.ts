@@ -77,7 +77,19 @@ export function restockChannel(builder: KeyBuilder): string {
   return `${builder.prefix}:seckill:restock`;
 }
 
-/** A reservation's id: deterministic from what makes a request the same, so a retried request finds its reservation. */
-export function reservationIdFor(activityId: string, productId: string, accountId: string, requestId: string): string {
-  return `sk_${createHash('sha256').update(`${activityId}\n${productId}\n${accountId}\n${requestId}`).digest('hex').slice(0, 24)}`;
+/** The activity record's `ids` of activities whose reservation ids include their load's generation. */
+export const GEN_IDS = 2 as const;
+
+/**
+ * A reservation's id: deterministic from what makes a request the same, so a retried request finds its reservation.
+ * `gen` (the activity's load, for activities recorded with `ids: 2`) keeps an activity id used again for a later sale
+ * from answering an earlier sale's reservation, and its order (the id numbers the order).
+ */
+export function reservationIdFor(activityId: string, productId: string, accountId: string, requestId: string, gen?: string): string {
+  const sale = gen === undefined ? activityId : `${activityId}\n${gen}`;
+  return `sk_${createHash('sha256').update(`${sale}\n${productId}\n${accountId}\n${requestId}`).digest('hex').slice(0, 24)}`;
 }
+
+/** The reservation id of a request in this activity (with its generation when the activity says so). */
+export const reservationIdIn = (a: { activityId: string; gen: string; ids?: 2 }, productId: string, accountId: string, requestId: string) =>
+  reservationIdFor(a.activityId, productId, accountId, requestId, a.ids === GEN_IDS ? a.gen : undefined);

@@ -36,6 +36,11 @@ export interface ActivityRecord {
   products: ProductRecord[];
   /** This load's id: every product shard carries it, so a leftover of another load is told apart. */
   gen: string;
+  /**
+   * 2: the reservation ids of this activity include `gen`, so an activity id used again (after its keys expired)
+   * never meets an earlier sale's reservations or their orders; absent on activities loaded before (ids without it).
+   */
+  ids?: 2;
   /** sha256 of the create request's payload: the same activityId with another payload is a 409 (edit with PUT). */
   fingerprint: string;
   createdAt: number;

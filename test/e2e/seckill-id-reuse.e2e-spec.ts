@@ -1,3 +1,4 @@
+import { GEN_IDS, reservationIdFor } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';
@@ -43,5 +44,23 @@ describe('an activity id used again after its live keys expired', () => {
       expect({ orderId: second.body.orderId, status: order.body.status }).not.toEqual({ orderId: first.body.orderId, status: 'PAID' });
       expect(order.body.status).not.toBe('PAID');
     }
+  });
+
+  it('an activity recorded before reservation ids carried the load (no `ids`) keeps its ids: a request retried across the deploy finds its reservation', async () => {
+    const id = activityId('before');
+    await kit.create(activityBody(id, [{ productId: 'p1', stock: 3 }]));
+    const a = await kit.store.activity(id);
+    expect(a?.ids).toBe(GEN_IDS);
+    const { ids: _ids, ...before } = a!;
+    await kit.store.saveActivity(before, before.endsAt + 86_400_000, false);
+    const r = await kit.reserve('acc_before', id, 'p1', 1, 'req-b');
+    expect(r.status).toBe(201);
+    expect(r.body.reservationId).toBe(reservationIdFor(id, 'p1', 'acc_before', 'req-b'));
+    // And one loaded now: the load's generation is part of the id.
+    const now = activityId('now');
+    await kit.create(activityBody(now, [{ productId: 'p1', stock: 3 }]));
+    const n = await kit.reserve('acc_before', now, 'p1', 1, 'req-b');
+    expect(n.body.reservationId).toBe(reservationIdFor(now, 'p1', 'acc_before', 'req-b', (await kit.store.activity(now))!.gen));
+    expect(n.body.reservationId).not.toBe(reservationIdFor(now, 'p1', 'acc_before', 'req-b'));
   });
 });

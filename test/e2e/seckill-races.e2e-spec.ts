@@ -1,7 +1,7 @@
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { SPREAD_TAGS } from '../../src/redis/slot-tags';
 import { homeOf } from '../../src/sharded-pool/home';
-import { reservationIdFor, shardKeys } from '../../src/seckill/seckill-keys';
+import { shardKeys } from '../../src/seckill/seckill-keys';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';
 
@@ -33,7 +33,7 @@ describe('seckill races', () => {
       const cancel = kit.user(next[0]).delete(`/seckill/reservations/${taken[0].body.reservationId}`);
       const all = await Promise.all(copies);
       expect((await cancel).status).toBe(200);
-      const rsvId = reservationIdFor(id, 'p1', buyer, 'tap');
+      const rsvId = await kit.reservationId(id, 'p1', buyer, 'tap');
       const keys = new KeyBuilder(ctx.t.config);
       // Units held for it, on every shard (a shard it visited and found empty keeps a record of 0 units).
       let units = 0;
@@ -87,7 +87,7 @@ describe('seckill races', () => {
       release();
       spy.mockRestore();
     }
-    const rsvId = reservationIdFor(id, 'p1', buyer, 'tap-p');
+    const rsvId = await kit.reservationId(id, 'p1', buyer, 'tap-p');
     const keys = new KeyBuilder(ctx.t.config);
     let units = 0;
     for (let k = 0; k < 4; k++)

@@ -1,7 +1,6 @@
 import request from 'supertest';
 import { homeOf } from '../../src/sharded-pool/home';
 import { ActivityCatalog } from '../../src/seckill/activity-catalog';
-import { reservationIdFor } from '../../src/seckill/seckill-keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, merchantHeaders, useAppOnOwnRedis } from '../support/test-app';
@@ -610,7 +609,7 @@ describe('seckill reservations: ids a caller chooses against ids the service mak
   it('a merchant cannot number its own order as a reservation will be: 400 naming merchantOrderNo, nothing stored', async () => {
     const id = activityId('clash');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
-    const taken = reservationIdFor(id, 'p1', 'acc_clash0', 'tap-clash');
+    const taken = await kit.reservationId(id, 'p1', 'acc_clash0', 'tap-clash');
     const own = await merchantOrder({ merchantOrderNo: taken, amount: 1, currency: 'CNY', subject: 'the merchant’s own', expireMinutes: 30 });
     expect([own.status, own.body.details?.[0]?.field]).toEqual([400, 'merchantOrderNo']);
     expect(await kit.orders.orderIdOf(CREDS.merchantId, taken)).toBeUndefined();
@@ -627,7 +626,7 @@ describe('seckill reservations: ids a caller chooses against ids the service mak
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
     const buyer = 'acc_clash';
     // An order the merchant API of an earlier version let a merchant number as the buyer's request will be.
-    const taken = reservationIdFor(id, 'p1', buyer, 'tap-clash');
+    const taken = await kit.reservationId(id, 'p1', buyer, 'tap-clash');
     const own = {
       body: (
         await kit.orders.create({

@@ -5,7 +5,7 @@ import { OrdersService } from '../../src/orders/orders.service';
 import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { ReservationsService } from '../../src/seckill/reservations.service';
 import { SAFETY_NET_QUEUE } from '../../src/seckill/safety-net';
-import { activityIndexKey, reservationIdFor } from '../../src/seckill/seckill-keys';
+import { activityIndexKey } from '../../src/seckill/seckill-keys';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
@@ -72,7 +72,7 @@ describe('order creation failing after the script', () => {
     expect(res.status).toBe(status);
     // At once: no wait before reading the stock.
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 0, sold: 0, returned: 1 });
-    const rsvId = reservationIdFor(id, 'p', 'acc_fail', 'req-f');
+    const rsvId = await kit.reservationId(id, 'p', 'acc_fail', 'req-f');
     const { keys } = await kit.shards(id, 'p');
     expect(await kit.store.record(keys[0], rsvId)).toMatchObject({ s: 'RELEASED' });
     // The order the release made sure of is closed: it can never be paid.
@@ -91,7 +91,7 @@ describe('the safety net', () => {
     const id = await sale([{ productId: 'p', stock: 2 }], { perUserLimit: 2 });
     const { p, keys } = await kit.shards(id, 'p');
     const account = 'acc_killed';
-    const rsvId = reservationIdFor(id, 'p', account, 'req-k');
+    const rsvId = await kit.reservationId(id, 'p', account, 'req-k');
     const home = homeOf(account, 'p', 1);
     // What reserve() does before it dies: the script alone; no order, no buyer index, nothing scheduled.
     expect(
@@ -122,7 +122,7 @@ describe('the safety net', () => {
     const n = 250;
     const id = await sale([{ productId: 'p', stock: n }]);
     const { p, keys } = await kit.shards(id, 'p');
-    const ids = Array.from({ length: n }, (_, i) => reservationIdFor(id, 'p', `acc_q${i}`, 'req-q'));
+    const ids = await Promise.all(Array.from({ length: n }, (_, i) => kit.reservationId(id, 'p', `acc_q${i}`, 'req-q')));
     for (const [i, rsvId] of ids.entries()) {
       const r = await kit.store.reserve(kit.store.shard(id, p, 0), {
         rsvId,
@@ -162,7 +162,7 @@ describe('the safety net', () => {
     const soon = Date.now() + 1000;
     await ctx.raw.zadd(indexKey, ...others.flatMap((o) => [soon, o]));
     try {
-      const rsvId = reservationIdFor(id, 'p', 'acc_paged', 'req-p');
+      const rsvId = await kit.reservationId(id, 'p', 'acc_paged', 'req-p');
       const reserved = await kit.store.reserve(kit.store.shard(id, p, 0), {
         rsvId,
         account: 'acc_paged',
@@ -188,7 +188,7 @@ describe('the safety net', () => {
     const k = kit.store.shard(id, p, home);
     // The home shard emptied by another buyer, then the script claims the unit there, naming the other shard; no part is taken.
     const filler = await kit.store.reserve(k, {
-      rsvId: reservationIdFor(id, 'p', 'acc_fill', 'f'),
+      rsvId: await kit.reservationId(id, 'p', 'acc_fill', 'f'),
       account: 'acc_fill',
       qty: 1,
       eligible: true,
@@ -196,7 +196,7 @@ describe('the safety net', () => {
       canFallOver: true,
     });
     expect(filler.outcome).toBe('RESERVED');
-    const rsvId = reservationIdFor(id, 'p', account, 'req-c');
+    const rsvId = await kit.reservationId(id, 'p', account, 'req-c');
     const claim = await kit.store.reserve(k, { rsvId, account, qty: 1, eligible: true, payWindowMs: 60_000, canFallOver: true, plan: [1 - home] });
     expect(claim).toMatchObject({ outcome: 'CLAIM', record: { s: 'RESERVED', q: 0, n: 1, h: home, p: String(1 - home) } });
     const member = `c|${rsvId}|${account}`;
@@ -220,7 +220,7 @@ describe('the safety net', () => {
     const account = 'acc_parts';
     const home = homeOf(account, 'p', 3);
     const plan = [(home + 1) % 3, (home + 2) % 3];
-    const rsvId = reservationIdFor(id, 'p', account, 'req-r');
+    const rsvId = await kit.reservationId(id, 'p', account, 'req-r');
     const claim = await kit.store.reserve(keys[home], { rsvId, account, qty: 5, eligible: true, payWindowMs: 60_000, canFallOver: true, plan });
     expect(claim).toMatchObject({ outcome: 'CLAIM', record: { q: 2, n: 5 } });
     const e = claim.outcome === 'CLAIM' ? claim.record.e : 0;
@@ -276,7 +276,7 @@ describe('the safety net', () => {
     await waitState('acc_paid', r.body.reservationId, 'SOLD');
     const loc = { activityId: id, productId: 'p', shard: 0, home: 0, accountId: 'acc_paid' };
     await kit.queue.schedule(SAFETY_NET_QUEUE, r.body.reservationId, { dueAt: Date.now() }, { ...loc, requestId: 'req-p' });
-    const ghost = reservationIdFor(id, 'p', 'acc_ghost', 'never');
+    const ghost = await kit.reservationId(id, 'p', 'acc_ghost', 'never');
     await kit.queue.schedule(SAFETY_NET_QUEUE, ghost, { dueAt: Date.now() }, { ...loc, accountId: 'acc_ghost', requestId: 'never' });
     await waitUntil(
       'both entries to be handled',

@@ -5,6 +5,7 @@ import { PaymentPlansService } from '../../src/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/orders/payment-runner.service';
 import { ActivitiesService } from '../../src/seckill/activities.service';
 import { ReservationsService } from '../../src/seckill/reservations.service';
+import { reservationIdIn } from '../../src/seckill/seckill-keys';
 import { SeckillStore } from '../../src/seckill/seckill.store';
 import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
 import { CREDS, type TestApp } from './test-app';
@@ -109,6 +110,13 @@ export function seckillKit(t: TestApp) {
       const p = a?.products.find((x) => x.productId === productId);
       if (!p) throw new Error(`no product ${productId} in ${activity}`);
       return { p, keys: Array.from({ length: p.shards }, (_, k) => kit.store.shard(activity, p, k)) };
+    },
+
+    /** The id the service gives a buyer's reservation of a request in this activity (its generation included). */
+    async reservationId(activity: string, productId: string, accountId: string, requestId: string) {
+      const a = await kit.store.activity(activity);
+      if (!a) throw new Error(`no activity ${activity}`);
+      return reservationIdIn(a, productId, accountId, requestId);
     },
 
     /** The seckill_* and page_cache_* counters of this instance, by `name{labels}`. */
