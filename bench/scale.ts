@@ -8,7 +8,7 @@
  * - grab: `POST /red-envelopes/activities/{id}/grab`, a rain in 1 sub-pool on one Redis and in m sub-pools on the
  *   cluster, large enough not to run dry (checked), its credits included (the run's window ends when all are credited).
  *
- * Each instance gets its own load generator process (autocannon, this file run again with SCALE_LOADER set), and
+ * Each instance gets its own load generator process (autocannon, bench/lib/scale-loader.ts), and
  * every request is a new user (its own JWT, signed as it is sent). Per k it reports req/s, p50/p99, each master's core
  * use under the load, and per operation: Redis CPU µs on each master (/proc), Redis command µs (INFO commandstats),
  * Redis commands, service CPU µs; and the projected ceiling (1 / Redis CPU time per operation) of each master and of
@@ -23,15 +23,15 @@
  * --no-pin, --dist DIR. The run with no options or with --quick alone writes bench/results/scale.{md,json}; any other
  * option writes to $TMPDIR/redis-pay-bench/.
  */
-import { writeFileSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchWorkDir } from './lib/cleanup';
 import { startBenchCluster } from './lib/cluster-service';
 import { type CommandStat, commandStats, statsDelta } from './lib/command-stats';
-import { bearerTokens, ROOT, snapshotBuild } from './lib/full-stack';
-import { type LoadRequest, type LoadSummary, runLoad } from './lib/load';
-import { cpuSeconds, pinProcess, selfCpuSeconds, spawnManaged } from './lib/proc';
+import { ROOT, snapshotBuild } from './lib/full-stack';
+import { LOADER_ENV, LOADER_SCRIPT, type LoaderResult, type LoaderSpec, READY } from './lib/scale-loader';
+import { cpuSeconds, pinProcess, spawnManaged } from './lib/proc';
 import { startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, statusText, writeResult } from './lib/report';
 import { benchJson, writeJsonResult } from './lib/results-json';
@@ -49,7 +49,6 @@ const GOAL_SHARE_AT_3 = 0.45;
 /** What the operations should reach on a 16-core machine (one Redis; a 4-master cluster against one master). */
 const LARGE = { cores: 16, reserveRps: 15_000, grabRps: 25_000, clusterGain: 3 };
 const K_STEPS = [1, 2, 4, 6, 8, 12, 16, 24, 32];
-const READY = 'scale-loader ready';
 
 const SERVICE_ENV: Record<string, string> = { ...UNDER_LOAD_ENV, RED_ENVELOPE_MAX_COUNT: '1000000', ORDERS_EVENTS_MAXLEN: '1000000' };
 
@@ -131,53 +130,6 @@ const planForLarge = () => {
 // ---------------------------------------------------------------------------------------------
 // Load generator processes
 
-interface LoaderSpec {
-  url: string;
-  op: Op;
-  activityId: string;
-  durationS: number;
-  connections: number;
-  /** Accounts are `<users><n>`: a new one for every request. */
-  users: string;
-  out: string;
-}
-
-interface LoaderResult {
-  load: LoadSummary;
-  cpuS: number;
-  users: number;
-}
-
-/** The request maker of a load generator: every request from a new user, with its own bearer token (and requestId). */
-function requestsOf(spec: LoaderSpec): { next: () => LoadRequest; count: () => number } {
-  let n = 0;
-  const next = (): LoadRequest => {
-    const i = n++;
-    const authorization = bearerTokens([`${spec.users}${i}`])[0];
-    if (spec.op === 'grab') return { method: 'POST', path: `/red-envelopes/activities/${spec.activityId}/grab`, headers: { authorization } };
-    return {
-      method: 'POST',
-      path: `/seckill/activities/${spec.activityId}/products/hot/reservations`,
-      headers: { authorization, 'content-type': 'application/json' },
-      body: JSON.stringify({ quantity: 1, requestId: `r${i}` }),
-    };
-  };
-  return { next, count: () => n };
-}
-
-/** The load generator process: says it is ready, starts on SIGUSR2, writes its summary and CPU to `out`. */
-async function runLoader(spec: LoaderSpec): Promise<void> {
-  const r = requestsOf(spec);
-  await new Promise<void>((go) => {
-    process.once('SIGUSR2', () => go());
-    console.error(READY);
-  });
-  const cpu0 = selfCpuSeconds();
-  const load = await runLoad({ url: spec.url, connections: spec.connections, durationS: spec.durationS, requests: r.next });
-  const result: LoaderResult = { load, cpuS: selfCpuSeconds() - cpu0, users: r.count() };
-  writeFileSync(spec.out, JSON.stringify(result));
-}
-
 /**
  * One load generator process per instance (pinned to `cpus[i]` when given), each on its own instance, started together
  * once all are ready; `onStart` runs right after the start signal. Resolves with each one's result.
@@ -195,9 +147,9 @@ async function runLoaders(
     const p = spawnManaged({
       name: `load generator ${tag}-${i}`,
       command: process.execPath,
-      args: ['--import', 'tsx', __filename],
+      args: ['--import', 'tsx', LOADER_SCRIPT],
       cwd: ROOT,
-      env: { ...process.env, SCALE_LOADER: JSON.stringify(full) },
+      env: { ...process.env, [LOADER_ENV]: JSON.stringify(full) },
       cpus: cpus?.[i],
     });
     const exited = new Promise<void>((done) => p.child.once('exit', () => done()));
@@ -567,14 +519,4 @@ export async function main(args: string[]): Promise<void> {
   const { md, gl, env } = report(args, rows, plan, o, redis.version);
   writeResult(NAME, md, outDir);
   writeJsonResult(NAME, benchJson({ bench: NAME, args, environment: env, goals: gl, dist: o.dist, ratios: {} }, { plan, rows }), outDir);
-}
-
-if (require.main === module && process.env.SCALE_LOADER) {
-  runLoader(JSON.parse(process.env.SCALE_LOADER) as LoaderSpec).then(
-    () => process.exit(0),
-    (err: Error) => {
-      console.error('scale load generator failed:', err);
-      process.exit(1);
-    },
-  );
 }
