@@ -29,9 +29,10 @@ import { join, resolve } from 'node:path';
 import { benchWorkDir } from './lib/cleanup';
 import { startBenchCluster } from './lib/cluster-service';
 import { type CommandStat, commandStats, statsDelta } from './lib/command-stats';
-import { ROOT, snapshotBuild } from './lib/full-stack';
+import { ROOT, snapshotBuild, spawnBareServer } from './lib/full-stack';
 import { LOADER_ENV, LOADER_SCRIPT, type LoaderResult, type LoaderSpec, READY } from './lib/scale-loader';
-import { cpuSeconds, pinProcess, spawnManaged } from './lib/proc';
+import { cpuSeconds, pinProcess, spawnManaged, waitUntilServing } from './lib/proc';
+import { freePort } from './lib/net';
 import { startBenchRedis } from './lib/redis-server';
 import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, statusText, writeResult } from './lib/report';
 import { benchJson, writeJsonResult } from './lib/results-json';
@@ -64,11 +65,13 @@ interface Options {
   ops: Op[];
   durationS?: number;
   pin: boolean;
+  /** The floors beside the service on one Redis (--no-floors: without). */
+  floors: boolean;
   dist: string;
 }
 
 function parseOptions(args: string[]): Options {
-  const o: Options = { quick: false, ops: [...OPS], pin: true, dist: join(ROOT, 'dist') };
+  const o: Options = { quick: false, ops: [...OPS], pin: true, floors: true, dist: join(ROOT, 'dist') };
   const ints = (a: string, v: string | undefined) => {
     const n = (v ?? '').split(',').map(Number);
     if (n.length === 0 || n.some((x) => !Number.isInteger(x) || x < 1)) throw new Error(`${a} takes positive integers (comma-separated)`);
@@ -81,11 +84,13 @@ function parseOptions(args: string[]): Options {
     else if (a === '--masters') o.masters = Math.max(3, ints(a, args[++i])[0]);
     else if (a === '--duration') o.durationS = ints(a, args[++i])[0];
     else if (a === '--no-pin') o.pin = false;
+    else if (a === '--no-floors') o.floors = false;
     else if (a === '--dist') o.dist = resolve(args[++i] ?? 'dist');
     else if (a === '--only') {
       o.ops = (args[++i] ?? '').split(',').filter(Boolean) as Op[];
       if (o.ops.length === 0 || o.ops.some((x) => !OPS.includes(x))) throw new Error(`--only takes a comma-separated list of ${OPS.join(', ')}`);
-    } else throw new Error(`unknown option ${a} (known: --quick, --k 1,2,4, --masters N, --only ${OPS.join(',')}, --duration S, --no-pin, --dist DIR)`);
+    } else
+      throw new Error(`unknown option ${a} (known: --quick, --k 1,2,4, --masters N, --only ${OPS.join(',')}, --duration S, --no-pin, --no-floors, --dist DIR)`);
   }
   return o;
 }
@@ -202,6 +207,8 @@ const sum = (v: number[]) => v.reduce((s, x) => s + x, 0);
 
 export interface Row {
   topology: Topology['name'];
+  /** The service, or k floor servers doing the operation's script alone (one Redis only). */
+  target: 'service' | 'floor';
   masters: number;
   spread: number;
   op: Op;
@@ -236,6 +243,7 @@ export interface Row {
 
 interface RunContext {
   t: Topology;
+  /** The servers under load (k service instances, or k floor servers). */
   services: Service[];
   plan: Plan;
   workDir: string;
@@ -244,10 +252,10 @@ interface RunContext {
 }
 
 /** One measured run of `op` at k = services.length: a warm-up, then the load, then what it left behind, measured. */
-async function measure(c: RunContext, op: Op, activityId: string, settle: () => Promise<void>): Promise<Row> {
+async function measure(c: RunContext, op: Op, activityId: string, settle: () => Promise<void>, target: Row['target'] = 'service'): Promise<Row> {
   const k = c.services.length;
-  const tag = `${c.t.name === 'cluster' ? 'c' : 's'}${k}${op[0]}${Date.now().toString(36)}`;
-  const spec = { op, activityId, connections: CONNECTIONS };
+  const tag = `${c.t.name === 'cluster' ? 'c' : 's'}${k}${op[0]}${target[0]}${Date.now().toString(36)}`;
+  const spec = { op: target === 'floor' ? (`${op}-floor` as const) : op, activityId, connections: CONNECTIONS };
   await runLoaders(c.services, { ...spec, durationS: c.warmupS }, `${tag}w`, c.workDir, c.plan.cpus?.loader);
   await settle();
   const start: { snapshot?: Promise<Snapshot> } = {};
@@ -271,6 +279,7 @@ async function measure(c: RunContext, op: Op, activityId: string, settle: () => 
   const p50s = results.map((r) => r.load.p50).sort((a, b) => a - b);
   const row: Row = {
     topology: c.t.name,
+    target,
     masters: c.t.urls.length,
     spread: c.t.spread,
     op,
@@ -296,7 +305,7 @@ async function measure(c: RunContext, op: Op, activityId: string, settle: () => 
     ceiling: 1e6 / maxUs,
   };
   console.log(
-    `[bench] ${row.topology} (${row.masters} master(s)), k=${k}, ${op}: ${fmtInt(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ` +
+    `[bench] ${row.topology} (${row.masters} master(s)), k=${k}, ${op}${target === 'floor' ? ' floor' : ''}: ${fmtInt(row.rps)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ` +
       `Redis core use ${row.redisCoreUse.map((u) => fmtNum(u, 2)).join(' / ')}, Redis CPU µs/op ${row.redisUsPerOp.map((u) => fmtNum(u, 0)).join(' / ')}, ` +
       `${fmtNum(row.commandsPerOp, 1)} commands/op, statuses ${JSON.stringify(statuses)}`,
   );
@@ -307,10 +316,41 @@ async function measure(c: RunContext, op: Op, activityId: string, settle: () => 
 const rainCount = (k: number, c: Pick<RunContext, 'durationS' | 'warmupS'>) =>
   Math.min(1_000_000, Math.max(20_000, Math.ceil(8000 * k * (c.durationS + c.warmupS) * 1.25)));
 
+/**
+ * k floor servers of `op` on one Redis, each on its instance's core: bench/seckill-floor-server.ts (`/reserve`: the
+ * reserve script alone) or bench/red-envelopes-floor-server.ts (`/grab`: the grab script alone; the instances credit).
+ */
+async function startFloors(k: number, op: Op, t: Topology, dist: string, plan: Plan): Promise<Service[]> {
+  return Promise.all(
+    Array.from({ length: k }, async (_, i) => {
+      const port = await freePort();
+      const proc = spawnBareServer({
+        id: `${op}-floor-${i}`,
+        port,
+        cpus: plan.cpus?.service[i],
+        script: join(__dirname, op === 'reserve' ? 'seckill-floor-server.ts' : 'red-envelopes-floor-server.ts'),
+        env: {
+          ...process.env,
+          PORT: String(port),
+          REDIS_URL: t.urls[0],
+          KEY_PREFIX: PREFIX,
+          PRODUCTS: 'hot',
+          LUA_DIR: join(dist, '..', 'lua'),
+          NODE_ENV: 'production',
+          ORDERS_EVENTS_MAXLEN: SERVICE_ENV.ORDERS_EVENTS_MAXLEN,
+        },
+      });
+      await waitUntilServing(proc, port, undefined, 60_000);
+      return { port, proc };
+    }),
+  );
+}
+
 /** Every k of the plan on one topology: instances added as k grows, each operation measured at each k. */
 async function onTopology(t: Topology, o: Options, plan: Plan, dist: string, workDir: string): Promise<Row[]> {
   const c: RunContext = { t, services: [], plan, workDir, durationS: o.durationS ?? (o.quick ? 3 : 8), warmupS: o.quick ? 1 : 2 };
   const rows: Row[] = [];
+  const floors = o.floors && t.name === 'one Redis';
   const pin = (cpu: string | undefined, pid: number) => cpu !== undefined && pinProcess(cpu, pid);
   t.pids.forEach((pid, i) => pin(plan.cpus?.redis[i], pid));
   try {
@@ -323,17 +363,25 @@ async function onTopology(t: Topology, o: Options, plan: Plan, dist: string, wor
       added.forEach((svc, j) => pin(plan.cpus?.service[c.services.length + j], svc.proc.pid));
       c.services.push(...added);
       const port = c.services[0].port;
-      if (o.ops.includes('reserve')) {
-        const activityId = `sc${t.spread}k${k}${Date.now().toString(36)}`;
-        await createActivity(port, activityId, [{ productId: 'hot', stock: 10_000_000, shards: t.spread }], { perUserLimit: 1 });
-        rows.push(await measure(c, 'reserve', activityId, () => sleep(1000)));
-      }
-      if (o.ops.includes('grab')) {
-        const activityId = `rn${t.spread}k${k}${Date.now().toString(36)}`;
-        await createRain(port, activityId, rainCount(k, c), { subPools: t.spread });
-        const row = await measure(c, 'grab', activityId, () => creditedAll(port, [activityId], 180_000));
-        row.ranDry = (await reconciliation(port, activityId)).left.count === 0;
-        rows.push(row);
+      for (const op of o.ops) {
+        const activityId = `${op[0]}${t.spread}k${k}${Date.now().toString(36)}`;
+        let settle = () => sleep(1000);
+        if (op === 'reserve') await createActivity(port, activityId, [{ productId: 'hot', stock: 10_000_000, shards: t.spread }], { perUserLimit: 1 });
+        else {
+          await createRain(port, activityId, rainCount(k, c) * (floors ? 2 : 1), { subPools: t.spread });
+          settle = () => creditedAll(port, [activityId], 180_000);
+        }
+        const opRows = [await measure(c, op, activityId, settle)];
+        if (floors) {
+          const servers = await startFloors(k, op, t, dist, plan);
+          try {
+            opRows.push(await measure({ ...c, services: servers }, op, activityId, settle, 'floor'));
+          } finally {
+            await Promise.all(servers.map((f) => f.proc.stop()));
+          }
+        }
+        const dry = op === 'grab' && (await reconciliation(port, activityId)).left.count === 0;
+        rows.push(...opRows.map((r) => ({ ...r, ...(dry ? { ranDry: true } : {}) })));
       }
     }
   } finally {
@@ -349,7 +397,8 @@ const OP_LABEL: Record<Op, string> = { reserve: 'seckill reserve', grab: 'red-en
 
 function goals(rows: Row[], plan: Plan): GoalLine[] {
   const lines: GoalLine[] = [];
-  const top = (topology: Row['topology'], op: Op) => rows.filter((r) => r.topology === topology && r.op === op).sort((a, b) => b.k - a.k)[0];
+  const top = (topology: Row['topology'], op: Op, target: Row['target'] = 'service') =>
+    rows.filter((r) => r.topology === topology && r.op === op && r.target === target).sort((a, b) => b.k - a.k)[0];
   const target = plan.masters === 3 ? GOAL_SHARE_AT_3 : (GOAL_SHARE_AT_3 * 3) / plan.masters;
   for (const op of OPS) {
     const r = top('cluster', op);
@@ -373,6 +422,17 @@ function goals(rows: Row[], plan: Plan): GoalLine[] {
         (cl ? `${fmtInt(cl.ceiling)}/s on ${cl.masters} masters; ${cl.ceilingPerMaster.map(fmtInt).join(' / ')}/s` : 'n/a'),
       info: true,
     });
+  }
+  for (const op of OPS) {
+    const sv = top('one Redis', op);
+    const fl = top('one Redis', op, 'floor');
+    if (sv && fl)
+      lines.push({
+        goal: `One Redis, ${op}: Redis CPU per operation, the service ÷ the floor (the ${op} script alone on bare Fastify${op === 'grab' ? ', credited by the instances' : ''}), k = ${sv.k}`,
+        target: 'information',
+        measured: `${fmtNum(sv.redisUsPerOp[0] / fl.redisUsPerOp[0], 2)} (${fmtNum(sv.redisUsPerOp[0], 0)} ÷ ${fmtNum(fl.redisUsPerOp[0], 0)} µs; commands ${fmtNum(sv.commandsPerOp, 1)} ÷ ${fmtNum(fl.commandsPerOp, 1)})`,
+        info: true,
+      });
   }
   const large = plan.cores >= LARGE.cores && plan.cpus !== undefined;
   for (const op of OPS) {
@@ -414,7 +474,7 @@ function table(rows: Row[]): string {
       'Projected ceiling/s (by master; whole)',
     ],
     rows.map((r) => [
-      r.op + (r.ranDry ? ' (rain ran dry)' : ''),
+      (r.target === 'floor' ? `${r.op}: floor (the script alone)` : r.op) + (r.ranDry ? ' (rain ran dry)' : ''),
       r.k,
       fmtInt(r.rps),
       `${r.p50} / ${r.p99}`,
@@ -454,6 +514,9 @@ function report(
     '',
     `k instances of the built service (production settings, logging at warn, rate limit on and raised far above the load), one load generator process per instance (autocannon, ${CONNECTIONS} connections, ${durationS} s after a ${o.quick ? 1 : 2} s warm-up), every request from a new user with its own JWT. ` +
       `Reserve: one product of 10,000,000 units, perUserLimit 1 (each reservation creates its order, its expiry entry and the buyer index). Grab: a rain sized not to run dry, each grab's credit included: the window of the per-operation figures ends when every grab is credited. ` +
+      (o.floors
+        ? "On one Redis each operation runs a second time against k floor servers (bare Fastify + one ioredis connection, no auth, no order: bench/seckill-floor-server.ts `/reserve` runs the reserve script alone, bench/red-envelopes-floor-server.ts `/grab` the grab script alone, whose grabs the idle instances credit), each on its instance's core with its own load generator. "
+        : '') +
       "Redis CPU is each redis-server's user + system time from /proc over the load and what it left behind, divided by the requests answered; core use is the same CPU over the load alone, per second. " +
       'Command µs and commands are INFO commandstats deltas summed over the masters (commands inside scripts count under their own names; background work in the window included). ' +
       'The projected ceiling is 1 / Redis CPU per operation: the operations a second one master would serve with its core full; for the cluster, the busiest master decides.',
@@ -468,7 +531,10 @@ function report(
     '',
     'Top commands per operation (calls per operation, all masters):',
     '',
-    ...rows.map((r) => `- ${r.topology}, k = ${r.k}, ${OP_LABEL[r.op]}: ${r.topCommands.map(([n, v]) => `${n} ${fmtNum(v, 2)}`).join(', ')}`),
+    ...rows.map(
+      (r) =>
+        `- ${r.topology}, k = ${r.k}, ${OP_LABEL[r.op]}${r.target === 'floor' ? ', floor' : ''}: ${r.topCommands.map(([n, v]) => `${n} ${fmtNum(v, 2)}`).join(', ')}`,
+    ),
     '',
     '## Reading it',
     '',

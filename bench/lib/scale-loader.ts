@@ -12,10 +12,12 @@ import { selfCpuSeconds } from './proc';
 export const LOADER_SCRIPT = __filename;
 export const LOADER_ENV = 'SCALE_LOADER';
 export const READY = 'scale-loader ready';
+const JSON_BODY = { 'content-type': 'application/json' };
 
 export interface LoaderSpec {
   url: string;
-  op: 'reserve' | 'grab';
+  /** The service's routes, or a floor server's (bench/seckill-floor-server.ts `/reserve`, bench/red-envelopes-floor-server.ts `/grab`). */
+  op: 'reserve' | 'grab' | 'reserve-floor' | 'grab-floor';
   activityId: string;
   durationS: number;
   connections: number;
@@ -35,7 +37,17 @@ function requestsOf(spec: LoaderSpec): { next: () => LoadRequest; count: () => n
   let n = 0;
   const next = (): LoadRequest => {
     const i = n++;
-    const authorization = bearerTokens([`${spec.users}${i}`])[0];
+    const account = `${spec.users}${i}`;
+    // The floors take the account from the body: they have no identity to take it from.
+    if (spec.op === 'grab-floor') return { method: 'POST', path: `/grab/${spec.activityId}`, headers: JSON_BODY, body: JSON.stringify({ account }) };
+    if (spec.op === 'reserve-floor')
+      return {
+        method: 'POST',
+        path: `/reserve/${spec.activityId}/hot`,
+        headers: JSON_BODY,
+        body: JSON.stringify({ account, quantity: 1, requestId: `r${i}` }),
+      };
+    const authorization = bearerTokens([account])[0];
     if (spec.op === 'grab') return { method: 'POST', path: `/red-envelopes/activities/${spec.activityId}/grab`, headers: { authorization } };
     return {
       method: 'POST',
