@@ -519,7 +519,7 @@ function report(
         : '') +
       "Redis CPU is each redis-server's user + system time from /proc over the load and what it left behind, divided by the requests answered; core use is the same CPU over the load alone, per second. " +
       'Command µs and commands are INFO commandstats deltas summed over the masters (commands inside scripts count under their own names; background work in the window included). ' +
-      'The projected ceiling is 1 / Redis CPU per operation: the operations a second one master would serve with its core full; for the cluster, the busiest master decides.',
+      'The projected ceiling is 1 / Redis CPU per operation: the operations per second one master would serve with its core full; for the cluster, the busiest master decides.',
     '',
     '## 1. One Redis',
     '',
@@ -540,7 +540,7 @@ function report(
     '',
     plan.cpus
       ? "- Every master, instance and load generator ran on a core of its own: req/s grows with k until a master's core is full (core use near 1.0), and the projected ceiling says where that is."
-      : `- On ${plan.cores} cores the masters, the instance(s) and the load generator(s) share the cores: req/s is bound by the cores, not by Redis, and Redis core use stays well under 1.0. The figures that carry over to a larger machine are per operation: Redis CPU µs, commands, the busiest master's share and the projected ceilings.`,
+      : `- On ${plan.cores} cores the masters, the instance(s) and the load generator(s) share the cores: req/s is bound by the cores, not by Redis, and a master's core use is what it got of a shared core. The figures that carry over to a larger machine are per operation: Redis CPU µs, commands, the busiest master's share and the projected ceilings.`,
     `- On a ${LARGE.cores}-core machine the same command (no options) runs k = ${planForLarge().ks.join(', ')} against one Redis and a ${planForLarge().masters}-master cluster, each party pinned; it shows whether one Redis passes ${fmtInt(LARGE.reserveRps)} reservations/s and ${fmtInt(LARGE.grabRps)} grabs/s and whether the cluster gives ${LARGE.clusterGain}× one master.`,
     '',
   ];
