@@ -63,7 +63,12 @@ function requestsOf(spec: LoaderSpec): { next: () => LoadRequest; count: () => n
 async function runLoader(spec: LoaderSpec): Promise<void> {
   const r = requestsOf(spec);
   await new Promise<void>((go) => {
-    process.once('SIGUSR2', () => go());
+    // A signal listener does not keep the process alive: the timer does, until the signal.
+    const alive = setInterval(() => undefined, 60_000);
+    process.once('SIGUSR2', () => {
+      clearInterval(alive);
+      go();
+    });
     console.error(READY);
   });
   const cpu0 = selfCpuSeconds();
