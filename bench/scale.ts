@@ -224,8 +224,6 @@ export interface Row {
   redisCoreUse: number[];
   /** Each master's CPU µs per operation, over the load and what it left behind (credits, events). */
   redisUsPerOp: number[];
-  /** INFO commandstats µs per operation, all masters. */
-  commandUsPerOp: number;
   commandsPerOp: number;
   /** The commands of an operation, most first (calls per operation). */
   topCommands: [string, number][];
@@ -292,7 +290,6 @@ async function measure(c: RunContext, op: Op, activityId: string, settle: () => 
     requests,
     redisCoreUse: diff(s0.redisCpu, s1.redisCpu).map((s) => s / loadS),
     redisUsPerOp,
-    commandUsPerOp: sum(perMaster.flatMap((d) => Object.values(d).map((v) => v.usec))) / requests,
     commandsPerOp: sum([...commands.values()]) / requests,
     topCommands: [...commands]
       .sort((a, b) => b[1] - a[1])
@@ -479,7 +476,6 @@ function table(rows: Row[]): string {
       'Answers',
       'Redis core use (by master)',
       'Redis CPU µs/op (by master)',
-      'Command µs/op',
       'Commands/op',
       'Service CPU µs/op',
       'Busiest master share',
@@ -493,13 +489,12 @@ function table(rows: Row[]): string {
       statusText(r.statuses) + (r.errors ? `, errors ${fmtInt(r.errors)}` : ''),
       r.redisCoreUse.map((u) => fmtNum(u, 2)).join(' / '),
       r.redisUsPerOp.map((u) => fmtNum(u, 0)).join(' / '),
-      fmtNum(r.commandUsPerOp, 1),
       fmtNum(r.commandsPerOp, 1),
       fmtInt(r.serviceUsPerOp),
       r.masters > 1 ? fmtNum(r.busiestShare, 2) : '—',
       r.masters > 1 ? `${r.ceilingPerMaster.map(fmtInt).join(' / ')}; ${fmtInt(r.ceiling)}` : fmtInt(r.ceiling),
     ]),
-    ['left', 'right', 'right', 'right', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+    ['left', 'right', 'right', 'right', 'left', 'right', 'right', 'right', 'right', 'right', 'right'],
   );
 }
 
@@ -530,7 +525,7 @@ function report(
         ? "On one Redis each operation runs a second time against k floor servers (bare Fastify + one ioredis connection, no auth, no order: bench/seckill-floor-server.ts `/reserve` runs the reserve script alone, bench/red-envelopes-floor-server.ts `/grab` the grab script alone, whose grabs the idle instances credit), each on its instance's core with its own load generator. "
         : '') +
       "Redis CPU is each redis-server's user + system time from /proc over the load and what it left behind, divided by the requests answered; core use is the same CPU over the load alone, per second. " +
-      'Command µs and commands are INFO commandstats deltas summed over the masters (commands inside scripts count under their own names; background work in the window included). ' +
+      "Commands are INFO commandstats deltas summed over the masters (commands inside scripts count under their own names; background work in the window included; its µs are not shown, as a script's include its inner commands', which count again on their own). " +
       'The projected ceiling is 1 / Redis CPU per operation: the operations per second one master would serve with its core full; for the cluster, the busiest master decides.',
     '',
     '## 1. One Redis',
