@@ -525,7 +525,7 @@ function report(
         ? "On one Redis each operation runs a second time against k floor servers (bare Fastify + one ioredis connection, no auth, no order: bench/seckill-floor-server.ts `/reserve` runs the reserve script alone, bench/red-envelopes-floor-server.ts `/grab` the grab script alone, whose grabs the idle instances credit), each on its instance's core with its own load generator. "
         : '') +
       "Redis CPU is each redis-server's user + system time from /proc over the load and what it left behind, divided by the requests answered; core use is the same CPU over the load alone, per second. " +
-      "Commands are INFO commandstats deltas summed over the masters (commands inside scripts count under their own names; background work in the window included; its µs are not shown, as a script's include its inner commands', which count again on their own). " +
+      "Commands are INFO commandstats deltas summed over the masters (commands inside scripts count under their own names; background work in the window included; their µs are not summed: a script's µs already include those of the commands it runs). " +
       'The projected ceiling is 1 / Redis CPU per operation: the operations per second one master would serve with its core full; for the cluster, the busiest master decides.',
     '',
     '## 1. One Redis',
