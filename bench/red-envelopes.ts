@@ -43,7 +43,7 @@ import { freePort } from './lib/net';
 import { cpuSeconds, waitUntilServing } from './lib/proc';
 import { usedMemory } from './lib/redis-memory';
 import { type BenchRedis, startBenchRedis } from './lib/redis-server';
-import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
+import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, statusText, writeResult } from './lib/report';
 import { benchJson, jsonNum, writeJsonResult } from './lib/results-json';
 import { lineChartSvg } from './lib/svg-chart';
 
@@ -88,7 +88,7 @@ interface ActivityView {
 }
 
 /** Funds the sponsor, creates a rain (open now, for 3 hours) and waits until it is loaded; the time from POST to READY. */
-async function createRain(
+export async function createRain(
   port: number,
   activityId: string,
   count: number,
@@ -129,14 +129,14 @@ interface Reconciliation {
   balanced: boolean;
 }
 
-async function reconciliation(port: number, activityId: string): Promise<Reconciliation> {
+export async function reconciliation(port: number, activityId: string): Promise<Reconciliation> {
   const a = await http(port, 'GET', `/admin/red-envelopes/activities/${activityId}/reconciliation`, ADMIN);
   if (a.status !== 200) throw new Error(`reconciliation ${activityId}: ${a.status} ${a.body}`);
   return json<Reconciliation>(a);
 }
 
 /** Waits until no grab of these rains waits for its credit (so one run's crediting does not fall into the next one's window). */
-async function creditedAll(port: number, ids: string[], timeoutMs = 60_000): Promise<void> {
+export async function creditedAll(port: number, ids: string[], timeoutMs = 60_000): Promise<void> {
   const t0 = Date.now();
   while (Date.now() - t0 < timeoutMs) {
     const recs = await Promise.all(ids.map((id) => reconciliation(port, id)));
@@ -1004,12 +1004,6 @@ export async function main(args: string[]): Promise<void> {
     console.log(`[bench] written ${svgPath}`);
   }
 }
-
-const statusText = (s: Record<string, number>) =>
-  Object.entries(s)
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k}: ${fmtInt(v)}`)
-    .join(', ');
 
 function describeCommands(r: GrabRow): string {
   return Object.entries(r.commands)

@@ -7,7 +7,7 @@
  * - `POST /reserve/:activityId/:productId {account, quantity, requestId}`: the reservation id the service
  *   derives (sha256 of activity, product, account, request id), then the very same reserve script as the
  *   service (lua/seckill/reserve-5.lua, same source and SHA, loaded by the service's loader) by EVALSHA on the
- *   same keys of the same product (shard 0, loaded by the service: `<prefix>:seckill:{p:<activity>:<product>:0}:…`),
+ *   same keys of the same product (shard 0 with the hash tags the service loaded it with: src/seckill/seckill-keys.ts),
  *   eligible, no fall-over. 201 with the script's reply on RESERVED, 409 with it otherwise. One Redis call.
  * - `POST /reserve-order/:activityId/:productId {account, quantity, requestId}`: the same work as the service's
  *   reservation, without the service around it: the same reserve script, then on RESERVED the same master order
@@ -31,7 +31,7 @@ import { queueKeys } from '../src/delay-queue/delay-queue.keys';
 import { EXPIRY_QUEUE } from '../src/orders/order-queues';
 import { newOrderId, orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/orders/order-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
-import { activityKeys, buyerIndexKey } from '../src/seckill/seckill-keys';
+import { activityKeys, buyerIndexKey, shardKeys } from '../src/seckill/seckill-keys';
 import type { ActivityRecord } from '../src/seckill/seckill.types';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
@@ -47,7 +47,6 @@ async function main(): Promise<void> {
   const reserve = command('seckill/reserve');
   const createOrder = command('orders/create');
   const schedule = command('delay-queue/schedule');
-  const shard = (a: string, p: string) => `${prefix}:seckill:{p:${a}:${p}:0}:`;
   const keys = new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig);
   const expiry = queueKeys(keys, EXPIRY_QUEUE);
   // The service's defaults unless the bench sets them (ORDERS_EVENTS_MAXLEN, ORDERS_RETENTION_SECONDS, SECKILL_LIVE_RETENTION_SECONDS).
@@ -63,6 +62,15 @@ async function main(): Promise<void> {
     }
     return a;
   };
+  // Shard 0 of a product, with the placement (hash tags) the service loaded it with.
+  const shard = async (id: string, productId: string) =>
+    shardKeys(
+      keys,
+      id,
+      productId,
+      0,
+      (await activity(id)).products.find((x) => x.productId === productId)!,
+    );
 
   const app = Fastify({ logger: false });
   app.post<{ Params: { activityId: string; productId: string }; Body: { account: string; quantity: number; requestId: string } }>(
@@ -70,13 +78,13 @@ async function main(): Promise<void> {
     async (req, reply) => {
       const { activityId, productId } = req.params;
       const { account, quantity, requestId } = req.body;
-      const k = shard(activityId, productId);
+      const k = await shard(activityId, productId);
       const r = (await reserve(
-        `${k}stock`,
-        `${k}rsv`,
-        `${k}holds`,
-        `${k}claims`,
-        `${k}due`,
+        k.stock,
+        k.rsv,
+        k.holds,
+        k.claims,
+        k.due,
         rsvIdFor(activityId, productId, account, requestId),
         account,
         quantity,
@@ -95,10 +103,10 @@ async function main(): Promise<void> {
       const { account, quantity, requestId } = req.body;
       const a = await activity(activityId);
       const p = a.products.find((x) => x.productId === productId)!;
-      const k = shard(activityId, productId);
+      const k = shardKeys(keys, activityId, productId, 0, p);
       const rsvId = rsvIdFor(activityId, productId, account, requestId);
       const payWindowMs = a.payWindowMinutes * 60_000;
-      const r = (await reserve(`${k}stock`, `${k}rsv`, `${k}holds`, `${k}claims`, `${k}due`, rsvId, account, quantity, 1, payWindowMs, 0)) as unknown[];
+      const r = (await reserve(k.stock, k.rsv, k.holds, k.claims, k.due, rsvId, account, quantity, 1, payWindowMs, 0)) as unknown[];
       if (r[0] !== 'RESERVED') {
         void reply.status(409);
         return { outcome: r[0], detail: r.slice(1) };
@@ -163,7 +171,7 @@ async function main(): Promise<void> {
     void reply.header('content-type', 'application/json; charset=utf-8');
     if (hit !== null) return hit;
     const shown = products.slice((page - 1) * size, page * size);
-    const available = await Promise.all(shown.map((p) => redis.hget(`${shard(activityId, p)}stock`, 'available')));
+    const available = await Promise.all(shown.map(async (p) => redis.hget((await shard(activityId, p)).stock, 'available')));
     const body = JSON.stringify({
       activityId,
       page,

@@ -37,7 +37,7 @@ import { measuredLoad, type Measured } from './lib/measure';
 import { freePort } from './lib/net';
 import { waitUntilServing } from './lib/proc';
 import { type BenchRedis, startBenchRedis } from './lib/redis-server';
-import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
+import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, statusText, writeResult } from './lib/report';
 import { benchJson, jsonNum, writeJsonResult } from './lib/results-json';
 import {
   type BaselineRunResult,
@@ -90,7 +90,7 @@ async function live(port: number, activityId: string): Promise<Map<string, Live>
   return new Map(json<{ products: Live[] }>(a).products.map((p) => [p.productId, p]));
 }
 
-async function createActivity(
+export async function createActivity(
   port: number,
   activityId: string,
   products: { productId: string; stock: number; shards?: number }[],
@@ -677,12 +677,6 @@ async function scale(dist: string, workDir: string, quick: boolean): Promise<{ r
 
 // ---------------------------------------------------------------------------------------------
 // Report
-
-const statusText = (s: Record<string, number>) =>
-  Object.entries(s)
-    .sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => `${k}: ${fmtInt(v)}`)
-    .join(', ');
 
 /** The extra floor row of the reserve scenario: the floor doing the same Redis work as the service's reservation. */
 const SAME_WORK = 'floor, same work (reserve + order)';

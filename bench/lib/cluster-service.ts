@@ -1,4 +1,4 @@
-import { startRedisCluster } from '../../test/harness/redis-cluster';
+import { type RedisClusterOptions, startRedisCluster } from '../../test/harness/redis-cluster';
 import { onCleanup } from './cleanup';
 import { commandStats, statsDelta } from './command-stats';
 import type { Measured } from './measure';
@@ -12,21 +12,43 @@ export async function onClusterService<R>(
   start: (redisEnv: Record<string, string>) => Promise<Service>,
   run: (svc: Service, urls: string[]) => Promise<R[]>,
 ): Promise<{ rows: R[]; masters: number }> {
-  const cluster = await startRedisCluster({ masters: 3 });
+  const cluster = await startBenchCluster({ masters: 3 });
+  const svc = await start(cluster.redisEnv);
+  try {
+    return { rows: await run(svc, cluster.urls), masters: cluster.urls.length };
+  } finally {
+    await svc.proc.stop();
+    await cluster.stop();
+  }
+}
+
+/** A Redis Cluster a benchmark started: each master's URL and pid, the service's env for it, and its stop. */
+export interface BenchCluster {
+  urls: string[];
+  /** The redis-server pid of each master, in the order of `urls` (for CPU figures). */
+  pids: number[];
+  /** REDIS_CLUSTER_NODES for the service. */
+  redisEnv: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** A fresh Redis Cluster (test/harness/redis-cluster.ts), destroyed by `stop` or by the bench's cleanup however it ends. */
+export async function startBenchCluster(opts: RedisClusterOptions): Promise<BenchCluster> {
+  const cluster = await startRedisCluster(opts);
   const unregister = onCleanup(
     'redis cluster',
     () => cluster.destroy(),
     () => cluster.processes.forEach((p) => p.kill?.()),
   );
-  const urls = cluster.nodes.map((n) => `redis://${n.host}:${n.port}`);
-  const svc = await start({ REDIS_CLUSTER_NODES: cluster.envValue });
-  try {
-    return { rows: await run(svc, urls), masters: urls.length };
-  } finally {
-    await svc.proc.stop();
-    await cluster.destroy();
-    unregister();
-  }
+  return {
+    urls: cluster.nodes.map((n) => `redis://${n.host}:${n.port}`),
+    pids: cluster.processes.slice(0, cluster.nodes.length).map((p) => p.pid ?? 0),
+    redisEnv: { REDIS_CLUSTER_NODES: cluster.envValue },
+    async stop() {
+      await cluster.destroy();
+      unregister();
+    },
+  };
 }
 
 /** A measured load (`load`), its rate, p99 and statuses, and the EVALSHA calls it made on each master of `urls`. */

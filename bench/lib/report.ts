@@ -16,6 +16,12 @@ export function markdownTable(headers: string[], rows: (string | number)[][], al
 
 /** `12345.6` -> `12,346`; for req/s and counts. */
 export const fmtInt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
+/** Answers by status, most first: `201: 9,000, 409: 12`. */
+export const statusText = (s: Record<string, number>) =>
+  Object.entries(s)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k}: ${fmtInt(v)}`)
+    .join(', ');
 /** Fixed decimals, or n/a. */
 export const fmtNum = (n: number | undefined, digits = 2) => (n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 

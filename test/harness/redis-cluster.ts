@@ -30,6 +30,8 @@ export interface RedisClusterOptions {
   replicasPerMaster?: number;
   /** How long to wait for the whole cluster to be up and agreed. */
   timeoutMs?: number;
+  /** AOF on every node (default true; benchmarks that compare with a standalone redis-server without AOF turn it off). */
+  appendonly?: boolean;
 }
 
 function execCli(args: string[], timeoutMs: number): Promise<string> {
@@ -81,7 +83,7 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
         return new RedisProcess(
           port,
           dir,
-          dataNodeArgs(port, dir, {}, [
+          dataNodeArgs(port, dir, { appendonly: opts.appendonly }, [
             // The bus port is chosen explicitly: port + 10000 may be above 65535 for an ephemeral port.
             '--cluster-port',
             String(busPort),
