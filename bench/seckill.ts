@@ -23,6 +23,10 @@ import Redis from 'ioredis';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { AppConfig } from '../src/config/app-config';
+import { KeyBuilder } from '../src/redis/key-builder';
+import { activityKeys, shardKeys } from '../src/seckill/seckill-keys';
+import type { ActivityRecord } from '../src/seckill/seckill.types';
 import { parseSectionArgs } from './lib/args';
 import { connectScriptRedis, type ScriptRedis } from './lib/bare-server';
 import { measureCacheKeyMemory, type CacheKeyMemoryResult } from './lib/cache-key-memory';
@@ -370,12 +374,23 @@ class OursScriptDesign implements SeckillDesign {
     private readonly s: ScriptRedis,
     private readonly port: number,
   ) {}
-  private keys(activityId: string) {
-    const k = `${PREFIX}:seckill:{p:${activityId}:x:0}:`;
-    return [`${k}stock`, `${k}rsv`, `${k}holds`, `${k}claims`, `${k}due`];
+  /** Shard 0 of product x of each activity, with the hash tags the service loaded it with. */
+  private readonly shards = new Map<string, string[]>();
+  private keys(activityId: string): string[] {
+    return this.shards.get(activityId)!;
   }
   async setup(productKey: string, stock: number): Promise<void> {
     await createActivity(this.port, productKey, [{ productId: 'x', stock }], { perUserLimit: 1 });
+    const builder = new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig);
+    const a = JSON.parse((await this.s.redis.get(activityKeys(builder, productKey).config))!) as ActivityRecord;
+    const k = shardKeys(
+      builder,
+      productKey,
+      'x',
+      0,
+      a.products.find((p) => p.productId === 'x')!,
+    );
+    this.shards.set(productKey, [k.stock, k.rsv, k.holds, k.claims, k.due]);
   }
   async reserve(productKey: string, buyerId: string, quantity: number): Promise<ReserveOutcome> {
     this.c.requests++;
