@@ -1,12 +1,10 @@
-import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/redis/key-builder';
 import { shardKeys } from '../../src/seckill/seckill-keys';
 import type { ActivityRecord } from '../../src/seckill/seckill.types';
-import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
-import { rawConnection } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
-import { CREDS, startTestApp, TestApp } from '../support/test-app';
+import { useAppOnCluster } from '../support/cluster-suite';
+import { CREDS } from '../support/test-app';
 
 /**
  * The shards of a product and the sub-pools of a rain, loaded over HTTP on a 3-master cluster made by
@@ -15,37 +13,20 @@ import { CREDS, startTestApp, TestApp } from '../support/test-app';
  * shards under the first tags and their salts) still sells where it was loaded.
  */
 describe('shards and sub-pools spread over a 3-master cluster', () => {
-  let cluster: RedisClusterHandle;
-  let raw: Redis[];
-  let t: TestApp;
+  const c = useAppOnCluster('', { REDIS_COMMAND_TIMEOUT_MS: '2000', BALANCE_CHANNEL: 'wallet' });
   let sk: SeckillKit;
   let rk: RainKit;
 
-  beforeAll(async () => {
-    cluster = await startRedisCluster({ masters: 3 });
-    raw = cluster.nodes.map((n) => rawConnection(n));
-    t = await startTestApp('', {
-      REDIS_CLUSTER_NODES: cluster.envValue,
-      REDIS_COMMAND_TIMEOUT_MS: '2000',
-      RATE_LIMIT_ENABLED: 'false',
-      BALANCE_CHANNEL: 'wallet',
-    });
-    sk = seckillKit(t);
-    rk = rainKit(t);
-  }, 60_000);
-
-  afterAll(async () => {
-    await t?.close();
-    raw?.forEach((r) => r.disconnect());
-    await cluster?.destroy();
+  beforeAll(() => {
+    sk = seckillKit(c.t);
+    rk = rainKit(c.t);
   });
 
   /** The index of the master that stores `key`: the owner of its slot (CLUSTER KEYSLOT, CLUSTER SLOTS), which must hold it. */
   const holderOf = async (key: string) => {
-    const slot = Number(await raw[0].cluster('KEYSLOT', key));
-    const range = (await raw[0].cluster('SLOTS')).find(([start, end]) => slot >= start && slot <= end)!;
-    const i = cluster.nodes.findIndex((n) => n.port === range[2][1]);
-    expect({ key, slot, stored: await raw[i].exists(key), inSlot: Number(await raw[i].cluster('COUNTKEYSINSLOT', slot)) >= 1 }).toEqual({
+    const slot = Number(await c.raw[0].cluster('KEYSLOT', key));
+    const i = await c.masterOf(key);
+    expect({ key, slot, stored: await c.raw[i].exists(key), inSlot: Number(await c.raw[i].cluster('COUNTKEYSINSLOT', slot)) >= 1 }).toEqual({
       key,
       slot,
       stored: 1,
@@ -92,7 +73,7 @@ describe('shards and sub-pools spread over a 3-master cluster', () => {
         const pools = Array.from({ length: n }, (_, k) => rk.store.pool(a, k));
         expectSpread(n, await perMaster(pools.map((k) => k.pool)), id);
         // Every key of a sub-pool in one slot.
-        for (const k of pools) expect(new Set(await Promise.all([k.pool, k.stats, k.grabs].map((x) => raw[0].cluster('KEYSLOT', x)))).size).toBe(1);
+        for (const k of pools) expect(new Set(await Promise.all([k.pool, k.stats, k.grabs].map((x) => c.raw[0].cluster('KEYSLOT', x)))).size).toBe(1);
         await rk.expectBalanced(id);
       }
     }
@@ -102,7 +83,7 @@ describe('shards and sub-pools spread over a 3-master cluster', () => {
     const id = activityId('old');
     // Loaded as the previous build did: the record's product has no `tags`, shard 1 and 2 carry salts.
     const product = { productId: 'p', title: 'Product p', price: 990, currency: 'CNY', stock: 3, shards: 3, salts: [0, 4, 11] };
-    const builder = new KeyBuilder(t.config);
+    const builder = new KeyBuilder(c.t.config);
     const now = await sk.store.now();
     const record: ActivityRecord = {
       activityId: id,
@@ -123,7 +104,7 @@ describe('shards and sub-pools spread over a 3-master cluster', () => {
     };
     const keys = [0, 1, 2].map((k) => shardKeys(builder, id, 'p', k, { shards: 3, salts: product.salts }));
     expect(keys.map((k) => k.stock)).toEqual(
-      [`{p:${id}:p:0}`, `{p:${id}:p:1:4}`, `{p:${id}:p:2:11}`].map((tag) => `${t.config.redis.keyPrefix}:seckill:${tag}:stock`),
+      [`{p:${id}:p:0}`, `{p:${id}:p:1:4}`, `{p:${id}:p:2:11}`].map((tag) => `${c.t.config.redis.keyPrefix}:seckill:${tag}:stock`),
     );
     for (let k = 0; k < 3; k++) {
       const shard = { gen: 'g0', stock: 1, startsAt: record.startsAt, endsAt: record.endsAt, limit: 1, shard: k, expireAt: record.endsAt + 60_000 };
