@@ -466,6 +466,54 @@ function goals(rows: Row[], plan: Plan): GoalLine[] {
   return lines;
 }
 
+/** What a deployment is sized for: flash sales by reservations/s, a rain by grabs/s. */
+const CAPACITY_TARGETS: readonly { what: string; op: Op; rate: number }[] = [
+  { what: '10k-QPS sale', op: 'reserve', rate: 10_000 },
+  { what: '100k-QPS sale', op: 'reserve', rate: 100_000 },
+  { what: '760k-grabs/s rain', op: 'grab', rate: 760_000 },
+];
+/** The core use a master or an instance is sized to at the peak: room for replication, persistence and a failover. */
+const CAPACITY_HEADROOM = 0.7;
+
+/**
+ * Masters and instances for each target, from this run's per-operation figures: Redis CPU per operation on one Redis
+ * times the cluster's imbalance (the busiest master's share × masters, never below 1), and the service CPU per
+ * operation (one instance = one core), each at CAPACITY_HEADROOM of a core.
+ */
+export function capacity(
+  rows: Row[],
+): { what: string; rate: number; redisUs: number; imbalance: number; masters: number; serviceUs: number; instances: number; shards: number }[] {
+  const pick = (topology: Row['topology'], op: Op) =>
+    rows.filter((r) => r.topology === topology && r.op === op && r.target === 'service').sort((a, b) => a.k - b.k)[0];
+  return CAPACITY_TARGETS.flatMap(({ what, op, rate }) => {
+    const one = pick('one Redis', op);
+    if (!one) return [];
+    const cl = pick('cluster', op);
+    const imbalance = cl ? Math.max(1, cl.busiestShare * cl.masters) : 1;
+    const redisCores = (rate * one.redisUsPerOp[0]) / 1e6;
+    const masters = redisCores <= CAPACITY_HEADROOM ? 1 : Math.ceil((redisCores * imbalance) / CAPACITY_HEADROOM);
+    const instances = Math.ceil((rate * one.serviceUsPerOp) / 1e6 / CAPACITY_HEADROOM);
+    return [{ what, rate, redisUs: one.redisUsPerOp[0], imbalance, masters, serviceUs: one.serviceUsPerOp, instances, shards: masters }];
+  });
+}
+
+function capacityTable(rows: Row[]): string {
+  return markdownTable(
+    ['Target', 'Operations/s', 'Redis CPU µs/op', 'Cluster imbalance', 'Masters', 'Shards or sub-pools', 'Service CPU µs/op', 'Instances (one core each)'],
+    capacity(rows).map((c) => [
+      c.what,
+      fmtInt(c.rate),
+      fmtNum(c.redisUs, 0),
+      fmtNum(c.imbalance, 2),
+      fmtInt(c.masters),
+      fmtInt(c.shards),
+      fmtInt(c.serviceUs),
+      fmtInt(c.instances),
+    ]),
+    ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+  );
+}
+
 function table(rows: Row[]): string {
   return markdownTable(
     [
@@ -542,6 +590,13 @@ function report(
       (r) =>
         `- ${r.topology}, k = ${r.k}, ${OP_LABEL[r.op]}${r.target === 'floor' ? ', floor' : ''}: ${r.topCommands.map(([n, v]) => `${n} ${fmtNum(v, 2)}`).join(', ')}`,
     ),
+    '',
+    '## Capacity',
+    '',
+    `Sized from this run at ${CAPACITY_HEADROOM} of a core per master and per instance at the peak: masters = the operations/s × Redis CPU per operation (one Redis, k = 1) × the cluster's imbalance (its busiest master's share × its masters), ` +
+      'one master when it fits; the hot product gets one shard, the rain one sub-pool, per master; instances = the operations/s × service CPU per operation. A sale counts reservations (listing is served from the page cache, about 2 µs of Redis per page). Replicas come on top (one per master).',
+    '',
+    capacityTable(rows),
     '',
     '## Reading it',
     '',
