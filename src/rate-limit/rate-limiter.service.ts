@@ -88,7 +88,8 @@ export class RateLimiter {
   private async refill(ofKind: Map<string, Lease>, caller: Caller, limit: number, previous: Lease | undefined): Promise<Lease> {
     const rl = this.config.rateLimit;
     const want = Math.max(1, Math.min(rl.maxLease, Math.floor(limit / 10)));
-    const lease: Lease = previous && previous.endsAt > Date.now() ? previous : { tokens: 0, remainingInRedis: limit, endsAt: Date.now() + rl.windowMs };
+    const open = previous !== undefined && previous.endsAt > Date.now();
+    const lease: Lease = open ? previous : { tokens: 0, remainingInRedis: limit, endsAt: Date.now() + rl.windowMs };
     let done!: () => void;
     let fail!: (err: unknown) => void;
     lease.pending = new Promise<void>((resolve, reject) => {
@@ -99,7 +100,7 @@ export class RateLimiter {
     lease.pending.catch(() => undefined);
     ofKind.set(caller.id, lease);
     try {
-      const r = await this.scripts.lease(this.scripts.keyOf(caller), limit, rl.windowMs, want);
+      const r = await this.scripts.lease(this.scripts.keyOf(caller), limit, rl.windowMs, want, !open);
       lease.tokens += r.granted;
       lease.remainingInRedis = r.remaining;
       lease.endsAt = Date.now() + r.resetMs;

@@ -17,7 +17,7 @@ async function instance(url: string, prefix: string, env: Record<string, string>
   const scripts = new ScriptRegistry(redis);
   await redis.warmUp();
   await scripts.loadAll();
-  const rateLimitScripts = new RateLimitScripts(scripts, new KeyBuilder(config));
+  const rateLimitScripts = new RateLimitScripts(scripts, new KeyBuilder(config), redis);
   const limiter = new RateLimiter(config, rateLimitScripts);
   return { limiter, rateLimitScripts, close: () => redis.close() };
 }
@@ -52,6 +52,33 @@ describe(RateLimiter.name, () => {
       for (let i = 0; i < 7; i++) results.push((await (i % 2 ? a : b).limiter.take({ kind: 'user', id: 'acc_small' }, 5)).allowed);
       expect(results).toEqual([true, true, true, true, true, false, false]);
     } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it("opens a new caller's window with one SET NX and no script; a window another instance opened goes through the script and counts what both granted", async () => {
+    const prefix = randomPrefix();
+    const [a, b] = [await instance(server.url, prefix), await instance(server.url, prefix)];
+    const raw = new Redis(server.url);
+    const calls = async (cmd: string) =>
+      Number(/calls=(\d+)/.exec((await raw.info('commandstats')).split('\n').find((l) => l.startsWith(`cmdstat_${cmd}:`)) ?? '')?.[1] ?? 0);
+    try {
+      const key = `${prefix}:rate-limit:{user:acc_new}:window`;
+      const before = { evalsha: await calls('evalsha'), set: await calls('set') };
+      expect((await a.limiter.take({ kind: 'user', id: 'acc_new' }, 30)).allowed).toBe(true);
+      expect(await calls('evalsha')).toBe(before.evalsha);
+      expect(await calls('set')).toBe(before.set + 1);
+      // The counter holds a's whole lease (a tenth of the limit) and the window's expiry.
+      expect(await raw.get(key)).toBe('3');
+      expect(await raw.pttl(key)).toBeGreaterThan(0);
+      // b knows no window: its SET NX finds a's, and the script grants from what is left.
+      const seen = await b.limiter.take({ kind: 'user', id: 'acc_new' }, 30);
+      expect(seen).toMatchObject({ allowed: true, remaining: 26 });
+      expect(await calls('evalsha')).toBe(before.evalsha + 1);
+      expect(await raw.get(key)).toBe('6');
+    } finally {
+      raw.disconnect();
       await a.close();
       await b.close();
     }
