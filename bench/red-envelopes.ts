@@ -6,8 +6,12 @@
  *    used_memory delta / count).
  * 2. Grab: the full stack (JWT users, each request a new user) against a bare Fastify + ioredis floor
  *    (bench/red-envelopes-floor-server.ts) running the same grab-6.lua by EVALSHA on the same keys; autocannon, server
- *    CPU per request, Redis commands per request from INFO commandstats. The bound beside it: the same floor verifying
- *    each request's bearer token (floor+identity), and the service's CPU per credit while it credits the backlog.
+ *    CPU per request, Redis commands per request from INFO commandstats (the service's run on until its grabs are
+ *    credited). The bound beside it: the same floor verifying each request's bearer token (floor+identity), and the
+ *    service's CPU per credit while it credits the backlog.
+ * 2b. The bound of a grab's crediting: on a bare redis-server of its own, with no service, the grab script alone, then
+ *    its crediting batched as cheaply as the design allows (200 entries a read, their 200 wallet credits at once, one
+ *    settle and one XACK per read); three runs (read + XACK, + settle, + the credits) split it into its parts.
  * 3. Lua against WATCH/MULTI: 200 concurrent grabbers (one connection each) on one pool directly on Redis: grab-6.lua
  *    against WATCH + HEXISTS + LINDEX, then MULTI RPOP + HSET + LPUSH EXEC retried on abort.
  * 4. The storm: 100,000 users tap twice (both taps at once) against 50,000 envelopes through the service; checked from
@@ -29,6 +33,7 @@ import type { AppConfig } from '../src/config/app-config';
 import { activityKey, poolKeys, type PoolPlacement } from '../src/red-envelope/red-envelope-keys';
 import { distribution, splitAmounts } from '../src/red-envelope/split';
 import { KeyBuilder } from '../src/redis/key-builder';
+import { walletKeys } from '../src/wallet/wallet-keys';
 import { parseSectionArgs } from './lib/args';
 import { connectScriptRedis } from './lib/bare-server';
 import { benchWorkDir } from './lib/cleanup';
@@ -48,7 +53,7 @@ import { benchJson, jsonNum, writeJsonResult } from './lib/results-json';
 import { lineChartSvg } from './lib/svg-chart';
 
 const NAME = 'red-envelopes';
-const SECTIONS = ['preload', 'grab', 'watch', 'storm', 'scale', 'distribution'] as const;
+const SECTIONS = ['preload', 'grab', 'credit-bound', 'watch', 'storm', 'scale', 'distribution'] as const;
 type Section = (typeof SECTIONS)[number];
 const SVG_PATH = join(ROOT, 'docs', 'red-envelope-amounts.svg');
 const PREFIX = 'rpre';
@@ -248,7 +253,13 @@ async function grabVsFloor(
   await measuredLoad({ url, connections: CONNECTIONS, durationS: 1, requests: serviceReq }, svc.proc.pid, redis.process.pid);
   let s0 = await commandStats([redis.url]);
   const ms = await measuredLoad({ url, connections: CONNECTIONS, durationS, requests: serviceReq }, svc.proc.pid, redis.process.pid);
-  rows.push(grabRow('service', ms, statsDelta(s0, await commandStats([redis.url]))));
+  // The row is per grab with its credit included: its Redis and server figures run on until every grab is credited.
+  const [redis0, svc0] = [cpuSeconds(redis.process.pid), cpuSeconds(svc.proc.pid)];
+  await creditedAll(svc.port, [id], 60_000);
+  const [redis1, svc1] = [cpuSeconds(redis.process.pid), cpuSeconds(svc.proc.pid)];
+  const tail = (a?: number, b?: number, base?: number) => (a !== undefined && b !== undefined && base !== undefined ? base + b - a : undefined);
+  const withCredits = { ...ms, redisCpuS: tail(redis0, redis1, ms.redisCpuS), serverCpuS: tail(svc0, svc1, ms.serverCpuS) };
+  rows.push(grabRow('service', withCredits, statsDelta(s0, await commandStats([redis.url]))));
   if (n > tokens.length) console.error(`[bench] grab: ${n} requests for ${tokens.length} users (users repeated)`);
   // The floors alone: the service stopped (it would credit the floors' grabs in the background).
   const beforeStop = await reconciliation(svc.port, id);
@@ -309,6 +320,95 @@ async function grabVsFloor(
     `[bench] grab: the rest credited in ${fmtNum(creditedS, 1)} s (${fmtInt(creditedHere)} envelopes, ${fmtNum(crediting.serviceUsPerCredit ?? NaN, 0)} µs of service CPU each); balanced ${rec.balanced}`,
   );
   return { rows, svc: restarted, rec, creditedS, crediting };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2b. The bound of a grab's crediting, on bare Redis
+
+interface CreditBound {
+  grabs: number;
+  /** Redis CPU µs per grab: the grab script alone (mean of the three runs), and each part of its crediting. */
+  grabUs: number;
+  readAckUs: number;
+  settleUs: number;
+  creditUs: number;
+  /** (grab + its whole crediting) ÷ the grab alone. */
+  ratio: number;
+}
+
+const redisCpuS = async (r: Redis) => {
+  const info = await r.info('cpu');
+  return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+};
+
+/**
+ * The least Redis work of a grab and of its crediting, exactly once as the service does it (grab-6.lua, then per
+ * credit-stream entry the wallet's credit-3.lua with the envelope id as reference, settle-2.lua, XACK), on a
+ * redis-server of its own with no service: the reads 200 entries at a time, their credits all in flight at once, one
+ * settle and one XACK per read. Three runs on fresh sub-pools: read + XACK only, + settle, + the credits.
+ */
+async function creditBound(dist: string, quick: boolean): Promise<CreditBound> {
+  const bare = await startBenchRedis();
+  const s = await connectScriptRedis(bare.url, {}, join(dist, '..', 'lua'));
+  const r = s.redis;
+  const keys = new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig);
+  const grabs = quick ? 20_000 : 50_000;
+  const read = 200;
+  try {
+    const run = async (variant: number, parts: { settle: boolean; credit: boolean }) => {
+      const id = `cb${variant}`;
+      const k = poolKeys(keys, { activityId: id, subPools: 1 }, 0);
+      for (let i = 0; i < grabs; i += 10_000) await r.rpush(k.staging, ...Array.from({ length: Math.min(10_000, grabs - i) }, (_, j) => `${id}.${i + j}:100`));
+      const now = Date.now();
+      await s.run('red-envelope/arm', [k.staging, k.pool, k.stats], [grabs, grabs * 100, now - 1000, now + 3600_000, 1, 0, now + 7200_000]);
+      await r.xgroup('CREATE', k.credits, 'bound', '0', 'MKSTREAM');
+      const c0 = await redisCpuS(r);
+      for (let i = 0; i < grabs; i += 50)
+        await Promise.all(
+          Array.from({ length: 50 }, (_, j) => s.run('red-envelope/grab', [k.pool, k.grabs, k.claims, k.env, k.stats, k.credits], [`${id}-u${i + j}`, 0])),
+        );
+      const c1 = await redisCpuS(r);
+      let credited = 0;
+      for (;;) {
+        const reply = (await r.xreadgroup('GROUP', 'bound', 'c', 'COUNT', read, 'STREAMS', k.credits, '>')) as [string, [string, string[]][]][] | null;
+        const entries = reply?.[0]?.[1] ?? [];
+        if (entries.length === 0) break;
+        const fields = entries.map(([, f]) => Object.fromEntries(Array.from({ length: f.length / 2 }, (_, i) => [f[2 * i], f[2 * i + 1]])));
+        if (parts.credit)
+          await Promise.all(
+            fields.map((f) => {
+              const w = walletKeys(keys, { kind: 'account', id: f.account });
+              return s.run('wallet/credit', [w.balances, w.ledger, w.refs], ['CNY', f.amount, f.envelopeId, 'red-envelope', `bench ${id}`]);
+            }),
+          );
+        if (parts.settle) await s.run('red-envelope/settle', [k.env, k.stats], ['credited', ...fields.map((f) => f.envelopeId)]);
+        await r.xack(k.credits, 'bound', ...entries.map(([eid]) => eid));
+        credited += entries.length;
+      }
+      const c2 = await redisCpuS(r);
+      if (credited !== grabs) throw new Error(`credit bound: ${credited} entries read of ${grabs} grabs`);
+      return { grabUs: ((c1 - c0) * 1e6) / grabs, afterUs: ((c2 - c1) * 1e6) / grabs };
+    };
+    const a = await run(0, { settle: false, credit: false });
+    const b = await run(1, { settle: true, credit: false });
+    const c = await run(2, { settle: true, credit: true });
+    const grabUs = (a.grabUs + b.grabUs + c.grabUs) / 3;
+    const out = {
+      grabs,
+      grabUs,
+      readAckUs: a.afterUs,
+      settleUs: b.afterUs - a.afterUs,
+      creditUs: c.afterUs - b.afterUs,
+      ratio: (grabUs + c.afterUs) / grabUs,
+    };
+    console.log(
+      `[bench] credit bound: grab script ${fmtNum(grabUs, 1)} µs, its crediting ${fmtNum(c.afterUs, 1)} µs (read + XACK ${fmtNum(out.readAckUs, 1)}, settle ${fmtNum(out.settleUs, 1)}, wallet credit ${fmtNum(out.creditUs, 1)}): ${fmtNum(out.ratio, 2)} × the grab`,
+    );
+    return out;
+  } finally {
+    s.redis.disconnect();
+    await bare.stop();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -744,6 +844,7 @@ export async function main(args: string[]): Promise<void> {
   const pre = await run('preload', () => preload(svc, redis, quick ? 200_000 : 1_000_000));
   const grab = await run('grab', () => grabVsFloor(svc, redis, dist, workDir, quick));
   if (grab) svc = grab.svc;
+  const creditB = await run('credit-bound', () => creditBound(dist, quick));
   const watch = await run('watch', () => luaVsWatch(redis, dist, quick));
   const storms = await run('storm', async () => {
     const users = quick ? 20_000 : 100_000;
@@ -768,7 +869,7 @@ export async function main(args: string[]): Promise<void> {
   const ratio = svcRow && floorRow ? svcRow.rps / floorRow.rps : undefined;
   const creditUs = grab?.crediting.serviceUsPerCredit;
   // The bound: what the floor keeps with the identity every app endpoint needs, and the service's CPU per grab without its crediting.
-  const bound =
+  const cpuBound =
     svcRow?.serverUs && floorRow?.serverUs && idRow?.serverUs && creditUs !== undefined
       ? {
           identityRps: idRow.rps / floorRow.rps,
@@ -820,11 +921,11 @@ export async function main(args: string[]): Promise<void> {
         `Redis commands per request ${fmtNum(svcRow!.commandsPerRequest, 2)} against ${fmtNum(floorRow!.commandsPerRequest, 2)} (the service's include the crediting of each grab in the same window: ${describeCommands(svcRow!)}). ` +
         `The floor does one EVALSHA and no auth, validation, rate limit, logging, metrics or crediting; on two shared cores the service's crediting (a wallet credit and a settle per grab) competes with its own grabs for the CPU.`,
     );
-  if (ratio !== undefined && ratio < GOALS.floorRatio && bound)
+  if (ratio !== undefined && ratio < GOALS.floorRatio && cpuBound)
     missed.push(
-      `- The bound, measured in the same run: verifying each request's bearer token (which every app endpoint must do, and the floor does not) alone leaves the floor ${fmtNum(bound.identityRps, 2)} of itself (floor+identity ${fmtInt(idRow!.rps)} req/s, ${fmtInt(idRow!.serverUs ?? NaN)} µs of CPU per request). ` +
+      `- The bound, measured in the same run: verifying each request's bearer token (which every app endpoint must do, and the floor does not) alone leaves the floor ${fmtNum(cpuBound.identityRps, 2)} of itself (floor+identity ${fmtInt(idRow!.rps)} req/s, ${fmtInt(idRow!.serverUs ?? NaN)} µs of CPU per request). ` +
         `Crediting costs the service ${fmtInt(creditUs ?? NaN)} µs of CPU per grab (measured on the backlog the restarted service credited, no grabs meanwhile), and crediting must keep up with grabbing (the last credit within ${GOALS.lastCreditS} s), so on two cores it is paid in the grab window. ` +
-        `Without it the service's grab would take about ${fmtInt(bound.grabOnlyUs)} µs: ${fmtNum(bound.vsIdentityCpu, 2)} of the identity floor by CPU. ` +
+        `Without it the service's grab would take about ${fmtInt(cpuBound.grabOnlyUs)} µs: ${fmtNum(cpuBound.vsIdentityCpu, 2)} of the identity floor by CPU. ` +
         `The rest: NestJS and the service's always-on layers (about 11 µs a request: see http-floor), and the per-account rate limit, which leases from Redis once per new account and window, so with every grab a new user it adds a script call to each grab (6.3 of its Redis commands, counted with RATE_LIMIT_ENABLED=false).`,
     );
   if (worstLag !== undefined && worstLag > GOALS.lastCreditS * 1000)
@@ -846,7 +947,8 @@ export async function main(args: string[]): Promise<void> {
       '## 2. Grab against the floor',
       '',
       `autocannon, ${CONNECTIONS} connections, a new user (a new JWT) on every request, one sub-pool with enough envelopes not to run dry. ` +
-        "The floor (bench/red-envelopes-floor-server.ts) is bare Fastify 5 + one ioredis connection running the same grab-6.lua (loaded by the service's script loader, same SHA) by EVALSHA on the same keys; no auth, validation, rate limit, logging, metrics or crediting. The service was stopped during the floor run (it would credit the floor's grabs).",
+        "The floor (bench/red-envelopes-floor-server.ts) is bare Fastify 5 + one ioredis connection running the same grab-6.lua (loaded by the service's script loader, same SHA) by EVALSHA on the same keys; no auth, validation, rate limit, logging, metrics or crediting. The service was stopped during the floor run (it would credit the floor's grabs). " +
+        "The service's row is per grab with its credit included: its server CPU, Redis CPU and commands run on after the load until every grab of the run is credited; the floors' rows are the grab script alone.",
       '',
       markdownTable(
         [
@@ -878,6 +980,26 @@ export async function main(args: string[]): Promise<void> {
       `floor+identity is the same floor verifying each request's bearer token with the service's own JwtVerifier and settings (each request a new user with a new token, as for the service), the account taken from the token.`,
       '',
       `Service / floor: **${fmtNum(ratio, 2)}**; floor+identity / floor: ${idRow ? fmtNum(idRow.rps / floorRow.rps, 2) : 'n/a'}. After the runs the restarted service credited every grab (the floors' too) in ${fmtNum(grab.creditedS, 1)} s: ${fmtInt(grab.crediting.credited)} envelopes (${fmtInt(grab.crediting.pendingAtStop)} of them left pending by the service at its stop), ${fmtInt(creditUs ?? NaN)} µs of service CPU per credit; reconciliation balanced: ${grab.rec.balanced ? 'yes' : 'NO'}. The service's Redis commands in the window: ${describeCommands(svcRow)}.`,
+      '',
+    );
+  if (creditB)
+    md.push(
+      "## 2b. A grab's crediting on bare Redis: the bound",
+      '',
+      `The Redis work of a grab and of its crediting with no service at all, on a redis-server of its own: ${fmtInt(creditB.grabs)} grabs by grab-6.lua (50 in flight), then their credit-stream entries read 200 at a time, the 200 wallet credits (credit-3.lua, the envelope id as reference) sent at once, one settle-2.lua and one XACK per read: as cheap as crediting each grab exactly once can be batched. ` +
+        'Redis CPU (INFO used_cpu_sys + used_cpu_user) per grab; three runs on fresh sub-pools split the crediting into its parts.',
+      '',
+      markdownTable(
+        ['Redis work', 'µs per grab'],
+        [
+          ['grab-6.lua (the grab script alone)', fmtNum(creditB.grabUs, 1)],
+          ['credit stream: XREADGROUP (200 a read) + XACK', fmtNum(creditB.readAckUs, 1)],
+          ['settle-2.lua (200 envelopes a call)', fmtNum(creditB.settleUs, 1)],
+          ["wallet credit-3.lua (one per grab: the user's wallet is on its own slot)", fmtNum(creditB.creditUs, 1)],
+          ['**(grab + its crediting) ÷ the grab alone**', `**${fmtNum(creditB.ratio, 2)}**`],
+        ],
+        ['left', 'right'],
+      ),
       '',
     );
   if (watch)
@@ -990,6 +1112,16 @@ export async function main(args: string[]): Promise<void> {
         preload: pre ?? null,
         grab: grab?.rows.map(({ m: _m, ...r }) => ({ ...r, rps: jsonNum(r.rps, 0), serverUs: jsonNum(r.serverUs, 1), redisUs: jsonNum(r.redisUs, 1) })) ?? null,
         crediting: grab ? { ...grab.crediting, serviceUsPerCredit: jsonNum(grab.crediting.serviceUsPerCredit, 1) } : null,
+        creditBound: creditB
+          ? {
+              ...creditB,
+              grabUs: jsonNum(creditB.grabUs, 1),
+              readAckUs: jsonNum(creditB.readAckUs, 1),
+              settleUs: jsonNum(creditB.settleUs, 1),
+              creditUs: jsonNum(creditB.creditUs, 1),
+              ratio: jsonNum(creditB.ratio, 2),
+            }
+          : null,
         luaVsWatch: watch ?? null,
         storms: storms ?? null,
         scale: sc ?? null,

@@ -13,11 +13,12 @@ local function statNumber(statsKey, field)
   return tonumber(redis.call('HGET', statsKey, field) or '0')
 end
 
---- The window on the Redis clock: nil while open, else NOT_STARTED or ENDED.
+--- The window on the Redis clock, and the sub-pool's index read with it (one HMGET): the refusal (nil while open,
+--- else NOT_STARTED, ENDED or NOT_LOADED), then the index.
 local function grabWindowRefusal(statsKey, now)
-  local w = redis.call('HMGET', statsKey, 'startsAt', 'endsAt', 'endedAt')
+  local w = redis.call('HMGET', statsKey, 'startsAt', 'endsAt', 'endedAt', 'pool')
   if not w[1] then return 'NOT_LOADED' end
-  return poolWindowRefusal(tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), now)
+  return poolWindowRefusal(tonumber(w[1]), tonumber(w[2]), tonumber(w[3]), now), tonumber(w[4] or '0')
 end
 
 --- Moves `amount` (one envelope) from one counter pair to another.
@@ -32,15 +33,15 @@ end
 
 --- Pops one envelope for `account` and records it: the account's grabs (entries "envelopeId:amount:pool:ordinal",
 --- the ordinal being which of the user's envelopes it is, 1 for the first), the envelope's state, the counters, and
---- the grab on the credit stream, in one step. Returns envelopeId, amount, or nil when the pool is empty.
-local function popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home, ordinal)
+--- the grab on the credit stream, in one step. `held` is the account's grabs field as the caller read it in this
+--- script (nil for none), `here` this sub-pool's index (grabWindowRefusal's second value).
+--- Returns envelopeId, amount, or nil when the pool is empty.
+local function popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home, ordinal, held, here)
   local item = redis.call('RPOP', poolKey)
   if not item then return nil end
   local sep = string.find(item, ':', 1, true)
   local envelopeId = string.sub(item, 1, sep - 1)
   local amount = tonumber(string.sub(item, sep + 1))
-  local here = statNumber(statsKey, 'pool')
-  local held = redis.call('HGET', grabsKey, account)
   local entry = envelopeId .. ':' .. amount .. ':' .. here .. ':' .. ordinal
   redis.call('HSET', grabsKey, account, held and (held .. ',' .. entry) or entry)
   redis.call('HSET', envKey, envelopeId, 'P|' .. account .. '|' .. amount)

@@ -24,10 +24,11 @@ end
 --- What (kind, reference) made in this wallet: '0' (voided) or the entry number with its entry JSON, or nil (never
 --- applied). A legacy bare-reference field counts only for an entry of the same kind (see the top).
 local function walletRefOf(ledgerKey, refsKey, kind, reference)
-  local seen = redis.call('HGET', refsKey, walletRefField(kind, reference))
+  -- Both fields in one read: the kind's, and the legacy bare one (used only when the kind's is missing).
+  local fields = redis.call('HMGET', refsKey, walletRefField(kind, reference), reference)
+  local seen, legacy = fields[1], fields[2]
   if seen == '0' then return '0' end
   if seen then return seen, redis.call('LINDEX', ledgerKey, tonumber(seen) - 1) end
-  local legacy = redis.call('HGET', refsKey, reference)
   if not legacy then return nil end
   if legacy == '0' then
     if kind == 'payment' then return '0' end

@@ -63,10 +63,14 @@ if cursor ~= '' and #page > limit * 2 then
   out[3] = 1
 end
 local readUpTo, anyRead = readState()
+-- The page's bodies in one read (at most 101 fields).
+local ids = {}
+for i = 1, #page, 2 do ids[#ids + 1] = page[i] end
+local bodies = #ids > 0 and redis.call('HMGET', bodiesKey, unpack(ids)) or {}
 for i = 1, #page, 2 do
   local id = page[i]
   out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', bodiesKey, id) or 'null'
+  out[#out + 1] = bodies[(i + 1) / 2] or 'null'
   out[#out + 1] = readFlag(id, tonumber(page[i + 1]), readUpTo, anyRead)
 end
 return out

@@ -37,11 +37,14 @@ if held then
     return {'ALREADY_GRABBED', envelopeId, tonumber(amount)}
   end
 end
-local claimed = poolClaimOf(claimsKey, account)
-if claimed then return {'CLAIMED', tonumber(claimed)} end
-local refusal = grabWindowRefusal(statsKey, serverTimeMs())
+-- Only a rain of several sub-pools ever claims (below): with one, there is no claim to look for.
+if canFallOver then
+  local claimed = poolClaimOf(claimsKey, account)
+  if claimed then return {'CLAIMED', tonumber(claimed)} end
+end
+local refusal, here = grabWindowRefusal(statsKey, serverTimeMs())
 if refusal then return {refusal} end
-local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, statNumber(statsKey, 'pool'), n + 1)
+local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, here, n + 1, held, here)
 if envelopeId then return {'GRABBED', envelopeId, amount} end
 if not canFallOver then return {'NONE_LEFT'} end
 poolClaim(claimsKey, account, n + 1)

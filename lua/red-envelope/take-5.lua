@@ -29,8 +29,8 @@ if held then
     if ord == ordinal then return {'EXISTING', envelopeId, tonumber(amount)} end
   end
 end
-local refusal = grabWindowRefusal(statsKey, serverTimeMs())
+local refusal, here = grabWindowRefusal(statsKey, serverTimeMs())
 if refusal then return {refusal} end
-local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home, ordinal)
+local envelopeId, amount = popAndRecord(poolKey, grabsKey, envKey, statsKey, creditsKey, account, home, ordinal, held, here)
 if envelopeId then return {'GRABBED', envelopeId, amount} end
 return {'EMPTY'}

@@ -107,6 +107,24 @@ describe(MessagesService.name, () => {
       expect(await a.rawUnread('race-1')).toBe(1);
     });
 
+    it("a pull reads the bodies of its page in one HMGET, in the page's order", async () => {
+      for (let i = 0; i < 60; i++) await a.write('page-1', 'PAYMENT_SUCCESS', `p-${i}`);
+      await a.svc.pull('page-1', undefined, 1); // takes in the broadcasts once, so the pull below is one script
+      const calls = async () => {
+        const info = await raw.info('commandstats');
+        const of = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+        return { hget: of('hget'), hmget: of('hmget') };
+      };
+      const before = await calls();
+      const page = await a.svc.pull('page-1', undefined, 50);
+      const after = await calls();
+      expect(page.messages.map((m) => m.outerBizId)).toEqual(Array.from({ length: 50 }, (_, i) => `p-${10 + i}`));
+      expect(page.messages.every((m) => m.content === `¥12.00 paid, ${m.outerBizId}`)).toBe(true);
+      // One HMGET for the 50 bodies (and one for the meta fields); a little room for the app's own jobs.
+      expect(after.hget - before.hget).toBeLessThanOrEqual(10);
+      expect(after.hmget - before.hmget).toBeGreaterThanOrEqual(1);
+    });
+
     it('the same outerBizId under another bizType, or for another account, is another message', async () => {
       const first = await a.write('idem-1', 'PAYMENT_SUCCESS', 'o-1');
       const otherType = await a.write('idem-1', 'REFUND_SUCCESS', 'o-1');

@@ -119,6 +119,31 @@ describe('red-envelope scripts through the store', () => {
     await expectBalanced(late);
   });
 
+  it("a grab reads the user's record once, the window and the sub-pool's index in one HMGET, and no claim on a one-sub-pool rain", async () => {
+    const calls = async () => {
+      const info = await redis.command((c) => c.info('commandstats'));
+      const of = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return { hget: of('hget'), hmget: of('hmget') };
+    };
+    const id = rainId('count');
+    const k = await armed(
+      id,
+      3,
+      Array.from({ length: 20 }, (_, i) => 10 + i),
+    );
+    const before = await calls();
+    for (let i = 0; i < 20; i++) expect((await store.grab(k, `acc_c${i}`, false)).outcome).toBe('GRABBED');
+    const after = await calls();
+    // Per grab: HGET of the user's grabs, HMGET of the window with the index; a little room for the app's own jobs.
+    expect(after.hmget - before.hmget).toBeGreaterThanOrEqual(20);
+    expect(after.hget - before.hget).toBeLessThanOrEqual(20 + 5);
+    // The index read with the window is the one recorded.
+    expect(await store.grabsOf(k, 'acc_c0')).toEqual([expect.stringMatching(/^[^:]+:\d+:3:1$/)]);
+    const credits = await redis.command((c) => c.xrange(k.credits, '-', '+'));
+    expect(credits.every(([, f]) => f[7] === '3' && f[9] === '3')).toBe(true);
+    await expectBalanced(k);
+  });
+
   it('the window edges on the Redis clock: startsAt is inside, endsAt outside, and the window opens and closes by itself', async () => {
     // startsAt = the Redis time now: the script runs at or after it, so it is open.
     let now = await store.now();

@@ -70,6 +70,22 @@ describe('wallet', () => {
     expect(Math.abs(page.items[0].at - Date.now())).toBeLessThan(5000);
   });
 
+  it("a new credit reads its reference once (one HMGET for the kind's field and the legacy one): 7 commands in its script", async () => {
+    const calls = async () => {
+      const info = await raw.info('commandstats');
+      const of = (name: string) => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return { hget: of('hget'), hmget: of('hmget'), evalsha: of('evalsha') + of('eval') };
+    };
+    const owners = Array.from({ length: 20 }, () => account());
+    const before = await calls();
+    for (const [i, o] of owners.entries()) await wallets.credit(cmd(o, 100 + i, `count-${i}`, { kind: 'red-envelope' }));
+    const after = await calls();
+    // One HGET (the balance) and one HMGET (both reference fields) per credit; a little room for the app's own jobs.
+    expect(after.hmget - before.hmget).toBeGreaterThanOrEqual(20);
+    expect(after.hget - before.hget).toBeLessThanOrEqual(20 + 5);
+    for (const [i, o] of owners.entries()) expect(await balanceOf(o)).toBe(100 + i);
+  });
+
   it('the same reference racing itself (credit and debit, 50 at once) moves money once', async () => {
     const o = account();
     const credits = await Promise.all(Array.from({ length: 50 }, () => wallets.credit(cmd(o, 1000, 'race-credit'))));
