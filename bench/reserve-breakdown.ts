@@ -192,6 +192,12 @@ async function expireAll(r: Redis, url: string, port: number, activityId: string
     return (JSON.parse(a.body) as { products: { reserved: number }[] }).products[0].reserved;
   };
   const count = await reservedNow();
+  const slowlog = arg('slowlog', '1') !== '0';
+  if (slowlog) {
+    await r.config('SET', 'slowlog-log-slower-than', '0');
+    await r.config('SET', 'slowlog-max-len', '2000000');
+    await r.slowlog('RESET');
+  }
   const b = await commandStats([url]);
   const c0 = await redisCpuUs(r);
   const t0 = Date.now();
@@ -217,6 +223,16 @@ async function expireAll(r: Redis, url: string, port: number, activityId: string
   const cmds = Object.entries(d)
     .filter(([name]) => !['info', 'evalsha', 'eval', 'config', 'slowlog', 'scan'].includes(name))
     .reduce((t, [, v]) => t + v.calls, 0);
+  if (slowlog) {
+    const log = (await r.slowlog('GET', -1)) as Entry[];
+    await r.config('SET', 'slowlog-log-slower-than', '-1');
+    const by = new Map<string, number>();
+    for (const [, , , args] of log) {
+      const l = label(args.map(String));
+      if (l.startsWith('script')) by.set(l, (by.get(l) ?? 0) + 1);
+    }
+    for (const [l, c] of [...by].sort((x, y) => y[1] - x[1])) console.log(`EXPIRE | ${l} | ${(c / count).toFixed(2)} per reservation |`);
+  }
   const top = Object.entries(d)
     .sort((x, y) => y[1].usec - x[1].usec)
     .slice(0, 12)
