@@ -23,6 +23,30 @@ import { createdOrder, OrdersStore, serverNow } from './orders.store';
 
 export type CloseReason = 'MERCHANT' | 'EXPIRED';
 
+/**
+ * An order whose caller closes it once `expiresAt` has passed, from a due entry of its own written before the order
+ * (a seckill reservation's, in the step that takes its units): no `order-expiry` entry is armed for it. The order
+ * cannot be paid from `expiresAt` on whoever closes it (plans and payments check it on the Redis clock). Epoch ms.
+ */
+export interface CallerExpiry {
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** The payload an order number is bound to, as a digest: another payload under the number is ORDER_NO_REUSED. */
+function fingerprintOf(command: CreateOrderCommand): string {
+  const payer = command.payerAccountId ?? '';
+  // The payer joins the payload only when named, so orders created without one keep their fingerprint.
+  const payload: unknown[] = [command.amount, command.currency, command.subject, command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES, ...(payer ? [payer] : [])];
+  return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+}
+
+const numberReused = (command: CreateOrderCommand) =>
+  orderConflict(
+    'ORDER_NO_REUSED',
+    `merchantOrderNo ${command.merchantOrderNo} is already used by an order with another amount, currency, subject, expiry or payer`,
+  );
+
 /** No Redis read happened (a malformed id): the local clock stands in. */
 const serverTimeUnknown = () => Date.now();
 
@@ -77,10 +101,21 @@ export class OrdersService {
    * see and pay it. A command that breaks the HTTP create's rules is refused (400 naming the field) before
    * anything is stored.
    */
-  async createForBuyer(command: CreateOrderForBuyerCommand): Promise<{ order: OrderView; created: boolean }> {
+  async createForBuyer(command: CreateOrderForBuyerCommand, closedBy?: CallerExpiry): Promise<{ order: OrderView; created: boolean }> {
     // The payer is required here (optional on the HTTP create): absent, it is checked as the empty string.
-    const { order, created } = await this.createOrder({ ...command, payerAccountId: command.payerAccountId ?? '' });
+    const { order, created } = await this.createOrder({ ...command, payerAccountId: command.payerAccountId ?? '' }, closedBy);
     return { order: orderView(order), created };
+  }
+
+  /**
+   * As createForBuyer with `closedBy`, for a caller that expects the order to exist (it is closing it): looked up
+   * first (its number, then the order), made only when missing. Another payload under the number: ORDER_NO_REUSED.
+   */
+  async ensureForBuyer(command: CreateOrderForBuyerCommand, closedBy: CallerExpiry): Promise<{ order: OrderView; created: boolean }> {
+    const { order } = await this.store.read(await this.store.orderIdOf(command));
+    if (!order || order.merchantId !== command.merchantId || order.merchantOrderNo !== command.merchantOrderNo) return this.createForBuyer(command, closedBy);
+    if (order.fingerprint !== fingerprintOf(command)) throw numberReused(command);
+    return { order: orderView(order), created: false };
   }
 
   /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none (a malformed id included). */
@@ -131,8 +166,12 @@ export class OrdersService {
     return merchantView(order);
   }
 
-  /** Closes an unpaid order (idempotent: a closed order is returned as it is). Paid or being paid: 409. */
-  async close(merchantId: string, merchantOrderNo: string): Promise<OrderDto> {
+  /**
+   * Closes an unpaid order (idempotent: a closed order is returned as it is). Paid or being paid: 409. `disarm`
+   * false leaves its expiry entry alone (an order its caller closes has none, or one a failed plan re-armed, which
+   * finds it closed).
+   */
+  async close(merchantId: string, merchantOrderNo: string, { disarm = true } = {}): Promise<OrderDto> {
     const orderId = await this.store.orderIdOf({ merchantId, merchantOrderNo });
     // An order that does not exist gets its 404 before any lock is taken, so it leaves no lock state behind.
     const { order: seen } = await this.store.read(orderId);
@@ -141,7 +180,7 @@ export class OrdersService {
     if (r.kind === 'not-found') throw orderNotFound();
     if (r.kind === 'refused') throw refusalError(r.refusal, 'close');
     if (r.kind === 'closed') crashPoint('orders.close.after-write');
-    await this.disarmExpiry(orderId);
+    if (disarm) await this.disarmExpiry(orderId);
     return merchantView(r.order);
   }
 
@@ -181,22 +220,22 @@ export class OrdersService {
     await this.queue.cancel(EXPIRY_QUEUE, orderId).catch((err: Error) => this.logger.warn({ orderId, err: err.message }, 'could not cancel the expiry'));
   }
 
-  private async createOrder(command: CreateOrderCommand): Promise<{ order: OrderRecord; created: boolean }> {
+  private async createOrder(command: CreateOrderCommand, closedBy?: CallerExpiry): Promise<{ order: OrderRecord; created: boolean }> {
     // The HTTP create has been validated by the pipe already; an in-process caller has not: the same rules, once more.
     await validateCommand(OrderCommandDto, command);
     const { merchantId } = command;
     const number = { merchantId, merchantOrderNo: command.merchantOrderNo };
     const expireMinutes = command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;
     const payer = command.payerAccountId ?? '';
-    // The payer joins the payload only when named, so orders created without one keep their fingerprint.
-    const payload: unknown[] = [command.amount, command.currency, command.subject, expireMinutes, ...(payer ? [payer] : [])];
-    const fingerprint = createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+    const fingerprint = fingerprintOf(command);
     // The expiry is armed first, for a fresh random id, and the order written second with the entry's due time as
     // its expiresAt: a process that dies between the two leaves an entry that finds no order, never an order that
     // does not expire. A duplicate cancels its entry and keeps the existing order's.
+    // An order its caller closes (closedBy) takes the caller's times and gets no expiry entry: the caller's own due
+    // entry, written before this, closes it.
     const orderId = newOrderId(merchantId, command.merchantOrderNo);
-    const expiresAt = await this.armExpiry(orderId, { delayMs: expireMinutes * 60_000 }, 'keep');
-    crashPoint('orders.create.after-expiry');
+    const expiresAt = closedBy ? closedBy.expiresAt : await this.armExpiry(orderId, { delayMs: expireMinutes * 60_000 }, 'keep');
+    if (!closedBy) crashPoint('orders.create.after-expiry');
     const set = {
       orderId,
       merchantId,
@@ -208,7 +247,7 @@ export class OrdersService {
       fingerprint,
       status: 'CREATED',
       // Its life is counted from the expiry's arming, a moment before the write.
-      createdAt: expiresAt - expireMinutes * 60_000,
+      createdAt: closedBy ? closedBy.createdAt : expiresAt - expireMinutes * 60_000,
       expiresAt,
       // A named payer binds the order from the start, as a first plan binds it otherwise.
       accountId: payer,
@@ -219,19 +258,14 @@ export class OrdersService {
     const r = await this.store.create(orderId, number, set);
     crashPoint('orders.create.after-write');
     const { created } = r;
-    if (!created) await this.disarmExpiry(orderId);
+    if (!created && !closedBy) await this.disarmExpiry(orderId);
     // Created now: the order is what was written (no read back). Otherwise it existed: read it.
     const order = created ? createdOrder(set, r) : (await this.store.read(r.orderId)).order;
     if (!order) throw orderConflict('ORDER_CHANGED', 'The order changed while this request ran; retry');
-    if (!created && order.fingerprint !== fingerprint) {
-      throw orderConflict(
-        'ORDER_NO_REUSED',
-        `merchantOrderNo ${command.merchantOrderNo} is already used by an order with another amount, currency, subject, expiry or payer`,
-      );
-    }
+    if (!created && order.fingerprint !== fingerprint) throw numberReused(command);
     if (created) this.metrics.ordersCreated.inc();
     // An order stored before its expiry was armed first (an earlier version) gets it here on a repeated create.
-    else if (expiryStepOf(order.status) !== 'done') await this.armExpiry(order.orderId, order.expiresAt, 'keep');
+    else if (!closedBy && expiryStepOf(order.status) !== 'done') await this.armExpiry(order.orderId, order.expiresAt, 'keep');
     return { order, created };
   }
 

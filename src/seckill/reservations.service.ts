@@ -194,9 +194,13 @@ export class ReservationsService {
       return 'NONE';
     }
     if (record.n !== undefined) return this.settleParts(a, p, accountId, rsvId, loc.home, how);
+    // Released before, taken whole on its home shard (no claim to free): nothing is left to do, and no script runs for
+    // it (the order.closed of a reservation the buyer's cancel or the safety net released).
+    if (record.s === 'RELEASED' && loc.shard === loc.home && how !== 'paid') return 'RELEASED';
     let sell = how === 'paid';
     if (how === 'close' && record.s === 'RESERVED') {
       const order = await this.closeOrder(a, p, rsvId, record);
+      crashPoint('seckill.settle.after-close');
       sell = order === 'PAID';
     }
     if (sell) {
@@ -459,8 +463,12 @@ export class ReservationsService {
     return a && p && record ? { a, p, record } : null;
   }
 
-  private createOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<{ order: OrderView; created: boolean }> {
-    return this.orders.createForBuyer({
+  /**
+   * The reservation's order. It expires with the reservation (the record's times) and gets no expiry entry of its
+   * own: the reservation's due entry, written with its units, is its expiry (the safety net's sweep closes it).
+   */
+  private createOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord, existing = false): Promise<{ order: OrderView; created: boolean }> {
+    const command = {
       merchantId: a.merchantId,
       merchantOrderNo: rsvId,
       amount: p.price * unitsOf(r),
@@ -468,12 +476,15 @@ export class ReservationsService {
       subject: clip(`${a.title}: ${p.title}`, 128),
       expireMinutes: a.payWindowMinutes,
       payerAccountId: r.a,
-    });
+    };
+    const closedBy = { createdAt: r.c, expiresAt: r.e };
+    return existing ? this.orders.ensureForBuyer(command, closedBy) : this.orders.createForBuyer(command, closedBy);
   }
 
   /** Makes sure the reservation's order can no longer be paid: created if missing, then closed. Answers PAID or CLOSED. */
   private async closeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<'PAID' | 'CLOSED'> {
-    const made = await this.createOrder(a, p, rsvId, r).catch((err: DomainError) => {
+    // Most often the order exists (the reservation expired unpaid): looked up before anything is written.
+    const made = await this.createOrder(a, p, rsvId, r, true).catch((err: DomainError) => {
       if (err.code !== ORDER_NUMBER_TAKEN) throw err;
       // The merchant's own order holds the reservation's number (another payload): the reservation has no order and
       // none can be made, so nothing can pay it; that order is the merchant's and is left alone.
@@ -489,7 +500,8 @@ export class ReservationsService {
     const until = Date.now() + CLOSE_WAIT_MS;
     for (;;) {
       try {
-        await this.orders.close(a.merchantId, rsvId);
+        // The order has no expiry entry to cancel (the reservation's due entry is its expiry).
+        await this.orders.close(a.merchantId, rsvId, { disarm: false });
         return 'CLOSED';
       } catch (err) {
         const code = (err as DomainError).code;

@@ -25,6 +25,8 @@ const FORMER_QUEUE_RETRY = { attempts: 50, backoff: { initialMs: 1000, maxMs: 60
 /** Shards of one sweep read at once, and due reservations one read of a shard returns (a sweep reads on while a shard has more). */
 const SWEEP_PARALLEL = 32;
 const SWEEP_BATCH = 100;
+/** Members of one read settled at once. */
+const SWEEP_MEMBERS_PARALLEL = 20;
 /** Activities read from the index per call by the sweep. */
 const SWEEP_PAGE = 1000;
 /** A claim's member in a due set (lua/includes/seckill-shard.lua). */
@@ -113,14 +115,16 @@ export class SafetyNet {
         let stayed = 0;
         for (;;) {
           const batch = await this.store.due(keys, upTo, SWEEP_BATCH, stayed);
-          for (const member of batch) {
+          // The members of a read are settled up to SWEEP_MEMBERS_PARALLEL at a time: every unpaid reservation expires
+          // through here. Settling is idempotent and safe to run twice at once (a claim and its master record in one read).
+          await eachLimit(batch, SWEEP_MEMBERS_PARALLEL, async (member) => {
             try {
               if (await this.settleDue(a, p, k, keys, member)) released++;
             } catch (err) {
               stayed++;
               this.logger.warn({ member, err: (err as Error).message }, 'the safety net could not settle a reservation; the next sweep tries again');
             }
-          }
+          });
           if (batch.length < SWEEP_BATCH || Date.now() >= readUntil) break;
         }
       });

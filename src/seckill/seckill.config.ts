@@ -25,7 +25,7 @@ export class SeckillEnv {
   @Max(60_000)
   SECKILL_SOLD_OUT_MEMORY_MS?: number;
 
-  @Setting<SeckillConfig>('safetyNetGraceMs', 30, 1000)
+  @Setting<SeckillConfig>('safetyNetGraceMs', 5, 1000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()

@@ -162,6 +162,30 @@ describe('seckill crash points: a reservation killed at each step boundary conve
   }, 60_000);
 });
 
+describe('seckill crash points: an unpaid reservation expiring through the safety net', () => {
+  it('seckill.settle.after-close: the sweep killed after closing the order, before the units; the next sweep (or the order.closed event) gives them back once', async () => {
+    const prefix = randomPrefix();
+    const doomed = await start(prefix, 'seckill.settle.after-close');
+    const id = await sale(doomed);
+    const r = await reserve(doomed, id, 1, 'tap');
+    expect([r.status, r.body.state]).toEqual([201, 'RESERVED']);
+    // Its pay window passed: the due entry, the order's only expiry, comes due and the doomed instance's sweep takes it.
+    const raw = rawConnection(services.redis);
+    try {
+      for (const k of await raw.keys(`${prefix}:seckill:*:due`)) for (const m of await raw.zrange(k, '0', '-1')) await raw.zadd(k, 'XX', '0', m);
+      expect(await raw.keys(`${prefix}:delay-queue:*order-expiry*:payload`)).toEqual([]);
+    } finally {
+      raw.disconnect();
+    }
+    await diedAtCrashPoint(doomed, 'seckill.settle.after-close');
+    const fresh = await start(prefix);
+    expect((await orderOf(fresh, r.body.reservationId as string)).body).toMatchObject({ status: 'CLOSED' });
+    await netSettles(prefix);
+    await expectConverged(fresh, prefix, id, r.body.reservationId as string);
+    expect((await stockOf(fresh, id)).returned).toBe(1);
+  }, 60_000);
+});
+
 /** The buyer's reservation id of the sale (from the reservation records: the buyer's index may not have it). */
 async function idOf(id: string): Promise<string | undefined> {
   const raw = rawConnection(services.redis);

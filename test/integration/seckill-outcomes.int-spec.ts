@@ -292,11 +292,17 @@ describe('the safety net', () => {
 describe('outcomes from order events', () => {
   it('paid → SOLD; merchant close → RELEASED; expiry → RELEASED; each once', async () => {
     const id = await sale([{ productId: 'p', stock: 3 }]);
+    const { keys } = await kit.shards(id, 'p');
     const [paid, closed, expired] = await Promise.all(['acc_e1', 'acc_e2', 'acc_e3'].map((acc) => kit.reserve(acc, id, 'p')));
     expect([paid.status, closed.status, expired.status]).toEqual([201, 201, 201]);
+    // The order expires with its reservation, and its expiry is the reservation's due entry: no entry of its own.
+    for (const r of [paid, closed, expired]) {
+      expect((await kit.orders.findById(r.body.orderId))?.expiresAt).toBe(Date.parse(r.body.expiresAt));
+      expect(await kit.queue.get(EXPIRY_QUEUE, r.body.orderId)).toBeNull();
+    }
     expect(await kit.pay('acc_e1', paid.body.orderId, 990)).toBe('PAID');
     await kit.orders.close(CREDS.merchantId, closed.body.reservationId);
-    await kit.queue.reschedule(EXPIRY_QUEUE, expired.body.orderId, { dueAt: Date.now() });
+    await dueNow(keys[0], expired.body.reservationId);
     await waitState('acc_e1', paid.body.reservationId, 'SOLD');
     await waitState('acc_e2', closed.body.reservationId, 'RELEASED');
     await waitState('acc_e3', expired.body.reservationId, 'RELEASED');
@@ -331,8 +337,11 @@ describe('outcomes from order events', () => {
       accountId: 'acc_dup',
     };
     const before = await kit.metrics();
+    const release = jest.spyOn(kit.store, 'release');
     await kit.reservations.onEvent(base);
     await kit.reservations.onEvent(base);
+    // Released already (by the first delivery): later ones run no script.
+    expect(release).not.toHaveBeenCalled();
     // A paid event arriving after the close (out of order): refused, the units stay in stock.
     await kit.reservations.onEvent({ ...base, type: 'order.paid', status: 'PAID', version: 1 });
     const after = await kit.metrics();
