@@ -25,15 +25,15 @@ export class SeckillEnv {
   @Max(60_000)
   SECKILL_SOLD_OUT_MEMORY_MS?: number;
 
-  @Setting<SeckillConfig>('safetyNetGraceMs', 5, 1000)
+  @Setting<SeckillConfig>('safetyNetGraceMs', 1, 1000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
-  @Min(5)
+  @Min(1)
   @Max(3600)
   SECKILL_SAFETY_NET_GRACE_SECONDS?: number;
 
-  @Setting<SeckillConfig>('safetyNetSweepMs', 10_000)
+  @Setting<SeckillConfig>('safetyNetSweepMs', 1000)
   @IsOptional()
   @Transform(toInt)
   @IsInt()
