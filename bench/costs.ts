@@ -6,8 +6,9 @@
  * - reserve: `POST /seckill/activities/{id}/products/hot/reservations`, a new user per request; floor: the same work
  *   (bench/seckill-floor-server.ts `/reserve-order`: reserve script, order with its event, expiry entry, buyer index);
  *   script alone: `/reserve` (lua/seckill/reserve-5.lua and nothing else);
- * - grab: `POST /red-envelopes/activities/{id}/grab`, a new user per request, its credit counted; floor and script
- *   alone: bench/red-envelopes-floor-server.ts with the JWT check (lua/red-envelope/grab-6.lua, no credit);
+ * - grab: `POST /red-envelopes/activities/{id}/grab`, a new user per request, its credit counted; floor:
+ *   bench/red-envelopes-floor-server.ts with the JWT check and the credit inline (FLOOR_CREDIT=inline); script alone:
+ *   the same server without the credit (lua/red-envelope/grab-6.lua);
  * - listing: `GET /seckill/activities/{id}/products?page=1&size=8`, 100 users, cache hits; floor `/products`;
  * - pay: `POST /payment-plans/{planId}/pay`, each request its own PENDING quickpay plan made beforehand (channel
  *   latency 0); floor: bench/pay-floor-server.ts (the same thirteen scripts);
@@ -417,13 +418,16 @@ function requestsOf(op: Op, f: Fixtures, floor: boolean, script = false): () => 
 // ---------------------------------------------------------------------------------------------
 // The floors
 
-type FloorServer = 'seckill' | 'red-envelopes' | 'pay' | 'messages';
+type FloorServer = 'seckill' | 'red-envelopes' | 'red-envelopes-credit' | 'pay' | 'messages';
 const FLOOR_ROWS: Record<Op, { server: FloorServer; target: Target; label: string; script?: boolean }[]> = {
   reserve: [
     { server: 'seckill', target: 'floor', label: 'floor: same work (reserve script, order + event, expiry entry, buyer index)' },
     { server: 'seckill', target: 'script', label: 'reserve script alone (reserve-5.lua)', script: true },
   ],
-  grab: [{ server: 'red-envelopes', target: 'script', label: 'floor = grab script alone (grab-6.lua) + JWT check, no credit' }],
+  grab: [
+    { server: 'red-envelopes-credit', target: 'floor', label: 'floor: same work (JWT check, grab script, its credit and settle inline)' },
+    { server: 'red-envelopes', target: 'script', label: 'grab script alone (grab-6.lua; with the JWT check, no credit)' },
+  ],
   listing: [{ server: 'seckill', target: 'floor', label: 'floor: GET of the cached page' }],
   pay: [{ server: 'pay', target: 'floor', label: 'floor: the same thirteen scripts (bench/pay-floor-server.ts)' }],
   write: [{ server: 'messages', target: 'floor', label: "floor: the service's MessagesService.write on bare Fastify" }],
@@ -438,7 +442,7 @@ async function startFloors(c: Ctx, dist: string, needed: Set<FloorServer>): Prom
       const port = await freePort();
       const env: NodeJS.ProcessEnv = {
         ...process.env,
-        ...(server === 'messages' || server === 'red-envelopes' ? fullEnv(port, c.redisUrl, PREFIX, SERVICE_ENV) : {}),
+        ...(server === 'messages' || server.startsWith('red-envelopes') ? fullEnv(port, c.redisUrl, PREFIX, SERVICE_ENV) : {}),
         PORT: String(port),
         REDIS_URL: c.redisUrl,
         KEY_PREFIX: PREFIX,
@@ -447,9 +451,15 @@ async function startFloors(c: Ctx, dist: string, needed: Set<FloorServer>): Prom
         NODE_ENV: 'production',
         PRODUCTS: ['hot', ...LISTED].join(','),
         ORDERS_EVENTS_MAXLEN: SERVICE_ENV.ORDERS_EVENTS_MAXLEN,
-        ...(server === 'red-envelopes' ? { FLOOR_IDENTITY: 'jwt' } : {}),
+        ...(server.startsWith('red-envelopes') ? { FLOOR_IDENTITY: 'jwt', FLOOR_CREDIT: server === 'red-envelopes-credit' ? 'inline' : '' } : {}),
       };
-      const proc = spawnBareServer({ id: `${server}-floor`, port, cpus: c.cpu, script: join(__dirname, `${server}-floor-server.ts`), env });
+      const proc = spawnBareServer({
+        id: `${server}-floor`,
+        port,
+        cpus: c.cpu,
+        script: join(__dirname, `${server.replace('-credit', '')}-floor-server.ts`),
+        env,
+      });
       await waitUntilServing(proc, port, undefined, 60_000);
       return [server, { port, proc }] as const;
     }),
