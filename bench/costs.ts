@@ -19,10 +19,10 @@
  * commands (INFO commandstats, all clients), req/s and p99; over the load window and then over the drain window, which
  * lasts until the background work the load left is done (every consumer group of every stream has read and acked all:
  * order events, credits), at most --drain-timeout seconds. Where Redis time goes: the top commands by µs and by calls
- * (commandstats), and the scripts and commands sent per request (MONITOR over a sample of 200 requests). Operation by
- * operation, the service runs first (warm-up, load, drain, sample), then the operation's floors; only the server being
- * measured runs, every other one is stopped (SIGSTOP), so that neither the service's consumers and pollers nor a floor's
- * timers add to another row's figures.
+ * (commandstats), and the scripts and commands sent per request (MONITOR over a sample of 200 requests). The service's
+ * rows run first (each: warm-up, load, drain, sample), then the floors' rows; only the server being measured runs, every
+ * other one is stopped (SIGSTOP), so that neither the service's consumers and pollers nor a floor's timers add to another
+ * row's figures, and the service never takes up what the floors leave (their events and credit entries).
  *
  * Options: --quick (3 s loads), --only reserve,grab,... , --service DIR/dist (another build; default: this tree's
  * dist), --duration S, --drain-timeout S, --no-pin. Only the run without options writes bench/results/costs.{md,json};
@@ -689,25 +689,34 @@ export async function main(args: string[]): Promise<void> {
     const f = await fixtures(c, svc, payCount);
     console.log(`[bench] fixtures ready in ${fmtNum((performance.now() - t0) / 1000, 1)} s`);
     const floors = await startFloors(c, dist, new Set(o.ops.flatMap((op) => FLOOR_ROWS[op].map((x) => x.server))));
-    // Only the servers of the row being measured run: the others are stopped (SIGSTOP), so that neither the service's
-    // consumers and pollers nor a floor's timers add to another row's figures.
+    // Only the server of the row being measured runs: the others are stopped (SIGSTOP). The service's rows come first,
+    // and the service stays stopped through the floors' rows: its consumers would otherwise take up what the floors
+    // leave (their order events, their grabs' credit entries, reservations without an order) inside later windows.
     const servers = [svc, ...floors.values()];
     const only = (running?: Service) => servers.forEach((x) => process.kill(x.proc.pid, x === running ? 'SIGCONT' : 'SIGSTOP'));
     try {
-      for (const op of o.ops) {
-        const amounts = op === 'pay' ? pay : {};
-        only(svc);
-        const url = `http://127.0.0.1:${svc.port}`;
-        rows.push(await measureRow(c, { op, target: 'service', label: 'service', url, pid: svc.proc.pid, requests: requestsOf(op, f, false), ...amounts }));
+      only(svc);
+      const url = `http://127.0.0.1:${svc.port}`;
+      for (const op of o.ops)
+        rows.push(
+          await measureRow(c, {
+            op,
+            target: 'service',
+            label: 'service',
+            url,
+            pid: svc.proc.pid,
+            requests: requestsOf(op, f, false),
+            ...(op === 'pay' ? pay : {}),
+          }),
+        );
+      for (const op of o.ops)
         for (const x of FLOOR_ROWS[op]) {
           const srv = floors.get(x.server)!;
           only(srv);
           const requests = requestsOf(op, f, true, x.script);
-          rows.push(
-            await measureRow(c, { op, target: x.target, label: x.label, url: `http://127.0.0.1:${srv.port}`, pid: srv.proc.pid, requests, ...amounts }),
-          );
+          const at = `http://127.0.0.1:${srv.port}`;
+          rows.push(await measureRow(c, { op, target: x.target, label: x.label, url: at, pid: srv.proc.pid, requests, ...(op === 'pay' ? pay : {}) }));
         }
-      }
     } finally {
       servers.forEach((x) => process.kill(x.proc.pid, 'SIGCONT'));
     }
