@@ -768,8 +768,11 @@ export async function main(args: string[]): Promise<void> {
   ];
   const standard = args.length === 0;
   const dir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
-  const figures = { rows: rows.map((r) => ({ ...r, total: total(r), rps: jsonNum(r.rps, 0) })) };
-  const ratios = Object.fromEntries(goals.map((g) => [g.key, jsonNum(g.ratio)]));
+  // `ratios` are higher-is-better (as --compare reads them): the floor's (or the script's) cost ÷ the service's. The goals'
+  // ratios (service ÷ floor, lower is better) are in `goalRatios`.
+  const goalRatios = Object.fromEntries(goals.map((g) => [g.key, jsonNum(g.ratio)]));
+  const figures = { goalRatios, rows: rows.map((r) => ({ ...r, total: total(r), rps: jsonNum(r.rps, 0) })) };
+  const ratios = Object.fromEntries(goals.map((g) => [`${g.key}_floorOverService`, jsonNum(g.ratio ? 1 / g.ratio : undefined)]));
   writeResult(NAME, md.join('\n'), dir);
   writeJsonResult(NAME, benchJson({ bench: NAME, args, environment: env, goals: goals.map((g) => g.line), ratios, dist: o.dist }, figures), dir);
 }
