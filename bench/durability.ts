@@ -8,42 +8,24 @@
  * runs one part; `--failover-rate N` (writes/s, default 400) and `--failover-in-flight N` (default 20).
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { signRequest } from '../src/auth/merchant-signature';
 import { startRedisServer, RedisServerHandle, randomPrefix } from '../test/harness/redis-server';
 import { waitUntil } from '../test/harness/redis-process';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
 import { assertBuilt, fullEnv, ROOT, snapshotBuild, spawnFullStack, userToken } from './lib/full-stack';
 import { LoadSummary, runLoad } from './lib/load';
+import { MERCHANT_ORDERS_PATH as PATH, signedOrder as createOrder } from './lib/merchant-orders';
 import { freePort } from '../test/harness/free-port';
 import { waitUntilServing } from './lib/proc';
 import { FailoverResult, runFailover } from './lib/durability-failover';
 import { environmentInfo, fmtInt, fmtNum, GoalLine, markdownTable, reportHead, writeResult } from './lib/report';
 
 const NAME = 'durability';
-const MERCHANT = 'bench_merchant';
-const SECRET = 'bench-merchant-secret-0123456789';
-const PATH = '/merchant/orders';
 
 function option(args: string[], name: string, fallback: number): number {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? Number(args[i + 1]) : fallback;
-}
-
-/** One signed order creation, with a new merchantOrderNo unless given one. */
-function createOrder(merchantOrderNo = `b-${randomBytes(8).toString('hex')}`): { method: string; path: string; headers: Record<string, string>; body: string } {
-  const body = JSON.stringify({ merchantOrderNo, amount: 1200, currency: 'CNY', subject: 'Bench' });
-  const timestamp = String(Date.now());
-  const nonce = randomBytes(16).toString('hex');
-  const signature = signRequest(SECRET, { method: 'POST', path: PATH, timestamp, nonce, body });
-  return {
-    method: 'POST',
-    path: PATH,
-    body,
-    headers: { 'content-type': 'application/json', 'x-merchant-id': MERCHANT, 'x-timestamp': timestamp, 'x-nonce': nonce, 'x-signature': signature },
-  };
 }
 
 const USER = 'acc_bench';

@@ -178,7 +178,7 @@ const BIZ = [
 ];
 
 /** A business system's message #n (a payment, withdrawal or refund notice, ~250 bytes as stored). */
-function message(accountId: string, n: number, createdAt: string): WriteMessageCommand {
+export function message(accountId: string, n: number, createdAt: string): WriteMessageCommand {
   const b = BIZ[n % BIZ.length];
   const order = `ord-${String(n).padStart(10, '0')}`;
   const amount = (((n * 7919) % 100_000) / 100 + 1).toFixed(2);

@@ -14,15 +14,23 @@
  * (its JwtVerifier, built from the same JWT_* settings by the service's loadConfig; 401 without a valid one): the
  * floor plus the identity every app endpoint must have, and nothing else.
  *
+ * With FLOOR_CREDIT=inline a grab that got an envelope is also credited, as the service's crediting does it but in the
+ * cheapest way (no consumer group): the wallet's credit script (lua/wallet/credit-3.lua, the same keys, reference, kind
+ * and memo) and then the envelope settled as credited (lua/red-envelope/settle-2.lua, the grabs of one event-loop turn
+ * in one call, as the service batches them). The grab's credit stream entry stays unread.
+ *
  * Env: PORT, REDIS_URL, KEY_PREFIX (the service's REDIS_KEY_PREFIX), LUA_DIR (default: the project's lua/),
- * FLOOR_IDENTITY (jwt, or unset) with the service's JWT_* settings.
+ * FLOOR_IDENTITY (jwt, or unset) with the service's JWT_* settings, FLOOR_CREDIT (inline, or unset).
  * Started by bench/red-envelopes.ts in its own process: `node --import tsx bench/red-envelopes-floor-server.ts`.
  */
 import Fastify from 'fastify';
 import { JwtVerifier } from '../src/auth/jwt-verifier.service';
 import type { AppConfig } from '../src/config/app-config';
 import { loadConfig } from '../src/config/load-config';
-import { activityKey, poolKeys, type PoolPlacement } from '../src/red-envelope/red-envelope-keys';
+import { memoOf } from '../src/red-envelope/activity-command';
+import { activityKey, poolKeys, type PoolKeys } from '../src/red-envelope/red-envelope-keys';
+import type { ActivityRecord } from '../src/red-envelope/red-envelope.types';
+import { walletKeys } from '../src/wallet/wallet-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
@@ -32,14 +40,32 @@ async function main(): Promise<void> {
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const grab = command('red-envelope/grab');
   // Where each activity's sub-pools are (its record's tags), read once per activity.
-  const placements = new Map<string, Promise<PoolPlacement>>();
+  const placements = new Map<string, Promise<ActivityRecord>>();
   const placementOf = (activityId: string) => {
     let p = placements.get(activityId);
     if (!p) {
-      p = redis.get(activityKey(keys, activityId)).then((raw) => (raw ? (JSON.parse(raw) as PoolPlacement) : { activityId, subPools: 1 }));
+      p = redis.get(activityKey(keys, activityId)).then((raw) => (raw ? (JSON.parse(raw) as ActivityRecord) : ({ activityId, subPools: 1 } as ActivityRecord)));
       placements.set(activityId, p);
     }
     return p;
+  };
+
+  const credit = process.env.FLOOR_CREDIT === 'inline' ? command('wallet/credit') : undefined;
+  const settle = command('red-envelope/settle');
+  // The envelopes credited in one event-loop turn, by sub-pool, settled together.
+  const toSettle = new Map<string, { k: PoolKeys; ids: string[] }>();
+  const settleSoon = (k: PoolKeys, id: string) => {
+    let b = toSettle.get(k.env);
+    if (!b) {
+      const batch = { k, ids: [] as string[] };
+      toSettle.set(k.env, batch);
+      setImmediate(() => {
+        toSettle.delete(k.env);
+        void settle(batch.k.env, batch.k.stats, 'credited', ...batch.ids);
+      });
+      b = batch;
+    }
+    b.ids.push(id);
   };
 
   const verifier = process.env.FLOOR_IDENTITY === 'jwt' ? new JwtVerifier(loadConfig(process.env)) : undefined;
@@ -56,8 +82,14 @@ async function main(): Promise<void> {
         return reply.code(401).send({ error: 'UNAUTHORIZED' });
       }
     }
-    const k = poolKeys(keys, await placementOf(req.params.activityId), 0);
+    const a = await placementOf(req.params.activityId);
+    const k = poolKeys(keys, a, 0);
     const [status, envelopeId, amount] = (await grab(k.pool, k.grabs, k.claims, k.env, k.stats, k.credits, account, 0)) as [string, string?, number?];
+    if (credit && envelopeId !== undefined && status === 'GRABBED') {
+      const w = walletKeys(keys, { kind: 'account', id: account });
+      await credit(w.balances, w.ledger, w.refs, a.currency, Number(amount), envelopeId, 'red-envelope', memoOf(a.title));
+      settleSoon(k, envelopeId);
+    }
     return envelopeId === undefined ? { status } : { status, envelopeId, amount };
   });
   await serveUntilSignal('red-envelopes-floor-server', port, app, redis);

@@ -39,3 +39,10 @@ export function statsDelta(a: Map<string, CommandStat>, b: Map<string, CommandSt
   }
   return out;
 }
+
+/** Redis's own CPU (INFO cpu: used_cpu_sys + used_cpu_user, seconds) and its commandstats, in one INFO call on `conn`. */
+export async function redisSnapshot(conn: Redis): Promise<{ cpuS: number; stats: Map<string, CommandStat> }> {
+  const info = String(await conn.call('INFO', 'cpu', 'commandstats'));
+  const cpu = (f: string) => Number(new RegExp(`^${f}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return { cpuS: cpu('used_cpu_sys') + cpu('used_cpu_user'), stats: parseCommandStats(info) };
+}

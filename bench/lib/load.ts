@@ -15,6 +15,8 @@ export interface LoadOptions {
   method?: string;
   connections: number;
   durationS: number;
+  /** Send this many requests, then stop (instead of after durationS). */
+  amount?: number;
   /**
    * An array: each connection gets one of these, round-robin by connection, and sends it again and
    * again (one account per connection). A function: called for every request sent, by any
@@ -48,7 +50,8 @@ export interface LoadSummary {
 export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
   const { requests } = opts;
   if (Array.isArray(requests) && requests.length === 0) throw new Error('runLoad needs at least one request');
-  const first = Array.isArray(requests) ? requests[0] : requests();
+  // Not a call of a request function: that would use up a request (an id, a plan) that is never sent.
+  const first: LoadRequest = Array.isArray(requests) ? requests[0] : { headers: {} };
   const method = first.method ?? opts.method ?? 'POST';
   let next = 0;
   const instance = autocannon({
@@ -56,6 +59,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {
     method,
     connections: opts.connections,
     duration: opts.durationS,
+    ...(opts.amount ? { amount: opts.amount } : {}),
     timeout: 10,
     title: opts.title,
     headers: first.headers,

@@ -1,5 +1,5 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { onCleanup } from './cleanup';
 import { waitForHttpOk, waitForPort } from './net';
 
@@ -30,6 +30,21 @@ export function cpuSeconds(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds used so far by `pid` and every process below it (children found through /proc/<pid>/task/<tid>/children). */
+export function treeCpuSeconds(pid: number): number | undefined {
+  const own = cpuSeconds(pid);
+  if (own === undefined) return undefined;
+  let children: number[] = [];
+  try {
+    children = readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+    );
+  } catch {
+    /* gone, or no children file: the process alone */
+  }
+  return children.reduce((s, c) => s + (treeCpuSeconds(c) ?? 0), own);
 }
 
 export interface ManagedProcess {
