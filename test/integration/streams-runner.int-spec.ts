@@ -111,6 +111,33 @@ describe(StreamGroupRunner.name, () => {
     expect(r.workers.names).toEqual(['streams:test:g1:c1']);
   });
 
+  it('under a steady flow reads (and acks) in batches: after a partial read it pauses before reading again, and still handles every entry once', async () => {
+    const calls = async (cmd: string) =>
+      Number(/calls=(\d+)/.exec((await raw.info('commandstats')).split('\n').find((l) => l.startsWith(`cmdstat_${cmd}:`)) ?? '')?.[1] ?? 0);
+    /** Feeds 150 entries, one every 2 ms, to one runner; the XREADGROUP calls the feed took. */
+    const readsFor = async (group: string, o: Partial<StreamGroupOptions>) => {
+      const r = await makeRig();
+      const seen = new Set<string>();
+      const runner = await start(r, group, 'c1', async (e) => void seen.add(e.id), { batchSize: 100, ...o });
+      await sleep(100);
+      const before = await calls('xreadgroup');
+      for (let i = 0; i < 150; i++) {
+        await add(r.streams[2], 'n', String(i));
+        await sleep(2);
+      }
+      await waitUntil('150 handled', async () => seen.size === 150 || `${seen.size}`, 5000);
+      const reads = (await calls('xreadgroup')) - before;
+      await runner.stop();
+      expect((await raw.xpending(r.streams[2], group))[0]).toBe(0);
+      return reads;
+    };
+    const unpaced = await readsFor('g-unpaced', { readPauseMs: 0 });
+    const paced = await readsFor('g-paced', {});
+    // Unpaced, nearly every entry or two is a read of its own; paced, one read per pause (25 ms) at most.
+    expect(unpaced).toBeGreaterThan(40);
+    expect(paced).toBeLessThan(unpaced / 3);
+  });
+
   it("with forgetMetricsOnStop, drops a stopped runner's series (runners named per rain must not grow the scrape)", async () => {
     const r = await makeRig();
     const runner = await start(r, 'g-gone', 'c1', async () => undefined, { name: 'credit:rain-42', forgetMetricsOnStop: true });
