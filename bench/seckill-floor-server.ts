@@ -12,10 +12,10 @@
  * - `POST /reserve-order/:activityId/:productId {account, quantity, requestId}`: the same work as the service's
  *   reservation, without the service around it: the same reserve script, then on RESERVED the same master order
  *   write (lua/orders/write-3.lua, with its order.created event, the same fields and arguments as
- *   OrdersService.createForBuyer sends) followed by the same order-expiry entry (lua/delay-queue/schedule-9.lua,
- *   queue order-expiry), and alongside them the same buyer index writes (HSET and PEXPIREAT NX and GT), all on the
- *   service's keys (so the service's consumers and expiry workers see these orders as their own). The activity's
- *   configuration is read once (GET) and kept. Three scripts and three commands per reservation.
+ *   OrdersService.createForBuyer sends: the reservation's expiry is the order's, so no expiry entry of its own),
+ *   and alongside it the same buyer index writes (HSET and PEXPIREAT NX and GT), all on the service's keys (so the
+ *   service's consumers and safety net see these orders as their own). The activity's configuration is read once
+ *   (GET) and kept. Two scripts and three commands per reservation.
  * - `GET /products/:activityId?account&page&size`: GET of the page's cache key (the 16-hex md5 of the same
  *   inputs); on a miss, HGET of `available` of every product's shard 0 and SET … PX 2000 of the page. One Redis
  *   call on a hit.
@@ -27,8 +27,6 @@
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
 import type { AppConfig } from '../src/config/app-config';
-import { queueKeys } from '../src/delay-queue/delay-queue.keys';
-import { EXPIRY_QUEUE } from '../src/orders/order-queues';
 import { newOrderId, orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/orders/order-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
 import { activityKeys, buyerIndexKey, shardKeys } from '../src/seckill/seckill-keys';
@@ -46,9 +44,7 @@ async function main(): Promise<void> {
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const reserve = command('seckill/reserve');
   const createOrder = command('orders/create');
-  const schedule = command('delay-queue/schedule');
   const keys = new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig);
-  const expiry = queueKeys(keys, EXPIRY_QUEUE);
   // The service's defaults unless the bench sets them (ORDERS_EVENTS_MAXLEN, ORDERS_RETENTION_SECONDS, SECKILL_LIVE_RETENTION_SECONDS).
   const eventsMaxLen = Number(process.env.ORDERS_EVENTS_MAXLEN ?? 100_000);
   const orderRetentionMs = Number(process.env.ORDERS_RETENTION_SECONDS ?? 90 * 86_400) * 1000;
@@ -136,24 +132,21 @@ async function main(): Promise<void> {
       const index = buyerIndexKey(keys, account);
       const keepUntil = a.endsAt + liveRetentionMs;
       const location = JSON.stringify({ activityId, productId, shard: 0, home: 0, requestId, at: Date.now() });
+      // The order takes the reservation's times (r[1]: its expiry, the script's due entry).
+      const expiresAt = Number(r[1]);
       const [written] = await Promise.all([
-        (async () => {
-          // The service arms the expiry first, then creates the order with the entry's due time as its expiresAt.
-          const due = (await schedule(...expiry.keys, orderId, 'delay', payWindowMs, JSON.stringify({ orderId }), 'keep', expiry.channel)) as number[];
-          const w = (await createOrder(
-            orderIndexKey(keys, numberKey),
-            orderKeys(keys, numberKey)[0],
-            orderKeys(keys, orderId)[0],
-            orderKeys(keys, orderId)[2],
-            orderId,
-            numberKey,
-            JSON.stringify({ ...fields, createdAt: String(due[2] - payWindowMs), expiresAt: String(due[2]) }),
-            eventsMaxLen,
-            orderRetentionMs,
-            0,
-          )) as number[];
-          return w;
-        })(),
+        createOrder(
+          orderIndexKey(keys, numberKey),
+          orderKeys(keys, numberKey)[0],
+          orderKeys(keys, orderId)[0],
+          orderKeys(keys, orderId)[2],
+          orderId,
+          numberKey,
+          JSON.stringify({ ...fields, createdAt: String(expiresAt - payWindowMs), expiresAt: String(expiresAt) }),
+          eventsMaxLen,
+          orderRetentionMs,
+          0,
+        ) as Promise<number[]>,
         redis.hset(index, rsvId, location),
         redis.pexpireat(index, keepUntil, 'NX'),
         redis.pexpireat(index, keepUntil, 'GT'),
