@@ -354,7 +354,7 @@ async function fixtures(c: Ctx, svc: Service, payCount: number): Promise<Fixture
   const ops = new Set(c.o.ops);
   if (ops.has('reserve') || ops.has('listing'))
     await createActivity(svc.port, f.activity, [{ productId: 'hot', stock: 10_000_000 }, ...LISTED.map((productId) => ({ productId, stock: 1000 }))]);
-  if (ops.has('grab')) await createRain(svc.port, f.rain, c.o.quick ? 120_000 : 400_000);
+  if (ops.has('grab')) await createRain(svc.port, f.rain, c.o.quick ? 200_000 : 600_000);
   if (ops.has('pay')) {
     f.plans.service = await makePlans(svc.port, c.conn, payCount, f.payers, `cs${tag}`);
     f.plans.floor = await makePlans(svc.port, c.conn, payCount, f.payers, `cf${tag}`);
