@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { ModulesContainer, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
@@ -10,6 +10,7 @@ import { ROUTE_BODY_LIMITS } from './http/body-limits';
 import { registerJsonBodyParser } from './http/json-body';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
 import { setupSwagger } from './http/swagger';
+import { pipeRouteParams } from './http/route-pipes';
 import { drainUnreadBody } from './http/unread-body';
 import { trackConnections } from './http/unused-connections';
 import { createValidationPipe } from './http/validation';
@@ -59,7 +60,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const fastify = app.getHttpAdapter().getInstance();
   registerJsonBodyParser(fastify);
   app.useLogger(new PinoNestLogger(fastify.log));
-  app.useGlobalPipes(createValidationPipe());
+  // The validation pipe of every body, query and path parameter: a global pipe, placed on those parameters only.
+  pipeRouteParams(app.get(ModulesContainer), createValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter(config));
 
   // Routes are registered in app.init() below, so this hook sees every one of them.
