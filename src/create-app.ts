@@ -79,7 +79,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     done();
   });
   logging.logController.onCompleted = (req, reply, route) =>
-    metrics.httpDuration.observe({ method: req.method, route: route ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    metrics.httpDuration.observe(req.method, route ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
   // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open,
   // and end the connections with no request in progress (see trackConnections).
   let draining = false;
