@@ -74,10 +74,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
 
   const metrics = app.get(MetricsService);
   const header = config.requestIdHeader;
-  fastify.addHook('onRequest', (req, reply, done) => {
-    void reply.header(header, req.id);
-    done();
-  });
   logging.logController.onCompleted = (req, reply, route) =>
     metrics.httpDuration.observe(req.method, route ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
   // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open,
@@ -89,7 +85,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     connections.closeUnused();
     done();
   });
+  // Every answer sent through Fastify passes here (errors too, from any stage): one hook for all that is added to each.
   fastify.addHook('onSend', (req, reply, payload, done) => {
+    void reply.header(header, req.id);
     if (draining) void reply.header('connection', 'close');
     // An error answered before its body was read (a 413, a 415): the rest of the body is read first, so that closing
     // the connection resets nothing and the client reads the answer (see drainUnreadBody).
