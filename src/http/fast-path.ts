@@ -31,7 +31,7 @@ interface PropertyCheck {
   /** `@ValidateIf` / `@IsOptionalField` conditions: all must hold for any rule to run. */
   conditions: ((object: object, value: unknown) => boolean)[];
   /** `@IsDefined`, then every other constraint. */
-  constraints: { rule: ValidatorConstraintInterface; meta: ValidationMetadata }[];
+  constraints: { rule: ValidatorConstraintInterface; meta: ValidationMetadata; args: ValidationArguments }[];
   /** The class of a `@ValidateNested()` value (one object, or each element of an array). */
   nested?: FastPath;
 }
@@ -77,12 +77,11 @@ function compile(cls: Class, seen: Set<Class>): FastPath | undefined {
     checks.push(check);
   }
   const known = new Set(byProperty.keys());
-  const targetName = cls.name;
   return (value: unknown): boolean => {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
     const object = value as Record<string, unknown>;
     for (const key in object) if (!known.has(key)) return false; // whitelist + forbidNonWhitelisted
-    for (const check of checks) if (!propertyPasses(check, object, targetName)) return false;
+    for (const check of checks) if (!propertyPasses(check, object)) return false;
     return true;
   };
 }
@@ -98,7 +97,9 @@ function compileProperty(cls: Class, name: string, list: ValidationMetadata[], s
   for (const m of [...defined, ...custom]) {
     for (const c of storage.getTargetValidatorConstraints(m.constraintCls)) {
       if (c.async || !c.instance) return undefined;
-      check.constraints.push({ rule: c.instance, meta: m });
+      // The arguments a rule is called with, made once: each call fills in the object and value (no rule keeps them).
+      const args: ValidationArguments = { targetName: cls.name, property: name, object: {}, value: undefined, constraints: m.constraints };
+      check.constraints.push({ rule: c.instance, meta: m, args });
     }
   }
   for (const m of list)
@@ -118,11 +119,12 @@ function compileProperty(cls: Class, name: string, list: ValidationMetadata[], s
 }
 
 /** class-validator's performValidations for one property, answering only whether it passes. */
-function propertyPasses(check: PropertyCheck, object: Record<string, unknown>, targetName: string): boolean {
+function propertyPasses(check: PropertyCheck, object: Record<string, unknown>): boolean {
   const value = object[check.name];
   for (const condition of check.conditions) if (!condition(object, value)) return true;
-  for (const { rule, meta } of check.constraints) {
-    const args: ValidationArguments = { targetName, property: check.name, object, value, constraints: meta.constraints };
+  for (const { rule, meta, args } of check.constraints) {
+    args.object = object;
+    args.value = value;
     if (meta.each && (Array.isArray(value) || value instanceof Set || value instanceof Map)) {
       for (const item of value instanceof Map ? value.values() : value) if (rule.validate(item, { ...args, value: item }) !== true) return false;
     } else if (rule.validate(value, args) !== true) {
