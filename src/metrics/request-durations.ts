@@ -6,6 +6,8 @@ interface Series {
   perBucket: Float64Array;
   count: number;
   sum: number;
+  /** When the label set was first seen (the exposition lists them in that order, as prom-client does). */
+  order: number;
 }
 
 /** A value of the exposition, in prom-client's shape: the series' labels are `sharedLabels`, `le` the bucket's own. */
@@ -28,7 +30,9 @@ interface ExportedValue {
 export class RequestDurations {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  private readonly series = new Map<string, Series>();
+  /** By route, then method, then status: no key is built per request, and a route's string (one object per route) keeps its hash. */
+  private readonly series = new Map<string, Map<string, Map<number, Series>>>();
+  private seen = 0;
 
   constructor(
     readonly name: string,
@@ -41,12 +45,14 @@ export class RequestDurations {
 
   /** Counts one request of `method` on `route` answered with `status` after `seconds`. */
   observe(method: string, route: string, status: number, seconds: number): void {
-    // Neither a method nor a route pattern holds a NUL: the key names one label set.
-    const key = method + '\0' + route + '\0' + status;
-    let s = this.series.get(key);
+    let byMethod = this.series.get(route);
+    if (byMethod === undefined) this.series.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let s = byStatus.get(status);
     if (s === undefined) {
-      s = { labels: { method, route, status: String(status) }, perBucket: new Float64Array(this.buckets.length), count: 0, sum: 0 };
-      this.series.set(key, s);
+      s = { labels: { method, route, status: String(status) }, perBucket: new Float64Array(this.buckets.length), count: 0, sum: 0, order: this.seen++ };
+      byStatus.set(status, s);
     }
     const b = this.buckets;
     let i = 0;
@@ -60,7 +66,7 @@ export class RequestDurations {
   getForPromString(): { name: string; help: string; type: string; aggregator: string; values: ExportedValue[] } {
     const values: ExportedValue[] = [];
     const bucketName = `${this.name}_bucket`;
-    for (const s of this.series.values()) {
+    for (const s of this.allSeries()) {
       let cumulative = 0;
       this.buckets.forEach((le, i) => {
         cumulative += s.perBucket[i];
@@ -80,6 +86,13 @@ export class RequestDurations {
       ...data,
       values: data.values.map(({ sharedLabels, labels, ...rest }) => ({ ...rest, labels: { ...sharedLabels, ...labels } })),
     });
+  }
+
+  /** Every label set, in the order each was first seen. */
+  private *allSeries(): Iterable<Series> {
+    const seen: Series[] = [];
+    for (const byMethod of this.series.values()) for (const byStatus of byMethod.values()) seen.push(...byStatus.values());
+    yield* seen.sort((a, b) => a.order - b.order);
   }
 
   reset(): void {
