@@ -17,7 +17,8 @@ interface RouteArg {
  * would run there, and nowhere else. A global pipe also runs on each custom parameter (`@CurrentCaller()`), where ours
  * has nothing to do (custom values are not validated), yet Nest still awaits a chain of promises for it on every
  * request: attached per parameter, a custom parameter is handed over as it is. Call before `app.init()`, which reads
- * the parameters' pipes when it registers the routes.
+ * the parameters' pipes when it registers the routes. It runs before a parameter's own pipes, as a global pipe does,
+ * but after controller or method `@UsePipes()` pipes (the service declares none).
  */
 export function pipeRouteParams(modules: ModulesContainer, pipe: PipeTransform): void {
   const scanner = new MetadataScanner();
