@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { ModulesContainer, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
@@ -10,6 +10,7 @@ import { ROUTE_BODY_LIMITS } from './http/body-limits';
 import { registerJsonBodyParser } from './http/json-body';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
 import { setupSwagger } from './http/swagger';
+import { pipeRouteParams } from './http/route-pipes';
 import { drainUnreadBody } from './http/unread-body';
 import { trackConnections } from './http/unused-connections';
 import { createValidationPipe } from './http/validation';
@@ -59,7 +60,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const fastify = app.getHttpAdapter().getInstance();
   registerJsonBodyParser(fastify);
   app.useLogger(new PinoNestLogger(fastify.log));
-  app.useGlobalPipes(createValidationPipe());
+  // The validation pipe of every body, query and path parameter: a global pipe, placed on those parameters only.
+  pipeRouteParams(app.get(ModulesContainer), createValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter(config));
 
   // Routes are registered in app.init() below, so this hook sees every one of them.
@@ -72,12 +74,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
 
   const metrics = app.get(MetricsService);
   const header = config.requestIdHeader;
-  fastify.addHook('onRequest', (req, reply, done) => {
-    void reply.header(header, req.id);
-    done();
-  });
   logging.logController.onCompleted = (req, reply, route) =>
-    metrics.httpDuration.observe({ method: req.method, route: route ?? 'unmatched', status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    metrics.httpDuration.observe(req.method, route ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
   // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open,
   // and end the connections with no request in progress (see trackConnections).
   let draining = false;
@@ -87,7 +85,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     connections.closeUnused();
     done();
   });
+  // Every answer sent through Fastify passes here (errors too, from any stage): one hook for all that is added to each.
   fastify.addHook('onSend', (req, reply, payload, done) => {
+    void reply.header(header, req.id);
     if (draining) void reply.header('connection', 'close');
     // An error answered before its body was read (a 413, a 415): the rest of the body is read first, so that closing
     // the connection resets nothing and the client reads the answer (see drainUnreadBody).

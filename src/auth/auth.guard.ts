@@ -142,11 +142,12 @@ export class AuthGuard implements CanActivate {
       const header = req.headers.authorization;
       // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" and "BEARER" are the same.
       const token = typeof header === 'string' && (header.startsWith('Bearer ') || BEARER_ANY_CASE.test(header)) ? header.slice(7) : '';
-      // A token verified before had this shape then: only a new one needs the check.
-      if (!this.jwt.remembers(token) && (token.length > 8192 || !JWT_SHAPE.test(token))) throw unauthorized('Authorization must be "Bearer <JWT>"');
+      // One cache lookup for the common case, a token verified before (it had this shape then: only a new one needs the check).
+      const known = this.jwt.verifiedSub(token);
+      if (known === undefined && (token.length > 8192 || !JWT_SHAPE.test(token))) throw unauthorized('Authorization must be "Bearer <JWT>"');
       // Node keeps the first of repeated Authorization headers and drops the others: a request carrying two is refused, not read by its first.
       if (repeatsAuthorization(req.raw.rawHeaders)) throw unauthorized('Send one Authorization header');
-      return { kind, id: this.jwt.verify(token) };
+      return { kind, id: known ?? this.jwt.verify(token) };
     }
     const value = req.headers[kind === 'service' ? HEADERS.service : HEADERS.admin];
     const name = typeof value === 'string' && value.length <= 512 ? (kind === 'service' ? this.services : this.admins).match(value) : undefined;

@@ -45,13 +45,19 @@ export class JwtVerifier {
     return this.verified.has(token);
   }
 
+  /** The account id of a token that verified before and has not expired since; undefined when only `verify` can tell. */
+  verifiedSub(token: string): string | undefined {
+    const hit = this.verified.get(token);
+    if (!hit) return undefined;
+    if (Date.now() < hit.expMs + this.toleranceMs) return hit.sub;
+    this.verified.delete(token);
+    return undefined;
+  }
+
   /** Returns the account id (`sub`) or throws a 401 `ApiError`. */
   verify(token: string): string {
-    const hit = this.verified.get(token);
-    if (hit) {
-      if (Date.now() < hit.expMs + this.toleranceMs) return hit.sub;
-      this.verified.delete(token);
-    }
+    const known = this.verifiedSub(token);
+    if (known !== undefined) return known;
     let payload: unknown;
     try {
       payload = this.check(token);

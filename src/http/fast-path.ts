@@ -1,3 +1,4 @@
+import { TransformationType, type TransformFnParams, type TransformMetadata } from 'class-transformer';
 import type { MetadataStorage as TransformerMetadata } from 'class-transformer/types/MetadataStorage';
 import { getMetadataStorage, ValidationTypes, type ValidationArguments, type ValidatorConstraintInterface } from 'class-validator';
 import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
@@ -14,10 +15,12 @@ const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as {
  *
  * It agrees with class-validator because it calls the very constraints the
  * decorators registered, under the same rules the global pipe sets (whitelist +
- * forbidNonWhitelisted, forbidUnknownValues, no implicit conversion). A DTO
- * that uses anything it does not model (groups, async or promise validation,
- * class-transformer transforms, property defaults, nested values without
- * `@Type`) gets no fast path and always takes class-validator's road.
+ * forbidNonWhitelisted, forbidUnknownValues, no implicit conversion). A
+ * property's declared value conversion (`@QueryInt()`, see valueConversion) is
+ * applied first, as class-transformer applies it. A DTO that uses anything it
+ * does not model (groups, async or promise validation, other class-transformer
+ * transforms, property defaults, nested values without `@Type`) gets no fast
+ * path and always takes class-validator's road.
  */
 export type FastPath = (value: unknown) => boolean;
 
@@ -31,22 +34,57 @@ interface PropertyCheck {
   /** `@ValidateIf` / `@IsOptionalField` conditions: all must hold for any rule to run. */
   conditions: ((object: object, value: unknown) => boolean)[];
   /** `@IsDefined`, then every other constraint. */
-  constraints: { rule: ValidatorConstraintInterface; meta: ValidationMetadata }[];
+  constraints: { rule: ValidatorConstraintInterface; meta: ValidationMetadata; args: ValidationArguments }[];
   /** The class of a `@ValidateNested()` value (one object, or each element of an array). */
   nested?: FastPath;
+  /** A value conversion the DTO declares on the property (`@QueryInt()`), applied before any rule, as class-transformer would. */
+  convert?: (params: TransformFnParams) => unknown;
 }
 
-const compiled = new WeakMap<object, FastPath | null>();
+/** A compiled DTO: the object to hand on (the value itself, or a copy with its conversions done), undefined if refused. */
+interface Compiled {
+  run: (value: unknown) => Record<string, unknown> | undefined;
+  /** Whether it converts any property (then `run` hands on a copy). */
+  converts: boolean;
+}
+
+/**
+ * `@Transform` functions that only convert the value they are given (no key, object or options read, nothing kept):
+ * the fast path applies them itself. Any other transform leaves its DTO to class-transformer.
+ */
+const VALUE_CONVERSIONS = new WeakSet<object>();
+
+/** Declares `fn`, a `@Transform` function, a pure conversion of its `value` (see VALUE_CONVERSIONS). */
+export function valueConversion<F extends (params: TransformFnParams) => unknown>(fn: F): F {
+  VALUE_CONVERSIONS.add(fn);
+  return fn;
+}
+
+const compiled = new WeakMap<object, { compiled: Compiled; test: FastPath } | null>();
+
+function compiledFor(metatype: unknown): { compiled: Compiled; test: FastPath } | undefined {
+  if (typeof metatype !== 'function') return undefined;
+  let entry = compiled.get(metatype);
+  if (entry === undefined) {
+    const c = compile(metatype, new Set());
+    entry = c ? { compiled: c, test: (value: unknown) => c.run(value) !== undefined } : null;
+    compiled.set(metatype, entry);
+  }
+  return entry ?? undefined;
+}
 
 /** The fast-path validator of a DTO class, or undefined when the class must always go through class-validator. */
 export function fastPathFor(metatype: unknown): FastPath | undefined {
-  if (typeof metatype !== 'function') return undefined;
-  let fast = compiled.get(metatype);
-  if (fast === undefined) {
-    fast = compile(metatype, new Set()) ?? null;
-    compiled.set(metatype, fast);
-  }
-  return fast ?? undefined;
+  return compiledFor(metatype)?.test;
+}
+
+/**
+ * What the validation pipe hands on for `value` under the DTO's rules: the value itself when it passes (a copy with
+ * the DTO's value conversions done, for a DTO that declares any), or undefined when only class-validator can tell
+ * (the value breaks a rule, or the class has no fast path).
+ */
+export function fastPathValue(metatype: unknown, value: unknown): Record<string, unknown> | undefined {
+  return compiledFor(metatype)?.compiled.run(value);
 }
 
 const MODELLED = new Set<string>([
@@ -57,7 +95,7 @@ const MODELLED = new Set<string>([
   ValidationTypes.WHITELIST,
 ]);
 
-function compile(cls: Class, seen: Set<Class>): FastPath | undefined {
+function compile(cls: Class, seen: Set<Class>): Compiled | undefined {
   if (seen.has(cls)) return undefined; // a recursive DTO: leave it to class-validator
   seen.add(cls);
   const storage = getMetadataStorage();
@@ -77,28 +115,42 @@ function compile(cls: Class, seen: Set<Class>): FastPath | undefined {
     checks.push(check);
   }
   const known = new Set(byProperty.keys());
-  const targetName = cls.name;
-  return (value: unknown): boolean => {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-    const object = value as Record<string, unknown>;
-    for (const key in object) if (!known.has(key)) return false; // whitelist + forbidNonWhitelisted
-    for (const check of checks) if (!propertyPasses(check, object, targetName)) return false;
-    return true;
+  const conversions = checks.filter((c) => c.convert);
+  const run = (value: unknown): Record<string, unknown> | undefined => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    let object = value as Record<string, unknown>;
+    for (const key in object) if (!known.has(key)) return undefined; // whitelist + forbidNonWhitelisted
+    if (conversions.length > 0) {
+      // class-transformer converts the properties the value has (an absent one stays absent), then the rules see the result.
+      const source = object;
+      object = { ...source };
+      for (const c of conversions)
+        if (Object.prototype.hasOwnProperty.call(source, c.name))
+          object[c.name] = c.convert!({ value: source[c.name], key: c.name, obj: source, type: TransformationType.PLAIN_TO_CLASS, options: {} });
+    }
+    for (const check of checks) if (!propertyPasses(check, object)) return undefined;
+    return object;
   };
+  return { run, converts: conversions.length > 0 };
 }
 
 function compileProperty(cls: Class, name: string, list: ValidationMetadata[], seen: Set<Class>): PropertyCheck | undefined {
   const storage = getMetadataStorage();
-  // class-transformer must hand the value over untouched (or, for a nested value, make it the declared class).
-  if (defaultMetadataStorage.findTransformMetadatas(cls, name, 1 /* PLAIN_TO_CLASS */).length > 0) return undefined;
+  // class-transformer must hand the value over untouched (or, for a nested value, make it the declared class), or
+  // convert it by one declared value conversion.
+  const transforms = defaultMetadataStorage.findTransformMetadatas(cls, name, TransformationType.PLAIN_TO_CLASS);
+  const conversion = transforms.length === 1 && isPlainConversion(transforms[0]) ? transforms[0].transformFn : undefined;
+  if (transforms.length > 0 && !conversion) return undefined;
   if (defaultMetadataStorage.findExposeMetadata(cls, name) || defaultMetadataStorage.findExcludeMetadata(cls, name)) return undefined;
-  const check: PropertyCheck = { name, conditions: [], constraints: [] };
+  const check: PropertyCheck = { name, conditions: [], constraints: [], convert: conversion };
   const defined = list.filter((m) => m.type === ValidationTypes.IS_DEFINED);
   const custom = list.filter((m) => m.type === ValidationTypes.CUSTOM_VALIDATION);
   for (const m of [...defined, ...custom]) {
     for (const c of storage.getTargetValidatorConstraints(m.constraintCls)) {
       if (c.async || !c.instance) return undefined;
-      check.constraints.push({ rule: c.instance, meta: m });
+      // The arguments a rule is called with, made once: each call fills in the object and value (no rule keeps them).
+      const args: ValidationArguments = { targetName: cls.name, property: name, object: {}, value: undefined, constraints: m.constraints };
+      check.constraints.push({ rule: c.instance, meta: m, args });
     }
   }
   for (const m of list)
@@ -111,18 +163,20 @@ function compileProperty(cls: Class, name: string, list: ValidationMetadata[], s
     if (!type || type.options?.discriminator) return undefined;
     const nestedClass = type.typeFunction() as Class;
     const nested = typeof nestedClass === 'function' ? compile(nestedClass, new Set(seen)) : undefined;
-    if (!nested) return undefined;
-    check.nested = nested;
+    // A nested value converted on the way in would have to be rebuilt in its parent: left to class-transformer.
+    if (!nested || nested.converts) return undefined;
+    check.nested = (item: unknown) => nested.run(item) !== undefined;
   }
   return check;
 }
 
 /** class-validator's performValidations for one property, answering only whether it passes. */
-function propertyPasses(check: PropertyCheck, object: Record<string, unknown>, targetName: string): boolean {
+function propertyPasses(check: PropertyCheck, object: Record<string, unknown>): boolean {
   const value = object[check.name];
   for (const condition of check.conditions) if (!condition(object, value)) return true;
-  for (const { rule, meta } of check.constraints) {
-    const args: ValidationArguments = { targetName, property: check.name, object, value, constraints: meta.constraints };
+  for (const { rule, meta, args } of check.constraints) {
+    args.object = object;
+    args.value = value;
     if (meta.each && (Array.isArray(value) || value instanceof Set || value instanceof Map)) {
       for (const item of value instanceof Map ? value.values() : value) if (rule.validate(item, { ...args, value: item }) !== true) return false;
     } else if (rule.validate(value, args) !== true) {
@@ -135,6 +189,12 @@ function propertyPasses(check: PropertyCheck, object: Record<string, unknown>, t
     return check.nested(value);
   }
   return true;
+}
+
+/** A transform the fast path may apply: a declared value conversion, with no groups or versions that would limit it. */
+function isPlainConversion(t: TransformMetadata): boolean {
+  const o = t.options ?? {};
+  return VALUE_CONVERSIONS.has(t.transformFn) && !o.groups?.length && o.since === undefined && o.until === undefined && !o.toPlainOnly;
 }
 
 /** A DTO whose fields start undefined (no defaults): handing on the parsed object loses nothing. */

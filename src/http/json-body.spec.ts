@@ -1,4 +1,4 @@
-import { jsonNestsDeeperThan, loneSurrogateField, MAX_JSON_DEPTH } from './json-body';
+import { jsonNestsDeeperThan, loneSurrogateField, MAX_JSON_DEPTH, maySurrogate } from './json-body';
 
 const deeper = (text: string, max = 3) => jsonNestsDeeperThan(Buffer.from(text), max);
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
@@ -46,5 +46,21 @@ describe(loneSurrogateField.name, () => {
 
   it('accepts surrogate pairs and every other value', () => {
     expect(loneSurrogateField({ a: '😀 \ud83d\ude00', b: [1, null, true, { c: 'é' }] })).toBeUndefined();
+  });
+});
+
+describe(maySurrogate.name, () => {
+  const may = (text: string) => maySurrogate(Buffer.from(text));
+
+  it('finds a \\uD800-\\uDFFF escape, in either case, wherever it is', () => {
+    expect(may('{"a":"\\ud800"}')).toBe(true);
+    expect(may('{"a":"x\\n\\u0041\\uDC00"}')).toBe(true);
+    expect(may('"\\uDfff')).toBe(true);
+  });
+
+  it('says no for bodies with no backslash, or only other escapes', () => {
+    expect(may('{"label":"home"}')).toBe(false);
+    expect(may('{"a":"\\n\\t\\u0041\\u00e9\\\\"}')).toBe(false);
+    expect(may('{"a":"ud800 \\\\"}')).toBe(false);
   });
 });

@@ -2,7 +2,7 @@ import { ArgumentMetadata, type PipeTransform, ValidationError, ValidationPipe, 
 import { Transform } from 'class-transformer';
 import { InvalidArgumentError } from '../errors/domain-error';
 import { ApiError, boundedName, fieldError, listedMessage, MAX_ERROR_DETAILS } from './api-error';
-import { fastPathFor } from './fast-path';
+import { fastPathFor, fastPathValue, valueConversion } from './fast-path';
 
 export interface FieldError {
   field: string;
@@ -89,8 +89,9 @@ class FastPathValidationPipe implements PipeTransform {
         const dots = dotSegment(value);
         if (dots) return Promise.reject(dots);
       }
-      // Passed on as the parsed object: DTOs are plain data, nothing relies on their prototype.
-      if (fastPathFor(metadata.metatype)?.(value)) return value;
+      // Passed on as the parsed object (its declared conversions done): DTOs are plain data, nothing relies on their prototype.
+      const valid = fastPathValue(metadata.metatype, value);
+      if (valid) return valid;
       // No query parameter is a list: one given twice (`?limit=1&limit=2`) is named once, not by every rule it breaks.
       if (metadata.type === 'query') {
         const repeated = repeatedField(value);
@@ -175,8 +176,11 @@ export async function validateCommand(dto: Function, command: object): Promise<v
   }
 }
 
+/** QueryInt's conversion: it reads only the value, so the fast path applies it too (see valueConversion). */
+const queryInt = valueConversion(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value));
+
 /**
  * For integer query parameters: only plain decimal digits become a number;
  * anything else ("0x10", "1e1", " 5") stays a string and fails @IsInt().
  */
-export const QueryInt = () => Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value));
+export const QueryInt = () => Transform(queryInt);

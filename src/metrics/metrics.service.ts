@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestDurations } from './request-durations';
 
 /**
  * The one Prometheus registry. Feature modules add their own metrics with
@@ -10,20 +11,19 @@ export class MetricsService {
   readonly registry = new Registry();
 
   /** HTTP request duration by method, route pattern and status. */
-  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  readonly httpDuration: RequestDurations;
 
   /** Redis errors by kind: `unavailable` (connection, timeout) or `command` (script/command error). */
   readonly redisErrors: Counter<'kind'>;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'redis_pay_' });
-    this.httpDuration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP request duration in seconds, by method, route pattern and status code',
-      labelNames: ['method', 'route', 'status'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [this.registry],
-    });
+    this.httpDuration = new RequestDurations(
+      'http_request_duration_seconds',
+      'HTTP request duration in seconds, by method, route pattern and status code',
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      this.registry,
+    );
     this.redisErrors = new Counter({
       name: 'redis_errors_total',
       help: 'Redis errors seen by the service, by kind (unavailable | command | connection)',
