@@ -23,6 +23,12 @@ describe('order ids and keys', () => {
     }
   });
 
+  it('never hands out the same random part twice, across refills of its random pool', () => {
+    const ids = Array.from({ length: 3000 }, () => newOrderId('m_demo', 'A-1'));
+    expect(new Set(ids.map((id) => id.slice(12))).size).toBe(3000);
+    for (const id of ids) expect(id).toMatch(ORDER_ID_RE);
+  });
+
   it("puts an order, its plans and its shard's events stream under one hash tag", () => {
     const orderId = newOrderId('m_demo', 'A-1');
     const planId = planIdFor(orderId, 3);

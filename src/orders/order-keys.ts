@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 import { PLAN_ID_RE } from '../kernel/ids';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
@@ -28,7 +28,28 @@ export function orderNumberKeyOf(merchantId: string, merchantOrderNo: string): s
  * caller can derive it, and each life of a merchantOrderNo (re-created after its retention) gets its own id.
  */
 export function newOrderId(merchantId: string, merchantOrderNo: string): string {
-  return `${orderNumberKeyOf(merchantId, merchantOrderNo).slice(0, 12)}${randomBytes(8).toString('hex')}`;
+  return orderIdFor(orderNumberKeyOf(merchantId, merchantOrderNo));
+}
+
+/** As newOrderId, from the number's key (`orderNumberKeyOf`) when the caller has it already. */
+export function orderIdFor(numberKey: string): string {
+  return `${numberKey.slice(0, 12)}${randomHex8()}`;
+}
+
+/**
+ * 8 random bytes as hex, from a pool filled by the CSPRNG 512 ids at a time (one randomFillSync per 4 KiB rather
+ * than one per id); every byte is handed out once.
+ */
+const POOL = Buffer.alloc(4096);
+let poolAt = POOL.length;
+function randomHex8(): string {
+  if (poolAt + 8 > POOL.length) {
+    randomFillSync(POOL);
+    poolAt = 0;
+  }
+  const hex = POOL.toString('hex', poolAt, poolAt + 8);
+  poolAt += 8;
+  return hex;
 }
 
 /** A plan's id names its order (so its keys are found, in the order's shard) and its number within the order. */

@@ -12,7 +12,7 @@ import { validateCommand } from '../http/validation';
 import { expectWritten, orderConflict, orderNotFound, refusalError } from './order-errors';
 import { crashPoint } from '../common/crash-points';
 import { ORDER_ID_RE } from '../kernel/ids';
-import { newOrderId } from './order-keys';
+import { orderIdFor, orderNumberKeyOf } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
 import { EXPIRY_QUEUE } from './order-queues';
 import { expiryStepOf, orderTransition, planTransition, type Refusal } from './order-state';
@@ -224,7 +224,6 @@ export class OrdersService {
     // The HTTP create has been validated by the pipe already; an in-process caller has not: the same rules, once more.
     await validateCommand(OrderCommandDto, command);
     const { merchantId } = command;
-    const number = { merchantId, merchantOrderNo: command.merchantOrderNo };
     const expireMinutes = command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES;
     const payer = command.payerAccountId ?? '';
     const fingerprint = fingerprintOf(command);
@@ -233,7 +232,8 @@ export class OrdersService {
     // does not expire. A duplicate cancels its entry and keeps the existing order's.
     // An order its caller closes (closedBy) takes the caller's times and gets no expiry entry: the caller's own due
     // entry, written before this, closes it.
-    const orderId = newOrderId(merchantId, command.merchantOrderNo);
+    const numberKey = orderNumberKeyOf(merchantId, command.merchantOrderNo);
+    const orderId = orderIdFor(numberKey);
     const expiresAt = closedBy ? closedBy.expiresAt : await this.armExpiry(orderId, { delayMs: expireMinutes * 60_000 }, 'keep');
     if (!closedBy) crashPoint('orders.create.after-expiry');
     const set = {
@@ -255,7 +255,7 @@ export class OrdersService {
       activePlan: '',
       planSeq: 0,
     };
-    const r = await this.store.create(orderId, number, set);
+    const r = await this.store.create(orderId, numberKey, set);
     crashPoint('orders.create.after-write');
     const { created } = r;
     if (!created && !closedBy) await this.disarmExpiry(orderId);

@@ -127,11 +127,10 @@ export class OrdersStore {
   }
 
   /**
-   * Creates the order `orderId` of `number` with its index entry and its order.created event in one step, unless
+   * Creates the order `orderId` of the number whose key (`orderNumberKeyOf`) is `numberKey`, with its index entry and its order.created event in one step, unless
    * the number names an order already (then nothing is written and that order's id is answered).
    */
-  async create(orderId: string, number: OrderNumber, set: FieldUpdates): Promise<CreateResult> {
-    const numberKey = orderNumberKeyOf(number.merchantId, number.merchantOrderNo);
+  async create(orderId: string, numberKey: string, set: FieldUpdates): Promise<CreateResult> {
     const fields = encode(set);
     const [legacyKey] = orderKeys(this.keys, numberKey);
     const [orderKey, , eventsKey] = orderKeys(this.keys, orderId);
@@ -188,8 +187,8 @@ export class OrdersStore {
  * read the order back.
  */
 export function createdOrder(set: FieldUpdates, r: { orderVersion: number; now: number }): OrderRecord {
-  const h: Record<string, string> = JSON.parse(encode(set).values) as Record<string, string>;
-  for (const [k, v] of Object.entries(set)) if (v instanceof ServerClock) h[k] = String(r.now + v.offsetMs);
+  const h: Record<string, string> = {};
+  for (const [k, v] of Object.entries(set)) h[k] = v instanceof ServerClock ? String(r.now + v.offsetMs) : stored(v);
   h.version = String(r.orderVersion);
   h.updatedAt = String(r.now);
   return parseOrder(h);
@@ -201,10 +200,13 @@ function encode(set: FieldUpdates | undefined): { values: string; clock: Array<s
   const clock: Array<string | number> = [];
   for (const [k, v] of Object.entries(set ?? {})) {
     if (v instanceof ServerClock) clock.push(k, v.offsetMs);
-    else values[k] = typeof v === 'string' ? v : typeof v === 'number' ? String(Math.trunc(v)) : JSON.stringify(v);
+    else values[k] = stored(v);
   }
   return { values: JSON.stringify(values), clock };
 }
+
+/** A field's stored value: strings verbatim, numbers as integers, instructions as JSON. */
+const stored = (v: string | number | Instruction[]): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(Math.trunc(v)) : JSON.stringify(v));
 
 function toObject(flat: string[]): Record<string, string> {
   const o: Record<string, string> = {};
