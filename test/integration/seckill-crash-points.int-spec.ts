@@ -89,7 +89,7 @@ async function expectConverged(svc: ServiceProcess, prefix: string, id: string, 
 /** The reserve boundaries, each with a quantity that reaches it (5: over several shards). */
 const RESERVE_POINTS: [string, number][] = [
   ['seckill.reserve.after-take', 1],
-  ['seckill.reserve.after-order', 1],
+  ['seckill.reserve.after-index', 1],
   ['seckill.reserve.after-claim', 5],
   ['seckill.reserve.after-part', 5],
 ];
