@@ -4,7 +4,7 @@
  * (no RDB, no AOF), in one run and under the same load (autocannon, 100 connections):
  *
  * - reserve: `POST /seckill/activities/{id}/products/hot/reservations`, a new user per request; floor: the same work
- *   (bench/seckill-floor-server.ts `/reserve-order`: reserve script, order with its event (its expiry is the reservation's due entry), buyer index);
+ *   (bench/seckill-floor-server.ts `/reserve-order`: reserve script recording the order id, buyer index; the order is stored at its first use);
  *   script alone: `/reserve` (lua/seckill/reserve-5.lua and nothing else);
  * - grab: `POST /red-envelopes/activities/{id}/grab`, a new user per request, its credit counted; floor:
  *   bench/red-envelopes-floor-server.ts with the JWT check and the credit inline (FLOOR_CREDIT=inline); script alone:
@@ -440,7 +440,7 @@ function requestsOf(op: Op, f: Fixtures, floor: boolean, script = false): () => 
 type FloorServer = 'seckill' | 'red-envelopes' | 'red-envelopes-credit' | 'pay' | 'messages';
 const FLOOR_ROWS: Record<Op, { server: FloorServer; target: Target; label: string; script?: boolean }[]> = {
   reserve: [
-    { server: 'seckill', target: 'floor', label: 'floor: same work (reserve script, order + event, buyer index)' },
+    { server: 'seckill', target: 'floor', label: 'floor: same work (reserve script, buyer index)' },
     { server: 'seckill', target: 'script', label: 'reserve script alone (reserve-5.lua)', script: true },
   ],
   grab: [

@@ -10,12 +10,11 @@
  *   same keys of the same product (shard 0 with the hash tags the service loaded it with: src/seckill/seckill-keys.ts),
  *   eligible, no fall-over. 201 with the script's reply on RESERVED, 409 with it otherwise. One Redis call.
  * - `POST /reserve-order/:activityId/:productId {account, quantity, requestId}`: the same work as the service's
- *   reservation, without the service around it: the same reserve script, then on RESERVED the same master order
- *   write (lua/orders/write-3.lua, with its order.created event, the same fields and arguments as
- *   OrdersService.createForBuyer sends: the reservation's expiry is the order's, so no expiry entry of its own),
- *   and alongside it the same buyer index writes (HSET and PEXPIREAT NX and GT), all on the service's keys (so the
- *   service's consumers and safety net see these orders as their own). The activity's configuration is read once
- *   (GET) and kept. Two scripts and three commands per reservation.
+ *   reservation, without the service around it: the same reserve script with the order id it records, then on
+ *   RESERVED the same buyer index writes (one HSET of the location and of the order id's entry, PEXPIREAT NX and
+ *   GT), all on the service's keys (so the service's safety net and pending orders see these reservations as its
+ *   own). The order itself is stored at its first use, as the service's is: not on this path. The activity's
+ *   configuration is read once (GET) and kept. One script and three commands per reservation.
  * - `GET /products/:activityId?account&page&size`: GET of the page's cache key (the 16-hex md5 of the same
  *   inputs); on a miss, HGET of `available` of every product's shard 0 and SET … PX 2000 of the page. One Redis
  *   call on a hit.
@@ -27,7 +26,7 @@
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
 import type { AppConfig } from '../src/config/app-config';
-import { newOrderId, orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/orders/order-keys';
+import { newOrderId } from '../src/orders/order-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
 import { activityKeys, buyerIndexKey, shardKeys } from '../src/seckill/seckill-keys';
 import type { ActivityRecord } from '../src/seckill/seckill.types';
@@ -43,11 +42,8 @@ async function main(): Promise<void> {
   const products = (process.env.PRODUCTS ?? '').split(',').filter(Boolean);
   const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   const reserve = command('seckill/reserve');
-  const createOrder = command('orders/create');
   const keys = new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig);
-  // The service's defaults unless the bench sets them (ORDERS_EVENTS_MAXLEN, ORDERS_RETENTION_SECONDS, SECKILL_LIVE_RETENTION_SECONDS).
-  const eventsMaxLen = Number(process.env.ORDERS_EVENTS_MAXLEN ?? 100_000);
-  const orderRetentionMs = Number(process.env.ORDERS_RETENTION_SECONDS ?? 90 * 86_400) * 1000;
+  // The service's default unless the bench sets it (SECKILL_LIVE_RETENTION_SECONDS).
   const liveRetentionMs = Number(process.env.SECKILL_LIVE_RETENTION_SECONDS ?? 7 * 86_400) * 1000;
   const activities = new Map<string, Promise<ActivityRecord>>();
   const activity = (id: string) => {
@@ -102,57 +98,22 @@ async function main(): Promise<void> {
       const k = shardKeys(keys, activityId, productId, 0, p);
       const rsvId = rsvIdFor(activityId, productId, account, requestId);
       const payWindowMs = a.payWindowMinutes * 60_000;
-      const r = (await reserve(k.stock, k.rsv, k.holds, k.claims, k.due, rsvId, account, quantity, 1, payWindowMs, 0)) as unknown[];
+      const orderId = newOrderId(a.merchantId, rsvId);
+      const r = (await reserve(k.stock, k.rsv, k.holds, k.claims, k.due, rsvId, account, quantity, 1, payWindowMs, 0, '', '', orderId)) as unknown[];
       if (r[0] !== 'RESERVED') {
         void reply.status(409);
         return { outcome: r[0], detail: r.slice(1) };
       }
-      const orderId = newOrderId(a.merchantId, rsvId);
-      const numberKey = orderNumberKeyOf(a.merchantId, rsvId);
-      const amount = p.price * quantity;
-      const subject = `${a.title}: ${p.title}`.slice(0, 128);
-      const fingerprint = createHash('sha256')
-        .update(JSON.stringify([amount, p.currency, subject, a.payWindowMinutes, account]))
-        .digest('hex');
-      const fields = {
-        orderId,
-        merchantId: a.merchantId,
-        merchantOrderNo: rsvId,
-        amount: String(amount),
-        currency: p.currency,
-        subject,
-        expireMinutes: String(a.payWindowMinutes),
-        fingerprint,
-        status: 'CREATED',
-        accountId: account,
-        payerAccountId: account,
-        activePlan: '',
-        planSeq: '0',
-      };
       const index = buyerIndexKey(keys, account);
       const keepUntil = a.endsAt + liveRetentionMs;
       const location = JSON.stringify({ activityId, productId, shard: 0, home: 0, requestId, at: Date.now() });
-      // The order takes the reservation's times (r[1]: its expiry, the script's due entry).
-      const expiresAt = Number(r[1]);
-      const [written] = await Promise.all([
-        createOrder(
-          orderIndexKey(keys, numberKey),
-          orderKeys(keys, numberKey)[0],
-          orderKeys(keys, orderId)[0],
-          orderKeys(keys, orderId)[2],
-          orderId,
-          numberKey,
-          JSON.stringify({ ...fields, createdAt: String(expiresAt - payWindowMs), expiresAt: String(expiresAt) }),
-          eventsMaxLen,
-          orderRetentionMs,
-          0,
-        ) as Promise<number[]>,
-        redis.hset(index, rsvId, location),
+      await Promise.all([
+        redis.hset(index, rsvId, location, `o:${orderId}`, rsvId),
         redis.pexpireat(index, keepUntil, 'NX'),
         redis.pexpireat(index, keepUntil, 'GT'),
       ]);
       void reply.status(201);
-      return { reservationId: rsvId, orderId, amount, currency: p.currency, expiresAt: r[1], state: 'RESERVED', orderVersion: written[1] };
+      return { reservationId: rsvId, orderId, amount: p.price * quantity, currency: p.currency, expiresAt: r[1], state: 'RESERVED' };
     },
   );
   app.get<{ Params: { activityId: string }; Querystring: { account: string; page?: string; size?: string } }>('/products/:activityId', async (req, reply) => {

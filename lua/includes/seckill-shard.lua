@@ -74,8 +74,10 @@ local function takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, due)
   return rec
 end
 
---- Takes `qty` units, records the reservation and puts it in the due set; returns the record.
-local function takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, expiresAt, home, now)
+--- Takes `qty` units, records the reservation (with its order's id `orderId`, when not '') and puts it in the due set;
+--- returns the record.
+local function takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, expiresAt, home, now, orderId)
   local rec = {s = 'RESERVED', a = account, q = qty, e = expiresAt, h = home, c = now, t = 0}
+  if orderId ~= '' then rec.o = orderId end
   return takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, true)
 end

@@ -9,7 +9,10 @@
   from the account and the request id). A reservation taken here also enters
   the shard's due set (scored by its expiry), in this same step: the safety
   net's sweep finds it there until it is sold or released, even if the
-  process that ran this dies right after.
+  process that ran this dies right after. The record keeps the id of the
+  reservation's order (ARGV[9], drawn by the service): the order itself is
+  stored when its buyer first opens or pays it, or when it is closed, and
+  every copy of the request answers the id the first one recorded.
 
   When this shard has too little and the product has other shards, nothing
   is written until the caller names the other shards to visit (ARGV[7], read
@@ -41,6 +44,7 @@
   ARGV[7]  '' (first call), or the other shards to take the rest from, in order, comma-separated
   ARGV[8]  '' or the attempt to make (1..): a master record given back (f) by attempt ARGV[8] - 1 is replaced by a
            fresh attempt (its parts carry the attempt as g, so parts of the earlier one are told apart)
+  ARGV[9]  the order id to record on a new reservation ('' for none); a fresh attempt keeps the one recorded before
 
   Returns: {outcome, detail...}
     {'RESERVED', expiresAt, available left here}   taken here, whole
@@ -71,6 +75,7 @@ local payWindowMs = tonumber(ARGV[5])
 local canFallOver = ARGV[6] == '1'
 local plan = ARGV[7]
 local attempt = tonumber(ARGV[8] or '') or 0
+local orderId = ARGV[9] or ''
 
 local st = shardState(stockKey)
 if not st then return {'NO_PRODUCT'} end
@@ -81,6 +86,7 @@ if existing then
   local was = cjson.decode(existing)
   local renew = attempt > 0 and was.s == 'RELEASED' and was.f == 1 and was.n and (was.g or 0) + 1 == attempt
   if not renew then return {'EXISTING', existing} end
+  if was.o then orderId = was.o end
 end
 
 local now = serverTimeMs()
@@ -92,7 +98,7 @@ if held + qty > st.limit then return {'LIMIT_EXCEEDED', held, st.limit} end
 
 local available = st.available
 if available >= qty then
-  local rec = takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, now + payWindowMs, st.shard, now)
+  local rec = takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, now + payWindowMs, st.shard, now, orderId)
   redis.call('HINCRBY', holdsKey, account, qty)
   expireWith(st.expireAt, holdsKey)
   return {'RESERVED', rec.e, available - qty}
@@ -101,6 +107,7 @@ if not canFallOver then return {'SOLD_OUT', available} end
 if plan == '' then return {'SHORT', available} end
 local rec = {s = 'RESERVED', a = account, q = available, n = qty, e = now + payWindowMs, h = st.shard, c = now, t = 0, p = plan}
 if attempt > 0 then rec.g = attempt end
+if orderId ~= '' then rec.o = orderId end
 takeUnits(st, stockKey, rsvKey, dueKey, rsvId, rec, false)
 redis.call('HINCRBY', holdsKey, account, qty)
 poolClaim(claimsKey, rsvId, qty)

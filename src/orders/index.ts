@@ -10,3 +10,5 @@ export type { OrderSummary, OrderView } from './order-views';
 export { orderLockName } from './order-locks';
 export { EXAMPLE_ORDER_ID } from './orders-api.decorators';
 export { OrderIdParamDto } from './dto/params.dto';
+export { type PendingOrderSource, PendingOrders } from './pending-orders';
+export { newOrderId } from './order-keys';

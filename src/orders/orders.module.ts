@@ -11,6 +11,7 @@ import { OrdersMetrics } from './orders.metrics';
 import { OrdersService } from './orders.service';
 import { OrdersStore } from './orders.store';
 import { PaymentPlansService } from './payment-plans.service';
+import { PendingOrders } from './pending-orders';
 import { PaymentRunner } from './payment-runner.service';
 import { PaymentsController } from './payments.controller';
 import { StreamsModule } from '../streams/streams.module';
@@ -32,7 +33,8 @@ import { WalletChannel } from './channels/wallet-channel';
     WalletChannel,
     OrdersMetrics,
     OrderEventsService,
+    PendingOrders,
   ],
-  exports: [OrdersService, OrderEventsService],
+  exports: [OrdersService, OrderEventsService, PendingOrders],
 })
 export class OrdersModule {}

@@ -20,6 +20,7 @@ import { checkoutView, merchantView, type OrderSummary, orderView, type OrderVie
 import type { OrderRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
 import { createdOrder, OrdersStore, serverNow } from './orders.store';
+import { PendingOrders } from './pending-orders';
 
 export type CloseReason = 'MERCHANT' | 'EXPIRED';
 
@@ -31,6 +32,11 @@ export type CloseReason = 'MERCHANT' | 'EXPIRED';
 export interface CallerExpiry {
   createdAt: number;
   expiresAt: number;
+  /**
+   * The order's id when the caller drew it (newOrderId of the same merchant and number) and answered it before the
+   * order was stored (a pending order: see PendingOrders); absent, a fresh one is drawn.
+   */
+  orderId?: string;
 }
 
 /** The payload an order number is bound to, as a digest: another payload under the number is ORDER_NO_REUSED. */
@@ -72,6 +78,7 @@ export class OrdersService {
     private readonly locks: LockService,
     private readonly queue: DelayQueueService,
     private readonly metrics: OrdersMetrics,
+    private readonly pending: PendingOrders,
   ) {}
 
   /** An order's expiry came due: it is closed unless paid or being paid (see expire). */
@@ -186,7 +193,7 @@ export class OrdersService {
 
   /** The order as an app user sees it at checkout; bound to another account: 404. */
   async checkout(accountId: string, orderId: string): Promise<CheckoutOrderDto> {
-    const { order } = await this.store.read(orderId);
+    const { order } = await this.pending.readForPayer(accountId, orderId);
     if (!payableBy(order, accountId)) throw orderNotFound();
     return checkoutView(order);
   }
@@ -233,7 +240,9 @@ export class OrdersService {
     // An order its caller closes (closedBy) takes the caller's times and gets no expiry entry: the caller's own due
     // entry, written before this, closes it.
     const numberKey = orderNumberKeyOf(merchantId, command.merchantOrderNo);
-    const orderId = orderIdFor(numberKey);
+    const orderId = closedBy?.orderId ?? orderIdFor(numberKey);
+    // A caller's id must be of this number (its shard, so the index and the order share a slot) and well formed.
+    if (!ORDER_ID_RE.test(orderId) || orderId.slice(0, 12) !== numberKey.slice(0, 12)) throw new Error(`order id ${orderId} is not one of its number`);
     const expiresAt = closedBy ? closedBy.expiresAt : await this.armExpiry(orderId, { delayMs: expireMinutes * 60_000 }, 'keep');
     if (!closedBy) crashPoint('orders.create.after-expiry');
     const set = {

@@ -11,6 +11,7 @@ import { payableBy } from './order-views';
 import type { Instruction, PlanRecord } from './order.types';
 import { OrdersMetrics } from './orders.metrics';
 import { OrdersStore, serverNow } from './orders.store';
+import { PendingOrders } from './pending-orders';
 
 /**
  * The most plans one order takes (each a key kept for the retention time; plan ids have room for 999,999).
@@ -35,6 +36,7 @@ export class PaymentPlansService {
     private readonly store: OrdersStore,
     private readonly locks: LockService,
     private readonly metrics: OrdersMetrics,
+    private readonly pending: PendingOrders,
   ) {}
 
   /**
@@ -43,7 +45,8 @@ export class PaymentPlansService {
    * or the order is paid, closed or expired: 409.
    */
   async create({ accountId, orderId, instructions: input }: CreatePlanCommand): Promise<{ plan: PlanRecord; created: boolean }> {
-    const pre = await this.store.read(orderId);
+    // A pending order (answered by another module, not stored yet) is stored here: its payer can pay it at once.
+    const pre = await this.pending.readForPayer(accountId, orderId);
     if (!payableBy(pre.order, accountId)) throw orderNotFound();
     const sum = input.reduce((s, i) => s + i.amount, 0);
     if (sum !== pre.order.amount) throw invalidField('instructions', `amounts add up to ${sum}, the order amount is ${pre.order.amount}`);

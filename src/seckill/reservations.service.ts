@@ -1,11 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { crashPoint } from '../common/crash-points';
 import { clipUnits } from '../common/text';
 import { DomainError } from '../errors/domain-error';
 import { LockContendedError } from '../locks/lock.errors';
 import { LockService } from '../locks/lock.service';
-import { type OrderEvent, ORDER_EVENTS, OrderEventsService, OrdersService, type OrderView } from '../orders';
+import {
+  newOrderId,
+  type OrderEvent,
+  ORDER_EVENTS,
+  OrderEventsService,
+  OrdersService,
+  type OrderView,
+  type PendingOrderSource,
+  PendingOrders,
+} from '../orders';
 import { stockMap } from '../sharded-pool/fall-over';
 import { homeOf } from '../sharded-pool/home';
 import { StreamConsumer } from '../workers/worker-declarations';
@@ -67,7 +76,7 @@ export interface ReservationView {
  * (creating it when it is missing), so a released reservation's order can never be paid.
  */
 @Injectable()
-export class ReservationsService {
+export class ReservationsService implements PendingOrderSource, OnModuleInit {
   private readonly logger = new Logger(ReservationsService.name);
 
   constructor(
@@ -79,6 +88,7 @@ export class ReservationsService {
     private readonly metrics: SeckillMetrics,
     private readonly config: SeckillConfig,
     private readonly locks: LockService,
+    private readonly pendingOrders: PendingOrders,
   ) {}
 
   /** Reserves units for the buyer; the same (account, requestId) again answers the same reservation (`created` false). */
@@ -96,33 +106,19 @@ export class ReservationsService {
     const payWindowMs = a.payWindowMinutes * 60_000;
     const eligible = !a.restricted || (await this.store.isEligible(a.activityId, cmd.accountId));
     // The script also puts the reservation in its shard's due set: a process killed anywhere after it leaves nothing
-    // the safety net's sweep does not find. A refusal leaves nothing behind.
-    const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs);
+    // the safety net's sweep does not find. A refusal leaves nothing behind. The order's id is drawn here and recorded
+    // with the reservation (a copy of the request answers the first copy's); the order is stored when its buyer first
+    // opens or pays it, or when the reservation is released (storePending, closeOrder).
+    const taken = await this.take(a, p, loc, rsvId, cmd, eligible, payWindowMs, newOrderId(a.merchantId, rsvId));
     // The same requestId is the same request: another quantity under it is a mistake, not a retry.
     if (!taken.created && unitsOf(taken.record) !== cmd.quantity) throw this.refused(REFUSALS.requestReused(unitsOf(taken.record)));
     crashPoint('seckill.reserve.after-take');
-    const view = viewOf(a, p, rsvId, taken.record, '');
-    if (taken.record.s === 'RESERVED') {
-      try {
-        const [{ order }] = await Promise.all([
-          this.createOrder(a, p, rsvId, taken.record),
-          this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs),
-        ]);
-        view.orderId = order.orderId;
-      } catch (err) {
-        // No order, no way to pay: give the units back now (the safety net does it later if this fails too).
-        this.metrics.compensations.inc();
-        await this.settle(cmd.accountId, rsvId, loc, 'close').catch((e: Error) =>
-          this.logger.warn({ rsvId, err: e.message }, 'could not release a reservation whose order failed; the safety net will'),
-        );
-        if ((err as DomainError).code === ORDER_NUMBER_TAKEN) throw this.refused(REFUSALS.requestTaken());
-        throw err;
-      }
-      crashPoint('seckill.reserve.after-order');
-    } else {
-      await this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs);
-      view.orderId = (await this.orders.orderIdOf(a.merchantId, rsvId)) ?? '';
-    }
+    // The buyer's index names the reservation and its order before the answer: the order can be found (and stored)
+    // from its id alone. A process killed before this leaves a reservation nobody was answered; the safety net's
+    // sweep releases it (its order stored closed) a grace after its expiry, or a retry of the request indexes it.
+    await this.store.remember(cmd.accountId, rsvId, { ...loc, at: taken.record.c }, a.endsAt + this.config.liveRetentionMs, taken.record.o);
+    crashPoint('seckill.reserve.after-index');
+    const view = viewOf(a, p, rsvId, taken.record, await this.orderIdOf(a, rsvId, taken.record));
     if (taken.created) this.metrics.reserved.inc();
     return { view, created: taken.created };
   }
@@ -131,7 +127,7 @@ export class ReservationsService {
   async get(accountId: string, rsvId: string): Promise<ReservationView> {
     const found = await this.find(accountId, rsvId);
     if (!found) throw new SeckillNotFoundError('reservation');
-    return viewOf(found.a, found.p, rsvId, found.record, (await this.orders.orderIdOf(found.a.merchantId, rsvId)) ?? '');
+    return viewOf(found.a, found.p, rsvId, found.record, await this.orderIdOf(found.a, rsvId, found.record));
   }
 
   /** The buyer's reservations, of one activity or all. */
@@ -142,7 +138,7 @@ export class ReservationsService {
         const a = await this.catalog.get(loc.activityId);
         const p = a?.productsById.get(loc.productId);
         const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
-        return a && p && record ? viewOf(a, p, rsvId, record, (await this.orders.orderIdOf(a.merchantId, rsvId)) ?? '') : null;
+        return a && p && record ? viewOf(a, p, rsvId, record, await this.orderIdOf(a, rsvId, record)) : null;
       }),
     );
     return views.filter((v): v is ReservationView => v !== null).sort((x, y) => y.createdAt - x.createdAt);
@@ -155,6 +151,32 @@ export class ReservationsService {
     const state = await this.settle(accountId, rsvId, loc, 'close');
     if (state === 'SOLD') throw seckillConflict('RESERVATION_PAID', 'The reservation is paid');
     return this.get(accountId, rsvId);
+  }
+
+  /**
+   * The pending order of one of the buyer's reservations (its id was answered with the reservation), stored when the
+   * buyer first opens or pays it: only while the reservation is held; a settled reservation's order was stored when it
+   * was settled (closed before its units went back, or paid).
+   */
+  async storePending(accountId: string, orderId: string): Promise<boolean> {
+    const rsvId = await this.store.reservationOfOrder(accountId, orderId);
+    const found = rsvId ? await this.find(accountId, rsvId) : null;
+    if (!rsvId || found?.record.o !== orderId || found.record.s !== 'RESERVED') return false;
+    try {
+      await this.storeOrder(found.a, found.p, rsvId, found.record);
+      return true;
+    } catch (err) {
+      if ((err as DomainError).code !== ORDER_NUMBER_TAKEN) throw err;
+      // An order an earlier version let the merchant number as this reservation holds the number: this reservation's
+      // order can never be stored, so nothing could pay it; its units go back now rather than at its expiry.
+      const loc = await this.store.locate(accountId, rsvId);
+      if (loc) await this.settle(accountId, rsvId, loc, 'close');
+      return false;
+    }
+  }
+
+  onModuleInit(): void {
+    this.pendingOrders.register(this);
   }
 
   /** An order event: paid → SOLD; closed → RELEASED. Only the orders of reservations count. */
@@ -270,15 +292,16 @@ export class ReservationsService {
     cmd: ReserveCommand,
     eligible: boolean,
     payWindowMs: number,
+    orderId: string,
   ): Promise<{ record: ReservationRecord; created: boolean }> {
     const homeKeys = this.store.shard(a.activityId, p, loc.home);
-    const args = { rsvId, account: cmd.accountId, qty: cmd.quantity, eligible, payWindowMs, canFallOver: p.shards > 1 };
+    const args = { rsvId, account: cmd.accountId, qty: cmd.quantity, eligible, payWindowMs, canFallOver: p.shards > 1, orderId };
     const r = await this.store.reserve(homeKeys, args);
     // Too little on the home shard, or a request given back to make again: gathered under the product's gather lock.
     // Everything else is answered from this one script (a copy of a request claimed over several shards walks the
     // same parts as the copy that claimed it, without waiting its turn; fallen short, it is gathered as well).
     if (r.outcome === 'SHORT' || (r.outcome === 'EXISTING' && r.record.f)) return this.gather(a, p, loc, rsvId, cmd, args);
-    return (await this.outcome(a, p, loc, rsvId, cmd, r, args.payWindowMs)) ?? this.gather(a, p, loc, rsvId, cmd, args);
+    return (await this.outcome(a, p, loc, rsvId, cmd, r, args)) ?? this.gather(a, p, loc, rsvId, cmd, args);
   }
 
   /**
@@ -295,7 +318,7 @@ export class ReservationsService {
     loc: ReservationLocation,
     rsvId: string,
     cmd: ReserveCommand,
-    args: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean },
+    args: { rsvId: string; account: string; qty: number; eligible: boolean; payWindowMs: number; canFallOver: boolean; orderId: string },
   ): Promise<{ record: ReservationRecord; created: boolean }> {
     const homeKeys = this.store.shard(a.activityId, p, loc.home);
     // Where the stock is: every shard read at once (the sharded-pool engine's map), the plan naming each that has some.
@@ -312,7 +335,7 @@ export class ReservationsService {
             r = await this.store.reserve(homeKeys, { ...args, plan, attempt: redo ? (redo.g ?? 0) + 1 : undefined });
           }
           if (r.outcome === 'SHORT' || (r.outcome === 'EXISTING' && r.record.f)) continue;
-          const taken = await this.outcome(a, p, loc, rsvId, cmd, r, args.payWindowMs);
+          const taken = await this.outcome(a, p, loc, rsvId, cmd, r, args);
           if (taken) return taken;
         }
         return null;
@@ -336,11 +359,11 @@ export class ReservationsService {
     rsvId: string,
     cmd: ReserveCommand,
     r: ReserveReply,
-    payWindowMs: number,
+    args: { payWindowMs: number; orderId: string },
   ): Promise<{ record: ReservationRecord; created: boolean } | null> {
     switch (r.outcome) {
       case 'RESERVED':
-        return { record: recordOf(cmd, r.expiresAt, loc.home, payWindowMs), created: true };
+        return { record: { ...recordOf(cmd, r.expiresAt, loc.home, args.payWindowMs), o: args.orderId }, created: true };
       case 'EXISTING':
         return { record: r.record, created: false };
       case 'SHORT':
@@ -464,10 +487,11 @@ export class ReservationsService {
   }
 
   /**
-   * The reservation's order. It expires with the reservation (the record's times) and gets no expiry entry of its
-   * own: the reservation's due entry, written with its units, is its expiry (the safety net's sweep closes it).
+   * Stores the reservation's order unless it is stored already (looked up by its number first). It takes the id the
+   * reservation recorded, expires with the reservation (the record's times) and gets no expiry entry of its own: the
+   * reservation's due entry, written with its units, is its expiry (the safety net's sweep closes it).
    */
-  private createOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord, existing = false): Promise<{ order: OrderView; created: boolean }> {
+  private storeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<{ order: OrderView; created: boolean }> {
     const command = {
       merchantId: a.merchantId,
       merchantOrderNo: rsvId,
@@ -477,14 +501,18 @@ export class ReservationsService {
       expireMinutes: a.payWindowMinutes,
       payerAccountId: r.a,
     };
-    const closedBy = { createdAt: r.c, expiresAt: r.e };
-    return existing ? this.orders.ensureForBuyer(command, closedBy) : this.orders.createForBuyer(command, closedBy);
+    return this.orders.ensureForBuyer(command, { createdAt: r.c, expiresAt: r.e, ...(r.o ? { orderId: r.o } : {}) });
+  }
+
+  /** The id of the reservation's order: recorded with it (looked up by its number for a reservation made before that). */
+  private async orderIdOf(a: Activity, rsvId: string, r: ReservationRecord): Promise<string> {
+    return r.o ?? (await this.orders.orderIdOf(a.merchantId, rsvId)) ?? '';
   }
 
   /** Makes sure the reservation's order can no longer be paid: created if missing, then closed. Answers PAID or CLOSED. */
   private async closeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<'PAID' | 'CLOSED'> {
     // Most often the order exists (the reservation expired unpaid): looked up before anything is written.
-    const made = await this.createOrder(a, p, rsvId, r, true).catch((err: DomainError) => {
+    const made = await this.storeOrder(a, p, rsvId, r).catch((err: DomainError) => {
       if (err.code !== ORDER_NUMBER_TAKEN) throw err;
       // The merchant's own order holds the reservation's number (another payload): the reservation has no order and
       // none can be made, so nothing can pay it; that order is the merchant's and is left alone.

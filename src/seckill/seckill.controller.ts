@@ -72,7 +72,10 @@ export class SeckillController {
   @Post('activities/:activityId/products/:productId/reservations')
   @BadInput()
   @ApiOperation({ summary: 'Reserve units; then pay the returned order (the same requestId again answers the same reservation)' })
-  @ApiCreatedResponse({ type: ReservationDto, description: 'Reserved; the order is created' })
+  @ApiCreatedResponse({
+    type: ReservationDto,
+    description: 'Reserved; the order id is answered and the order is stored at its first use (open or pay it at once)',
+  })
   @ApiOkResponse({ type: ReservationDto, description: 'This request’s reservation, made before' })
   @ApiErrors({
     404: { description: 'No such activity or product', errors: [new SeckillNotFoundError('activity'), new SeckillNotFoundError('product')] },

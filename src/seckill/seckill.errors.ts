@@ -57,7 +57,4 @@ export const REFUSALS = {
     seckillConflict('REQUEST_REUSED', `This requestId reserved ${quantity} before; a new reservation needs a new requestId`, { quantity }),
   /** Taking over several shards could not get its turn or fell short while the quantity is still there: retry the same request. */
   tryAgain: (retryAfterMs: number) => new SeckillTryAgainError(retryAfterMs),
-  /** The reservation's order number is taken by one of the merchant's own orders: another requestId makes another number. */
-  requestTaken: () =>
-    seckillConflict('REQUEST_REUSED', 'This requestId cannot be used for this product; a new reservation needs a new requestId', { quantity: 0 }),
 };

@@ -10,7 +10,6 @@ export class SeckillMetrics {
   readonly sold: Counter;
   readonly released: Counter;
   readonly safetyNetReleases: Counter;
-  readonly compensations: Counter;
   readonly fallOvers: Counter;
 
   constructor(metrics: MetricsService) {
@@ -26,7 +25,6 @@ export class SeckillMetrics {
       'seckill_safety_net_releases_total',
       'Reservations the safety net released (their order events were missing or late)',
     );
-    this.compensations = metrics.counter('seckill_order_failures_total', 'Reservations released at once because their order could not be created');
     this.fallOvers = metrics.counter('seckill_fall_overs_total', 'Reservations taken from another shard than the buyer’s home shard');
   }
 }

@@ -201,12 +201,14 @@ export class SeckillStore {
       canFallOver: boolean;
       plan?: readonly number[];
       attempt?: number;
+      /** The id of the reservation's order, recorded on a new reservation (an existing one keeps its own). */
+      orderId?: string;
     },
   ): Promise<ReserveReply> {
     const r = await this.scripts.run<[string, ...(string | number)[]]>(
       'seckill/reserve',
       [k.stock, k.rsv, k.holds, k.claims, k.due],
-      [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0, a.plan?.join(',') ?? '', a.attempt ?? ''],
+      [a.rsvId, a.account, a.qty, a.eligible ? 1 : 0, a.payWindowMs, a.canFallOver ? 1 : 0, a.plan?.join(',') ?? '', a.attempt ?? '', a.orderId ?? ''],
     );
     return decodeReserve(r) as ReserveReply;
   }
@@ -253,14 +255,24 @@ export class SeckillStore {
     return raw ? (JSON.parse(raw) as ReservationLocation) : null;
   }
 
-  async remember(accountId: string, rsvId: string, at: ReservationLocation, keepUntil: number): Promise<void> {
+  /** The buyer's reservation whose order is `orderId` (the index's entry for it), or null. */
+  async reservationOfOrder(accountId: string, orderId: string): Promise<string | null> {
+    return this.redis.command((c) => c.hget(buyerIndexKey(this.keys, accountId), orderField(orderId)));
+  }
+
+  /**
+   * Indexes the buyer's reservation: where it is, and (`orderId`) which of the buyer's reservations its order belongs
+   * to, so that the order can be stored when the buyer first opens or pays it.
+   */
+  async remember(accountId: string, rsvId: string, at: ReservationLocation, keepUntil: number, orderId?: string): Promise<void> {
     const k = buyerIndexKey(this.keys, accountId);
+    const fields = orderId ? [rsvId, JSON.stringify(at), orderField(orderId), rsvId] : [rsvId, JSON.stringify(at)];
     // One round trip: the three are written together on the one command connection, and Redis runs them in that
     // order (the same key, so the same node on a cluster): the HSET makes the key before its expiry is set.
     // NX gives a new index its expiry (GT alone never does: a key without one counts as never expiring); GT only ever
     // lengthens it, so a later activity that ends sooner does not cut short an earlier one's reservations.
     await Promise.all([
-      this.redis.command((c) => c.hset(k, rsvId, JSON.stringify(at))),
+      this.redis.command((c) => c.hset(k, ...fields)),
       this.redis.command((c) => c.pexpireat(k, keepUntil, 'NX')),
       this.redis.command((c) => c.pexpireat(k, keepUntil, 'GT')),
     ]);
@@ -270,12 +282,17 @@ export class SeckillStore {
   async located(accountId: string, limit: number, activityId?: string): Promise<[string, ReservationLocation][]> {
     const all = await this.redis.command((c) => c.hgetall(buyerIndexKey(this.keys, accountId)));
     return Object.entries(all)
+      .filter(([field]) => !field.startsWith(ORDER_FIELD))
       .map(([id, raw]): [string, ReservationLocation] => [id, JSON.parse(raw) as ReservationLocation])
       .filter(([, loc]) => !activityId || loc.activityId === activityId)
       .sort(([, x], [, y]) => (y.at ?? 0) - (x.at ?? 0))
       .slice(0, limit);
   }
 }
+
+/** The buyer index's field of an order id (its value: the reservation's id); reservation ids never start so. */
+const ORDER_FIELD = 'o:';
+const orderField = (orderId: string) => `${ORDER_FIELD}${orderId}`;
 
 /** The replies of reserve-5.lua and take-3.lua: an outcome, then its details (see the scripts' contracts). */
 function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply | TakeReply {

@@ -88,6 +88,8 @@ export interface ReservationRecord {
   f?: number;
   /** A fresh attempt of a reservation given back (f) and made again under its id: 1.. (absent: the first), on its master and parts. */
   g?: number;
+  /** Its order's id (on a whole reservation and a master record; absent on reservations made before it was recorded). */
+  o?: string;
 }
 
 /** The units a reservation holds in all (of every shard it was taken from). */

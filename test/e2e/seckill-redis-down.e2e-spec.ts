@@ -55,7 +55,7 @@ describe('seckill with Redis down', () => {
     // now (201) when the script never ran; left alone, the safety net's sweep would give its unit back.
     const retried = await kit.reserve(`acc_${tag}_1`, id, 'p1', 1, 'r1');
     expect([200, 201]).toContain(retried.status);
-    expect((await kit.orders.findById(retried.body.orderId))?.status).toBe('CREATED');
+    expect((await kit.open(`acc_${tag}_1`, retried.body.orderId)).body.status).toBe('CREATED');
     expect((await kit.user(`acc_${tag}_1`).get('/seckill/reservations')).body.items).toHaveLength(1);
     const page = await kit.user(`acc_${tag}_cold`).get(`/seckill/activities/${id}/products?page=2&size=1`);
     expect(page.status).toBe(200);

@@ -32,7 +32,11 @@ describe('seckill reservations: identities', () => {
 
     const still = await kit.user('acc_owner').get(rsvPath(rid));
     expect(still.status).toBe(200);
-    expect(still.body).toMatchObject({ reservationId: rid, state: 'RESERVED' });
+    expect(still.body).toMatchObject({ reservationId: rid, state: 'RESERVED', orderId: mine.body.orderId });
+    // Its order is the buyer's alone: another account opening it gets 404 (and stores nothing); its buyer finds it.
+    expect((await kit.open('acc_thief', mine.body.orderId)).status).toBe(404);
+    expect(await kit.orders.findById(mine.body.orderId)).toBeUndefined();
+    expect((await kit.open('acc_owner', mine.body.orderId)).body).toMatchObject({ orderId: mine.body.orderId, status: 'CREATED', amount: 990 });
     expect((await kit.orders.findById(mine.body.orderId))?.status).toBe('CREATED');
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 1, returned: 0 });
     const list = await kit.user('acc_owner').get(`/seckill/reservations?activityId=${id}`);
@@ -157,7 +161,9 @@ describe('seckill reservations: idempotency', () => {
     expect(new Set(all.map((r) => r.body.orderId)).size).toBe(1);
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 9, reserved: 1 });
     expect(await kit.metric('seckill_reservations_total')).toBe(reservedBefore + 1);
-    await waitUntil('the order', async () => (await kit.orders.findById(all[0].body.orderId))?.status === 'CREATED', 5000);
+    // Its order is stored once, at its first use, whichever of the answers' (one) order id is opened, how often.
+    const opened = await Promise.all(all.slice(0, 50).map((r) => kit.open('acc_idem', r.body.orderId)));
+    expect(new Set(opened.map((o) => `${o.status} ${o.body.status}`))).toEqual(new Set(['200 CREATED']));
     expect(await kit.metric('orders_created_total')).toBe(ordersBefore + 1);
     expect((await kit.user('acc_idem').get(`/seckill/reservations?activityId=${id}`)).body.items).toHaveLength(1);
   });
@@ -503,6 +509,8 @@ describe('seckill reservations: paid, cancelled and closed', () => {
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
     const r = await kit.reserve('acc_closed', id, 'p1');
     expect(r.status).toBe(201);
+    // The merchant learns of the order when it is stored (its order.created): at the buyer's first use here.
+    expect((await kit.open('acc_closed', r.body.orderId)).status).toBe(200);
     const path = `/merchant/orders/${r.body.reservationId}/close`;
     const closed = await request(ctx.t.server)
       .post(path)
@@ -574,6 +582,7 @@ describe('seckill reservations: titles outside the Basic Multilingual Plane', ()
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }], { title: `a${'😀'.repeat(127)}` }));
     const r = await kit.reserve('acc_emoji', id, 'p1');
     expect(r.status).toBe(201);
+    expect((await kit.open('acc_emoji', r.body.orderId)).status).toBe(200);
     const order = await kit.orders.findById(r.body.orderId);
     expect(order?.status).toBe('CREATED');
     expect(order?.subject).toBe(`a${'😀'.repeat(63)}`);
@@ -588,7 +597,7 @@ describe('seckill reservations: titles outside the Basic Multilingual Plane', ()
     ctx.t.app.get(ActivityCatalog).forget(id);
     const r = await kit.reserve('acc_lone', id, 'p1');
     expect(r.status).toBe(201);
-    expect((await kit.orders.findById(r.body.orderId))?.subject).toBe('Sale \ufffd: Product p1');
+    expect((await kit.open('acc_lone', r.body.orderId)).body.subject).toBe('Sale \ufffd: Product p1');
     expect((await kit.user('acc_lone').delete(rsvPath(r.body.reservationId))).body.state).toBe('RELEASED');
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0, returned: 1 });
   });
@@ -618,10 +627,11 @@ describe('seckill reservations: ids a caller chooses against ids the service mak
     expect(near.status).toBe(201);
     const r = await kit.reserve('acc_clash0', id, 'p1', 1, 'tap-clash');
     expect(r.status).toBe(201);
+    expect((await kit.open('acc_clash0', r.body.orderId)).status).toBe(200);
     expect(await kit.orders.orderIdOf(CREDS.merchantId, taken)).toBe(r.body.orderId);
   });
 
-  it("an order already stored under a reservation's number (by an earlier version): the reservation is refused (REQUEST_REUSED), its units back at once, that order untouched; another requestId works", async () => {
+  it("an order already stored under a reservation's number (by an earlier version): the reservation's order cannot be opened (404), its units back at once, that order untouched; another requestId works", async () => {
     const id = activityId('clash');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 2 }]));
     const buyer = 'acc_clash';
@@ -640,9 +650,15 @@ describe('seckill reservations: ids a caller chooses against ids the service mak
       ).order,
     };
     const r = await kit.reserve(buyer, id, 'p1', 1, 'tap-clash');
-    expect([r.status, r.body.error]).toEqual([409, 'REQUEST_REUSED']);
-    // Nothing held, nothing stuck: the units are back now (not left RESERVED for a net that could never settle it).
+    expect(r.status).toBe(201);
+    expect(r.body.orderId).not.toBe(own.body.orderId);
+    // Its order can never be stored: opening it is 404 for the buyer, and (nothing held, nothing stuck) the units are
+    // back now rather than at the reservation's expiry; paying it is 404 too.
+    expect((await kit.open(buyer, r.body.orderId)).status).toBe(404);
     expect((await kit.expectInvariant(id)).get('p1')).toMatchObject({ available: 2, reserved: 0 });
+    expect((await kit.user(buyer).get(rsvPath(r.body.reservationId))).body.state).toBe('RELEASED');
+    const plan = await kit.user(buyer).post(`/orders/${r.body.orderId}/payment-plans`, { instructions: [{ method: 'quickpay', amount: 990 }] });
+    expect(plan.status).toBe(404);
     expect(await kit.orders.findById(own.body.orderId)).toMatchObject({ status: 'CREATED', amount: 1 });
     const again = await kit.reserve(buyer, id, 'p1', 1, 'tap-other');
     expect(again.status).toBe(201);

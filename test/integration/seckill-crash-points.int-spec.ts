@@ -89,7 +89,7 @@ async function expectConverged(svc: ServiceProcess, prefix: string, id: string, 
 /** The reserve boundaries, each with a quantity that reaches it (5: over several shards). */
 const RESERVE_POINTS: [string, number][] = [
   ['seckill.reserve.after-take', 1],
-  ['seckill.reserve.after-order', 1],
+  ['seckill.reserve.after-index', 1],
   ['seckill.reserve.after-claim', 5],
   ['seckill.reserve.after-part', 5],
 ];
@@ -126,7 +126,10 @@ describe('seckill crash points: a reservation killed at each step boundary conve
       expect([again.status, again.body.quantity, again.body.state]).toEqual([expect.any(Number), quantity, 'RESERVED']);
       expect([200, 201]).toContain(again.status);
       expect(await stockOf(fresh, id)).toMatchObject({ reserved: quantity, available: 6 - quantity });
-      expect((await orderOf(fresh, again.body.reservationId as string)).body).toMatchObject({ status: 'CREATED', amount: 990 * quantity });
+      // The buyer can pay at once: the answer's order id opens its order (stored now, at its first use).
+      const opened = await json(await fresh.call(`/orders/${again.body.orderId as string}`, { headers: { authorization: `Bearer ${userToken(BUYER)}` } }));
+      expect([opened.status, opened.body.status, opened.body.amount]).toEqual([200, 'CREATED', 990 * quantity]);
+      expect((await orderOf(fresh, again.body.reservationId as string)).body).toMatchObject({ orderId: again.body.orderId, status: 'CREATED' });
       const cancel = await json(
         await fresh.call(`/seckill/reservations/${again.body.reservationId as string}`, {
           method: 'DELETE',

@@ -60,29 +60,67 @@ const orderStatus = async (orderId: string) => (await kit.orders.findById(orderI
 /** Pays, answering the plan's status or the refusal's code. */
 const tryPay = (payer: string, orderId: string, amount: number) => kit.pay(payer, orderId, amount).catch((e: { code?: string }) => e.code ?? 'ERROR');
 
-describe('order creation failing after the script', () => {
-  it.each([
-    ['Redis unavailable', 503, () => new RedisUnavailableError()],
-    ['any other failure', 500, () => new Error('orders exploded')],
-  ])('%s: the answer is the error (%i) and the units are back in stock at once', async (_what, status, error) => {
+describe("a reservation's order: stored at its first use", () => {
+  it('answered with the reservation, stored when its buyer first opens it, with the reservation’s times; a failing store is the error, retried', async () => {
+    const id = await sale([{ productId: 'p', stock: 2 }]);
+    const created = await kit.metric('orders_created_total');
+    const r = await kit.reserve('acc_first', id, 'p', 1, 'req-first');
+    expect(r.status).toBe(201);
+    const orderId = r.body.orderId as string;
+    // Nothing of the order is written by the reservation: the reservation's record and the buyer's index name it.
+    expect(await kit.orders.findById(orderId)).toBeUndefined();
+    expect(await kit.metric('orders_created_total')).toBe(created);
+    expect((await kit.user('acc_first').get(`/seckill/reservations/${r.body.reservationId as string}`)).body.orderId).toBe(orderId);
+    // Storing it fails (Redis unavailable, then anything else): the error is the answer, nothing changes, and the
+    // next use stores it.
+    jest
+      .spyOn(OrdersService.prototype, 'createForBuyer')
+      .mockRejectedValueOnce(new RedisUnavailableError())
+      .mockRejectedValueOnce(new Error('orders exploded'));
+    expect((await kit.open('acc_first', orderId)).status).toBe(503);
+    expect((await kit.open('acc_first', orderId)).status).toBe(500);
+    expect(await kit.orders.findById(orderId)).toBeUndefined();
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 1 });
+    const opened = await kit.open('acc_first', orderId);
+    expect(opened.body).toMatchObject({ orderId, status: 'CREATED', amount: 990, expiresAt: r.body.expiresAt });
+    expect(await kit.metric('orders_created_total')).toBe(created + 1);
+    // It expires with its reservation (the reservation's due entry is its expiry): no expiry entry of its own.
+    expect(await kit.queue.get(EXPIRY_QUEUE, orderId)).toBeNull();
+    expect(await kit.pay('acc_first', orderId, 990)).toBe('PAID');
+    await waitState('acc_first', r.body.reservationId as string, 'SOLD');
+  });
+
+  it('paid at once from the answer, without opening it first: the plan stores it', async () => {
     const id = await sale([{ productId: 'p', stock: 1 }]);
-    const before = await kit.metrics();
-    jest.spyOn(OrdersService.prototype, 'createForBuyer').mockRejectedValueOnce(error());
-    const res = await kit.reserve('acc_fail', id, 'p', 1, 'req-f');
-    expect(res.status).toBe(status);
-    // At once: no wait before reading the stock.
-    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 0, sold: 0, returned: 1 });
-    const rsvId = await kit.reservationId(id, 'p', 'acc_fail', 'req-f');
-    const { keys } = await kit.shards(id, 'p');
-    expect(await kit.store.record(keys[0], rsvId)).toMatchObject({ s: 'RELEASED' });
-    // The order the release made sure of is closed: it can never be paid.
-    expect(await orderStatus(await orderIdOf(kit.orders, CREDS.merchantId, rsvId))).toBe('CLOSED');
-    expect(await tryPay('acc_fail', await orderIdOf(kit.orders, CREDS.merchantId, rsvId), 990)).not.toBe('PAID');
-    expect((await kit.metrics()).seckill_order_failures_total - (before.seckill_order_failures_total ?? 0)).toBe(1);
-    // Settled: nothing of it is left for the safety net.
-    expect(await dueOf(keys[0])).toEqual([]);
-    // Another buyer gets the unit.
-    expect((await kit.reserve('acc_next', id, 'p')).status).toBe(201);
+    const r = await kit.reserve('acc_quick', id, 'p');
+    expect(await kit.pay('acc_quick', r.body.orderId as string, 990)).toBe('PAID');
+    await waitState('acc_quick', r.body.reservationId as string, 'SOLD');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 0, sold: 1 });
+  });
+
+  it('another account, a made-up id and an id of another buyer’s reservation: 404, nothing stored', async () => {
+    const id = await sale([{ productId: 'p', stock: 2 }]);
+    const r = await kit.reserve('acc_mine', id, 'p');
+    const other = await kit.reserve('acc_yours', id, 'p');
+    for (const [account, orderId] of [
+      ['acc_yours', r.body.orderId],
+      ['acc_mine', other.body.orderId],
+      ['acc_mine', `${(r.body.orderId as string).slice(0, 12)}0123456789abcdef`],
+    ] as [string, string][]) {
+      expect((await kit.open(account, orderId)).status).toBe(404);
+      expect((await kit.user(account).post(`/orders/${orderId}/payment-plans`, { instructions: [{ method: 'quickpay', amount: 990 }] })).status).toBe(404);
+    }
+    expect(await kit.orders.findById(r.body.orderId as string)).toBeUndefined();
+    expect(await kit.orders.findById(other.body.orderId as string)).toBeUndefined();
+  });
+
+  it('a released reservation’s order is stored closed: opening it shows CLOSED, paying it is refused', async () => {
+    const id = await sale([{ productId: 'p', stock: 1 }]);
+    const r = await kit.reserve('acc_gone', id, 'p');
+    expect((await kit.user('acc_gone').delete(`/seckill/reservations/${r.body.reservationId as string}`)).body.state).toBe('RELEASED');
+    expect((await kit.open('acc_gone', r.body.orderId as string)).body).toMatchObject({ status: 'CLOSED' });
+    expect(await tryPay('acc_gone', r.body.orderId as string, 990)).not.toBe('PAID');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 0, sold: 0 });
   });
 });
 
@@ -296,7 +334,12 @@ describe('outcomes from order events', () => {
     const [paid, closed, expired] = await Promise.all(['acc_e1', 'acc_e2', 'acc_e3'].map((acc) => kit.reserve(acc, id, 'p')));
     expect([paid.status, closed.status, expired.status]).toEqual([201, 201, 201]);
     // The order expires with its reservation, and its expiry is the reservation's due entry: no entry of its own.
-    for (const r of [paid, closed, expired]) {
+    for (const [r, account] of [
+      [paid, 'acc_e1'],
+      [closed, 'acc_e2'],
+      [expired, 'acc_e3'],
+    ] as const) {
+      expect((await kit.open(account, r.body.orderId)).status).toBe(200);
       expect((await kit.orders.findById(r.body.orderId))?.expiresAt).toBe(Date.parse(r.body.expiresAt));
       expect(await kit.queue.get(EXPIRY_QUEUE, r.body.orderId)).toBeNull();
     }
@@ -319,6 +362,7 @@ describe('outcomes from order events', () => {
     const id = await sale([{ productId: 'p', stock: 2 }]);
     const r = await kit.reserve('acc_dup', id, 'p');
     const rsvId = r.body.reservationId as string;
+    expect((await kit.open('acc_dup', r.body.orderId)).status).toBe(200);
     await kit.orders.close(CREDS.merchantId, rsvId);
     await waitState('acc_dup', rsvId, 'RELEASED');
     const base: OrderEvent = {
@@ -402,7 +446,8 @@ describe('outcomes from order events', () => {
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 1, sold: 0 });
     const after = await kit.metrics();
     expect((after.seckill_released_total ?? 0) - (before.seckill_released_total ?? 0)).toBe(0);
-    expect(await orderStatus(r.body.orderId)).toBe('CREATED');
+    // The reservation's own order is untouched by all that: stored at its first use, as created.
+    expect((await kit.open('acc_x', r.body.orderId)).body.status).toBe('CREATED');
   });
 
   it('a fall-over reservation that is paid keeps counting against the per-user limit after a cancel attempt', async () => {

@@ -80,6 +80,12 @@ export function seckillKit(t: TestApp) {
     reserve: (account: string, activity: string, productId: string, quantity = 1, requestId = `r-${++seq}`) =>
       kit.user(account).post(`/seckill/activities/${activity}/products/${productId}/reservations`, { quantity, requestId }),
 
+    /**
+     * The buyer opens the reservation's order at checkout (GET /orders/{orderId}), which stores it when it is still
+     * pending (a reservation's order is stored on first use or at its close); resolves with the checkout's answer.
+     */
+    open: (account: string, orderId: string) => kit.user(account).get(`/orders/${orderId}`),
+
     /** Each product's live counts, from the ops endpoint. */
     async stock(activity: string) {
       const res = await kit.admin().get(`/admin/seckill/activities/${activity}`);

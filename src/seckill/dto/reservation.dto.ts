@@ -68,7 +68,11 @@ export class ReservationDto {
   @ApiProperty({ example: 1 }) quantity!: number;
   @ApiProperty({ example: 990, description: 'Minor units: price × quantity' }) amount!: number;
   @ApiProperty({ example: 'CNY' }) currency!: string;
-  @ApiProperty({ example: 'ord_3f9a0c1b2d4e5f60718293a4', description: 'Pay it with the payment-plan endpoints' }) orderId!: string;
+  @ApiProperty({
+    example: 'ord_3f9a0c1b2d4e5f60718293a4',
+    description: 'Its order: open it (GET /orders/{orderId}) or pay it with the payment-plan endpoints at once',
+  })
+  orderId!: string;
   @ApiProperty({ enum: ['RESERVED', 'SOLD', 'RELEASED'], example: 'RESERVED' }) state!: string;
   @ApiProperty({ example: '2026-11-25T02:15:00.000Z', description: 'Unpaid by then, the reservation is released' }) expiresAt!: string;
   @ApiProperty({ example: '2026-11-25T02:00:00.000Z' }) createdAt!: string;

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { ORDER_ID_RE } from '../kernel/ids';
+import { OrdersStore, type Snapshot } from './orders.store';
+
+/**
+ * A module whose own records stand for orders until they are touched: its record carries the order's id (answered to
+ * the payer already) and everything the order is made of, and the order is stored the first time its payer opens or
+ * pays it, or when the module closes it.
+ */
+export interface PendingOrderSource {
+  /**
+   * Stores the order `orderId` when this source stands for it and `accountId` is its payer (idempotent: an order stored
+   * already is left as it is). True when the order is stored now; false when the source knows no such order.
+   */
+  storePending(accountId: string, orderId: string): Promise<boolean>;
+}
+
+/**
+ * The registry of pending-order sources, and the payer's read of an order that stores a pending one first: checkout
+ * and plan creation read through it, so an order answered by another module can be paid at once.
+ */
+@Injectable()
+export class PendingOrders {
+  private readonly sources: PendingOrderSource[] = [];
+
+  constructor(private readonly orders: OrdersStore) {}
+
+  register(source: PendingOrderSource): void {
+    this.sources.push(source);
+  }
+
+  /** The order as `accountId` (its payer) reads it: a pending order is stored first. With the Redis clock at the read. */
+  async readForPayer(accountId: string, orderId: string): Promise<Snapshot> {
+    const r = await this.orders.read(orderId);
+    if (r.order || !ORDER_ID_RE.test(orderId)) return r;
+    for (const source of this.sources) if (await source.storePending(accountId, orderId)) return this.orders.read(orderId);
+    return r;
+  }
+}
