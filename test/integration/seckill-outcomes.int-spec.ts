@@ -114,6 +114,21 @@ describe("a reservation's order: stored at its first use", () => {
     expect(await kit.orders.findById(other.body.orderId as string)).toBeUndefined();
   });
 
+  it('left alone, never opened: the safety net stores its order closed when the reservation expires, under the answered id, and it can never be paid', async () => {
+    const id = await sale([{ productId: 'p', stock: 1 }]);
+    const { keys } = await kit.shards(id, 'p');
+    const r = await kit.reserve('acc_idle', id, 'p');
+    const orderId = r.body.orderId as string;
+    expect(await kit.orders.findById(orderId)).toBeUndefined();
+    await dueNow(keys[0], r.body.reservationId as string);
+    await waitState('acc_idle', r.body.reservationId as string, 'RELEASED');
+    // One order for the reservation: the answered id, found by its number as well; stored closed, never payable.
+    expect(await kit.orders.findById(orderId)).toMatchObject({ status: 'CLOSED', merchantOrderNo: r.body.reservationId });
+    expect(await orderIdOf(kit.orders, CREDS.merchantId, r.body.reservationId as string)).toBe(orderId);
+    expect(await tryPay('acc_idle', orderId, 990)).not.toBe('PAID');
+    expect((await kit.stock(id)).get('p')).toMatchObject({ available: 1, reserved: 0, sold: 0, returned: 1 });
+  });
+
   it('a released reservation’s order is stored closed: opening it shows CLOSED, paying it is refused', async () => {
     const id = await sale([{ productId: 'p', stock: 1 }]);
     const r = await kit.reserve('acc_gone', id, 'p');
