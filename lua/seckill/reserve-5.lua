@@ -47,7 +47,7 @@
   ARGV[9]  the order id to record on a new reservation ('' for none); a fresh attempt keeps the one recorded before
 
   Returns: {outcome, detail...}
-    {'RESERVED', expiresAt, available left here}   taken here, whole
+    {'RESERVED', expiresAt, available left here, order id recorded ('' for none)}   taken here, whole
     {'EXISTING', record JSON}                      this reservation exists here (nothing changed)
     {'CLAIM', record JSON}                         claimed now: the master record; take the rest on its shards
     {'CLAIMED', units, record JSON or ''}          claimed by an earlier call: the master record ('' when it was
@@ -101,7 +101,7 @@ if available >= qty then
   local rec = takeStock(st, stockKey, rsvKey, dueKey, rsvId, account, qty, now + payWindowMs, st.shard, now, orderId)
   redis.call('HINCRBY', holdsKey, account, qty)
   expireWith(st.expireAt, holdsKey)
-  return {'RESERVED', rec.e, available - qty}
+  return {'RESERVED', rec.e, available - qty, rec.o or ''}
 end
 if not canFallOver then return {'SOLD_OUT', available} end
 if plan == '' then return {'SHORT', available} end

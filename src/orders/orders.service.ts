@@ -114,17 +114,6 @@ export class OrdersService {
     return { order: orderView(order), created };
   }
 
-  /**
-   * As createForBuyer with `closedBy`, for a caller that expects the order to exist (it is closing it): looked up
-   * first (its number, then the order), made only when missing. Another payload under the number: ORDER_NO_REUSED.
-   */
-  async ensureForBuyer(command: CreateOrderForBuyerCommand, closedBy: CallerExpiry): Promise<{ order: OrderView; created: boolean }> {
-    const { order } = await this.store.read(await this.store.orderIdOf(command));
-    if (!order || order.merchantId !== command.merchantId || order.merchantOrderNo !== command.merchantOrderNo) return this.createForBuyer(command, closedBy);
-    if (order.fingerprint !== fingerprintOf(command)) throw numberReused(command);
-    return { order: orderView(order), created: false };
-  }
-
   /** For other modules, in process: the order by id, with no merchant or account scope; undefined when there is none (a malformed id included). */
   async findById(orderId: string): Promise<OrderView | undefined> {
     if (!ORDER_ID_RE.test(orderId)) return undefined;

@@ -10,9 +10,10 @@ import { OrdersStore, type Snapshot } from './orders.store';
 export interface PendingOrderSource {
   /**
    * Stores the order `orderId` when this source stands for it and `accountId` is its payer (idempotent: an order stored
-   * already is left as it is). True when the order is stored now; false when the source knows no such order.
+   * already is left as it is). Answers the id of the order stored for it (another id only when an order of the same
+   * number was stored under another id, by an earlier version); undefined when the source knows no such order.
    */
-  storePending(accountId: string, orderId: string): Promise<boolean>;
+  storePending(accountId: string, orderId: string): Promise<string | undefined>;
 }
 
 /**
@@ -33,7 +34,10 @@ export class PendingOrders {
   async readForPayer(accountId: string, orderId: string): Promise<Snapshot> {
     const r = await this.orders.read(orderId);
     if (r.order || !ORDER_ID_RE.test(orderId)) return r;
-    for (const source of this.sources) if (await source.storePending(accountId, orderId)) return this.orders.read(orderId);
+    for (const source of this.sources) {
+      const stored = await source.storePending(accountId, orderId);
+      if (stored) return this.orders.read(stored);
+    }
     return r;
   }
 }

@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { DurabilityClass } from '../config/app-config';
 import type Redis from 'ioredis';
 import { ConfigError } from '../config/config-error';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
@@ -168,6 +169,18 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
       if (err) throw err;
       if (sha !== defs[i].sha) throw new Error(`script ${defs[i].id} loaded with sha ${String(sha)}, expected ${defs[i].sha}`);
     });
+  }
+
+  /**
+   * Makes a durable write done with plain commands (no script) wait for its replicas, as a durable script's reply
+   * does: resolves once the replicas of class `durable` have every write made so far on the node of `key`
+   * (WriteUnconfirmedError when too few confirm in time), at once when that class waits for none. `label` names the
+   * write in durability_unconfirmed_writes_total.
+   */
+  confirmWrite(label: string, key: string, durable: DurabilityClass): Promise<void> {
+    const replicas = this.redis.config.durability.replicas[durable];
+    if (!replicas || !this.replicaWait) return Promise.resolve();
+    return this.replicaWait.confirm(label, key, replicas, undefined);
   }
 
   /**

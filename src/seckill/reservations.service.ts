@@ -156,22 +156,22 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
   /**
    * The pending order of one of the buyer's reservations (its id was answered with the reservation), stored when the
    * buyer first opens or pays it: only while the reservation is held; a settled reservation's order was stored when it
-   * was settled (closed before its units went back, or paid).
+   * was settled (closed before its units went back, or paid). Answers the stored order's id.
    */
-  async storePending(accountId: string, orderId: string): Promise<boolean> {
-    const rsvId = await this.store.reservationOfOrder(accountId, orderId);
-    const found = rsvId ? await this.find(accountId, rsvId) : null;
-    if (!rsvId || found?.record.o !== orderId || found.record.s !== 'RESERVED') return false;
+  async storePending(accountId: string, orderId: string): Promise<string | undefined> {
+    const indexed = await this.store.reservationOfOrder(accountId, orderId);
+    if (!indexed) return undefined;
+    const { rsvId, loc } = indexed;
+    const found = await this.found(loc, rsvId);
+    if (found?.record.o !== orderId || found.record.s !== 'RESERVED') return undefined;
     try {
-      await this.storeOrder(found.a, found.p, rsvId, found.record);
-      return true;
+      return (await this.storeOrder(found.a, found.p, rsvId, found.record)).order.orderId;
     } catch (err) {
       if ((err as DomainError).code !== ORDER_NUMBER_TAKEN) throw err;
       // An order an earlier version let the merchant number as this reservation holds the number: this reservation's
       // order can never be stored, so nothing could pay it; its units go back now rather than at its expiry.
-      const loc = await this.store.locate(accountId, rsvId);
-      if (loc) await this.settle(accountId, rsvId, loc, 'close');
-      return false;
+      await this.settle(accountId, rsvId, loc, 'close');
+      return undefined;
     }
   }
 
@@ -363,7 +363,8 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
   ): Promise<{ record: ReservationRecord; created: boolean } | null> {
     switch (r.outcome) {
       case 'RESERVED':
-        return { record: { ...recordOf(cmd, r.expiresAt, loc.home, args.payWindowMs), o: args.orderId }, created: true };
+        // The id the script recorded: this request's, or the one an earlier attempt under the same id recorded.
+        return { record: { ...recordOf(cmd, r.expiresAt, loc.home, args.payWindowMs), ...(r.orderId ? { o: r.orderId } : {}) }, created: true };
       case 'EXISTING':
         return { record: r.record, created: false };
       case 'SHORT':
@@ -479,7 +480,11 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
 
   private async find(accountId: string, rsvId: string) {
     const loc = await this.store.locate(accountId, rsvId);
-    if (!loc) return null;
+    return loc ? this.found(loc, rsvId) : null;
+  }
+
+  /** The reservation at `loc` with its activity and product, or null. */
+  private async found(loc: ReservationLocation, rsvId: string) {
     const a = await this.catalog.get(loc.activityId);
     const p = a?.productsById.get(loc.productId);
     const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
@@ -487,8 +492,8 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
   }
 
   /**
-   * Stores the reservation's order unless it is stored already (looked up by its number first). It takes the id the
-   * reservation recorded, expires with the reservation (the record's times) and gets no expiry entry of its own: the
+   * Stores the reservation's order unless it is stored already (create-4 finds it by its number and answers it). It
+   * takes the id the reservation recorded, expires with the reservation (the record's times) and gets no expiry entry of its own: the
    * reservation's due entry, written with its units, is its expiry (the safety net's sweep closes it).
    */
   private storeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<{ order: OrderView; created: boolean }> {
@@ -501,7 +506,7 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
       expireMinutes: a.payWindowMinutes,
       payerAccountId: r.a,
     };
-    return this.orders.ensureForBuyer(command, { createdAt: r.c, expiresAt: r.e, ...(r.o ? { orderId: r.o } : {}) });
+    return this.orders.createForBuyer(command, { createdAt: r.c, expiresAt: r.e, ...(r.o ? { orderId: r.o } : {}) });
   }
 
   /** The id of the reservation's order: recorded with it (looked up by its number for a reservation made before that). */
@@ -511,7 +516,7 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
 
   /** Makes sure the reservation's order can no longer be paid: created if missing, then closed. Answers PAID or CLOSED. */
   private async closeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<'PAID' | 'CLOSED'> {
-    // Most often the order exists (the reservation expired unpaid): looked up before anything is written.
+    // Most often the order is not stored yet (the reservation expired never opened): stored now, then closed.
     const made = await this.storeOrder(a, p, rsvId, r).catch((err: DomainError) => {
       if (err.code !== ORDER_NUMBER_TAKEN) throw err;
       // The merchant's own order holds the reservation's number (another payload): the reservation has no order and

@@ -7,7 +7,7 @@ import type { ActivityRecord, ProductRecord, ReservationLocation, ReservationRec
 
 /** What reserve-5.lua answered. */
 export type ReserveReply =
-  | { outcome: 'RESERVED'; expiresAt: number; left: number }
+  | { outcome: 'RESERVED'; expiresAt: number; left: number; orderId: string }
   | { outcome: 'EXISTING' | 'CLAIM'; record: ReservationRecord }
   | { outcome: 'CLAIMED'; units: number; record: ReservationRecord | null }
   | { outcome: 'SHORT' | 'SOLD_OUT'; available: number }
@@ -255,18 +255,24 @@ export class SeckillStore {
     return raw ? (JSON.parse(raw) as ReservationLocation) : null;
   }
 
-  /** The buyer's reservation whose order is `orderId` (the index's entry for it), or null. */
-  async reservationOfOrder(accountId: string, orderId: string): Promise<string | null> {
-    return this.redis.command((c) => c.hget(buyerIndexKey(this.keys, accountId), orderField(orderId)));
+  /** The buyer's reservation whose order is `orderId`, with where it is (the index's entry for the order), or null. */
+  async reservationOfOrder(accountId: string, orderId: string): Promise<{ rsvId: string; loc: ReservationLocation } | null> {
+    const raw = await this.redis.command((c) => c.hget(buyerIndexKey(this.keys, accountId), orderField(orderId)));
+    if (!raw) return null;
+    const { r, ...loc } = JSON.parse(raw) as ReservationLocation & { r: string };
+    return { rsvId: r, loc };
   }
 
   /**
    * Indexes the buyer's reservation: where it is, and (`orderId`) which of the buyer's reservations its order belongs
-   * to, so that the order can be stored when the buyer first opens or pays it.
+   * to, with where that is, so that the order can be stored when the buyer first opens or pays it. A durable write
+   * (money): with replicas configured it is acknowledged once they have it, as the reserve script is, since the order
+   * id answered after it is found through it.
    */
   async remember(accountId: string, rsvId: string, at: ReservationLocation, keepUntil: number, orderId?: string): Promise<void> {
     const k = buyerIndexKey(this.keys, accountId);
-    const fields = orderId ? [rsvId, JSON.stringify(at), orderField(orderId), rsvId] : [rsvId, JSON.stringify(at)];
+    const where = JSON.stringify(at);
+    const fields = orderId ? [rsvId, where, orderField(orderId), JSON.stringify({ r: rsvId, ...at })] : [rsvId, where];
     // One round trip: the three are written together on the one command connection, and Redis runs them in that
     // order (the same key, so the same node on a cluster): the HSET makes the key before its expiry is set.
     // NX gives a new index its expiry (GT alone never does: a key without one counts as never expiring); GT only ever
@@ -276,6 +282,7 @@ export class SeckillStore {
       this.redis.command((c) => c.pexpireat(k, keepUntil, 'NX')),
       this.redis.command((c) => c.pexpireat(k, keepUntil, 'GT')),
     ]);
+    await this.scripts.confirmWrite('seckill/buyer-index', k, 'money');
   }
 
   /** The buyer's reservations with where they are (of one activity, when given: chosen before the limit), newest first, at most `limit`. */
@@ -290,7 +297,7 @@ export class SeckillStore {
   }
 }
 
-/** The buyer index's field of an order id (its value: the reservation's id); reservation ids never start so. */
+/** The buyer index's field of an order id (its value: the reservation's id and location); reservation ids never start so. */
 const ORDER_FIELD = 'o:';
 const orderField = (orderId: string) => `${ORDER_FIELD}${orderId}`;
 
@@ -299,7 +306,7 @@ function decodeReserve(r: [string, ...(string | number)[]]): ReserveReply | Take
   const [outcome, a, b] = r;
   switch (outcome) {
     case 'RESERVED':
-      return { outcome, expiresAt: Number(a), left: Number(b) };
+      return { outcome, expiresAt: Number(a), left: Number(b), orderId: String(r[3] ?? '') };
     case 'TAKEN':
       return { outcome, units: Number(a), left: Number(b) };
     case 'EXISTING':

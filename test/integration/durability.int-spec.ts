@@ -5,7 +5,8 @@ import { ConfigError } from '../../src/config/config-error';
 import { RedisProcess, rawConnection, waitUntil, withConnection } from '../harness/redis-process';
 import { RedisSentinelHandle, startRedisSentinel } from '../harness/redis-sentinel';
 import { startRedisServer } from '../harness/redis-server';
-import { CREDS, merchantHeaders, startTestApp, TestApp } from '../support/test-app';
+import { activityBody, activityId } from '../support/seckill';
+import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
 
 const TIMEOUT_MS = 300;
 /** What a WRITE_UNCONFIRMED may take beyond its WAIT timeout(s): the script, the HTTP round trip, a loaded machine. */
@@ -106,6 +107,26 @@ describe('durable writes under Sentinel (master + one replica)', () => {
     // What WAIT confirmed is on the replica already, no waiting.
     const onReplica = await withConnection(s.replica, (c) => c.keys(`*${order.body.orderId}*`));
     expect(onReplica.length).toBeGreaterThan(0);
+  });
+
+  it('with DURABILITY_REPLICAS=1, a flash-sale reservation is acknowledged after its units and then its buyer index (which finds its order) are on the replica', async () => {
+    const id = activityId('dur');
+    const created = await request(durable.server)
+      .post('/admin/seckill/activities')
+      .set({ 'x-admin-key': CREDS.adminKey })
+      .send(activityBody(id, [{ productId: 'p', stock: 2 }]));
+    expect(created.status).toBe(201);
+    const before = await waitCalls(s.master);
+    const r = await request(durable.server)
+      .post(`/seckill/activities/${id}/products/p/reservations`)
+      .set('authorization', `Bearer ${userToken('acc_dur_rsv')}`)
+      .send({ quantity: 1, requestId: 'dur-1' });
+    expect(r.status).toBe(201);
+    // One WAIT after the reserve script, one after the buyer index: the answered order id can be found on the replica.
+    expect(await waitCalls(s.master)).toBe(before + 2);
+    const index = await withConnection(s.replica, (c) => c.keys('*seckill:{u:acc_dur_rsv}:reservations'));
+    expect(index).toHaveLength(1);
+    expect(await withConnection(s.replica, (c) => c.hexists(index[0], `o:${r.body.orderId as string}`))).toBe(1);
   });
 
   it('with DURABILITY_REPLICAS=0, sends no WAIT', async () => {

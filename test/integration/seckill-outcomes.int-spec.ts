@@ -1,4 +1,6 @@
 import { EXPIRY_QUEUE } from '../../src/orders/order-queues';
+import { newOrderId } from '../../src/orders/order-keys';
+import { productTopic } from '../../src/seckill/sold-out-memory';
 import { homeOf } from '../../src/sharded-pool/home';
 import type { OrderEvent } from '../../src/orders/order-event';
 import { OrdersService } from '../../src/orders/orders.service';
@@ -96,6 +98,38 @@ describe("a reservation's order: stored at its first use", () => {
     expect(await kit.pay('acc_quick', r.body.orderId as string, 990)).toBe('PAID');
     await waitState('acc_quick', r.body.reservationId as string, 'SOLD');
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 0, reserved: 0, sold: 1 });
+  });
+
+  it('a request made again after its earlier attempt over several shards was given back: the answer, the record and the index name one order id, which opens', async () => {
+    const id = await sale([{ productId: 'p', stock: 4, shards: 2 }], { perUserLimit: 10 });
+    const { keys } = await kit.shards(id, 'p');
+    const buyer = 'acc_renew';
+    const h = homeOf(buyer, 'p', 2);
+    const topic = productTopic(id, 'p');
+    const rsvId = await kit.reservationId(id, 'p', buyer, 'req-renew');
+    const [atHome] = await kit.store.availableOn([keys[h]]);
+    // Another buyer holds a unit of the home shard, so the request is claimed over both shards (order id X) ...
+    const other = await kit.reservationId(id, 'p', 'acc_other', 'x');
+    const base = { eligible: true, payWindowMs: 60_000 };
+    expect((await kit.store.reserve(keys[h], { ...base, rsvId: other, account: 'acc_other', qty: 1, canFallOver: false })).outcome).toBe('RESERVED');
+    const X = newOrderId(CREDS.merchantId, rsvId);
+    expect((await kit.store.reserve(keys[h], { ...base, rsvId, account: buyer, qty: atHome, canFallOver: true, plan: [1 - h], orderId: X })).outcome).toBe(
+      'CLAIM',
+    );
+    // ... its parts fall short and are given back, as takeParts does; then the home shard has the quantity again.
+    await kit.store.release(keys[1 - h], rsvId, buyer, topic, true);
+    await kit.store.release(keys[h], rsvId, buyer, topic, true);
+    expect((await kit.store.record(keys[h], rsvId))?.f).toBe(1);
+    await kit.store.release(keys[h], other, 'acc_other', topic);
+    // The client makes the request again: a fresh attempt taken whole on the home shard.
+    const r = await kit.reserve(buyer, id, 'p', atHome, 'req-renew');
+    expect(r.status).toBe(201);
+    const recorded = (await kit.store.record(keys[h], rsvId))?.o;
+    expect({ answered: r.body.orderId, listed: (await kit.user(buyer).get(`/seckill/reservations/${rsvId}`)).body.orderId }).toEqual({
+      answered: recorded,
+      listed: recorded,
+    });
+    expect((await kit.open(buyer, r.body.orderId as string)).body).toMatchObject({ orderId: recorded, status: 'CREATED' });
   });
 
   it('another account, a made-up id and an id of another buyer’s reservation: 404, nothing stored', async () => {
