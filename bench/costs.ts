@@ -34,6 +34,7 @@ import { join, resolve } from 'node:path';
 import type { AppConfig } from '../src/config/app-config';
 import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/orders/order-keys';
 import { KeyBuilder } from '../src/redis/key-builder';
+import { buyerIndexKey } from '../src/seckill/seckill-keys';
 import { loadAllScripts } from '../src/scripts/script-loader';
 import { benchWorkDir } from './lib/cleanup';
 import { type CommandStat, redisSnapshot, statsDelta } from './lib/command-stats';
@@ -51,7 +52,7 @@ import { createRain, reconciliation } from './red-envelopes';
 import { createActivity } from './seckill';
 
 const NAME = 'costs';
-const OPS = ['reserve', 'grab', 'listing', 'pay', 'write', 'pull'] as const;
+const OPS = ['reserve', 'open', 'reopen', 'grab', 'listing', 'pay', 'write', 'pull'] as const;
 type Op = (typeof OPS)[number];
 const PREFIX = 'rpco';
 const CONNECTIONS = 100;
@@ -100,6 +101,7 @@ function parseOptions(args: string[]): Options {
     else if (a === '--only') {
       o.ops = (args[++i] ?? '').split(',').filter(Boolean) as Op[];
       if (o.ops.length === 0 || o.ops.some((x) => !OPS.includes(x))) throw new Error(`--only takes a comma-separated list of ${OPS.join(', ')}`);
+      if (o.ops.includes('reopen') && !o.ops.includes('open')) throw new Error('--only: reopen opens the orders open stored, so it needs open too');
     } else throw new Error(`unknown option ${a} (known: --quick, --only ${OPS.join(',')}, --service DIR/dist, --duration S, --drain-timeout S, --no-pin)`);
   }
   return o;
@@ -339,9 +341,43 @@ interface Fixtures {
   plans: { service: { planId: string; payer: number }[]; floor: { planId: string; payer: number }[] };
   payers: string[];
   readers: string[];
+  /** Reservations whose order has not been used yet: its id and its buyer's bearer token. */
+  opens: { orderId: string; token: string }[];
 }
 
-async function fixtures(c: Ctx, svc: Service, payCount: number): Promise<Fixtures> {
+/**
+ * `n` reservations of the product `open` by new buyers through the service, and the order id each was answered (read
+ * from the buyer's index): orders not stored yet, for the first-use row.
+ */
+async function makeReservations(port: number, conn: Redis, activity: string, n: number, tag: string): Promise<{ orderId: string; token: string }[]> {
+  const keys = new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig);
+  const buyers = Array.from({ length: Math.ceil(n * 1.05) }, (_, i) => `op-${tag}-${i}`);
+  const tokens = bearerTokens(buyers);
+  let k = 0;
+  await runLoad({
+    url: `http://127.0.0.1:${port}`,
+    connections: 50,
+    durationS: 600,
+    amount: buyers.length,
+    requests: () => ({
+      method: 'POST',
+      path: `/seckill/activities/${activity}/products/open/reservations`,
+      headers: { 'content-type': 'application/json', authorization: tokens[k++] },
+      body: JSON.stringify({ quantity: 1, requestId: 'open' }),
+    }),
+  });
+  const pipeline = conn.pipeline();
+  for (const b of buyers) pipeline.hgetall(buyerIndexKey(keys, b));
+  const indexes = ((await pipeline.exec()) ?? []).map(([, v]) => (v ?? {}) as Record<string, string>);
+  const made = indexes.flatMap((index, i) => {
+    const field = Object.keys(index).find((x) => x.startsWith('o:'));
+    return field ? [{ orderId: field.slice(2), token: tokens[i] }] : [];
+  });
+  if (made.length < n) throw new Error(`only ${made.length} of ${n} reservations for open could be made`);
+  return made.slice(0, n);
+}
+
+async function fixtures(c: Ctx, svc: Service, payCount: number, openCount: number): Promise<Fixtures> {
   const tag = Date.now().toString(36);
   const f: Fixtures = {
     activity: `a${tag}`,
@@ -350,10 +386,16 @@ async function fixtures(c: Ctx, svc: Service, payCount: number): Promise<Fixture
     plans: { service: [], floor: [] },
     payers: Array.from({ length: 1000 }, (_, i) => `payer-${i}`),
     readers: Array.from({ length: CONNECTIONS }, (_, i) => `reader-${tag}-${i}`),
+    opens: [],
   };
   const ops = new Set(c.o.ops);
-  if (ops.has('reserve') || ops.has('listing'))
-    await createActivity(svc.port, f.activity, [{ productId: 'hot', stock: 10_000_000 }, ...LISTED.map((productId) => ({ productId, stock: 1000 }))]);
+  if (ops.has('reserve') || ops.has('listing') || ops.has('open') || ops.has('reopen'))
+    await createActivity(svc.port, f.activity, [
+      { productId: 'hot', stock: 10_000_000 },
+      { productId: 'open', stock: 10_000_000 },
+      ...LISTED.map((productId) => ({ productId, stock: 1000 })),
+    ]);
+  if (ops.has('open') || ops.has('reopen')) f.opens = await makeReservations(svc.port, c.conn, f.activity, openCount, tag);
   if (ops.has('grab')) await createRain(svc.port, f.rain, c.o.quick ? 200_000 : 600_000);
   if (ops.has('pay')) {
     f.plans.service = await makePlans(svc.port, c.conn, payCount, f.payers, `cs${tag}`);
@@ -408,6 +450,12 @@ function requestsOf(op: Op, f: Fixtures, floor: boolean, script = false): () => 
               body: JSON.stringify({ quantity: 1, requestId: `r${i}` }),
             };
       };
+    case 'open':
+    case 'reopen':
+      return (): LoadRequest => {
+        const o = f.opens[Math.min(n++, f.opens.length - 1)];
+        return { method: 'GET', path: `/orders/${o.orderId}`, headers: { authorization: o.token } };
+      };
     case 'grab':
       return () => ({ method: 'POST', path: floor ? `/grab/${f.rain}` : `/red-envelopes/activities/${f.rain}/grab`, headers: { authorization: newUser() } });
     case 'listing':
@@ -447,6 +495,8 @@ const FLOOR_ROWS: Record<Op, { server: FloorServer; target: Target; label: strin
     { server: 'red-envelopes-credit', target: 'floor', label: 'floor: same work (JWT check, grab script, its credit and settle inline)' },
     { server: 'red-envelopes', target: 'script', label: 'grab script alone (grab-6.lua; with the JWT check, no credit)' },
   ],
+  open: [],
+  reopen: [],
   listing: [{ server: 'seckill', target: 'floor', label: 'floor: GET of the cached page' }],
   pay: [{ server: 'pay', target: 'floor', label: 'floor: the same thirteen scripts (bench/pay-floor-server.ts)' }],
   write: [{ server: 'messages', target: 'floor', label: "floor: the service's MessagesService.write on bare Fastify" }],
@@ -491,6 +541,8 @@ async function startFloors(c: Ctx, dist: string, needed: Set<FloorServer>): Prom
 
 const OP_LABEL: Record<Op, string> = {
   reserve: 'seckill reserve',
+  open: 'first use of a reservation’s order (GET /orders/{orderId} by its buyer, each request another order)',
+  reopen: 'checkout of a stored order (the same orders opened again)',
   grab: 'red-envelope grab (its credit included)',
   listing: 'seckill listing (cache hits)',
   pay: 'pay (POST /payment-plans/{planId}/pay)',
@@ -540,6 +592,29 @@ function goalFigures(rows: Row[]): GoalFigure[] {
   const redisGoal = (op: Op, goal: string, limit: number) => figure(op, 'redis', goal, rowOf(rows, op, 'service'), rowOf(rows, op, 'script'), limit);
   redisGoal('reserve', 'Redis CPU per reservation (its background included) ÷ the reserve script alone', GOAL.reserveRedis);
   redisGoal('grab', 'Redis CPU per grab, its credit included ÷ the grab script alone', GOAL.grabRedis);
+  // A reservation's order is stored at its first use (or its close), not on the reservation's path. What that first
+  // use costs beyond a checkout of a stored order (open row less reopen row) is the reservation's, spent later.
+  const [reserved, opened, reopened, script] = [
+    rowOf(rows, 'reserve', 'service'),
+    rowOf(rows, 'open', 'service'),
+    rowOf(rows, 'reopen', 'service'),
+    rowOf(rows, 'reserve', 'script'),
+  ];
+  if (reserved && opened && reopened && script) {
+    const [a, b, s] = [total(reserved).redisUs, total(opened).redisUs - total(reopened).redisUs, total(script).redisUs];
+    out.push({
+      key: 'redis_reserve_with_order',
+      op: 'reserve',
+      kind: 'redis',
+      ratio: (a + b) / s,
+      line: {
+        goal: 'Redis CPU per reservation with its order stored at its first use (reserve row + what a first use costs beyond a checkout: open row less reopen row) ÷ the reserve script alone',
+        target: 'information',
+        measured: `${fmtNum((a + b) / s, 2)} ((${fmtNum(a, 0)} + ${fmtNum(b, 0)}) µs ÷ ${fmtNum(s, 0)} µs)`,
+        info: true,
+      },
+    });
+  }
   return out;
 }
 
@@ -692,8 +767,10 @@ export async function main(args: string[]): Promise<void> {
     if (split) pinProcess(split.server, svc.proc.pid);
     const payCount = o.quick ? 1500 : 6000;
     const pay = { warmAmount: Math.round(payCount / 6), amount: payCount - Math.round(payCount / 6) - SAMPLE };
+    const openCount = o.quick ? 6000 : 20000;
+    const open = { warmAmount: Math.round(openCount / 6), amount: openCount - Math.round(openCount / 6) - SAMPLE };
     const t0 = performance.now();
-    const f = await fixtures(c, svc, payCount);
+    const f = await fixtures(c, svc, payCount, openCount);
     console.log(`[bench] fixtures ready in ${fmtNum((performance.now() - t0) / 1000, 1)} s`);
     const floors = await startFloors(c, dist, new Set(o.ops.flatMap((op) => FLOOR_ROWS[op].map((x) => x.server))));
     // Only the server of the row being measured runs: the others are stopped (SIGSTOP). The service's rows come first,
@@ -713,7 +790,7 @@ export async function main(args: string[]): Promise<void> {
             url,
             pid: svc.proc.pid,
             requests: requestsOf(op, f, false),
-            ...(op === 'pay' ? pay : {}),
+            ...(op === 'pay' ? pay : op === 'open' || op === 'reopen' ? open : {}),
           }),
         );
       for (const op of o.ops)
@@ -764,6 +841,11 @@ export async function main(args: string[]): Promise<void> {
     '- Other jobs: CPU the rest of the machine used during the load (machine busy time less the server, Redis and the load generator), in cores: ' +
       'where it is high, the row shared its CPUs and its µs run high.',
     `- Sent per request: MONITOR over ${SAMPLE} more requests (20 connections) and their drain, top-level calls only (scripts by id).`,
+    "- open: a reservation's order is not written on the reservation's path; it is stored at its first use (the buyer's checkout or first plan) or " +
+      'when the reservation is released. The open row measures that first use: reservations made through the service before the rows (product ' +
+      '`open`, new buyers), then each request opens another one of their orders, a fixed number like pay. Its Redis time belongs to the ' +
+      'reservation it was answered with, spent later. The reopen row opens the same orders again (stored now): a checkout as any. ' +
+      'The information line adds what a first use costs beyond that checkout (open less reopen) to the reserve row.',
     '',
   ];
   const standard = args.length === 0;

@@ -182,7 +182,7 @@ export class OrdersService {
 
   /** The order as an app user sees it at checkout; bound to another account: 404. */
   async checkout(accountId: string, orderId: string): Promise<CheckoutOrderDto> {
-    const { order } = await this.pending.readForPayer(accountId, orderId);
+    const order = await this.pending.readForPayer(accountId, orderId);
     if (!payableBy(order, accountId)) throw orderNotFound();
     return checkoutView(order);
   }

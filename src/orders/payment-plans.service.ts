@@ -47,9 +47,9 @@ export class PaymentPlansService {
   async create({ accountId, orderId, instructions: input }: CreatePlanCommand): Promise<{ plan: PlanRecord; created: boolean }> {
     // A pending order (answered by another module, not stored yet) is stored here: its payer can pay it at once.
     const pre = await this.pending.readForPayer(accountId, orderId);
-    if (!payableBy(pre.order, accountId)) throw orderNotFound();
+    if (!payableBy(pre, accountId)) throw orderNotFound();
     const sum = input.reduce((s, i) => s + i.amount, 0);
-    if (sum !== pre.order.amount) throw invalidField('instructions', `amounts add up to ${sum}, the order amount is ${pre.order.amount}`);
+    if (sum !== pre.amount) throw invalidField('instructions', `amounts add up to ${sum}, the order amount is ${pre.amount}`);
     const fingerprint = createHash('sha256')
       .update(JSON.stringify(input.map((i) => [i.method, i.amount])))
       .digest('hex');

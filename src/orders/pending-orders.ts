@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ORDER_ID_RE } from '../kernel/ids';
-import { OrdersStore, type Snapshot } from './orders.store';
+import type { OrderRecord } from './order.types';
+import { OrdersStore } from './orders.store';
 
 /**
  * A module whose own records stand for orders until they are touched: its record carries the order's id (answered to
@@ -30,14 +31,17 @@ export class PendingOrders {
     this.sources.push(source);
   }
 
-  /** The order as `accountId` (its payer) reads it: a pending order is stored first. With the Redis clock at the read. */
-  async readForPayer(accountId: string, orderId: string): Promise<Snapshot> {
-    const r = await this.orders.read(orderId);
-    if (r.order || !ORDER_ID_RE.test(orderId)) return r;
+  /**
+   * The order as `accountId` (its payer) reads it, a pending order stored first: the order hash alone (one HGETALL; its
+   * plan and the Redis clock are for the writes under the order's lock, which read again).
+   */
+  async readForPayer(accountId: string, orderId: string): Promise<OrderRecord | null> {
+    const order = await this.orders.readOrder(orderId);
+    if (order || !ORDER_ID_RE.test(orderId)) return order;
     for (const source of this.sources) {
       const stored = await source.storePending(accountId, orderId);
-      if (stored) return this.orders.read(stored);
+      if (stored) return this.orders.readOrder(stored);
     }
-    return r;
+    return null;
   }
 }
