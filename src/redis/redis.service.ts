@@ -3,7 +3,6 @@ import Redis, { Cluster } from 'ioredis';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { coalesceCommandWrites } from './coalesce-writes';
-import { watchConnectionDeadlines } from './command-deadlines';
 import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
 import { isRedisUnavailable, RedisUnavailableError } from './redis-unavailable.error';
 
@@ -155,9 +154,6 @@ export class RedisService {
    */
   private create(role: string, overrides: { commandTimeout?: number; enableOfflineQueue?: boolean; maxRetriesPerRequest?: number } = {}): RedisClient {
     const cfg = this.config.redis;
-    // The command connection times its commands with one timer per node instead of ioredis's timer per command
-    // (watchConnectionDeadlines, below): the same timeout, the same error.
-    if (role === 'command') overrides = { ...overrides, commandTimeout: undefined };
     const t = cfg.topology;
     let conn: RedisClient;
     if (t.mode === 'cluster') {
@@ -172,10 +168,7 @@ export class RedisService {
     }
     // Commands written in one turn of the event loop leave in one syscall (see coalesceWrites). Only here: the
     // pub/sub and blocking connections carry a command now and then.
-    if (role === 'command') {
-      coalesceCommandWrites(conn);
-      watchConnectionDeadlines(conn, cfg.commandTimeoutMs);
-    }
+    if (role === 'command') coalesceCommandWrites(conn);
     conn.on('error', (err: Error) => {
       this.metrics.redisErrors.inc({ kind: 'connection' });
       // A down Redis emits an error per reconnect attempt; log at most once a second.
