@@ -6,6 +6,7 @@ import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { AllExceptionsFilter, toErrorResponse } from './http/all-exceptions.filter';
 import { clientErrorHandler } from './http/client-error';
+import { compileRoutes } from './http/compiled-routes';
 import { ROUTE_BODY_LIMITS } from './http/body-limits';
 import { registerJsonBodyParser } from './http/json-body';
 import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
@@ -62,6 +63,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useLogger(new PinoNestLogger(fastify.log));
   // The validation pipe of every body, query and path parameter: a global pipe, placed on those parameters only.
   pipeRouteParams(app.get(ModulesContainer), createValidationPipe());
+  // Each route's guards, pipes, handler and reply as one function, made when app.init() registers the routes.
+  compileRoutes();
   app.useGlobalFilters(new AllExceptionsFilter(config));
 
   // Routes are registered in app.init() below, so this hook sees every one of them.

@@ -147,7 +147,7 @@ export class AuthGuard implements CanActivate {
       if (known === undefined && (token.length > 8192 || !JWT_SHAPE.test(token))) throw unauthorized('Authorization must be "Bearer <JWT>"');
       // Node keeps the first of repeated Authorization headers and drops the others: a request carrying two is refused, not read by its first.
       if (repeatsAuthorization(req.raw.rawHeaders)) throw unauthorized('Send one Authorization header');
-      return { kind, id: known ?? this.jwt.verify(token) };
+      return { kind, id: known ?? this.jwt.verifyNew(token) };
     }
     const value = req.headers[kind === 'service' ? HEADERS.service : HEADERS.admin];
     const name = typeof value === 'string' && value.length <= 512 ? (kind === 'service' ? this.services : this.admins).match(value) : undefined;

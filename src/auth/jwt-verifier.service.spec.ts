@@ -32,6 +32,15 @@ describe(JwtVerifier.name, () => {
       expect(verifier.verify(hs({ sub: 'acct_42' }))).toBe('acct_42');
     });
 
+    it('checks a token the cache has just missed (the guard looked) without looking again, and remembers it', () => {
+      const fresh = new JwtVerifier(loadConfig({ NODE_ENV: 'test', JWT_SECRET: SECRET }));
+      const lookups = jest.spyOn((fresh as unknown as { verified: { get(token: string): unknown } }).verified, 'get');
+      const token = hs({ sub: 'acct_new' });
+      expect(fresh.verifiedSub(token) ?? fresh.verifyNew(token)).toBe('acct_new');
+      expect(lookups).toHaveBeenCalledTimes(1);
+      expect(fresh.verifiedSub(token)).toBe('acct_new');
+    });
+
     it('remembers a verified token but still enforces its expiry', () => {
       jest.useFakeTimers({ now: Date.now() });
       try {

@@ -1,4 +1,5 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { sha256Hex } from '../common/digest';
 
 /** The parts of a merchant request the signature covers. */
 export interface SignedParts {
@@ -13,7 +14,7 @@ export interface SignedParts {
   body: Buffer | string;
 }
 
-export const sha256Hex = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
+export { sha256Hex };
 
 /**
  * The string a merchant signs, one field per line:

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
+import { md5Hex } from '../common/digest';
 import { KeyBuilder } from '../redis/key-builder';
 import { CACHE_KEY_RE, cacheValueKey } from './cache-keys';
 import { CacheMetrics, PageCacheResult } from './cache.metrics';
@@ -51,7 +51,7 @@ export class PageCache {
    */
   static keyOf(prefix: string, ...inputs: unknown[]): string {
     if (typeof prefix !== 'string' || !PREFIX_RE.test(prefix)) throw new TypeError(`invalid cache key prefix ${JSON.stringify(prefix)}`);
-    return prefix + createHash('md5').update(JSON.stringify(inputs)).digest('hex').slice(8, 24);
+    return prefix + md5Hex(JSON.stringify(inputs)).slice(8, 24);
   }
 
   /**

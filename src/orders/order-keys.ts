@@ -1,4 +1,5 @@
-import { createHash, randomFillSync } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
+import { sha256Hex } from '../common/digest';
 import { PLAN_ID_RE } from '../kernel/ids';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 
@@ -20,7 +21,7 @@ export const ORDER_SHARDS = 16;
  * order's id shares its shard (the first 8 hex digits), so the index and the order are in one slot.
  */
 export function orderNumberKeyOf(merchantId: string, merchantOrderNo: string): string {
-  return `ord_${createHash('sha256').update(`${merchantId}\n${merchantOrderNo}`).digest('hex').slice(0, 24)}`;
+  return `ord_${sha256Hex(`${merchantId}\n${merchantOrderNo}`).slice(0, 24)}`;
 }
 
 /**

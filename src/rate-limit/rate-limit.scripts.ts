@@ -37,10 +37,19 @@ export class RateLimitScripts {
    * has no open window this instance knows of, so the window most likely has to be opened: tried with SET NX first
    * (the counter set to the grant, its expiry the window), the script when the window is there after all.
    */
-  async lease(key: string, limit: number, windowMs: number, want: number, opening = false): Promise<RateLimitLease> {
+  lease(key: string, limit: number, windowMs: number, want: number, opening = false): Promise<RateLimitLease> {
     const grant = Math.min(want, limit);
-    if (opening && grant >= 1 && (await this.redis.command((c) => c.set(key, grant, 'PX', windowMs, 'NX'))) === 'OK')
-      return { granted: grant, remaining: limit - grant, resetMs: windowMs };
+    if (!opening || grant < 1) return this.runScript(key, limit, windowMs, want);
+    // Chained, not awaited: a caller's first request pays this on its way in.
+    return this.redis.client.set(key, grant, 'PX', windowMs, 'NX').then(
+      (ok) => (ok === 'OK' ? { granted: grant, remaining: limit - grant, resetMs: windowMs } : this.runScript(key, limit, windowMs, want)),
+      (err: unknown) => {
+        throw this.redis.failure(err);
+      },
+    );
+  }
+
+  private async runScript(key: string, limit: number, windowMs: number, want: number): Promise<RateLimitLease> {
     const [granted, remaining, resetMs] = await this.scripts.run<[number, number, number]>('core/rate-limit', [key], [limit, windowMs, want]);
     return { granted, remaining, resetMs };
   }

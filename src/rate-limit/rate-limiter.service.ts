@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Caller } from '../http/caller';
 import { AppConfig } from '../config/app-config';
-import { RateLimitScripts } from './rate-limit.scripts';
+import { type RateLimitLease, RateLimitScripts } from './rate-limit.scripts';
 
 export interface RateLimitVerdict {
   allowed: boolean;
@@ -21,7 +21,7 @@ interface Lease {
    * A lease request under way; concurrent requests of the caller wait for it, and share its failure:
    * with Redis down or hung, they all get its 503 at once rather than each waiting out a command timeout in turn.
    */
-  pending?: Promise<void>;
+  pending?: Promise<unknown>;
 }
 
 /**
@@ -61,11 +61,20 @@ export class RateLimiter {
   }
 
   /** Counts one request of `caller` against `limit` per window. */
-  async take(caller: Caller, limit: number): Promise<RateLimitVerdict> {
+  take(caller: Caller, limit: number): Promise<RateLimitVerdict> {
     const now = Date.now();
     this.sweep(now);
     const ofKind = this.ofKind(caller.kind);
-    let lease = ofKind.get(caller.id);
+    const lease = ofKind.get(caller.id);
+    if (lease !== undefined) return this.takeFrom(ofKind, caller, limit, lease, now);
+    // No lease here (a caller's first request, every request of a sale's or a rain's new users): lease, and spend
+    // from it as soon as it comes, without the loop's awaits.
+    return this.refill(ofKind, caller, limit, undefined).then((fresh) =>
+      fresh.tokens > 0 && fresh.endsAt > now ? spend(fresh, limit, now) : this.takeFrom(ofKind, caller, limit, fresh, now),
+    );
+  }
+
+  private async takeFrom(ofKind: Map<string, Lease>, caller: Caller, limit: number, lease: Lease | undefined, now: number): Promise<RateLimitVerdict> {
     // Each pass spends a token, waits for a lease under way, or leases (which grants at least one or proves the window spent).
     for (let attempt = 0; attempt < 100; attempt++) {
       if (lease && lease.endsAt > now) {
@@ -85,34 +94,36 @@ export class RateLimiter {
     return { allowed: false, limit, remaining: 0, resetMs: Math.max(1, (lease?.endsAt ?? now + 1000) - now) };
   }
 
-  private async refill(ofKind: Map<string, Lease>, caller: Caller, limit: number, previous: Lease | undefined): Promise<Lease> {
+  /** Leases more of the caller's window; the lease is `pending` (its concurrent requests wait for it) until Redis answers. */
+  private refill(ofKind: Map<string, Lease>, caller: Caller, limit: number, previous: Lease | undefined): Promise<Lease> {
     const rl = this.config.rateLimit;
     const want = Math.max(1, Math.min(rl.maxLease, Math.floor(limit / 10)));
     const open = previous !== undefined && previous.endsAt > Date.now();
     const lease: Lease = open ? previous : { tokens: 0, remainingInRedis: limit, endsAt: Date.now() + rl.windowMs };
-    let done!: () => void;
-    let fail!: (err: unknown) => void;
-    lease.pending = new Promise<void>((resolve, reject) => {
-      done = resolve;
-      fail = reject;
-    });
-    // The waiters get the rejection; without waiters it must not be an unhandled one.
-    lease.pending.catch(() => undefined);
-    ofKind.set(caller.id, lease);
+    let leased: Promise<RateLimitLease>;
     try {
-      const r = await this.scripts.lease(this.scripts.keyOf(caller), limit, rl.windowMs, want, !open);
-      lease.tokens += r.granted;
-      lease.remainingInRedis = r.remaining;
-      lease.endsAt = Date.now() + r.resetMs;
-      return lease;
+      leased = this.scripts.lease(this.scripts.keyOf(caller), limit, rl.windowMs, want, !open);
     } catch (err) {
-      ofKind.delete(caller.id);
-      fail(err);
-      throw err;
-    } finally {
-      lease.pending = undefined;
-      done();
+      leased = Promise.reject(err as Error);
     }
+    const settled = leased.then(
+      (r) => {
+        lease.tokens += r.granted;
+        lease.remainingInRedis = r.remaining;
+        lease.endsAt = Date.now() + r.resetMs;
+        lease.pending = undefined;
+        return lease;
+      },
+      (err: unknown) => {
+        ofKind.delete(caller.id);
+        lease.pending = undefined;
+        throw err;
+      },
+    );
+    // The waiters get its outcome, a failure included; the caller of refill handles that failure, so it is never an unhandled one.
+    lease.pending = settled;
+    ofKind.set(caller.id, lease);
+    return settled;
   }
 
   /** Forgets ended windows, at most once a second, so the map stays as small as the set of active callers. */

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
+import { md5Bytes } from '../common/digest';
 import { PageCache } from '../cache/page-cache';
 import { type Activity, ActivityCatalog } from './activity-catalog';
 import type { ActivitySummaryDto, ProductPageDto } from './dto/reservation.dto';
@@ -77,7 +77,7 @@ export class ListingService {
  */
 export function visitorOrder(n: number, seed: string, count: number): number[] {
   const idx = Array.from({ length: n }, (_, i) => i);
-  let s = createHash('md5').update(seed).digest().readUInt32BE(0);
+  let s = md5Bytes(seed).readUInt32BE(0);
   const next = () => {
     // mulberry32
     s = (s + 0x6d2b79f5) | 0;

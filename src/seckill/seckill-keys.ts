@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../common/digest';
 import { SYSTEM_ORDER_NO_RE } from '../kernel/ids';
 import { defineKeySpace, KeyBuilder } from '../redis/key-builder';
 import { SPREAD_TAGS, spreadTagId } from '../redis/slot-tags';
@@ -87,7 +87,7 @@ export const GEN_IDS = 2 as const;
  */
 export function reservationIdFor(activityId: string, productId: string, accountId: string, requestId: string, gen?: string): string {
   const sale = gen === undefined ? activityId : `${activityId}\n${gen}`;
-  return `sk_${createHash('sha256').update(`${sale}\n${productId}\n${accountId}\n${requestId}`).digest('hex').slice(0, 24)}`;
+  return `sk_${sha256Hex(`${sale}\n${productId}\n${accountId}\n${requestId}`).slice(0, 24)}`;
 }
 
 /** The reservation id of a request in this activity (with its generation when the activity says so). */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { md5Bytes } from '../common/digest';
 
 /**
  * The buyer's home shard of a pool (a flash-sale product's stock shards, a rain's sub-pools): a hash of the account
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
  */
 export function homeOf(accountId: string, poolId: string, shards: number): number {
   if (shards <= 1) return 0;
-  return createHash('md5').update(`${accountId}\n${poolId}`).digest().readUInt32BE(0) % shards;
+  return md5Bytes(`${accountId}\n${poolId}`).readUInt32BE(0) % shards;
 }
 
 /** The shards other than `home`, in the order a fall-over visits them: home + 1, home + 2, … wrapping around. */
