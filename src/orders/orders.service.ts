@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { DelayQueueService } from '../delay-queue/delay-queue.service';
 import type { Delivery } from '../delay-queue/delay-queue.types';
 import { DelayQueueHandler } from '../workers/worker-declarations';
@@ -11,6 +10,7 @@ import { OrderCommandDto } from './dto/create-order.dto';
 import { validateCommand } from '../http/validation';
 import { expectWritten, orderConflict, orderNotFound, refusalError } from './order-errors';
 import { crashPoint } from '../common/crash-points';
+import { sha256Hex } from '../common/digest';
 import { ORDER_ID_RE } from '../kernel/ids';
 import { orderIdFor, orderNumberKeyOf } from './order-keys';
 import { ORDER_LOCK, orderLockName } from './order-locks';
@@ -44,7 +44,7 @@ function fingerprintOf(command: CreateOrderCommand): string {
   const payer = command.payerAccountId ?? '';
   // The payer joins the payload only when named, so orders created without one keep their fingerprint.
   const payload: unknown[] = [command.amount, command.currency, command.subject, command.expireMinutes ?? DEFAULT_EXPIRE_MINUTES, ...(payer ? [payer] : [])];
-  return createHash('sha256').update(JSON.stringify(payload)).digest('hex');
+  return sha256Hex(JSON.stringify(payload));
 }
 
 const numberReused = (command: CreateOrderCommand) =>

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { createHash } from 'node:crypto';
 import { crashPoint } from '../common/crash-points';
+import { sha256Hex } from '../common/digest';
 import { LockService } from '../locks/lock.service';
 import type { CreatePlanCommand } from './order-commands';
 import { expectWritten, invalidField, orderConflict, orderNotFound, planNotFound, refusalError } from './order-errors';
@@ -50,9 +50,7 @@ export class PaymentPlansService {
     if (!payableBy(pre, accountId)) throw orderNotFound();
     const sum = input.reduce((s, i) => s + i.amount, 0);
     if (sum !== pre.amount) throw invalidField('instructions', `amounts add up to ${sum}, the order amount is ${pre.amount}`);
-    const fingerprint = createHash('sha256')
-      .update(JSON.stringify(input.map((i) => [i.method, i.amount])))
-      .digest('hex');
+    const fingerprint = sha256Hex(JSON.stringify(input.map((i) => [i.method, i.amount])));
 
     return this.locks.withLock(orderLockName(orderId), ORDER_LOCK, async (lock) => {
       const s = await this.store.readWithActivePlan(orderId);

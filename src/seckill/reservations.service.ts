@@ -135,10 +135,8 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
     const located = await this.store.located(accountId, 200, activityId);
     const views = await Promise.all(
       located.map(async ([rsvId, loc]) => {
-        const a = await this.catalog.get(loc.activityId);
-        const p = a?.productsById.get(loc.productId);
-        const record = a && p ? await this.store.record(this.store.shard(a.activityId, p, loc.shard), rsvId) : null;
-        return a && p && record ? viewOf(a, p, rsvId, record, await this.orderIdOf(a, rsvId, record)) : null;
+        const found = await this.found(loc, rsvId);
+        return found ? viewOf(found.a, found.p, rsvId, found.record, await this.orderIdOf(found.a, rsvId, found.record)) : null;
       }),
     );
     return views.filter((v): v is ReservationView => v !== null).sort((x, y) => y.createdAt - x.createdAt);
