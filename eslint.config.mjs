@@ -16,13 +16,26 @@ export default tseslint.config(
       '@typescript-eslint/no-require-imports': 'off',
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read settings from the injected AppConfig, never process.env (src/config is the only reader).' },
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read settings from the injected AppConfig, never process.env (src/platform/config is the only reader).',
+        },
       ],
     },
   },
   {
     // The config loader, entry point and tooling outside src/ legitimately read the environment.
-    files: ['src/config/**', 'src/main.ts', 'src/redis/managed-redis.ts', 'src/common/crash-points.ts', 'scripts/**', 'bench/**', 'test/**', '**/*.spec.ts'],
+    files: [
+      'src/platform/config/**',
+      'src/main.ts',
+      'src/platform/redis/managed-redis.ts',
+      'src/platform/core/crash-points.ts',
+      'scripts/**',
+      'bench/**',
+      'test/**',
+      '**/*.spec.ts',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

@@ -1,5 +1,5 @@
 /**
- * close-reminder: the close-reminder module (src/close-reminder) end to end, in
+ * close-reminder: the close-reminder module (src/features/close-reminder) end to end, in
  * the real service (`node dist/main.js` on loopback) against a redis-server of
  * its own (no RDB, no AOF), at two sizes: 10,000 and 100,000 reminders due in
  * the same second.
@@ -210,18 +210,18 @@ interface Creator {
 
 async function startCreator(dist: string, redisUrl: string): Promise<Creator> {
   const load: Load = <T>(path: string) => requireFromBuild<T>(dist, path);
-  const { loadConfig } = load<typeof import('../src/config/load-config')>('config/load-config');
+  const { loadConfig } = load<typeof import('../src/platform/config/load-config')>('platform/config/load-config');
   const { AppModule } = load<typeof import('../src/app.module')>('app.module');
-  const { BackgroundWorkers } = load<typeof import('../src/workers/background-workers.service')>('workers/background-workers.service');
-  const { OrdersService } = load<typeof import('../src/orders/orders.service')>('orders/orders.service');
-  const { PaymentPlansService } = load<typeof import('../src/orders/payment-plans.service')>('orders/payment-plans.service');
-  const { PaymentRunner } = load<typeof import('../src/orders/payment-runner.service')>('orders/payment-runner.service');
-  const { MessagesService } = load<typeof import('../src/messages/messages.service')>('messages/messages.service');
-  const { DelayQueueService } = load<typeof import('../src/delay-queue/delay-queue.service')>('delay-queue/delay-queue.service');
-  const { CloseReminderStore } = load<typeof import('../src/close-reminder/close-reminder.store')>('close-reminder/close-reminder.store');
-  const { OrderEventsService } = load<typeof import('../src/orders/order-events.service')>('orders/order-events.service');
-  const { ScriptRegistry } = load<typeof import('../src/scripts/script-registry.service')>('scripts/script-registry.service');
-  const { REMINDER_QUEUE } = load<typeof import('../src/close-reminder/close-reminder.service')>('close-reminder/close-reminder.service');
+  const { BackgroundWorkers } = load<typeof import('../src/engines/workers/background-workers.service')>('engines/workers/background-workers.service');
+  const { OrdersService } = load<typeof import('../src/features/orders/orders.service')>('features/orders/orders.service');
+  const { PaymentPlansService } = load<typeof import('../src/features/orders/payment-plans.service')>('features/orders/payment-plans.service');
+  const { PaymentRunner } = load<typeof import('../src/features/orders/payment-runner.service')>('features/orders/payment-runner.service');
+  const { MessagesService } = load<typeof import('../src/features/messages/messages.service')>('features/messages/messages.service');
+  const { DelayQueueService } = load<typeof import('../src/engines/delay-queue/delay-queue.service')>('engines/delay-queue/delay-queue.service');
+  const { CloseReminderStore } = load<typeof import('../src/features/close-reminder/close-reminder.store')>('features/close-reminder/close-reminder.store');
+  const { OrderEventsService } = load<typeof import('../src/features/orders/order-events.service')>('features/orders/order-events.service');
+  const { ScriptRegistry } = load<typeof import('../src/platform/scripts/script-registry.service')>('platform/scripts/script-registry.service');
+  const { REMINDER_QUEUE } = load<typeof import('../src/features/close-reminder/close-reminder.service')>('features/close-reminder/close-reminder.service');
   // NODE_ENV=test: development credentials are accepted (no HTTP here). No channel latency: paying is set-up, not measured.
   const config = loadConfig({
     NODE_ENV: 'test',

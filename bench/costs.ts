@@ -5,10 +5,10 @@
  *
  * - reserve: `POST /seckill/activities/{id}/products/hot/reservations`, a new user per request; floor: the same work
  *   (bench/seckill-floor-server.ts `/reserve-order`: reserve script recording the order id, buyer index; the order is stored at its first use);
- *   script alone: `/reserve` (lua/seckill/reserve-5.lua and nothing else);
+ *   script alone: `/reserve` (lua/features/seckill/reserve-5.lua and nothing else);
  * - grab: `POST /red-envelopes/activities/{id}/grab`, a new user per request, its credit counted; floor:
  *   bench/red-envelopes-floor-server.ts with the JWT check and the credit inline (FLOOR_CREDIT=inline); script alone:
- *   the same server without the credit (lua/red-envelope/grab-6.lua);
+ *   the same server without the credit (lua/features/red-envelope/grab-6.lua);
  * - listing: `GET /seckill/activities/{id}/products?page=1&size=8`, 100 users, cache hits; floor `/products`;
  * - pay: `POST /payment-plans/{planId}/pay`, each request its own PENDING quickpay plan made beforehand (channel
  *   latency 0); floor: bench/pay-floor-server.ts (the same thirteen scripts);
@@ -31,11 +31,11 @@
 import Redis from 'ioredis';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { AppConfig } from '../src/config/app-config';
-import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/orders/order-keys';
-import { KeyBuilder } from '../src/redis/key-builder';
-import { buyerIndexKey } from '../src/seckill/seckill-keys';
-import { loadAllScripts } from '../src/scripts/script-loader';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/features/orders/order.keys';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
+import { buyerIndexKey } from '../src/features/seckill/seckill.keys';
+import { loadAllScripts } from '../src/platform/scripts/script-loader';
 import { benchWorkDir } from './lib/cleanup';
 import { type CommandStat, redisSnapshot, statsDelta } from './lib/command-stats';
 import { assertBuilt, BENCH_SERVICE_TOKEN, bearerTokens, fullEnv, ROOT, snapshotBuild, spawnBareServer } from './lib/full-stack';

@@ -1,5 +1,5 @@
 /**
- * delay-queue: the delay-queue engine (src/delay-queue) against two other
+ * delay-queue: the delay-queue engine (src/engines/delay-queue) against two other
  * designs, all in one run against one redis-server on loopback (no RDB, no AOF):
  *
  *   engine     the real DelayQueueService from the build (dist/), in a Nest
@@ -37,8 +37,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Queue as BullQueue } from 'bullmq';
 import type { Histogram, Registry } from 'prom-client';
-import type { DelayQueueService } from '../src/delay-queue/delay-queue.service';
-import type { Delivery } from '../src/delay-queue/delay-queue.types';
+import type { DelayQueueService } from '../src/engines/delay-queue/delay-queue.service';
+import type { Delivery } from '../src/engines/delay-queue/delay-queue.types';
 import { parseSectionArgs } from './lib/args';
 import { dist as distribution, type Dist, medianBy, ms as fmtMs } from './lib/measure';
 import { benchWorkDir, onCleanup } from './lib/cleanup';
@@ -204,13 +204,13 @@ interface Engine {
 async function startEngine(dist: string, redisUrl: string): Promise<Engine> {
   // tsx does not emit decorator metadata, so Nest's classes come from the compiled build.
   const load = <T>(path: string) => require(join(dist, path)) as T;
-  const { loadConfig } = load<typeof import('../src/config/load-config')>('config/load-config');
+  const { loadConfig } = load<typeof import('../src/platform/config/load-config')>('platform/config/load-config');
   const { AppModule } = load<typeof import('../src/app.module')>('app.module');
-  const serviceModule = load<typeof import('../src/delay-queue/delay-queue.service')>('delay-queue/delay-queue.service');
-  const { KeyBuilder } = load<typeof import('../src/redis/key-builder')>('redis/key-builder');
-  const { queueKeys } = load<typeof import('../src/delay-queue/delay-queue.keys')>('delay-queue/delay-queue.keys');
-  const { MetricsService } = load<typeof import('../src/metrics/metrics.service')>('metrics/metrics.service');
-  const { RedisService } = load<typeof import('../src/redis/redis.service')>('redis/redis.service');
+  const serviceModule = load<typeof import('../src/engines/delay-queue/delay-queue.service')>('engines/delay-queue/delay-queue.service');
+  const { KeyBuilder } = load<typeof import('../src/platform/redis/key-builder')>('platform/redis/key-builder');
+  const { queueKeys } = load<typeof import('../src/engines/delay-queue/delay-queue.keys')>('engines/delay-queue/delay-queue.keys');
+  const { MetricsService } = load<typeof import('../src/platform/metrics/metrics.service')>('platform/metrics/metrics.service');
+  const { RedisService } = load<typeof import('../src/platform/redis/redis.service')>('platform/redis/redis.service');
   // NODE_ENV=test: development credentials are accepted (no HTTP here); nothing else depends on it.
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_URL: redisUrl, REDIS_KEY_PREFIX: ENGINE_PREFIX });
   const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
@@ -462,7 +462,7 @@ async function measureCancel(o: Options, redis: BenchRedis, engine: Engine, admi
 
 /**
  * `engine-autopipelining` is a what-if, not a goal row: the same engine with auto-pipelining
- * switched on on its command connection for the run (src/redis/redis-options.ts turns it off).
+ * switched on on its command connection for the run (src/platform/redis/redis-options.ts turns it off).
  */
 type ThroughputDesign = 'engine' | 'bullmq' | 'engine-autopipelining';
 const THROUGHPUT_DESIGNS: ThroughputDesign[] = ['engine', 'bullmq', 'engine-autopipelining'];
@@ -1061,8 +1061,8 @@ function report(
         `The what-if row is the same engine with ioredis auto-pipelining switched on on its command connection for the run: ${fmtNum(piped.perSecond / e.perSecond, 2)}× the items/s, ` +
           `${fmtNum(cp.client, 1)} instead of ${fmtNum(ce.client, 1)} µs of client CPU per item. With ${o.concurrency} calls in flight, auto-pipelining gathers all of them into ` +
           'one write per tick, so the client and Redis take turns on whole batches instead of overlapping, and each command also pays for the pipeline bookkeeping. ' +
-          'That is why the service leaves it off (src/redis/redis-options.ts) and coalesces the writes of one event-loop turn into one syscall instead ' +
-          "(src/redis/coalesce-writes.ts), which does not wait for a batch's replies.",
+          'That is why the service leaves it off (src/platform/redis/redis-options.ts) and coalesces the writes of one event-loop turn into one syscall instead ' +
+          "(src/platform/redis/coalesce-writes.ts), which does not wait for a batch's replies.",
         '',
       );
     }

@@ -9,17 +9,17 @@
  * Started by bench/idle-commands.ts in its own process: `node --import tsx bench/idle-commands-server.ts`.
  */
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { AppConfig } from '../src/config/app-config';
-import type { OrderEventsService } from '../src/orders/order-events.service';
+import type { AppConfig } from '../src/platform/config/app-config';
+import type { OrderEventsService } from '../src/features/orders/order-events.service';
 import { requireFromBuild } from './lib/full-stack';
 
 async function main(): Promise<void> {
   const dist = process.env.DIST;
   if (!dist) throw new Error('DIST is not set');
   const groups = Number(process.env.GROUPS ?? '0');
-  const { loadConfig } = requireFromBuild<{ loadConfig(env?: NodeJS.ProcessEnv): AppConfig }>(dist, 'config/load-config');
+  const { loadConfig } = requireFromBuild<{ loadConfig(env?: NodeJS.ProcessEnv): AppConfig }>(dist, 'platform/config/load-config');
   const { createApp } = requireFromBuild<{ createApp(c: AppConfig): Promise<NestFastifyApplication> }>(dist, 'create-app');
-  const events = requireFromBuild<{ OrderEventsService: typeof OrderEventsService }>(dist, 'orders/order-events.service');
+  const events = requireFromBuild<{ OrderEventsService: typeof OrderEventsService }>(dist, 'features/orders/order-events.service');
   const config = loadConfig(process.env);
   const app = await createApp(config);
   app.enableShutdownHooks();

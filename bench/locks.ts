@@ -1,5 +1,5 @@
 /**
- * locks: the lock engine (src/locks, LockService) against redlock and redis-semaphore (devDependencies),
+ * locks: the lock engine (src/engines/locks, LockService) against redlock and redis-semaphore (devDependencies),
  * all in one run against one redis-server on loopback (no RDB, no AOF).
  *
  * Rows (bench/lib/locks-clients.ts): the engine from a snapshot of the build, one Nest application
@@ -556,7 +556,7 @@ function report(
   md.push(`- Every row: lease ${LEASE_MS} ms, an acquire waits up to ${WAIT_MS} ms, exclusive lock.`);
   for (const lib of libs) md.push(`- **${lib.label}**: ${lib.settings}.`);
   md.push(
-    "- Connections: every client has its own ioredis connection with the service's options from the same build (src/redis/redis-options.ts: no auto-pipelining, " +
+    "- Connections: every client has its own ioredis connection with the service's options from the same build (src/platform/redis/redis-options.ts: no auto-pipelining, " +
       "the engine's command connection with its writes coalesced per event-loop turn as in RedisService, " +
       `no offline queue, ${fmtInt(commandTimeoutMs)} ms command timeout); the engine's also has its pub/sub connection. redlock and redis-semaphore both work ` +
       "with the repo's ioredis 6 " +

@@ -11,8 +11,8 @@
  * the once-a-second broadcast feed), constructed by hand rather than by Nest's
  * DI. Scripts are the build's lua/ loaded by the project's script loader and
  * run by EVALSHA as the service sends them (`evalScript`), on a connection with the service's
- * ioredis options (src/redis/redis-options.ts) whose writes are coalesced as on the service's
- * command connection (src/redis/coalesce-writes.ts). The one thing the service does
+ * ioredis options (src/platform/redis/redis-options.ts) whose writes are coalesced as on the service's
+ * command connection (src/platform/redis/coalesce-writes.ts). The one thing the service does
  * that this server does not is count metrics (a no-op stands in).
  *
  * The account comes from the x-account-id header on GET (there is no token to
@@ -24,9 +24,9 @@
  */
 import Fastify from 'fastify';
 import { join } from 'node:path';
-import type { MessagesMetrics } from '../src/messages/messages.metrics';
-import type { WriteMessageCommand } from '../src/messages/message-commands';
-import type { ScriptRegistry } from '../src/scripts/script-registry.service';
+import type { MessagesMetrics } from '../src/features/messages/messages.metrics';
+import type { WriteMessageCommand } from '../src/features/messages/message.commands';
+import type { ScriptRegistry } from '../src/platform/scripts/script-registry.service';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 import { requireFromBuild } from './lib/full-stack';
 
@@ -39,13 +39,13 @@ const NO_METRICS = (() => {
 async function main(): Promise<void> {
   const dist = process.env.DIST;
   if (!dist) throw new Error('DIST (a build of the service) is required');
-  const { loadConfig } = requireFromBuild<typeof import('../src/config/load-config')>(dist, 'config/load-config');
-  const { standaloneOrSentinelOptions } = requireFromBuild<typeof import('../src/redis/redis-options')>(dist, 'redis/redis-options');
-  const { KeyBuilder } = requireFromBuild<typeof import('../src/redis/key-builder')>(dist, 'redis/key-builder');
-  const { MessagesStore } = requireFromBuild<typeof import('../src/messages/messages.store')>(dist, 'messages/messages.store');
-  const { messagesConfig } = requireFromBuild<typeof import('../src/messages/messages.config')>(dist, 'messages/messages.config');
-  const { BroadcastFeed } = requireFromBuild<typeof import('../src/messages/broadcast-feed')>(dist, 'messages/broadcast-feed');
-  const { MessagesService } = requireFromBuild<typeof import('../src/messages/messages.service')>(dist, 'messages/messages.service');
+  const { loadConfig } = requireFromBuild<typeof import('../src/platform/config/load-config')>(dist, 'platform/config/load-config');
+  const { standaloneOrSentinelOptions } = requireFromBuild<typeof import('../src/platform/redis/redis-options')>(dist, 'platform/redis/redis-options');
+  const { KeyBuilder } = requireFromBuild<typeof import('../src/platform/redis/key-builder')>(dist, 'platform/redis/key-builder');
+  const { MessagesStore } = requireFromBuild<typeof import('../src/features/messages/messages.store')>(dist, 'features/messages/messages.store');
+  const { messagesConfig } = requireFromBuild<typeof import('../src/features/messages/messages.config')>(dist, 'features/messages/messages.config');
+  const { BroadcastFeed } = requireFromBuild<typeof import('../src/features/messages/broadcast-feed')>(dist, 'features/messages/broadcast-feed');
+  const { MessagesService } = requireFromBuild<typeof import('../src/features/messages/messages.service')>(dist, 'features/messages/messages.service');
 
   const config = loadConfig(process.env);
   if (config.redis.topology.mode !== 'standalone') throw new Error('the floor needs REDIS_URL');

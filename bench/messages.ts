@@ -1,5 +1,5 @@
 /**
- * messages: the message center (src/messages) against its floor, and Redis bytes per message.
+ * messages: the message center (src/features/messages) against its floor, and Redis bytes per message.
  *
  *   floor   bench/messages-floor-server.ts: bare Fastify 5 + ioredis doing the service's own work
  *           (the build's MessagesService/MessagesStore, same scripts, keys, arguments and JSON),
@@ -44,8 +44,8 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { WriteMessageCommand } from '../src/messages/message-commands';
-import type { ScriptRegistry } from '../src/scripts/script-registry.service';
+import type { WriteMessageCommand } from '../src/features/messages/message.commands';
+import type { ScriptRegistry } from '../src/platform/scripts/script-registry.service';
 import { connectScriptRedis, redisWritesFromEnv, ScriptRedis } from './lib/bare-server';
 import { onCleanup } from './lib/cleanup';
 import { Layer, profileMarkdown, ProfileSummary, summariseProfileDir } from './lib/cpu-profile';
@@ -114,7 +114,7 @@ const TARGETS: Target[] = [
 /** Layers of the message center on top of the service's usual ones. */
 const LAYERS: Layer[] = [
   ...SERVICE_LAYERS,
-  { name: 'dist/messages (controllers, service, store: toStored, toDto, reply parsing)', match: (_f, w) => w.startsWith('dist/messages/') },
+  { name: 'dist/features/messages (controllers, service, store: toStored, toDto, reply parsing)', match: (_f, w) => w.startsWith('dist/features/messages/') },
   { name: 'floor server (bench/messages-floor-server.ts)', match: (_f, w) => w.startsWith('bench/messages-floor-server') },
 ];
 
@@ -206,18 +206,18 @@ let smokeSeq = 0;
 
 interface BenchStore {
   scripts: ScriptRedis;
-  store: InstanceType<typeof import('../src/messages/messages.store').MessagesStore>;
-  toStored: typeof import('../src/messages/messages.service').toStored;
+  store: InstanceType<typeof import('../src/features/messages/messages.store').MessagesStore>;
+  toStored: typeof import('../src/features/messages/messages.service').toStored;
   keysOf(accountId: string): string[];
 }
 
 async function benchStore(dist: string, redis: BenchRedis): Promise<BenchStore> {
-  const { loadConfig } = requireFromBuild<typeof import('../src/config/load-config')>(dist, 'config/load-config');
-  const { KeyBuilder } = requireFromBuild<typeof import('../src/redis/key-builder')>(dist, 'redis/key-builder');
-  const { inboxKeys } = requireFromBuild<typeof import('../src/messages/message-keys')>(dist, 'messages/message-keys');
-  const { MessagesStore } = requireFromBuild<typeof import('../src/messages/messages.store')>(dist, 'messages/messages.store');
-  const { messagesConfig } = requireFromBuild<typeof import('../src/messages/messages.config')>(dist, 'messages/messages.config');
-  const { toStored } = requireFromBuild<typeof import('../src/messages/messages.service')>(dist, 'messages/messages.service');
+  const { loadConfig } = requireFromBuild<typeof import('../src/platform/config/load-config')>(dist, 'platform/config/load-config');
+  const { KeyBuilder } = requireFromBuild<typeof import('../src/platform/redis/key-builder')>(dist, 'platform/redis/key-builder');
+  const { inboxKeys } = requireFromBuild<typeof import('../src/features/messages/message.keys')>(dist, 'features/messages/message.keys');
+  const { MessagesStore } = requireFromBuild<typeof import('../src/features/messages/messages.store')>(dist, 'features/messages/messages.store');
+  const { messagesConfig } = requireFromBuild<typeof import('../src/features/messages/messages.config')>(dist, 'features/messages/messages.config');
+  const { toStored } = requireFromBuild<typeof import('../src/features/messages/messages.service')>(dist, 'features/messages/messages.service');
   // The port is never listened on here (the store needs the key prefix and the retention), but the config requires one.
   const config = loadConfig(fullEnv(3000, redis.url, PREFIX, BASE_ENV));
   // Auto-pipelining on: this connection only fills and inspects, many calls in flight.

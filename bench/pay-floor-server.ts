@@ -17,14 +17,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
-import type { AppConfig } from '../src/config/app-config';
-import { lockKeys } from '../src/locks/lock-keys';
-import { queueKeys } from '../src/delay-queue/delay-queue.keys';
-import { EXPIRY_QUEUE, RESUME_QUEUE } from '../src/orders/order-queues';
-import { orderIndexKey, orderKeys, orderNumberKeyOf, channelLedgerKey } from '../src/orders/order-keys';
-import { legReference } from '../src/orders/order-queues';
-import { planLockName } from '../src/orders/order-locks';
-import { KeyBuilder } from '../src/redis/key-builder';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { lockKeys } from '../src/engines/locks/lock.keys';
+import { queueKeys } from '../src/engines/delay-queue/delay-queue.keys';
+import { EXPIRY_QUEUE, RESUME_QUEUE } from '../src/features/orders/order-queues';
+import { orderIndexKey, orderKeys, orderNumberKeyOf, channelLedgerKey } from '../src/features/orders/order.keys';
+import { legReference } from '../src/features/orders/order-queues';
+import { planLockName } from '../src/features/orders/order-locks';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
 const fields = (flat: string[]) => {

@@ -4,7 +4,7 @@
  * no auth, no validation, no logging, no metrics, no rate limit, no crediting. The account comes from the body because
  * there is no token to take it from.
  *
- * `POST /grab/:activityId {account}`: the very same grab script as the service (lua/red-envelope/grab-6.lua, same
+ * `POST /grab/:activityId {account}`: the very same grab script as the service (lua/features/red-envelope/grab-6.lua, same
  * source and SHA, loaded by the service's loader so its includes are inlined) by EVALSHA on the same keys of sub-pool 0
  * of an activity the service created and loaded (`<prefix>:red-envelope:{p:<activity>:0:<4 chars>}:…`, from its record,
  * read once), no fall-over. 200 with
@@ -15,8 +15,8 @@
  * floor plus the identity every app endpoint must have, and nothing else.
  *
  * With FLOOR_CREDIT=inline a grab that got an envelope is also credited, as the service's crediting does it but in the
- * cheapest way (no consumer group): the wallet's credit script (lua/wallet/credit-3.lua, the same keys, reference, kind
- * and memo) and then the envelope settled as credited (lua/red-envelope/settle-2.lua, the grabs of one event-loop turn
+ * cheapest way (no consumer group): the wallet's credit script (lua/features/wallet/credit-3.lua, the same keys, reference, kind
+ * and memo) and then the envelope settled as credited (lua/features/red-envelope/settle-2.lua, the grabs of one event-loop turn
  * in one call, as the service batches them). The grab's credit stream entry stays unread.
  *
  * Env: PORT, REDIS_URL, KEY_PREFIX (the service's REDIS_KEY_PREFIX), LUA_DIR (default: the project's lua/),
@@ -24,14 +24,14 @@
  * Started by bench/red-envelopes.ts in its own process: `node --import tsx bench/red-envelopes-floor-server.ts`.
  */
 import Fastify from 'fastify';
-import { JwtVerifier } from '../src/auth/jwt-verifier.service';
-import type { AppConfig } from '../src/config/app-config';
-import { loadConfig } from '../src/config/load-config';
-import { memoOf } from '../src/red-envelope/activity-command';
-import { activityKey, poolKeys, type PoolKeys } from '../src/red-envelope/red-envelope-keys';
-import type { ActivityRecord } from '../src/red-envelope/red-envelope.types';
-import { walletKeys } from '../src/wallet/wallet-keys';
-import { KeyBuilder } from '../src/redis/key-builder';
+import { JwtVerifier } from '../src/platform/auth/jwt-verifier.service';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { loadConfig } from '../src/platform/config/load-config';
+import { memoOf } from '../src/features/red-envelope/activity-command';
+import { activityKey, poolKeys, type PoolKeys } from '../src/features/red-envelope/red-envelope.keys';
+import type { ActivityRecord } from '../src/features/red-envelope/red-envelope.types';
+import { walletKeys } from '../src/features/wallet/wallet.keys';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
 async function main(): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * red-envelopes: the red-envelope module (src/red-envelope) and the wallet in the real service (`node dist/main.js` on
+ * red-envelopes: the red-envelope module (src/features/red-envelope) and the wallet in the real service (`node dist/main.js` on
  * loopback, from a snapshot of the build) against a redis-server of its own (no RDB, no AOF).
  *
  * 1. Preload: 1,000,000 envelopes (POST, then GET until READY): the time, and Redis bytes per envelope (INFO
@@ -18,7 +18,7 @@
  *    the answers, from the reconciliation and from a sample of wallets; the time from the last grab to the last credit.
  *    Then again with two instances on one Redis, the second one (which loaded the rain and credits) killed -9 mid-run.
  * 5. Scale: 1 pool vs 3 sub-pools, the service on a 3-master cluster.
- * 6. The amount distribution of a 1,000,000 split (src/red-envelope/split.ts) as an SVG.
+ * 6. The amount distribution of a 1,000,000 split (src/features/red-envelope/split.ts) as an SVG.
  *
  * Options: --quick (smaller counts, shorter loads; writes to $TMPDIR/redis-pay-bench/), --only sections, --dist DIR.
  * Env: BENCH_SERVICE_ENV (JSON of extra service settings, for experiments; the standard run sets none); BENCH_PROFILE_DIR
@@ -29,11 +29,11 @@ import Redis from 'ioredis';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AppConfig } from '../src/config/app-config';
-import { activityKey, poolKeys, type PoolPlacement } from '../src/red-envelope/red-envelope-keys';
-import { distribution, splitAmounts } from '../src/red-envelope/split';
-import { KeyBuilder } from '../src/redis/key-builder';
-import { walletKeys } from '../src/wallet/wallet-keys';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { activityKey, poolKeys, type PoolPlacement } from '../src/features/red-envelope/red-envelope.keys';
+import { distribution, splitAmounts } from '../src/features/red-envelope/split';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
+import { walletKeys } from '../src/features/wallet/wallet.keys';
 import { parseSectionArgs } from './lib/args';
 import { connectScriptRedis } from './lib/bare-server';
 import { benchWorkDir } from './lib/cleanup';

@@ -21,11 +21,11 @@ import { forEachLimit } from './lib/limit';
 import { startBenchRedis } from './lib/redis-server';
 import { ADMIN_JSON as ADMIN, http, startService, UNDER_LOAD_ENV } from './lib/service-http';
 import { connectScriptRedis } from './lib/bare-server';
-import type { AppConfig } from '../src/config/app-config';
-import { KeyBuilder } from '../src/redis/key-builder';
-import { activityKeys, shardKeys } from '../src/seckill/seckill-keys';
-import type { ActivityRecord } from '../src/seckill/seckill.types';
-import { newOrderId, orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/orders/order-keys';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
+import { activityKeys, shardKeys } from '../src/features/seckill/seckill.keys';
+import type { ActivityRecord } from '../src/features/seckill/seckill.types';
+import { newOrderId, orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/features/orders/order.keys';
 
 /**
  * The bound: the cheapest Redis work that keeps, per reservation, an order record, its event and its expiry, each

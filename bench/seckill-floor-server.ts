@@ -6,8 +6,8 @@
  *
  * - `POST /reserve/:activityId/:productId {account, quantity, requestId}`: the reservation id the service
  *   derives (sha256 of activity, product, account, request id), then the very same reserve script as the
- *   service (lua/seckill/reserve-5.lua, same source and SHA, loaded by the service's loader) by EVALSHA on the
- *   same keys of the same product (shard 0 with the hash tags the service loaded it with: src/seckill/seckill-keys.ts),
+ *   service (lua/features/seckill/reserve-5.lua, same source and SHA, loaded by the service's loader) by EVALSHA on the
+ *   same keys of the same product (shard 0 with the hash tags the service loaded it with: src/features/seckill/seckill.keys.ts),
  *   eligible, no fall-over. 201 with the script's reply on RESERVED, 409 with it otherwise. One Redis call.
  * - `POST /reserve-order/:activityId/:productId {account, quantity, requestId}`: the same work as the service's
  *   reservation, without the service around it: the same reserve script with the order id it records, then on
@@ -25,11 +25,11 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
-import type { AppConfig } from '../src/config/app-config';
-import { newOrderId } from '../src/orders/order-keys';
-import { KeyBuilder } from '../src/redis/key-builder';
-import { activityKeys, buyerIndexKey, shardKeys } from '../src/seckill/seckill-keys';
-import type { ActivityRecord } from '../src/seckill/seckill.types';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { newOrderId } from '../src/features/orders/order.keys';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
+import { activityKeys, buyerIndexKey, shardKeys } from '../src/features/seckill/seckill.keys';
+import type { ActivityRecord } from '../src/features/seckill/seckill.types';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
 const md5_16 = (s: string) => createHash('md5').update(s).digest('hex').slice(8, 24);

@@ -1,5 +1,5 @@
 /**
- * seckill: the flash-sale module (src/seckill) in the real service (`node dist/main.js` on loopback) against a
+ * seckill: the flash-sale module (src/features/seckill) in the real service (`node dist/main.js` on loopback) against a
  * redis-server of its own (no RDB, no AOF), and against a bare Fastify + ioredis floor
  * (bench/seckill-floor-server.ts) on the same Redis.
  *
@@ -23,10 +23,10 @@ import Redis from 'ioredis';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AppConfig } from '../src/config/app-config';
-import { KeyBuilder } from '../src/redis/key-builder';
-import { activityKeys, shardKeys } from '../src/seckill/seckill-keys';
-import type { ActivityRecord } from '../src/seckill/seckill.types';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
+import { activityKeys, shardKeys } from '../src/features/seckill/seckill.keys';
+import type { ActivityRecord } from '../src/features/seckill/seckill.types';
 import { parseSectionArgs } from './lib/args';
 import { connectScriptRedis, type ScriptRedis } from './lib/bare-server';
 import { measureCacheKeyMemory, type CacheKeyMemoryResult } from './lib/cache-key-memory';

@@ -435,7 +435,7 @@ function cmdLint() {
   for (const p of ['node_modules/x/y.js', 'dist/main.js', '.git/HEAD', '.env', 'test/a.spec.ts', 'bench/results/r.json', 'x.log', 'src/deep/y.log', '.data/redis/appendonly.aof', 'coverage/lcov.info']) {
     check(di.excluded(p), `.dockerignore matcher excludes ${p}`);
   }
-  for (const p of ['src/main.ts', 'lua/core/rate-limit-1.lua', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json', 'Dockerfile']) {
+  for (const p of ['src/main.ts', 'lua/platform/core/rate-limit-1.lua', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'nest-cli.json', 'Dockerfile']) {
     check(!di.excluded(p), `.dockerignore keeps ${p}`);
   }
   done();

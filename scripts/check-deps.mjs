@@ -2,7 +2,7 @@
 // The dependency rules of `npm run lint`: cruises src/ with dependency-cruiser and the rules of
 // .dependency-cruiser.cjs (file cycles, features only through public files, platform and engines
 // never importing a feature, every folder classified), then fails on any cycle between the folders
-// directly under src/ (a folder = src/<name>/ with everything below it; *.spec.ts left out, as the
+// of src/ (a folder = src/<layer>/<name>/ with everything below it; *.spec.ts left out, as the
 // proofs may import what they prove). Usage: node scripts/check-deps.mjs [config file], run in the
 // project root (the rules' paths start with src/).
 import { cruise, format } from 'dependency-cruiser';
@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 
 /** Edges between top folders of src/, each with one example import: Map<from, Map<to, example>>. */
 export function folderEdges(modules) {
-  const top = (path) => /^src\/([^/]+)\//.exec(path)?.[1];
+  const top = (path) => /^src\/((?:platform|engines|features)\/[^/]+)\//.exec(path)?.[1];
   const edges = new Map();
   for (const m of modules) {
     const a = top(m.source);
@@ -81,7 +81,7 @@ async function main() {
   console.log(
     failed
       ? `✘ dependency rules: ${result.summary.error} rule violation(s), ${groups.length} folder cycle group(s)`
-      : `✔ dependency rules: no violations, no folder cycles (${result.summary.totalCruised} modules, ${folders} folders under src/)`,
+      : `✔ dependency rules: no violations, no folder cycles (${result.summary.totalCruised} modules, ${folders} module folders under src/)`,
   );
   process.exitCode = failed ? 1 : 0;
 }

@@ -6,8 +6,8 @@
  */
 import { existsSync } from 'node:fs';
 import { sign } from 'jsonwebtoken';
-import { ACCOUNT_ID_RE } from '../src/kernel/ids';
-import { DEV_DEFAULTS } from '../src/config/load-config';
+import { ACCOUNT_ID_RE } from '../src/platform/core/ids';
+import { DEV_DEFAULTS } from '../src/platform/config/load-config';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const [accountId, ttl = '86400'] = process.argv.slice(2);

@@ -7,7 +7,7 @@
  * be reached after the create, the progress is asked again every second, for up to a minute.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { DEV_DEFAULTS } from '../src/config/load-config';
+import { DEV_DEFAULTS } from '../src/platform/config/load-config';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const [command, file] = process.argv.slice(2);

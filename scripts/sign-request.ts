@@ -18,8 +18,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { signRequest } from '../src/auth/merchant-signature';
-import { DEV_DEFAULTS, parseNamedSecrets } from '../src/config/load-config';
+import { signRequest } from '../src/platform/auth/merchant-signature';
+import { DEV_DEFAULTS, parseNamedSecrets } from '../src/platform/config/load-config';
 
 const usage = () => {
   console.error('usage: npm run -s sign -- <METHOD> </path?query> [jsonBody]   (prints headers for curl -H @-)');

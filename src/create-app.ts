@@ -3,19 +3,19 @@ import { ModulesContainer, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
-import { AppConfig } from './config/app-config';
-import { AllExceptionsFilter, toErrorResponse } from './http/all-exceptions.filter';
-import { clientErrorHandler } from './http/client-error';
-import { compileRoutes } from './http/compiled-routes';
-import { ROUTE_BODY_LIMITS } from './http/body-limits';
-import { registerJsonBodyParser } from './http/json-body';
-import { fastifyLoggingOptions, PinoNestLogger } from './http/logging';
-import { setupSwagger } from './http/swagger';
-import { pipeRouteParams } from './http/route-pipes';
-import { drainUnreadBody } from './http/unread-body';
-import { trackConnections } from './http/unused-connections';
-import { createValidationPipe } from './http/validation';
-import { MetricsService } from './metrics/metrics.service';
+import { AppConfig } from './platform/config/app-config';
+import { AllExceptionsFilter, toErrorResponse } from './platform/http/all-exceptions.filter';
+import { clientErrorHandler } from './platform/http/client.error';
+import { compileRoutes } from './platform/http/compiled-routes';
+import { ROUTE_BODY_LIMITS } from './platform/http/body-limits';
+import { registerJsonBodyParser } from './platform/http/json-body';
+import { fastifyLoggingOptions, PinoNestLogger } from './platform/http/logging';
+import { setupSwagger } from './platform/http/swagger';
+import { pipeRouteParams } from './platform/http/route-pipes';
+import { drainUnreadBody } from './platform/http/unread-body';
+import { trackConnections } from './platform/http/unused-connections';
+import { createValidationPipe } from './platform/http/validation';
+import { MetricsService } from './platform/metrics/metrics.service';
 
 /**
  * Builds the whole application on Fastify, initialised but not listening.

@@ -2,10 +2,10 @@ import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { existsSync } from 'node:fs';
 import { createServer, Server } from 'node:net';
-import { AppConfig } from './config/app-config';
-import { ConfigError, loadConfig } from './config/load-config';
+import { AppConfig } from './platform/config/app-config';
+import { ConfigError, loadConfig } from './platform/config/load-config';
 import { createApp } from './create-app';
-import { ManagedRedis, ManagedRedisError, neighbourPort } from './redis/managed-redis';
+import { ManagedRedis, ManagedRedisError, neighbourPort } from './platform/redis/managed-redis';
 
 /** Exit status of a start that could not complete (port in use, managed Redis refused, Redis unreachable, …). */
 const EXIT_STARTUP_FAILED = 1;

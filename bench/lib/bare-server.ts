@@ -1,11 +1,11 @@
 import Redis, { type RedisOptions } from 'ioredis';
-import { DEFAULT_LUA_DIR, loadAllScripts, type ScriptDefinition } from '../../src/scripts/script-loader';
-import { coalesceCommandWrites } from '../../src/redis/coalesce-writes';
-import { evalScript } from '../../src/scripts/eval-script';
+import { DEFAULT_LUA_DIR, loadAllScripts, type ScriptDefinition } from '../../src/platform/scripts/script-loader';
+import { coalesceCommandWrites } from '../../src/platform/redis/coalesce-writes';
+import { evalScript } from '../../src/platform/scripts/eval-script';
 
 /**
  * How a baseline server's connection sends its commands. `coalesce` (the default): as the service's command
- * connection does (auto-pipelining off, the writes of one event-loop turn in one syscall: src/redis/coalesce-writes.ts);
+ * connection does (auto-pipelining off, the writes of one event-loop turn in one syscall: src/platform/redis/coalesce-writes.ts);
  * `plain`: one write per command; `autopipeline`: ioredis auto-pipelining. BASELINE_REDIS_WRITES picks one, to A/B them.
  */
 export type RedisWrites = 'coalesce' | 'plain' | 'autopipeline';

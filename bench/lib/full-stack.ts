@@ -138,19 +138,25 @@ export const SERVICE_LAYERS: Layer[] = [
   // Inclusive: Nest's frames sit under guards, pipes, the handler and the reply, so these two include all of them.
   { name: 'Nest core (inclusive: guards, pipes, handler, reply run inside it)', match: (_f, w) => w.startsWith('node_modules/@nestjs/core/') },
   { name: 'Nest Fastify adapter (inclusive, as above)', match: (_f, w) => w.startsWith('node_modules/@nestjs/platform-fastify/') },
-  { name: 'AuthGuard.canActivate (dist/auth/auth.guard.js)', match: (f, w) => w.startsWith('dist/auth/auth.guard') && f.functionName === 'canActivate' },
+  {
+    name: 'AuthGuard.canActivate (dist/platform/auth/auth.guard.js)',
+    match: (f, w) => w.startsWith('dist/platform/auth/auth.guard') && f.functionName === 'canActivate',
+  },
   { name: 'JWT verify (jsonwebtoken/jws/jwa)', match: (_f, w) => /^node_modules\/(jsonwebtoken|jws|jwa)\//.test(w) },
-  { name: 'RateLimitGuard.canActivate (dist/rate-limit)', match: (f, w) => w.startsWith('dist/rate-limit/') && f.functionName === 'canActivate' },
+  {
+    name: 'RateLimitGuard.canActivate (dist/platform/rate-limit)',
+    match: (f, w) => w.startsWith('dist/platform/rate-limit/') && f.functionName === 'canActivate',
+  },
   {
     name: 'ValidationPipe (class-validator, class-transformer)',
     match: (_f, w) =>
       /^node_modules\/(class-validator|class-transformer|validator)\//.test(w) || w.startsWith('node_modules/@nestjs/common/pipes/validation.pipe'),
   },
   {
-    name: 'Logging + request id (pino, sonic-boom, dist/http/logging.js)',
+    name: 'Logging + request id (pino, sonic-boom, dist/platform/http/logging.js)',
     match: (_f, w) =>
       /^node_modules\/(pino|sonic-boom|pino-std-serializers|@pinojs\/redact|fast-redact|thread-stream|on-exit-leak-free)\//.test(w) ||
-      w.startsWith('dist/http/logging'),
+      w.startsWith('dist/platform/http/logging'),
   },
   { name: 'Metrics (prom-client)', match: (_f, w) => w.startsWith('node_modules/prom-client/') },
   {

@@ -1,1 +1,1 @@
-export { forEachLimit } from '../../src/common/for-each-limit';
+export { forEachLimit } from '../../src/platform/core/for-each-limit';

@@ -22,8 +22,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
-import type { LockService } from '../../src/locks/lock.service';
-import { evalScript } from '../../src/scripts/eval-script';
+import type { LockService } from '../../src/engines/locks/lock.service';
+import { evalScript } from '../../src/platform/scripts/eval-script';
 import { requireFromBuild, ROOT } from './full-stack';
 import { FENCE_KEEP_MS, FENCED_STRING_ACQUIRE_LUA, OWNER_RELEASE_LUA } from './locks-lua';
 
@@ -69,19 +69,19 @@ function countCommands(conn: Redis, onCommand: () => void): void {
 
 /** Loaded once per build: what every engine client needs. */
 interface EngineBuild {
-  config: ReturnType<typeof import('../../src/config/load-config').loadConfig>;
+  config: ReturnType<typeof import('../../src/platform/config/load-config').loadConfig>;
   /** The lock engine's settings (its config slice). */
-  locks: import('../../src/locks/locks.config').LocksConfig;
+  locks: import('../../src/engines/locks/locks.config').LocksConfig;
   redisOptions: RedisOptions;
   modules: {
-    ConfigModule: typeof import('../../src/config/config.module').ConfigModule;
-    MetricsModule: typeof import('../../src/metrics/metrics.module').MetricsModule;
-    RedisModule: typeof import('../../src/redis/redis.module').RedisModule;
+    ConfigModule: typeof import('../../src/platform/config/config.module').ConfigModule;
+    MetricsModule: typeof import('../../src/platform/metrics/metrics.module').MetricsModule;
+    RedisModule: typeof import('../../src/platform/redis/redis.module').RedisModule;
     /** The build's scripts module when the script registry has its own (else RedisModule provides it). */
     ScriptsModule?: unknown;
   };
-  RedisService: typeof import('../../src/redis/redis.service').RedisService;
-  LockService: typeof import('../../src/locks/lock.service').LockService;
+  RedisService: typeof import('../../src/platform/redis/redis.service').RedisService;
+  LockService: typeof import('../../src/engines/locks/lock.service').LockService;
   /** The build's lock module when it has one; else LockService and LockMetrics are provided directly. */
   lockModule?: unknown;
   LockMetrics?: unknown;
@@ -92,8 +92,8 @@ interface EngineBuild {
 class LocksBenchRoot {}
 
 function loadEngineBuild(dist: string, redisUrl: string): EngineBuild {
-  const { loadConfig } = requireFromBuild<typeof import('../../src/config/load-config')>(dist, 'config/load-config');
-  const { standaloneOrSentinelOptions } = requireFromBuild<typeof import('../../src/redis/redis-options')>(dist, 'redis/redis-options');
+  const { loadConfig } = requireFromBuild<typeof import('../../src/platform/config/load-config')>(dist, 'platform/config/load-config');
+  const { standaloneOrSentinelOptions } = requireFromBuild<typeof import('../../src/platform/redis/redis-options')>(dist, 'platform/redis/redis-options');
   // NODE_ENV=test: development credentials are accepted (nothing here serves HTTP).
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_URL: redisUrl, REDIS_KEY_PREFIX: KEY_PREFIX });
   const lockModuleFile = ['locks.module.js', 'lock.module.js'].map((f) => join(dist, 'locks', f)).find((f) => existsSync(f));
@@ -102,20 +102,20 @@ function loadEngineBuild(dist: string, redisUrl: string): EngineBuild {
     : undefined;
   return {
     config,
-    locks: requireFromBuild<typeof import('../../src/locks/locks.config')>(dist, 'locks/locks.config').locksConfig.of(config),
+    locks: requireFromBuild<typeof import('../../src/engines/locks/locks.config')>(dist, 'engines/locks/locks.config').locksConfig.of(config),
     redisOptions: standaloneOrSentinelOptions(config.redis),
     modules: {
-      ConfigModule: requireFromBuild<typeof import('../../src/config/config.module')>(dist, 'config/config.module').ConfigModule,
-      MetricsModule: requireFromBuild<typeof import('../../src/metrics/metrics.module')>(dist, 'metrics/metrics.module').MetricsModule,
-      RedisModule: requireFromBuild<typeof import('../../src/redis/redis.module')>(dist, 'redis/redis.module').RedisModule,
+      ConfigModule: requireFromBuild<typeof import('../../src/platform/config/config.module')>(dist, 'platform/config/config.module').ConfigModule,
+      MetricsModule: requireFromBuild<typeof import('../../src/platform/metrics/metrics.module')>(dist, 'platform/metrics/metrics.module').MetricsModule,
+      RedisModule: requireFromBuild<typeof import('../../src/platform/redis/redis.module')>(dist, 'platform/redis/redis.module').RedisModule,
       ScriptsModule: existsSync(join(dist, 'scripts', 'scripts.module.js'))
-        ? requireFromBuild<typeof import('../../src/scripts/scripts.module')>(dist, 'scripts/scripts.module').ScriptsModule
+        ? requireFromBuild<typeof import('../../src/platform/scripts/scripts.module')>(dist, 'platform/scripts/scripts.module').ScriptsModule
         : undefined,
     },
-    RedisService: requireFromBuild<typeof import('../../src/redis/redis.service')>(dist, 'redis/redis.service').RedisService,
-    LockService: requireFromBuild<typeof import('../../src/locks/lock.service')>(dist, 'locks/lock.service').LockService,
+    RedisService: requireFromBuild<typeof import('../../src/platform/redis/redis.service')>(dist, 'platform/redis/redis.service').RedisService,
+    LockService: requireFromBuild<typeof import('../../src/engines/locks/lock.service')>(dist, 'engines/locks/lock.service').LockService,
     lockModule,
-    LockMetrics: lockModule ? undefined : requireFromBuild<Record<string, unknown>>(dist, 'locks/lock.metrics').LockMetrics,
+    LockMetrics: lockModule ? undefined : requireFromBuild<Record<string, unknown>>(dist, 'engines/locks/lock.metrics').LockMetrics,
   };
 }
 

@@ -11,7 +11,7 @@
  */
 import type Redis from 'ioredis';
 import { join } from 'node:path';
-import type { ScriptDefinition } from '../../src/scripts/script-loader';
+import type { ScriptDefinition } from '../../src/platform/scripts/script-loader';
 import { FENCE_KEEP_MS, FENCED_STRING_ACQUIRE_LUA, OWNER_RELEASE_LUA } from './locks-lua';
 import { commandTime } from './locks-measure';
 import { median } from './measure';
@@ -45,7 +45,7 @@ const OWNER = 'abcdef12:0b7c7a86-5c3e-4b39-9f0e-';
 const token = (i: number) => OWNER + String(i).padStart(12, '0');
 
 async function variants(conn: Redis, dist: string, prefix: string): Promise<Variant[]> {
-  const { loadScriptFile } = require(join(dist, 'scripts', 'script-loader')) as typeof import('../../src/scripts/script-loader');
+  const { loadScriptFile } = require(join(dist, 'scripts', 'script-loader')) as typeof import('../../src/platform/scripts/script-loader');
   const luaDir = join(dist, '..', 'lua');
   const file = (id: string): ScriptDefinition => loadScriptFile(luaDir, join(luaDir, `${id}.lua`));
   const acquire = file('locks/acquire-2').source;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { signRequest } from '../../src/auth/merchant-signature';
+import { signRequest } from '../../src/platform/auth/merchant-signature';
 
 /** The bench merchant of fullEnv's MERCHANT_SECRETS. */
 export const BENCH_MERCHANT = 'bench_merchant';

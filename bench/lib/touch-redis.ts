@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
-import type { AppConfig } from '../../src/config/app-config';
-import { visitsKey } from '../../src/diagnostics/diagnostics-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import type { AppConfig } from '../../src/platform/config/app-config';
+import { visitsKey } from '../../src/platform/diagnostics/diagnostics.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { connectScriptRedis } from './bare-server';
 
-/** Runs lua/diagnostics/touch-1.lua for one key: `[count, serverTimeMs]`. */
+/** Runs lua/platform/diagnostics/touch-1.lua for one key: `[count, serverTimeMs]`. */
 export type TouchCommand = (key: string, ttlMs: number) => Promise<[number, number]>;
 
 /**

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OrdersService } from '../../src/orders/orders.service';
+import { OrdersService } from '../../src/features/orders/orders.service';
 import { TestApp, CREDS, merchantHeaders, userToken, useAppOnOwnRedis } from '../support/test-app';
 
 /**

@@ -1,6 +1,6 @@
 import request from 'supertest';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import type { Delivery } from '../../src/delay-queue/delay-queue.types';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import type { Delivery } from '../../src/engines/delay-queue/delay-queue.types';
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';

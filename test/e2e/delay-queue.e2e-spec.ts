@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Redis from 'ioredis';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -17,7 +17,7 @@ import { startTestApp, TestApp } from '../support/test-app';
 
 const ROOT = resolve(__dirname, '../..');
 const WORKER = join(ROOT, 'test/support/delay-queue-worker.ts');
-const BUILT = join(ROOT, 'dist/delay-queue/queue-processor.js');
+const BUILT = join(ROOT, 'dist/engines/delay-queue/queue-processor.js');
 
 interface WorkerSettings {
   queue: string;

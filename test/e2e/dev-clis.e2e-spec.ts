@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { JwtVerifier } from '../../src/auth/jwt-verifier.service';
-import { DEV_DEFAULTS, loadConfig } from '../../src/config/load-config';
+import { JwtVerifier } from '../../src/platform/auth/jwt-verifier.service';
+import { DEV_DEFAULTS, loadConfig } from '../../src/platform/config/load-config';
 
 /**
  * The development CLIs as a shell runs them (`npm run -s token`, `npm run -s sign`): exit 2 with a one-line

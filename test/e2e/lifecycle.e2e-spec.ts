@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AddressInfo, connect, createServer, Socket } from 'node:net';
 import Redis from 'ioredis';
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
-import { RedisService } from '../../src/redis/redis.service';
+import { BackgroundWorkers } from '../../src/engines/workers/background-workers.service';
+import { RedisService } from '../../src/platform/redis/redis.service';
 import { freePort } from '../harness/free-port';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, userToken } from '../support/test-app';
 import { sign } from 'jsonwebtoken';
-import { DEV_DEFAULTS } from '../../src/config/load-config';
+import { DEV_DEFAULTS } from '../../src/platform/config/load-config';
 
 const devToken = (sub: string) => sign({ sub }, DEV_DEFAULTS.JWT_SECRET, { algorithm: 'HS256', expiresIn: 600 });
 

@@ -1,9 +1,9 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { lockKeys } from '../../src/locks/lock-keys';
-import { LockService } from '../../src/locks/lock.service';
-import { LocksController } from '../../src/locks/locks.controller';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { lockKeys } from '../../src/engines/locks/lock.keys';
+import { LockService } from '../../src/engines/locks/lock.service';
+import { LocksController } from '../../src/engines/locks/locks.controller';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ROUTE_BODY_LIMITS } from '../../src/http/body-limits';
+import { ROUTE_BODY_LIMITS } from '../../src/platform/http/body-limits';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import {
   CASE_CLASSES,
@@ -82,17 +82,17 @@ describe('Malformed input, generated from the OpenAPI document', () => {
     baseUrl = `http://127.0.0.1:${(t.app.getHttpServer().address() as AddressInfo).port}`;
     const p = escapeRe(t.config.redis.keyPrefix);
     IGNORED = [
-      // <prefix>:rate-limit:{<caller>}:window (src/rate-limit/rate-limit-keys.ts): the rate-limit guard spends from
+      // <prefix>:rate-limit:{<caller>}:window (src/platform/rate-limit/rate-limit.keys.ts): the rate-limit guard spends from
       // the caller's window on every request, before the body or parameters are looked at.
       { re: new RegExp(`^${p}:rate-limit:\\{[^}]*\\}:window$`), why: 'rate-limit counters' },
-      // <prefix>:auth:{m:<merchant>}:nonce:<nonce> (src/auth/auth-keys.ts): a correctly signed
+      // <prefix>:auth:{m:<merchant>}:nonce:<nonce> (src/platform/auth/auth.keys.ts): a correctly signed
       // request claims its nonce in the guard (replay protection), before validation.
       { re: new RegExp(`^${p}:auth:\\{m:[^}]*\\}:nonce:`), why: 'merchant replay-protection nonces' },
-      // <prefix>:delay-queue:{<queue>}:lease|seq (src/delay-queue/delay-queue.keys.ts): the app's own queue processors (order
+      // <prefix>:delay-queue:{<queue>}:lease|seq (src/engines/delay-queue/delay-queue.keys.ts): the app's own queue processors (order
       // expiry, payment follow-ups, reminders) write these when they claim and heartbeat items, whatever requests do.
       // Every other part of a queue (pending, ready, in-flight, dead, payloads, attempts, errors) is compared.
       { re: new RegExp(`^${p}:delay-queue:\\{[^}]*\\}:(lease|seq)$`), why: 'delay-queue worker bookkeeping (leases, fencing sequence)' },
-      // <prefix>:seckill:{i}:sweep (src/seckill/seckill-keys.ts): the flash-sale safety net's sweep takes this lease on
+      // <prefix>:seckill:{i}:sweep (src/features/seckill/seckill.keys.ts): the flash-sale safety net's sweep takes this lease on
       // its own timer (SET NX PX) and lets it expire, whatever requests do.
       { re: new RegExp(`^${p}:seckill:\\{i\\}:sweep$`), why: 'the seckill safety-net sweep lease' },
     ];

@@ -1,9 +1,9 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import type { PullResultDto as Page } from '../../src/messages/dto/pull.dto';
-import { FEED_TTL_MS } from '../../src/messages/broadcast-feed';
-import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import type { PullResultDto as Page } from '../../src/features/messages/dto/pull.dto';
+import { FEED_TTL_MS } from '../../src/features/messages/broadcast-feed';
+import { broadcastKeys, inboxKeys } from '../../src/features/messages/message.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { CREDS, TestApp, userToken, useAppOnOwnRedis } from '../support/test-app';
 import { setTimeout as sleep } from 'node:timers/promises';
 

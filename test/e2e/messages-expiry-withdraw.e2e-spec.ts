@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { MAX_MESSAGE_TTL_MS } from '../../src/messages/message-commands';
+import { MAX_MESSAGE_TTL_MS } from '../../src/features/messages/message.commands';
 import { CREDS, TestApp, userToken, useAppOnOwnRedis } from '../support/test-app';
 
 /**

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import type { MessageDto as Msg } from '../../src/messages/dto/pull.dto';
+import type { MessageDto as Msg } from '../../src/features/messages/dto/pull.dto';
 import { waitUntil } from '../harness/redis-process';
 import { CREDS, useAppOnOwnRedis, userToken } from '../support/test-app';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import type { MessageDto as Msg, PullResultDto as Page } from '../../src/messages/dto/pull.dto';
+import type { MessageDto as Msg, PullResultDto as Page } from '../../src/features/messages/dto/pull.dto';
 import { waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, randomPrefix, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';

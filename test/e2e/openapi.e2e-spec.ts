@@ -1,13 +1,13 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, type ValidationError, type ValidatorOptions } from 'class-validator';
 import request from 'supertest';
-import { HEADERS, SECURITY } from '../../src/http/security-schemes';
-import { DEV_DEFAULTS, parseNamedSecrets } from '../../src/config/load-config';
-import { MAX_AMOUNT } from '../../src/orders/dto/create-order.dto';
-import { ROUTE_BODY_LIMITS } from '../../src/http/body-limits';
-import { routeInputs } from '../../src/http/error-examples';
-import { USER_FACING_TAG } from '../../src/http/swagger';
-import { validationPipeOptions } from '../../src/http/validation';
+import { HEADERS, SECURITY } from '../../src/platform/http/security-schemes';
+import { DEV_DEFAULTS, parseNamedSecrets } from '../../src/platform/config/load-config';
+import { MAX_AMOUNT } from '../../src/features/orders/dto/create-order.dto';
+import { ROUTE_BODY_LIMITS } from '../../src/platform/http/body-limits';
+import { routeInputs } from '../../src/platform/http/error-examples';
+import { USER_FACING_TAG } from '../../src/platform/http/swagger';
+import { validationPipeOptions } from '../../src/platform/http/validation';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
 

@@ -1,8 +1,8 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { ORDER_ID_RE } from '../../src/kernel/ids';
-import { orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { ORDER_ID_RE } from '../../src/platform/core/ids';
+import { orderKeys, orderNumberKeyOf } from '../../src/features/orders/order.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';

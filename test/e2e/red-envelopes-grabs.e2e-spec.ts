@@ -1,6 +1,6 @@
-import { WalletService } from '../../src/wallet/wallet.service';
-import { homeOf } from '../../src/sharded-pool/home';
-import type { WalletCommand } from '../../src/wallet/wallet.types';
+import { WalletService } from '../../src/features/wallet/wallet.service';
+import { homeOf } from '../../src/engines/sharded-pool/home';
+import type { WalletCommand } from '../../src/features/wallet/wallet.types';
 import { waitUntil } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit, redisNowMs } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';

@@ -1,5 +1,5 @@
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { activityKey } from '../../src/red-envelope/red-envelope-keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { activityKey } from '../../src/features/red-envelope/red-envelope.keys';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { CREDS, merchantHeaders, useAppOnOwnRedis, userToken } from '../support/test-app';
 import request from 'supertest';

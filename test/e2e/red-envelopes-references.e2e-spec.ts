@@ -1,5 +1,5 @@
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { walletKeys } from '../../src/wallet/wallet-keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { walletKeys } from '../../src/features/wallet/wallet.keys';
 import { waitUntil } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit, redisNowMs } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';

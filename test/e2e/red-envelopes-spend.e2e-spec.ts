@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { legReference } from '../../src/orders/order-queues';
+import { legReference } from '../../src/features/orders/order-queues';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { CREDS, merchantHeaders, useAppOnOwnRedis, userToken } from '../support/test-app';
 

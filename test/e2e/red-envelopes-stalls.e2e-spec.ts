@@ -1,8 +1,8 @@
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { walletKeys } from '../../src/wallet/wallet-keys';
-import { WalletService } from '../../src/wallet/wallet.service';
-import type { WalletCommand } from '../../src/wallet/wallet.types';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { walletKeys } from '../../src/features/wallet/wallet.keys';
+import { WalletService } from '../../src/features/wallet/wallet.service';
+import type { WalletCommand } from '../../src/features/wallet/wallet.types';
 import { waitUntil } from '../harness/redis-process';
 import { rainBody, rainId, rainKit, type RainKit, redisNowMs } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';

@@ -1,8 +1,8 @@
 import request from 'supertest';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { SPREAD_TAGS } from '../../src/redis/slot-tags';
-import { shardKeys } from '../../src/seckill/seckill-keys';
-import { MAX_SHARDS, seckillConfig } from '../../src/seckill/seckill.config';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { SPREAD_TAGS } from '../../src/platform/redis/slot-tags';
+import { shardKeys } from '../../src/features/seckill/seckill.keys';
+import { MAX_SHARDS, seckillConfig } from '../../src/features/seckill/seckill.config';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, merchantHeaders, useAppOnOwnRedis, userToken } from '../support/test-app';

@@ -1,4 +1,4 @@
-import { GEN_IDS, reservationIdFor } from '../../src/seckill/seckill-keys';
+import { GEN_IDS, reservationIdFor } from '../../src/features/seckill/seckill.keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';

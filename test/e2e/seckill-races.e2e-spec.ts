@@ -1,7 +1,7 @@
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { SPREAD_TAGS } from '../../src/redis/slot-tags';
-import { homeOf } from '../../src/sharded-pool/home';
-import { shardKeys } from '../../src/seckill/seckill-keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { SPREAD_TAGS } from '../../src/platform/redis/slot-tags';
+import { homeOf } from '../../src/engines/sharded-pool/home';
+import { shardKeys } from '../../src/features/seckill/seckill.keys';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';
 

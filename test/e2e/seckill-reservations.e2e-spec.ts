@@ -1,6 +1,6 @@
 import request from 'supertest';
-import { homeOf } from '../../src/sharded-pool/home';
-import { ActivityCatalog } from '../../src/seckill/activity-catalog';
+import { homeOf } from '../../src/engines/sharded-pool/home';
+import { ActivityCatalog } from '../../src/features/seckill/activity-catalog';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { CREDS, merchantHeaders, useAppOnOwnRedis } from '../support/test-app';

@@ -1,5 +1,5 @@
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { buyerIndexKey } from '../../src/seckill/seckill-keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { buyerIndexKey } from '../../src/features/seckill/seckill.keys';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';

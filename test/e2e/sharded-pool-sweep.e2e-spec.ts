@@ -1,4 +1,4 @@
-import { homeOf } from '../../src/sharded-pool/home';
+import { homeOf } from '../../src/engines/sharded-pool/home';
 import { expectInvariants } from '../support/invariants';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';

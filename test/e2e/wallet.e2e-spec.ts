@@ -1,13 +1,13 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
-import { legReference } from '../../src/orders/order-queues';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
+import { legReference } from '../../src/features/orders/order-queues';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
 import { sumOfWalletBalances, walletKeysIn } from '../support/wallet';
-import { orderNumberKeyOf } from '../../src/orders/order-keys';
+import { orderNumberKeyOf } from '../../src/features/orders/order.keys';
 
 /**
  * Wallets over HTTP on the whole app, with the balance method paying from the payer's wallet: ops top up

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { WorkerRegistry, type WorkerRow } from '../../src/workers/worker-registry';
+import { WorkerRegistry, type WorkerRow } from '../../src/engines/workers/worker-registry';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, type TestApp } from '../support/test-app';
 

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import request from 'supertest';
-import { eventStreamKeys } from '../../src/orders/order-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { eventStreamKeys } from '../../src/features/orders/order.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { waitUntil } from '../harness/redis-process';
 import { startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, userToken } from '../support/test-app';

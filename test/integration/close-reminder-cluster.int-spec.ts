@@ -1,9 +1,9 @@
 import type Redis from 'ioredis';
 import request from 'supertest';
-import { reminderKey, settingsKeys } from '../../src/close-reminder/close-reminder-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { reminderKey, settingsKeys } from '../../src/features/close-reminder/close-reminder.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection } from '../harness/redis-process';
 import { reminderKit, ReminderKit } from '../support/close-reminder';

@@ -1,4 +1,4 @@
-import { REMINDER_QUEUE } from '../../src/close-reminder/close-reminder.service';
+import { REMINDER_QUEUE } from '../../src/features/close-reminder/close-reminder.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { expectInvariants } from '../support/invariants';
@@ -6,7 +6,7 @@ import { diedAtCrashPoint, ServiceProcess, startServiceProcess } from '../suppor
 import { CREDS, merchantHeaders, userToken } from '../support/test-app';
 
 /**
- * Close-reminder scheduling killed at every step boundary (src/common/crash-points.ts): the built service
+ * Close-reminder scheduling killed at every step boundary (src/platform/core/crash-points.ts): the built service
  * (dist/main.js) dies there with SIGKILL, a fresh instance starts on the same Redis, and the order's reminder
  * converges: sent exactly once and before the close, or cancelled / withdrawn when the order was paid, within
  * the stated bound. The sequences (docs/durability.md, "Multi-step writes"):

@@ -1,9 +1,9 @@
-import { CloseReminderService, REMINDER_QUEUE } from '../../src/close-reminder/close-reminder.service';
-import type { Delivery, QueueStats } from '../../src/delay-queue/delay-queue.types';
+import { CloseReminderService, REMINDER_QUEUE } from '../../src/features/close-reminder/close-reminder.service';
+import type { Delivery, QueueStats } from '../../src/engines/delay-queue/delay-queue.types';
 import type Redis from 'ioredis';
-import type { AppConfig } from '../../src/config/app-config';
-import { queueKeys } from '../../src/delay-queue/delay-queue.keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import type { AppConfig } from '../../src/platform/config/app-config';
+import { queueKeys } from '../../src/engines/delay-queue/delay-queue.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { FINAL_STATES, parseMetrics, reminderKit, sleep } from '../support/close-reminder';

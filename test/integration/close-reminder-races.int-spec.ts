@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { EVENTS_GROUP } from '../../src/close-reminder/close-reminder.service';
+import { EVENTS_GROUP } from '../../src/features/close-reminder/close-reminder.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { reminderKit, ReminderKit, sleep } from '../support/close-reminder';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MerchantSettings, SETTINGS_POLL_MS } from '../../src/close-reminder/merchant-settings';
-import { RedisService } from '../../src/redis/redis.service';
+import { MerchantSettings, SETTINGS_POLL_MS } from '../../src/features/close-reminder/merchant-settings';
+import { RedisService } from '../../src/platform/redis/redis.service';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
 

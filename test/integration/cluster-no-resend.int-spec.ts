@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
-import { loadConfig } from '../../src/config/load-config';
-import { DIAGNOSTICS_KEYS } from '../../src/diagnostics/diagnostics-keys';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { isRedisUnavailable } from '../../src/redis/redis-unavailable.error';
-import { RedisService } from '../../src/redis/redis.service';
+import { loadConfig } from '../../src/platform/config/load-config';
+import { DIAGNOSTICS_KEYS } from '../../src/platform/diagnostics/diagnostics.keys';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { isRedisUnavailable } from '../../src/platform/redis/redis-unavailable.error';
+import { RedisService } from '../../src/platform/redis/redis.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { randomPrefix } from '../harness/redis-server';
 

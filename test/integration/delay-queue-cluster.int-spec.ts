@@ -1,9 +1,9 @@
 import type Redis from 'ioredis';
-import { queueKeys } from '../../src/delay-queue/delay-queue.keys';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { queueKeys } from '../../src/engines/delay-queue/delay-queue.keys';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { startTestApp, TestApp } from '../support/test-app';

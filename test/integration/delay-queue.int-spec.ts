@@ -4,15 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
-import { DelayQueueArgumentError } from '../../src/delay-queue/delay-queue.errors';
-import { queueKeys, registryKey } from '../../src/delay-queue/delay-queue.keys';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import { DelayQueueStore } from '../../src/delay-queue/delay-queue.store';
-import type { Delivery, ProcessOptions, When } from '../../src/delay-queue/delay-queue.types';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { ScriptInvalidStateError, ScriptNotFoundError } from '../../src/scripts/script-errors';
-import { DEFAULT_LUA_DIR, loadScriptFile, type ScriptDefinition } from '../../src/scripts/script-loader';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { DelayQueueArgumentError } from '../../src/engines/delay-queue/delay-queue.errors';
+import { queueKeys, registryKey } from '../../src/engines/delay-queue/delay-queue.keys';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import { DelayQueueStore } from '../../src/engines/delay-queue/delay-queue.store';
+import type { Delivery, ProcessOptions, When } from '../../src/engines/delay-queue/delay-queue.types';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { ScriptInvalidStateError, ScriptNotFoundError } from '../../src/platform/scripts/script.errors';
+import { DEFAULT_LUA_DIR, loadScriptFile, type ScriptDefinition } from '../../src/platform/scripts/script-loader';
+import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -577,7 +577,7 @@ describe(DelayQueueService.name, () => {
           '',
           '  Returns: {value, value as text}',
           ']]',
-          '--- @include "includes/monotonic-counter"',
+          '--- @include "platform/includes/monotonic-counter"',
           'local counterKey = KEYS[1]',
           "local field = ARGV[1] ~= '' and ARGV[1] or nil",
           'local ttlMs = tonumber(ARGV[2])',

@@ -1,8 +1,8 @@
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
-import { orderIndexKey, orderNumberKeyOf } from '../../src/orders/order-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { broadcastKeys, inboxKeys } from '../../src/features/messages/message.keys';
+import { orderIndexKey, orderNumberKeyOf } from '../../src/features/orders/order.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { HostPort, withConnection } from '../harness/redis-process';
 import { CREDS, merchantHeaders, startTestApp, TestApp } from '../support/test-app';

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConfigError } from '../../src/config/config-error';
+import { ConfigError } from '../../src/platform/config/config.error';
 import { RedisProcess, rawConnection, waitUntil, withConnection } from '../harness/redis-process';
 import { RedisSentinelHandle, startRedisSentinel } from '../harness/redis-sentinel';
 import { startRedisServer } from '../harness/redis-server';

@@ -1,8 +1,8 @@
 import request from 'supertest';
 import type { AddressInfo } from 'node:net';
-import { ORDER_KEYS } from '../../src/orders/order-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { WALLET_KEYS } from '../../src/wallet/wallet-keys';
+import { ORDER_KEYS } from '../../src/features/orders/order.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { WALLET_KEYS } from '../../src/features/wallet/wallet.keys';
 import { expectInvariants, sweepInvariants, type Deployment } from '../support/invariants';
 import { rainBody, rainId, rainKit } from '../support/red-envelopes';
 import { activityBody, activityId, seckillKit } from '../support/seckill';

@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
-import { LockContendedError, LockLostError } from '../../src/locks/lock.errors';
-import { lockKeys as lockKeysOf } from '../../src/locks/lock-keys';
-import { LockService } from '../../src/locks/lock.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { LockContendedError, LockLostError } from '../../src/engines/locks/lock.errors';
+import { lockKeys as lockKeysOf } from '../../src/engines/locks/lock.keys';
+import { LockService } from '../../src/engines/locks/lock.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix } from '../harness/redis-server';

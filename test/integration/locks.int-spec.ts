@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { LockContendedError, LockLostError } from '../../src/locks/lock.errors';
-import { lockKeys } from '../../src/locks/lock-keys';
-import { LockService } from '../../src/locks/lock.service';
-import { DEFAULT_LUA_DIR } from '../../src/scripts/script-loader';
-import { ScriptRegistry } from '../../src/scripts/script-registry.service';
-import type { LockHandle } from '../../src/locks/lock.types';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { LockContendedError, LockLostError } from '../../src/engines/locks/lock.errors';
+import { lockKeys } from '../../src/engines/locks/lock.keys';
+import { LockService } from '../../src/engines/locks/lock.service';
+import { DEFAULT_LUA_DIR } from '../../src/platform/scripts/script-loader';
+import { ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
+import type { LockHandle } from '../../src/engines/locks/lock.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -541,7 +541,7 @@ describe(`${LockService.name} on two instances`, () => {
     });
   });
 
-  describe('the fencing include (lua/includes/fencing.lua)', () => {
+  describe('the fencing include (lua/engines/locks/includes/fencing.lua)', () => {
     /** A module's write script as docs/locks.md shows it: the record, then the token and the value. */
     const writeScript = `${readFileSync(join(DEFAULT_LUA_DIR, 'includes', 'fencing.lua'), 'utf8')}
 local WRITTEN, STALE_TOKEN = 0, 1

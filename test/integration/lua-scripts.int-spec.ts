@@ -4,14 +4,14 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import type Redis from 'ioredis';
-import { loadConfig } from '../../src/config/load-config';
-import { visitsKey } from '../../src/diagnostics/diagnostics-keys';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { rateLimitKey } from '../../src/rate-limit/rate-limit-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { DEFAULT_LUA_DIR, loadAllScripts, ScriptContractError } from '../../src/scripts/script-loader';
-import { ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { loadConfig } from '../../src/platform/config/load-config';
+import { visitsKey } from '../../src/platform/diagnostics/diagnostics.keys';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { rateLimitKey } from '../../src/platform/rate-limit/rate-limit.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { DEFAULT_LUA_DIR, loadAllScripts, ScriptContractError } from '../../src/platform/scripts/script-loader';
+import { ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection } from '../harness/redis-process';
 import { randomPrefix } from '../harness/redis-server';
@@ -24,7 +24,7 @@ function scriptFiles(dir = DEFAULT_LUA_DIR): string[] {
     .sort()
     .flatMap((name) => {
       const p = join(dir, name);
-      if (statSync(p).isDirectory()) return name === 'includes' && dir === DEFAULT_LUA_DIR ? [] : scriptFiles(p);
+      if (statSync(p).isDirectory()) return name === 'includes' ? [] : scriptFiles(p);
       return name.endsWith('.lua') ? [relative(DEFAULT_LUA_DIR, p).split(sep).join('/')] : [];
     });
 }
@@ -40,7 +40,7 @@ describe('Lua script contracts (every file under lua/)', () => {
 
   it.each(files)('%s has a complete contract matching its file name and body', (file) => {
     const def = [...defs.values()].find((d) => d.file === file)!;
-    const [, module, name, keyCount] = /^([a-z][a-z0-9-]*)\/([a-z][a-z0-9-]*)-(\d+)\.lua$/.exec(file)!;
+    const [, module, name, keyCount] = /^(?:platform|engines|features)\/([a-z][a-z0-9-]*)\/([a-z][a-z0-9-]*)-(\d+)\.lua$/.exec(file)!;
     expect(def.id).toBe(`${module}/${name}`);
     expect(def.numberOfKeys).toBe(Number(keyCount));
 
@@ -105,8 +105,8 @@ describe('script loader rejects bad files', () => {
 
   it('accepts a well-formed script with an include (control case)', () => {
     const dir = luaDir({
-      'includes/helper.lua': 'local function one() return 1 end',
-      't/counter-1.lua': `${GOOD_HEADER}\n--- @include "includes/helper"\nreturn redis.call('INCRBY', KEYS[1], ARGV[1]) + one() - 1\n`,
+      'platform/includes/helper.lua': 'local function one() return 1 end',
+      'features/t/counter-1.lua': `${GOOD_HEADER}\n--- @include "platform/includes/helper"\nreturn redis.call('INCRBY', KEYS[1], ARGV[1]) + one() - 1\n`,
     });
     const defs = loadAllScripts(dir);
     expect([...defs.keys()]).toEqual(['t/counter']);
@@ -119,69 +119,78 @@ describe('script loader rejects bad files', () => {
   });
 
   it('a file without the --[[ ]] contract block', () => {
-    expectRejects({ 't/counter-1.lua': "return redis.call('INCR', KEYS[1])\n" }, /t\/counter-1\.lua: must open with a --\[\[ \.\.\. \]\] contract block/);
+    expectRejects(
+      { 'features/t/counter-1.lua': "return redis.call('INCR', KEYS[1])\n" },
+      /t\/counter-1\.lua: must open with a --\[\[ \.\.\. \]\] contract block/,
+    );
   });
 
   it('a block that does not start with the purpose', () => {
     expectRejects(
-      { 't/counter-1.lua': GOOD_HEADER.replace('  Increments a counter for the test suite and returns it.\n', '') + '\nreturn 1\n' },
+      { 'features/t/counter-1.lua': GOOD_HEADER.replace('  Increments a counter for the test suite and returns it.\n', '') + '\nreturn 1\n' },
       /contract must start with the purpose/,
     );
   });
 
   it('a key count in the file name that differs from the documented KEYS', () => {
     expectRejects(
-      { 't/counter-2.lua': `${GOOD_HEADER}\nreturn redis.call('INCR', KEYS[1])\n` },
+      { 'features/t/counter-2.lua': `${GOOD_HEADER}\nreturn redis.call('INCR', KEYS[1])\n` },
       /t\/counter-2\.lua: file name says 2 keys but the contract documents 1/,
     );
   });
 
   it('KEYS documented out of order', () => {
-    expectRejects({ 't/counter-1.lua': GOOD_HEADER.replace('KEYS[1]', 'KEYS[2]') + '\nreturn 1\n' }, /KEYS\[2\] is out of order/);
+    expectRejects({ 'features/t/counter-1.lua': GOOD_HEADER.replace('KEYS[1]', 'KEYS[2]') + '\nreturn 1\n' }, /KEYS\[2\] is out of order/);
   });
 
   it('ARGV neither listed nor declared "none"', () => {
     expectRejects(
-      { 't/counter-1.lua': GOOD_HEADER.replace('  ARGV[1]  the increment\n', '') + "\nreturn redis.call('INCR', KEYS[1])\n" },
+      { 'features/t/counter-1.lua': GOOD_HEADER.replace('  ARGV[1]  the increment\n', '') + "\nreturn redis.call('INCR', KEYS[1])\n" },
       /must list each ARGV\[i\], or say "ARGV {2}none"/,
     );
   });
 
   it('an ARGV used in the body but not documented', () => {
     expectRejects(
-      { 't/counter-1.lua': `${GOOD_HEADER}\nreturn redis.call('INCRBY', KEYS[1], ARGV[1] + ARGV[2])\n` },
+      { 'features/t/counter-1.lua': `${GOOD_HEADER}\nreturn redis.call('INCRBY', KEYS[1], ARGV[1] + ARGV[2])\n` },
       /t\/counter-1\.lua: uses ARGV\[2\] but the contract documents 1/,
     );
   });
 
   it('a KEYS used in the body but not documented', () => {
-    expectRejects({ 't/counter-1.lua': `${GOOD_HEADER}\nreturn redis.call('COPY', KEYS[1], KEYS[2])\n` }, /uses KEYS\[2\] but the contract documents 1/);
+    expectRejects(
+      { 'features/t/counter-1.lua': `${GOOD_HEADER}\nreturn redis.call('COPY', KEYS[1], KEYS[2])\n` },
+      /uses KEYS\[2\] but the contract documents 1/,
+    );
   });
 
   it('no Returns:', () => {
     expectRejects(
-      { 't/counter-1.lua': GOOD_HEADER.replace('  Returns: the new value\n', '') + '\nreturn 1\n' },
+      { 'features/t/counter-1.lua': GOOD_HEADER.replace('  Returns: the new value\n', '') + '\nreturn 1\n' },
       /t\/counter-1\.lua: contract must say what the script Returns:/,
     );
   });
 
   it('an include that does not exist', () => {
     expectRejects(
-      { 't/counter-1.lua': `${GOOD_HEADER}\n--- @include "includes/nope"\nreturn 1\n` },
-      /t\/counter-1\.lua: includes "includes\/nope" but includes\/nope\.lua does not exist/,
+      { 'features/t/counter-1.lua': `${GOOD_HEADER}\n--- @include "platform/includes/nope"\nreturn 1\n` },
+      /t\/counter-1\.lua: includes "platform\/includes\/nope" but platform\/includes\/nope\.lua does not exist/,
     );
   });
 
-  it('a file name without the key count, or outside lua/<module>/', () => {
-    expectRejects({ 't/counter.lua': `${GOOD_HEADER}\nreturn 1\n` }, /scripts live at lua\/<module>\/<name>-<numberOfKeys>\.lua/);
-    expectRejects({ 'counter-1.lua': `${GOOD_HEADER}\nreturn 1\n` }, /scripts live at lua\/<module>\/<name>-<numberOfKeys>\.lua/);
+  it('a file name without the key count, or outside lua/<layer>/<module>/', () => {
+    const layout = /scripts live at lua\/<platform\|engines\|features>\/<module>\/<name>-<numberOfKeys>\.lua/;
+    expectRejects({ 'features/t/counter.lua': `${GOOD_HEADER}\nreturn 1\n` }, layout);
+    expectRejects({ 'counter-1.lua': `${GOOD_HEADER}\nreturn 1\n` }, layout);
+    expectRejects({ 't/counter-1.lua': `${GOOD_HEADER}\nreturn 1\n` }, layout);
+    expectRejects({ 'plugins/t/counter-1.lua': `${GOOD_HEADER}\nreturn 1\n` }, layout);
   });
 
   it('two files with the same script id', () => {
     expectRejects(
       {
-        't/counter-1.lua': `${GOOD_HEADER}\nreturn 1\n`,
-        't/counter-2.lua': GOOD_HEADER.replace('  ARGV[1]', '  KEYS[2]  another counter\n  ARGV[1]') + '\nreturn 1\n',
+        'features/t/counter-1.lua': `${GOOD_HEADER}\nreturn 1\n`,
+        'features/t/counter-2.lua': GOOD_HEADER.replace('  ARGV[1]', '  KEYS[2]  another counter\n  ARGV[1]') + '\nreturn 1\n',
       },
       /duplicates script id t\/counter/,
     );

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { ManagedRedisError, probeRedis, waitForOwnRedis } from '../../src/redis/managed-redis';
+import { ManagedRedisError, probeRedis, waitForOwnRedis } from '../../src/platform/redis/managed-redis';
 import { freePort } from '../harness/free-port';
 import { waitExit } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';

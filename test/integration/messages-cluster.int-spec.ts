@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
-import { broadcastKeys, inboxKeys } from '../../src/messages/message-keys';
-import { MessagesService } from '../../src/messages/messages.service';
-import { PendingActionsService } from '../../src/messages/pending-actions.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { broadcastKeys, inboxKeys } from '../../src/features/messages/message.keys';
+import { MessagesService } from '../../src/features/messages/messages.service';
+import { PendingActionsService } from '../../src/features/messages/pending-actions.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { startTestApp, TestApp } from '../support/test-app';

@@ -5,7 +5,7 @@ import { CREDS, userToken } from '../support/test-app';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
- * The message center's multi-step writes, cut by a SIGKILL at each step boundary (src/common/crash-points.ts) of the
+ * The message center's multi-step writes, cut by a SIGKILL at each step boundary (src/platform/core/crash-points.ts) of the
  * built service (dist/main.js: `npx nest build` first), then carried on by a fresh instance on the same Redis. Each
  * test proves the sequence converges: an acknowledged message is never lost nor doubled, a retried request writes
  * only what the cut one did not, and a reminder is sent once, within its stated bound (its delay, plus the reminder

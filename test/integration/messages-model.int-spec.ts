@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
-import type { MessageDto, PullResultDto } from '../../src/messages/dto/pull.dto';
-import { inboxKeys } from '../../src/messages/message-keys';
-import { MessagesService } from '../../src/messages/messages.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import type { MessageDto, PullResultDto } from '../../src/features/messages/dto/pull.dto';
+import { inboxKeys } from '../../src/features/messages/message.keys';
+import { MessagesService } from '../../src/features/messages/messages.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';

@@ -1,11 +1,11 @@
 import type Redis from 'ioredis';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import type { MessageDto } from '../../src/messages/dto/pull.dto';
-import { MessagesService } from '../../src/messages/messages.service';
-import { inboxKeys } from '../../src/messages/message-keys';
-import { PENDING_ACTION_TYPES } from '../../src/messages/pending-action-types';
-import { PendingActionsService, REMINDER_QUEUE } from '../../src/messages/pending-actions.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import type { MessageDto } from '../../src/features/messages/dto/pull.dto';
+import { MessagesService } from '../../src/features/messages/messages.service';
+import { inboxKeys } from '../../src/features/messages/message.keys';
+import { PENDING_ACTION_TYPES } from '../../src/features/messages/pending-action-types';
+import { PendingActionsService, REMINDER_QUEUE } from '../../src/features/messages/pending-actions.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';

@@ -1,6 +1,6 @@
-import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
-import { channelLedgerKey } from '../../src/orders/order-keys';
-import { SimulatedChannel } from '../../src/orders/channels/simulated-channel';
+import { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
+import { channelLedgerKey } from '../../src/features/orders/order.keys';
+import { SimulatedChannel } from '../../src/features/orders/channels/simulated-channel';
 import { useOrdersApp } from '../support/orders-app';
 import { startTestApp, TestApp } from '../support/test-app';
 

@@ -1,11 +1,11 @@
 import Redis from 'ioredis';
-import type { AppConfig } from '../../src/config/app-config';
-import { reversalReference } from '../../src/orders/channels/wallet-channel';
-import { channelLedgerKey, orderIndexKey, orderKeys, orderNumberKeyOf } from '../../src/orders/order-keys';
-import { EXPIRY_QUEUE, legReference, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/orders/order-queues';
-import type { Instruction, OrderStatus, PaymentMethod, PlanStatus } from '../../src/orders/order.types';
-import { queueKeys } from '../../src/delay-queue/delay-queue.keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import type { AppConfig } from '../../src/platform/config/app-config';
+import { reversalReference } from '../../src/features/orders/channels/wallet-channel';
+import { channelLedgerKey, orderIndexKey, orderKeys, orderNumberKeyOf } from '../../src/features/orders/order.keys';
+import { EXPIRY_QUEUE, legReference, QUERY_QUEUE, RESUME_QUEUE, REVERSAL_QUEUE } from '../../src/features/orders/order-queues';
+import type { Instruction, OrderStatus, PaymentMethod, PlanStatus } from '../../src/features/orders/order.types';
+import { queueKeys } from '../../src/engines/delay-queue/delay-queue.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { expectInvariants } from '../support/invariants';
@@ -13,7 +13,7 @@ import { diedAtCrashPoint, ServiceProcess, startServiceProcess } from '../suppor
 import { CREDS, merchantHeaders, userToken } from '../support/test-app';
 
 /**
- * The orders' multi-step writes killed at each step boundary (src/common/crash-points.ts): the built service
+ * The orders' multi-step writes killed at each step boundary (src/platform/core/crash-points.ts): the built service
  * (dist/main.js; `npx nest build` first) runs with CRASH_AT=<boundary> and dies there with SIGKILL, the caller never
  * retries, a fresh instance starts on the same Redis, and each order and plan converges exactly once: PAID with each
  * leg taken once, FAILED with every taken leg given back once, or CLOSED; the payer's wallet holds its top-up less

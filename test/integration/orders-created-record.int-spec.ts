@@ -1,4 +1,4 @@
-import { orderView } from '../../src/orders/order-views';
+import { orderView } from '../../src/features/orders/order.views';
 import { useOrdersApp } from '../support/orders-app';
 
 const app = useOrdersApp({});

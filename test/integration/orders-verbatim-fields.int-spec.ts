@@ -1,17 +1,17 @@
 import type Redis from 'ioredis';
-import { newOrderId, noIndexKey, orderKeys, planIdFor } from '../../src/orders/order-keys';
-import { OrdersService } from '../../src/orders/orders.service';
-import { OrdersStore, serverNow } from '../../src/orders/orders.store';
-import { PaymentPlansService } from '../../src/orders/payment-plans.service';
-import { PaymentRunner } from '../../src/orders/payment-runner.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { newOrderId, noIndexKey, orderKeys, planIdFor } from '../../src/features/orders/order.keys';
+import { OrdersService } from '../../src/features/orders/orders.service';
+import { OrdersStore, serverNow } from '../../src/features/orders/orders.store';
+import { PaymentPlansService } from '../../src/features/orders/payment-plans.service';
+import { PaymentRunner } from '../../src/features/orders/payment-runner.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { CREDS, startTestApp, TestApp } from '../support/test-app';
 
 /**
- * lua/orders/write-4.lua against a real redis-server: field values are stored
+ * lua/features/orders/write-4.lua against a real redis-server: field values are stored
  * exactly as given. It once turned any value `$now` or `$now+<ms>` into the
  * Redis clock, so a merchant's subject `$now` was stored as a timestamp; the
  * fields that take the clock now come in an argument list of their own.

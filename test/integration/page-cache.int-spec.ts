@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
-import { CacheRedis } from '../../src/cache/cache-redis';
-import { cacheValueKey } from '../../src/cache/cache-keys';
-import { PageCache } from '../../src/cache/page-cache';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { CacheRedis } from '../../src/engines/cache/cache-redis';
+import { cacheValueKey } from '../../src/engines/cache/cache.keys';
+import { PageCache } from '../../src/engines/cache/page-cache';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { waitUntil, withConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';

@@ -1,12 +1,12 @@
 import Redis from 'ioredis';
-import { loadConfig } from '../../src/config/load-config';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
-import { RedisService } from '../../src/redis/redis.service';
-import { RateLimitScripts } from '../../src/rate-limit/rate-limit.scripts';
-import { RateLimiter } from '../../src/rate-limit/rate-limiter.service';
-import { ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { loadConfig } from '../../src/platform/config/load-config';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisUnavailableError } from '../../src/platform/redis/redis-unavailable.error';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { RateLimitScripts } from '../../src/platform/rate-limit/rate-limit.scripts';
+import { RateLimiter } from '../../src/platform/rate-limit/rate-limiter.service';
+import { ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 
 /** One "instance": its own connection, registry and limiter, sharing Redis and the key prefix. */

@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
 import { useAppOnCluster } from '../support/cluster-suite';
-import { homeOf } from '../../src/sharded-pool/home';
-import { RedisService } from '../../src/redis/redis.service';
-import { POOL_PARTS } from '../../src/red-envelope/red-envelope-keys';
-import { WalletService } from '../../src/wallet/wallet.service';
-import type { WalletCommand } from '../../src/wallet/wallet.types';
+import { homeOf } from '../../src/engines/sharded-pool/home';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { POOL_PARTS } from '../../src/features/red-envelope/red-envelope.keys';
+import { WalletService } from '../../src/features/wallet/wallet.service';
+import type { WalletCommand } from '../../src/features/wallet/wallet.types';
 import { waitUntil } from '../harness/redis-process';
 import { expectConserved, expectCreditedOnce } from '../support/red-envelope-faults';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';

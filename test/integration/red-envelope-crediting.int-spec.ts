@@ -1,11 +1,11 @@
-import { BackgroundWorkers } from '../../src/workers/background-workers.service';
+import { BackgroundWorkers } from '../../src/engines/workers/background-workers.service';
 import Redis from 'ioredis';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { CreditingService } from '../../src/red-envelope/crediting.service';
-import { activityIndexKey } from '../../src/red-envelope/red-envelope-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { WalletService } from '../../src/wallet/wallet.service';
-import type { WalletCommand } from '../../src/wallet/wallet.types';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { CreditingService } from '../../src/features/red-envelope/crediting.service';
+import { activityIndexKey } from '../../src/features/red-envelope/red-envelope.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { WalletService } from '../../src/features/wallet/wallet.service';
+import type { WalletCommand } from '../../src/features/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { expectConserved, expectCreditedOnce, startService } from '../support/red-envelope-faults';

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import { JOBS_QUEUE } from '../../src/red-envelope/activities.service';
-import type { ActivityRecord } from '../../src/red-envelope/red-envelope.types';
-import { WalletService } from '../../src/wallet/wallet.service';
-import type { WalletCommand } from '../../src/wallet/wallet.types';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import { JOBS_QUEUE } from '../../src/features/red-envelope/red-envelope-activities.service';
+import type { ActivityRecord } from '../../src/features/red-envelope/red-envelope.types';
+import { WalletService } from '../../src/features/wallet/wallet.service';
+import type { WalletCommand } from '../../src/features/wallet/wallet.types';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { startRedisServer } from '../harness/redis-server';
 import { expectConserved, expectCreditedOnce } from '../support/red-envelope-faults';

@@ -1,6 +1,6 @@
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import { JOBS_QUEUE } from '../../src/red-envelope/activities.service';
-import { WalletService } from '../../src/wallet/wallet.service';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import { JOBS_QUEUE } from '../../src/features/red-envelope/red-envelope-activities.service';
+import { WalletService } from '../../src/features/wallet/wallet.service';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { expectConserved, startService } from '../support/red-envelope-faults';

@@ -1,12 +1,12 @@
-import { RedisService } from '../../src/redis/redis.service';
-import { SPREAD_TAGS } from '../../src/redis/slot-tags';
-import type { PoolKeys } from '../../src/red-envelope/red-envelope-keys';
-import { RedEnvelopeStore } from '../../src/red-envelope/red-envelope.store';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { SPREAD_TAGS } from '../../src/platform/redis/slot-tags';
+import type { PoolKeys } from '../../src/features/red-envelope/red-envelope.keys';
+import { RedEnvelopeStore } from '../../src/features/red-envelope/red-envelope.store';
 import { rainId } from '../support/red-envelopes';
 import { useAppOnOwnRedis } from '../support/test-app';
 
 /**
- * Each lua/red-envelope script's contract, through RedEnvelopeStore on a real Redis: arm (never an incomplete
+ * Each lua/features/red-envelope script's contract, through RedEnvelopeStore on a real Redis: arm (never an incomplete
  * staging list, once), grab (repeat tap, window, NONE_LEFT, FALL_OVER then CLAIMED), take (EXISTING on a retry),
  * confirm (idempotent), settle (pending → credited once, dead → pending, credited final), drain (idempotent, left →
  * refunded) and redrive. After each, a sub-pool's counters add up: loaded = left + grabbed + refunded and
@@ -269,7 +269,7 @@ describe('red-envelope scripts through the store', () => {
     const k = await armed(rainId('rd'), 0, [10, 20]);
     const g = (await store.grab(k, 'acc_r1', false)) as { envelopeId: string; amount: number };
     const [[entryId, fields]] = await redis.command((c) => c.xrange(k.credits, '-', '+'));
-    // As lua/streams/fail-2.lua records a given-up entry.
+    // As lua/engines/streams/fail-2.lua records a given-up entry.
     await redis.command((c) =>
       c.xadd(k.dead, '*', 'group', 'red-envelope-credit', 'consumer', 'c1', 'eventId', entryId, 'deliveries', '3', 'error', 'boom', ...fields),
     );

@@ -1,10 +1,10 @@
 import { rmSync } from 'node:fs';
-import { loadConfig } from '../../src/config/load-config';
-import { DIAGNOSTICS_KEYS } from '../../src/diagnostics/diagnostics-keys';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { loadConfig } from '../../src/platform/config/load-config';
+import { DIAGNOSTICS_KEYS } from '../../src/platform/diagnostics/diagnostics.keys';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { freePort } from '../harness/free-port';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { makeTlsFiles, TlsFiles } from '../harness/tls-certs';

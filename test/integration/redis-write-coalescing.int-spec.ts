@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { loadConfig } from '../../src/config/load-config';
-import { MetricsService } from '../../src/metrics/metrics.service';
-import { RedisService } from '../../src/redis/redis.service';
+import { loadConfig } from '../../src/platform/config/load-config';
+import { MetricsService } from '../../src/platform/metrics/metrics.service';
+import { RedisService } from '../../src/platform/redis/redis.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { HostPort, withConnection } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -11,7 +11,7 @@ Logger.overrideLogger(['error']);
 
 /**
  * RedisService's command connection sends the commands of one event-loop turn in one write
- * (src/redis/coalesce-writes.ts): Redis then reads them with a few reads instead of one each.
+ * (src/platform/redis/coalesce-writes.ts): Redis then reads them with a few reads instead of one each.
  * `total_reads_processed` (INFO stats) counts Redis's reads from client sockets.
  */
 const CALLS = 200;

@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
 import { useAppOnCluster } from '../support/cluster-suite';
-import { homeOf } from '../../src/sharded-pool/home';
-import { RedisService } from '../../src/redis/redis.service';
-import { SPREAD_TAGS } from '../../src/redis/slot-tags';
+import { homeOf } from '../../src/engines/sharded-pool/home';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { SPREAD_TAGS } from '../../src/platform/redis/slot-tags';
 import { waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import type { TestApp } from '../support/test-app';
@@ -10,7 +10,7 @@ import type { TestApp } from '../support/test-app';
 /**
  * Flash sales on a 3-master Redis Cluster: a product's 3 shards land on 3 different masters (their tags in 3 slot ranges),
  * a buyer whose home shard is empty falls over to the next ones, the per-user limit holds across shards (kept on
- * the home shard), and every lua/seckill script runs there. The stock invariant holds per product.
+ * the home shard), and every lua/features/seckill script runs there. The stock invariant holds per product.
  */
 describe('flash sales on a 3-master cluster', () => {
   const suite = useAppOnCluster('seckill/', { CHANNEL_LATENCY_MS: '2' });

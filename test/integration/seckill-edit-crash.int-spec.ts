@@ -1,7 +1,7 @@
-import type { AppConfig } from '../../src/config/app-config';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { SPREAD_TAGS } from '../../src/redis/slot-tags';
-import { SHARD_PARTS, shardKeys } from '../../src/seckill/seckill-keys';
+import type { AppConfig } from '../../src/platform/config/app-config';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { SPREAD_TAGS } from '../../src/platform/redis/slot-tags';
+import { SHARD_PARTS, shardKeys } from '../../src/features/seckill/seckill.keys';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix } from '../harness/redis-server';
 import { activityBody, activityId } from '../support/seckill';

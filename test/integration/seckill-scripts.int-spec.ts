@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
-import type { ShardKeys } from '../../src/seckill/seckill-keys';
+import type { ShardKeys } from '../../src/features/seckill/seckill.keys';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';
 
 /**
- * Every lua/seckill script's contract on a real Redis, called through SeckillStore (reserve-5, take-3, release-5,
+ * Every lua/features/seckill script's contract on a real Redis, called through SeckillStore (reserve-5, take-3, release-5,
  * sell-4, load-6, end-1): idempotency, every refusal, a release counted exactly once, no sale of a released
  * reservation and no release of a sold one, no reload over live reservations, claims freed on the home shard.
  * After every test, each product's stock still adds up: initial = available + reserved + sold.

@@ -1,4 +1,4 @@
-import { homeOf, othersOf } from '../../src/sharded-pool/home';
+import { homeOf, othersOf } from '../../src/engines/sharded-pool/home';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { rainBody, rainId, rainKit } from '../support/red-envelopes';
 import { CREDS, useAppOnOwnRedis } from '../support/test-app';

@@ -1,6 +1,6 @@
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { shardKeys } from '../../src/seckill/seckill-keys';
-import type { ActivityRecord } from '../../src/seckill/seckill.types';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { shardKeys } from '../../src/features/seckill/seckill.keys';
+import type { ActivityRecord } from '../../src/features/seckill/seckill.types';
 import { rainBody, rainId, rainKit, type RainKit } from '../support/red-envelopes';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnCluster } from '../support/cluster-suite';

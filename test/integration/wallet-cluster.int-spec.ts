@@ -1,11 +1,11 @@
 import type Redis from 'ioredis';
 import request from 'supertest';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
-import { walletKeys, type WalletOwner } from '../../src/wallet/wallet-keys';
-import { InsufficientFundsError } from '../../src/wallet/wallet.errors';
-import { WalletService } from '../../src/wallet/wallet.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
+import { walletKeys, type WalletOwner } from '../../src/features/wallet/wallet.keys';
+import { InsufficientFundsError } from '../../src/features/wallet/wallet.errors';
+import { WalletService } from '../../src/features/wallet/wallet.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection } from '../harness/redis-process';
 import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';

@@ -1,11 +1,11 @@
 import type Redis from 'ioredis';
-import { InvalidArgumentError } from '../../src/errors/domain-error';
-import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { walletKeys, type WalletOwner } from '../../src/wallet/wallet-keys';
-import { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from '../../src/wallet/wallet.errors';
-import { WalletService } from '../../src/wallet/wallet.service';
-import type { WalletCommand } from '../../src/wallet/wallet.types';
+import { InvalidArgumentError } from '../../src/platform/core/domain.error';
+import { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { walletKeys, type WalletOwner } from '../../src/features/wallet/wallet.keys';
+import { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from '../../src/features/wallet/wallet.errors';
+import { WalletService } from '../../src/features/wallet/wallet.service';
+import type { WalletCommand } from '../../src/features/wallet/wallet.types';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';

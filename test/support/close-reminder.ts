@@ -1,13 +1,13 @@
 import request from 'supertest';
-import { CloseReminderService, REMINDER_BIZ_TYPE, REMINDER_QUEUE } from '../../src/close-reminder/close-reminder.service';
-import { CloseReminderStore, type ReminderRecord, type ReminderState } from '../../src/close-reminder/close-reminder.store';
-import { MerchantSettings } from '../../src/close-reminder/merchant-settings';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import { MessagesService } from '../../src/messages/messages.service';
-import { OrderEventsService } from '../../src/orders/order-events.service';
-import { OrdersService } from '../../src/orders/orders.service';
-import { PaymentPlansService } from '../../src/orders/payment-plans.service';
-import { PaymentRunner } from '../../src/orders/payment-runner.service';
+import { CloseReminderService, REMINDER_BIZ_TYPE, REMINDER_QUEUE } from '../../src/features/close-reminder/close-reminder.service';
+import { CloseReminderStore, type ReminderRecord, type ReminderState } from '../../src/features/close-reminder/close-reminder.store';
+import { MerchantSettings } from '../../src/features/close-reminder/merchant-settings';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import { MessagesService } from '../../src/features/messages/messages.service';
+import { OrderEventsService } from '../../src/features/orders/order-events.service';
+import { OrdersService } from '../../src/features/orders/orders.service';
+import { PaymentPlansService } from '../../src/features/orders/payment-plans.service';
+import { PaymentRunner } from '../../src/features/orders/payment-runner.service';
 import { waitUntil } from '../harness/redis-process';
 import { CREDS, type TestApp } from './test-app';
 

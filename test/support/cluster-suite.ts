@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { ScriptArg, ScriptRegistry } from '../../src/scripts/script-registry.service';
+import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { rawConnection } from '../harness/redis-process';
 import { startTestApp, TestApp } from './test-app';

@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../../src/errors/domain-error';
-import { validateCommand } from '../../src/http/validation';
+import { InvalidArgumentError } from '../../src/platform/core/domain.error';
+import { validateCommand } from '../../src/platform/http/validation';
 
 /**
  * How validateCommand refuses `command` under `dto`: the first field it names and the message, or undefined when

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../src/config/config-error';
+import { ConfigError } from '../../src/platform/config/config.error';
 
 /** Runs `fn`, expects a ConfigError for `variable` (its message starting with the name, once), and returns it. */
 export function expectConfigError(fn: () => unknown, variable: string): ConfigError {

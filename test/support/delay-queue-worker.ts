@@ -32,14 +32,14 @@
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { join, resolve } from 'node:path';
-import type { Delivery } from '../../src/delay-queue/delay-queue.types';
+import type { Delivery } from '../../src/engines/delay-queue/delay-queue.types';
 
 const DIST = resolve(__dirname, '../../dist');
 const fromDist = <M>(path: string): M => require(join(DIST, path)) as M;
-const { loadConfig } = fromDist<typeof import('../../src/config/load-config')>('config/load-config');
+const { loadConfig } = fromDist<typeof import('../../src/platform/config/load-config')>('config/load-config');
 const { AppModule } = fromDist<typeof import('../../src/app.module')>('app.module');
-const { DelayQueueService } = fromDist<typeof import('../../src/delay-queue/delay-queue.service')>('delay-queue/delay-queue.service');
-const { DelayQueueMetrics } = fromDist<typeof import('../../src/delay-queue/delay-queue.metrics')>('delay-queue/delay-queue.metrics');
+const { DelayQueueService } = fromDist<typeof import('../../src/engines/delay-queue/delay-queue.service')>('delay-queue/delay-queue.service');
+const { DelayQueueMetrics } = fromDist<typeof import('../../src/engines/delay-queue/delay-queue.metrics')>('delay-queue/delay-queue.metrics');
 
 interface Payload {
   id?: string;

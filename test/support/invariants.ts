@@ -1,10 +1,10 @@
 import type Redis from 'ioredis';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { ORDER_KEYS } from '../../src/orders/order-keys';
-import { activityIndexKey as rainIndexKey } from '../../src/red-envelope/red-envelope-keys';
-import { activityIndexKey as saleIndexKey } from '../../src/seckill/seckill-keys';
-import { WALLET_KEYS } from '../../src/wallet/wallet-keys';
-import type { WalletEntry } from '../../src/wallet/wallet.types';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { ORDER_KEYS } from '../../src/features/orders/order.keys';
+import { activityIndexKey as rainIndexKey } from '../../src/features/red-envelope/red-envelope.keys';
+import { activityIndexKey as saleIndexKey } from '../../src/features/seckill/seckill.keys';
+import { WALLET_KEYS } from '../../src/features/wallet/wallet.keys';
+import type { WalletEntry } from '../../src/features/wallet/wallet.types';
 import { CREDS } from './test-app';
 
 /**

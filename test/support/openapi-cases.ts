@@ -1,4 +1,4 @@
-import { HEADERS, SECURITY } from '../../src/http/security-schemes';
+import { HEADERS, SECURITY } from '../../src/platform/http/security-schemes';
 import { CREDS, merchantHeaders, userToken } from './test-app';
 
 /**
@@ -687,7 +687,7 @@ export function securityOf(doc: OpenApiDocument, op: Operation): Record<string, 
 
 /**
  * Headers carrying valid credentials for the operation's first security
- * requirement (the scheme names of src/http/security-schemes.ts). A merchant
+ * requirement (the scheme names of src/platform/http/security-schemes.ts). A merchant
  * request is signed over exactly `url` and `body`. Throws for a scheme this
  * test does not know, so a new kind of caller is noticed rather than sent
  * unauthenticated.

@@ -1,11 +1,11 @@
 import type Redis from 'ioredis';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
-import { ChannelGateway } from '../../src/orders/channels/channel-gateway';
-import { OrdersService } from '../../src/orders/orders.service';
-import { OrdersStore } from '../../src/orders/orders.store';
-import { PaymentPlansService } from '../../src/orders/payment-plans.service';
-import { PaymentRunner } from '../../src/orders/payment-runner.service';
-import { KeyBuilder } from '../../src/redis/key-builder';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
+import { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
+import { OrdersService } from '../../src/features/orders/orders.service';
+import { OrdersStore } from '../../src/features/orders/orders.store';
+import { PaymentPlansService } from '../../src/features/orders/payment-plans.service';
+import { PaymentRunner } from '../../src/features/orders/payment-runner.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { rawConnection } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { resetChannels } from './orders-fixture';

@@ -1,12 +1,12 @@
-import { DomainError, STATUS_BY_KIND } from '../../src/errors/domain-error';
-import { ApiError } from '../../src/http/api-error';
-import type { ChannelGateway } from '../../src/orders/channels/channel-gateway';
-import type { LedgerEntry } from '../../src/orders/channels/channel-ledger';
-import { orderNumberKeyOf } from '../../src/orders/order-keys';
-import { legReference } from '../../src/orders/order-queues';
-import { PAYMENT_METHODS, type PaymentMethod } from '../../src/orders/order.types';
-import type { OrdersService } from '../../src/orders/orders.service';
-import type { PaymentPlansService } from '../../src/orders/payment-plans.service';
+import { DomainError, STATUS_BY_KIND } from '../../src/platform/core/domain.error';
+import { ApiError } from '../../src/platform/http/api.error';
+import type { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
+import type { LedgerEntry } from '../../src/features/orders/channels/channel-ledger';
+import { orderNumberKeyOf } from '../../src/features/orders/order.keys';
+import { legReference } from '../../src/features/orders/order-queues';
+import { PAYMENT_METHODS, type PaymentMethod } from '../../src/features/orders/order.types';
+import type { OrdersService } from '../../src/features/orders/orders.service';
+import type { PaymentPlansService } from '../../src/features/orders/payment-plans.service';
 
 /** A plan's instructions as the tests write them. */
 export type Legs = ReadonlyArray<{ method: PaymentMethod; amount: number }>;

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { RedisService } from '../../src/redis/redis.service';
-import { WalletService } from '../../src/wallet/wallet.service';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { RedisService } from '../../src/platform/redis/redis.service';
+import { WalletService } from '../../src/features/wallet/wallet.service';
 import type { RainKit } from './red-envelopes';
 import { startServiceProcess } from './service-process';
 import { sumOfWalletBalances } from './wallet';

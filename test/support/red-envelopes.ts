@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
-import { KeyBuilder } from '../../src/redis/key-builder';
-import { type Reconciliation, RedEnvelopeActivities } from '../../src/red-envelope/activities.service';
-import { RedEnvelopeStore } from '../../src/red-envelope/red-envelope.store';
+import { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { type Reconciliation, RedEnvelopeActivities } from '../../src/features/red-envelope/red-envelope-activities.service';
+import { RedEnvelopeStore } from '../../src/features/red-envelope/red-envelope.store';
 import { waitUntil } from '../harness/redis-process';
 import { CREDS, type TestApp } from './test-app';
 import { asAdmin, asUser } from './http-roles';

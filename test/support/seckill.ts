@@ -1,13 +1,13 @@
 import request from 'supertest';
-import { OrderEventsService } from '../../src/orders/order-events.service';
-import { OrdersService } from '../../src/orders/orders.service';
-import { PaymentPlansService } from '../../src/orders/payment-plans.service';
-import { PaymentRunner } from '../../src/orders/payment-runner.service';
-import { ActivitiesService } from '../../src/seckill/activities.service';
-import { ReservationsService } from '../../src/seckill/reservations.service';
-import { reservationIdIn } from '../../src/seckill/seckill-keys';
-import { SeckillStore } from '../../src/seckill/seckill.store';
-import { DelayQueueService } from '../../src/delay-queue/delay-queue.service';
+import { OrderEventsService } from '../../src/features/orders/order-events.service';
+import { OrdersService } from '../../src/features/orders/orders.service';
+import { PaymentPlansService } from '../../src/features/orders/payment-plans.service';
+import { PaymentRunner } from '../../src/features/orders/payment-runner.service';
+import { ActivitiesService } from '../../src/features/seckill/seckill-activities.service';
+import { ReservationsService } from '../../src/features/seckill/reservations.service';
+import { reservationIdIn } from '../../src/features/seckill/seckill.keys';
+import { SeckillStore } from '../../src/features/seckill/seckill.store';
+import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
 import { CREDS, type TestApp } from './test-app';
 import { asAdmin, asUser } from './http-roles';
 

@@ -24,7 +24,7 @@ export interface ServiceOptions {
   /** Extra or overriding environment. */
   env?: Record<string, string>;
   /**
-   * Crash points (src/common/crash-points.ts) the instance dies at, `<name>` or `<name>#<n>`. Crash points live only
+   * Crash points (src/platform/core/crash-points.ts) the instance dies at, `<name>` or `<name>#<n>`. Crash points live only
    * outside production, so the instance then runs with NODE_ENV=test.
    */
   crashAt?: string[];

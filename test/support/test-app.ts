@@ -1,10 +1,10 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomBytes } from 'node:crypto';
 import { sign } from 'jsonwebtoken';
-import { AppConfig } from '../../src/config/app-config';
-import { loadConfig } from '../../src/config/load-config';
+import { AppConfig } from '../../src/platform/config/app-config';
+import { loadConfig } from '../../src/platform/config/load-config';
 import { createApp } from '../../src/create-app';
-import { signRequest } from '../../src/auth/merchant-signature';
+import { signRequest } from '../../src/platform/auth/merchant-signature';
 import Redis from 'ioredis';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 

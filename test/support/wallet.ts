@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
-import type { KeyBuilder } from '../../src/redis/key-builder';
-import { WALLET_KEYS } from '../../src/wallet/wallet-keys';
+import type { KeyBuilder } from '../../src/platform/redis/key-builder';
+import { WALLET_KEYS } from '../../src/features/wallet/wallet.keys';
 
 /**
  * The money every wallet holds, by currency: SCANs each node (every master of a cluster) for the wallets'
