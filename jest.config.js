@@ -1,7 +1,9 @@
 /**
- * Three tiers (immich-style): unit specs beside the source, integration specs
- * that run Lua scripts and connections against real redis-server processes,
- * and end-to-end specs that boot the whole app on Fastify.
+ * Four tiers (immich-style): unit specs beside the source; integration specs
+ * that run Lua scripts, connections and engines against real redis-server
+ * processes; module specs that build one feature module alone on a real Redis
+ * (test/module); and end-to-end specs that boot the whole app (in process or
+ * as the built service).
  * Every Redis the tests use is started by the harness in test/harness.
  */
 // ts-jest, with the @nestjs/swagger plugin on DTOs and controllers as in `nest build` (see the transformer).
@@ -19,6 +21,8 @@ module.exports = {
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/docs/**/*.spec.ts', '<rootDir>/test/unit/**/*.spec.ts'] },
     { ...base, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'] },
+    // One feature module built alone on a real Redis, the modules it uses replaced by fakes at their public interface.
+    { ...base, displayName: 'module', testMatch: ['<rootDir>/test/module/**/*.module-spec.ts'] },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
   ],
 };

@@ -14,7 +14,7 @@ const counter = () => ({ inc: () => undefined, observe: () => undefined });
 /**
  * The waiting logic of LockService on fake time: a store whose lock is taken
  * until the test frees it, and a subscriber the test publishes on. Redis itself
- * is covered by test/integration/locks.int-spec.ts.
+ * is covered by test/e2e/locks-service.e2e-spec.ts.
  */
 describe(`${LockService.name} waiting`, () => {
   let free: boolean;

@@ -155,7 +155,7 @@ describe(`${MessagesService.name} paging against a model`, () => {
 
   /**
    * Runs `steps` random operations on one account and checks each against the model.
-   * `exactUnread`: also check every unread count (not with expiry: see messages.int-spec.ts).
+   * `exactUnread`: also check every unread count (not with expiry: see messages-service.e2e-spec.ts).
    */
   async function runModel(t: TestApp, seed: number, opts: { steps: number; model: InboxModel; exactUnread: boolean; sleepMs?: [number, number] }) {
     const svc = t.app.get(MessagesService);
