@@ -27,7 +27,7 @@ import Fastify from 'fastify';
 import { JwtVerifier } from '../src/platform/auth/jwt-verifier.service';
 import type { AppConfig } from '../src/platform/config/app-config';
 import { loadConfig } from '../src/platform/config/load-config';
-import { memoOf } from '../src/features/red-envelope/activity-command';
+import { memoOf } from '../src/features/red-envelope/red-envelope-activity.command';
 import { activityKey, poolKeys, type PoolKeys } from '../src/features/red-envelope/red-envelope.keys';
 import type { ActivityRecord } from '../src/features/red-envelope/red-envelope.types';
 import { walletKeys } from '../src/features/wallet/wallet.keys';

@@ -1,7 +1,7 @@
 import type Redis from 'ioredis';
 import request from 'supertest';
 import { CloseReminderService, REMINDER_QUEUE } from '../../src/features/close-reminder/close-reminder.service';
-import { toOrderEvent, type OrderEvent } from '../../src/features/orders/order-event';
+import { toOrderEvent, type OrderEvent } from '../../src/features/orders/order.events';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { metricsDelta, reminderKit, ReminderKit, sleep } from '../support/close-reminder';

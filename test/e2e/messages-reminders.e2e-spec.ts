@@ -3,7 +3,7 @@ import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.ser
 import type { MessageDto } from '../../src/features/messages/dto/pull.dto';
 import { MessagesService } from '../../src/features/messages/messages.service';
 import { inboxKeys } from '../../src/features/messages/message.keys';
-import { PENDING_ACTION_TYPES } from '../../src/features/messages/pending-action-types';
+import { PENDING_ACTION_TYPES } from '../../src/features/messages/pending-action.types';
 import { PendingActionsService, REMINDER_QUEUE } from '../../src/features/messages/pending-actions.service';
 import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { rawConnection, waitUntil } from '../harness/redis-process';

@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { RedisService } from '../../src/platform/redis/redis.service';
 import { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
-import type { OrderEvent } from '../../src/features/orders/order-event';
+import type { OrderEvent } from '../../src/features/orders/order.events';
 import { OrderEventsService } from '../../src/features/orders/order-events.service';
 import { ORDER_SHARDS, orderKeys } from '../../src/features/orders/order.keys';
 import { OrdersService } from '../../src/features/orders/orders.service';

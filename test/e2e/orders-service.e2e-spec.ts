@@ -6,7 +6,7 @@ import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
 import type { ChannelSettings } from '../../src/features/orders/channels/payment-channel';
 import type { CreateOrderCommand } from '../../src/features/orders/order.commands';
-import type { OrderEvent } from '../../src/features/orders/order-event';
+import type { OrderEvent } from '../../src/features/orders/order.events';
 import { OrderEventsService } from '../../src/features/orders/order-events.service';
 import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../../src/features/orders/order.keys';
 import { orderIdOf } from '../support/orders-fixture';

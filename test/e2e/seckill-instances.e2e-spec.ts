@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import { RedisService } from '../../src/platform/redis/redis.service';
 import { ScriptArg, ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import type { ReservationRecord } from '../../src/features/seckill/seckill.types';
-import { ProductSoldOutMemory, productTopic } from '../../src/features/seckill/sold-out-memory';
+import { ProductSoldOutMemory, productTopic } from '../../src/features/seckill/product-sold-out';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';

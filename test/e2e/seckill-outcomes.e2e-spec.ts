@@ -1,8 +1,8 @@
 import { EXPIRY_QUEUE } from '../../src/features/orders/order-queues';
 import { newOrderId } from '../../src/features/orders/order.keys';
-import { productTopic } from '../../src/features/seckill/sold-out-memory';
+import { productTopic } from '../../src/features/seckill/product-sold-out';
 import { homeOf } from '../../src/engines/sharded-pool/home';
-import type { OrderEvent } from '../../src/features/orders/order-event';
+import type { OrderEvent } from '../../src/features/orders/order.events';
 import { OrdersService } from '../../src/features/orders/orders.service';
 import { RedisUnavailableError } from '../../src/platform/redis/redis-unavailable.error';
 import { ReservationsService } from '../../src/features/seckill/reservations.service';

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify';
 import { Auth } from '../../platform/auth/auth.decorators';
 import { ApiErrors } from '../../platform/http/error-responses';
 import { ReminderSettingsNotFoundError } from './close-reminder.errors';
-import { CloseReminderStatus } from './close-reminder-status';
+import { CloseReminderStatus } from './close-reminder.status';
 import { MerchantIdParamDto, ReminderSettingsDto, ReminderSettingsViewDto, ReminderStatusDto, SettingsPageDto, SettingsPageQueryDto } from './dto/settings.dto';
 import { MerchantSettings, settingsView } from './merchant-settings';
 import { OrderIdParamDto } from '../orders';

@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { MessagesModule } from '../messages';
 import { OrdersModule } from '../orders';
 import { CloseReminderAdminController } from './close-reminder-admin.controller';
-import { CloseReminderStatus } from './close-reminder-status';
+import { CloseReminderStatus } from './close-reminder.status';
 import { closeReminderConfig } from './close-reminder.config';
 import { CloseReminderMetrics } from './close-reminder.metrics';
 import { CloseReminderService } from './close-reminder.service';

@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify';
 import { Auth } from '../../platform/auth/auth.decorators';
 import { ApiErrors } from '../../platform/http/error-responses';
 import { FinishResultDto, PendingActionParamDto, PendingActionResultDto, StartPendingActionDto } from './dto/pending-action.dto';
-import { batchItemCommand, toWriteCommand } from './dto/write-command';
+import { batchItemCommand, toWriteCommand } from './dto/write.command';
 import { BatchResultDto, WithdrawMessageDto, WithdrawResultDto, WriteBatchDto, WriteMessageDto, WriteResultDto } from './dto/write-message.dto';
 import { MessagesService } from './messages.service';
 import { PendingActionsService } from './pending-actions.service';

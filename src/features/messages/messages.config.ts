@@ -3,7 +3,7 @@ import { IsInt, IsOptional, Matches, Max, Min } from 'class-validator';
 import { ConfigError } from '../../platform/config/config.error';
 import { defineConfigSlice } from '../../platform/config/config-slice';
 import { emptyToUndefined, toInt } from '../../platform/config/env-validation';
-import { PENDING_ACTION_TYPES } from './pending-action-types';
+import { PENDING_ACTION_TYPES } from './pending-action.types';
 
 /** The message center's environment variables (see `.env.example`). */
 export class MessagesEnv {

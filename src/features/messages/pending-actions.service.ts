@@ -12,7 +12,7 @@ import { MessagesConfig } from './messages.config';
 import { MessagesMetrics } from './messages.metrics';
 import { SYSTEM_IDEM_PREFIX } from './message.keys';
 import { MessagesStore } from './messages.store';
-import { PENDING_ACTION_TYPES } from './pending-action-types';
+import { PENDING_ACTION_TYPES } from './pending-action.types';
 
 export const REMINDER_QUEUE = 'message-reminders';
 const MAX_CONTEXT_BYTES = 1024;

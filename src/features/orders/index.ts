@@ -5,7 +5,7 @@
 export { OrdersModule } from './orders.module';
 export { OrdersService } from './orders.service';
 export { ORDER_EVENTS, OrderEventsService } from './order-events.service';
-export type { OrderEvent } from './order-event';
+export type { OrderEvent } from './order.events';
 export type { OrderSummary, OrderView } from './order.views';
 export { orderLockName } from './order-locks';
 export { EXAMPLE_ORDER_ID } from './orders-api.decorators';

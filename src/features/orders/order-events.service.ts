@@ -7,7 +7,7 @@ import { STREAM_RETRY } from '../../engines/streams/stream-group-runner';
 import { StreamRunners } from '../../engines/streams/stream-runners.service';
 import type { StreamConsumerSpec } from '../../engines/workers/worker-declarations';
 import { WorkerRegistry } from '../../engines/workers/worker-registry';
-import { ConsumeOptions, EventConsumer, OrderEventHandler, toOrderEvent } from './order-event';
+import { ConsumeOptions, EventConsumer, OrderEventHandler, toOrderEvent } from './order.events';
 import { deadEventStreamKeys, eventStreamKeys } from './order.keys';
 import { OrdersMetrics } from './orders.metrics';
 

@@ -7,7 +7,7 @@ import { WalletService } from '../wallet';
 import { crashPoint } from '../../platform/core/crash-points';
 import { configured, PeriodicJob, StreamConsumer } from '../../engines/workers/worker-declarations';
 import { WorkerRegistry } from '../../engines/workers/worker-registry';
-import { memoOf } from './activity-command';
+import { memoOf } from './red-envelope-activity.command';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
 import { RedEnvelopeConfig } from './red-envelope.config';
 import { RedEnvelopeMetrics } from './red-envelope.metrics';

@@ -7,7 +7,7 @@ import { DomainError } from '../../platform/core/domain.error';
 import { LockService } from '../../engines/locks/lock.service';
 import { WalletService, type WalletEntry } from '../wallet';
 import { configured, DelayQueueHandler, PeriodicJob } from '../../engines/workers/worker-declarations';
-import { checkTiming, memoOf } from './activity-command';
+import { checkTiming, memoOf } from './red-envelope-activity.command';
 import { CreditingService } from './crediting.service';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
 import { SPREAD_TAGS } from '../../platform/redis/slot-tags';

@@ -5,7 +5,7 @@ import { Auth } from '../../platform/auth/auth.decorators';
 import { ApiErrors, type ErrorsThrown } from '../../platform/http/error-responses';
 import { InsufficientFundsError, ReferenceReusedError } from '../wallet';
 import { RedEnvelopeActivities } from './red-envelope-activities.service';
-import { toCreateCommand } from './activity-command';
+import { toCreateCommand } from './red-envelope-activity.command';
 import {
   CreateRedEnvelopeActivityDto,
   DistributionDto,
@@ -13,7 +13,7 @@ import {
   RedEnvelopeActivityIdParamDto,
   RedEnvelopeActivityViewDto,
   RedriveDto,
-} from './dto/activity.dto';
+} from './dto/red-envelope-activity.dto';
 import { RedEnvelopeConfig } from './red-envelope.config';
 import { RedEnvelopeConflictError, RedEnvelopeNotFoundError } from './red-envelope.errors';
 import type { ActivityRecord } from './red-envelope.types';

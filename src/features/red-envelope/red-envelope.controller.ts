@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Auth, CurrentCaller } from '../../platform/auth/auth.decorators';
 import type { Caller } from '../../platform/http/caller';
 import { ApiErrors } from '../../platform/http/error-responses';
-import { GrabResultDto, MyEnvelopesDto, RainScreenDto, RedEnvelopeActivityIdParamDto } from './dto/activity.dto';
+import { GrabResultDto, MyEnvelopesDto, RainScreenDto, RedEnvelopeActivityIdParamDto } from './dto/red-envelope-activity.dto';
 import { GrabService } from './grab.service';
 import { RedEnvelopeNotFoundError } from './red-envelope.errors';
 

@@ -26,7 +26,7 @@ import { REFUSALS, seckillConflict, SeckillNotFoundError } from './seckill.error
 import { SeckillMetrics } from './seckill.metrics';
 import { type ReleaseReply, type ReserveReply, SeckillStore } from './seckill.store';
 import { type ProductRecord, type ReservationLocation, type ReservationRecord, type ReservationState, unitsOf } from './seckill.types';
-import { ProductSoldOutMemory, productTopic } from './sold-out-memory';
+import { ProductSoldOutMemory, productTopic } from './product-sold-out';
 
 /** How long closing a reservation's order waits for the order's lock when another request holds it (a double tap of cancel). */
 const CLOSE_WAIT_MS = 3000;

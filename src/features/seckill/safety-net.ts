@@ -11,7 +11,7 @@ import { SeckillConfig } from './seckill.config';
 import { SeckillMetrics } from './seckill.metrics';
 import { SeckillStore } from './seckill.store';
 import type { ProductRecord, ReservationLocation } from './seckill.types';
-import { productTopic } from './sold-out-memory';
+import { productTopic } from './product-sold-out';
 
 /**
  * The safety net's former delay queue (one entry per reservation, scheduled before the script, by earlier releases).

@@ -4,7 +4,7 @@ import { crashPoint } from '../../platform/core/crash-points';
 import { LockService } from '../../engines/locks/lock.service';
 import { eachLimit } from '../../platform/core/for-each-limit';
 import { ActivityCatalog } from './activity-catalog';
-import type { ActivityLimits } from './activity-command';
+import type { ActivityLimits } from './seckill-activity.command';
 import type { ActivityCommand } from './seckill.commands';
 import { SeckillConfig } from './seckill.config';
 import { seckillConflict, SeckillNotFoundError } from './seckill.errors';

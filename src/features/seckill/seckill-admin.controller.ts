@@ -6,7 +6,7 @@ import { ApiErrors, type ErrorsThrown } from '../../platform/http/error-response
 import { LockContendedError } from '../../engines/locks/lock.errors';
 import { ActivitiesService } from './seckill-activities.service';
 import { ActivityDto, ActivityIdParamDto, ActivityViewDto, CheckDto, ResultsDto } from './dto';
-import { toActivityCommand } from './activity-command';
+import { toActivityCommand } from './seckill-activity.command';
 import { activityView } from './seckill.views';
 import { seckillConflict, SeckillNotFoundError } from './seckill.errors';
 

@@ -11,7 +11,7 @@ import { SeckillController } from './seckill.controller';
 import { seckillConfig } from './seckill.config';
 import { SeckillMetrics } from './seckill.metrics';
 import { SeckillStore } from './seckill.store';
-import { ProductSoldOutMemory } from './sold-out-memory';
+import { ProductSoldOutMemory } from './product-sold-out';
 
 /** Flash sales: weekly activities, a cached listing, one-script reservations that never oversell, stock returned when a payment fails. */
 @Module({

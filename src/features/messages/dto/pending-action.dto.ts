@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsString } from 'class-validator';
 import { IsOptionalField } from '../../../platform/http/optional-field';
 import { IsAccountId } from './account-id';
-import { PENDING_ACTION_NAMES } from '../pending-action-types';
+import { PENDING_ACTION_NAMES } from '../pending-action.types';
 
 export class StartPendingActionDto {
   @ApiProperty({ example: 'acc_1001', maxLength: 64 })

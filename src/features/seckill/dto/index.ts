@@ -1,2 +1,2 @@
-export * from './activity.dto';
+export * from './seckill-activity.dto';
 export * from './reservation.dto';

@@ -5,7 +5,7 @@ import { IsOptionalField } from '../../../platform/http/optional-field';
 import { IsIdString } from '../../../platform/http/id-string';
 import { ACTIVITY_ID_RE, REQUEST_ID_RE } from '../../../platform/core/ids';
 import { PRODUCT_ID_RE, RESERVATION_ID_RE } from '../seckill.keys';
-import { MAX_PER_USER_LIMIT } from './activity.dto';
+import { MAX_PER_USER_LIMIT } from './seckill-activity.dto';
 
 export class ReserveDto {
   @ApiProperty({ example: 1, minimum: 1, maximum: MAX_PER_USER_LIMIT })

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../../platform/core/domain.error';
-import { toActivityCommand } from './activity-command';
+import { toActivityCommand } from './seckill-activity.command';
 import type { ActivityDto, ProductDto } from './dto';
 
 /** The rules across a product's fields name the product's field in the one notation every 400 uses (`products[1].shards`). */

@@ -1,6 +1,6 @@
 import { clipUnits } from '../../platform/core/text';
 import { InvalidArgumentError } from '../../platform/core/domain.error';
-import type { CreateRedEnvelopeActivityDto } from './dto/activity.dto';
+import type { CreateRedEnvelopeActivityDto } from './dto/red-envelope-activity.dto';
 import type { CreateActivityCommand } from './red-envelope.commands';
 
 /** The wallet memo of a rain's entries: its title's first 64 UTF-16 units, never half of a surrogate pair. */
