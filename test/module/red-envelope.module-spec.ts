@@ -1,4 +1,3 @@
-import type Redis from 'ioredis';
 import { InsufficientFundsError, WalletModule } from '../../src/features/wallet';
 import { RedEnvelopeModule } from '../../src/features/red-envelope';
 import { GrabService } from '../../src/features/red-envelope/grab.service';
@@ -6,18 +5,7 @@ import { RedEnvelopeActivities } from '../../src/features/red-envelope/red-envel
 import type { CreateActivityCommand } from '../../src/features/red-envelope/red-envelope.commands';
 import { RedEnvelopeConflictError, RedEnvelopeNotFoundError } from '../../src/features/red-envelope/red-envelope.errors';
 import type { GrabResult } from '../../src/features/red-envelope/red-envelope.types';
-import type { RedisServerHandle } from '../harness/redis-server';
-import {
-  buildFeatureModule,
-  type BuiltModule,
-  CollaboratorDown,
-  eventually,
-  FakeWallet,
-  fakeWalletModule,
-  rejection,
-  startTierRedis,
-  uid,
-} from '../support/module-tier-b';
+import { CollaboratorDown, eventually, FakeWallet, fakeWalletModule, rejection, uid, useFeatureModule } from '../support/module-tier-b';
 
 /**
  * The red-envelope module alone on a real Redis, the wallet module replaced by an in-memory fake at its public
@@ -25,36 +13,20 @@ import {
  * a rain funded and preloaded, grabbed at most once per user, each grab credited exactly once (even when the wallet
  * fails and the credit is retried), the grabs adding up to the total.
  */
-let server: RedisServerHandle;
-let raw: Redis;
-let m: BuiltModule;
-let wallet: FakeWallet;
-let activities: RedEnvelopeActivities;
-let grabs: GrabService;
-
 const SPONSOR = { kind: 'merchant' as const, id: 'm_sponsor' };
 
-beforeAll(async () => ({ server, raw } = await startTierRedis()));
-afterAll(async () => {
-  raw.disconnect();
-  await server.destroy();
-});
-
-beforeEach(async () => {
-  wallet = new FakeWallet();
-  m = await buildFeatureModule({
-    redisUrl: server.url,
-    feature: RedEnvelopeModule,
-    replace: [[WalletModule, fakeWalletModule(wallet)]],
-    // A failed credit is taken over again after 100 ms (the least allowed), not 5 s; a create that stopped, after 1 s.
-    env: { RED_ENVELOPE_CREDIT_RETRY_MS: '100', RED_ENVELOPE_CREDIT_RETRY_MAX_MS: '200', RED_ENVELOPE_RESUME_AFTER_MS: '1000' },
-  });
-  activities = m.get(RedEnvelopeActivities);
-  grabs = m.get(GrabService);
-});
-afterEach(async () => {
-  await m.close();
-  await raw.flushall();
+let wallet: FakeWallet;
+const tier = useFeatureModule(() => ({
+  feature: RedEnvelopeModule,
+  replace: [[WalletModule, fakeWalletModule((wallet = new FakeWallet()))]],
+  // A failed credit is taken over again after 100 ms (the least allowed), not 5 s; a create that stopped, after 1 s.
+  env: { RED_ENVELOPE_CREDIT_RETRY_MS: '100', RED_ENVELOPE_CREDIT_RETRY_MAX_MS: '200', RED_ENVELOPE_RESUME_AFTER_MS: '1000' },
+}));
+let activities: RedEnvelopeActivities;
+let grabs: GrabService;
+beforeEach(() => {
+  activities = tier.m.get(RedEnvelopeActivities);
+  grabs = tier.m.get(GrabService);
 });
 
 function rain(over: Partial<CreateActivityCommand> = {}): CreateActivityCommand {

@@ -1,12 +1,10 @@
-import type Redis from 'ioredis';
 import { OrdersModule } from '../../src/features/orders';
 import { SeckillModule } from '../../src/features/seckill';
 import { ActivitiesService, type ProductStock } from '../../src/features/seckill/seckill-activities.service';
 import { EVENTS_GROUP, ReservationsService, type ReservationView } from '../../src/features/seckill/reservations.service';
 import type { ActivityCommand, ReserveCommand } from '../../src/features/seckill/seckill.commands';
 import { SeckillConflictError, SeckillNotFoundError, SeckillTryAgainError } from '../../src/features/seckill/seckill.errors';
-import type { RedisServerHandle } from '../harness/redis-server';
-import { buildFeatureModule, type BuiltModule, CollaboratorDown, FakeOrders, fakeOrdersModule, rejection, startTierRedis, uid } from '../support/module-tier-b';
+import { CollaboratorDown, FakeOrders, fakeOrdersModule, rejection, uid, useFeatureModule } from '../support/module-tier-b';
 
 /**
  * The seckill module alone on a real Redis, the orders module replaced by a fake at its public interface (the
@@ -14,28 +12,13 @@ import { buildFeatureModule, type BuiltModule, CollaboratorDown, FakeOrders, fak
  * services: reserve, release (the buyer's cancel, an order closed), sell (an order paid), with the stock invariant
  * initial = available + reserved + sold on every shard.
  */
-let server: RedisServerHandle;
-let raw: Redis;
-let m: BuiltModule;
 let orders: FakeOrders;
+const tier = useFeatureModule(() => ({ feature: SeckillModule, replace: [[OrdersModule, fakeOrdersModule((orders = new FakeOrders()))]] }));
 let activities: ActivitiesService;
 let reservations: ReservationsService;
-
-beforeAll(async () => ({ server, raw } = await startTierRedis()));
-afterAll(async () => {
-  raw.disconnect();
-  await server.destroy();
-});
-
-beforeEach(async () => {
-  orders = new FakeOrders();
-  m = await buildFeatureModule({ redisUrl: server.url, feature: SeckillModule, replace: [[OrdersModule, fakeOrdersModule(orders)]] });
-  activities = m.get(ActivitiesService);
-  reservations = m.get(ReservationsService);
-});
-afterEach(async () => {
-  await m.close();
-  await raw.flushall();
+beforeEach(() => {
+  activities = tier.m.get(ActivitiesService);
+  reservations = tier.m.get(ReservationsService);
 });
 
 const MERCHANT = 'm_seckill';

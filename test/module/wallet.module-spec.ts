@@ -1,35 +1,17 @@
-import type Redis from 'ioredis';
 import { InvalidArgumentError } from '../../src/platform/core/domain.error';
 import { ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError, WalletModule, WalletService } from '../../src/features/wallet';
 import type { WalletCommand, WalletEntryKind } from '../../src/features/wallet/wallet.types';
-import type { RedisServerHandle } from '../harness/redis-server';
-import { buildFeatureModule, type BuiltModule, CollaboratorDown, rejection, startTierRedis, uid } from '../support/module-tier-b';
+import { CollaboratorDown, rejection, uid, useFeatureModule } from '../support/module-tier-b';
 import { sumOfWalletBalances, walletKeysIn } from '../support/wallet';
 
 /**
  * The wallet module alone (it uses no other feature) on a real Redis: credits and debits through WalletService,
  * idempotent per (kind, reference), the money conserved under concurrent calls, refusals as typed errors.
  */
-let server: RedisServerHandle;
-let raw: Redis;
-let m: BuiltModule;
+const tier = useFeatureModule(() => ({ feature: WalletModule }));
 let wallets: WalletService;
-
-beforeAll(async () => ({ server, raw } = await startTierRedis()));
-afterAll(async () => {
-  raw.disconnect();
-  await server.destroy();
-});
-
-beforeEach(async () => {
-  m = await buildFeatureModule({ redisUrl: server.url, feature: WalletModule });
-  wallets = m.get(WalletService);
-});
-afterEach(async () => {
-  await m.close();
-  await raw.flushall();
-});
+beforeEach(() => (wallets = tier.m.get(WalletService)));
 
 const account = (id: string) => ({ kind: 'account' as const, id });
 const cmd = (owner: string, kind: WalletEntryKind, amount: number, reference = uid('ref', 64)): WalletCommand => ({
@@ -65,8 +47,8 @@ describe('WalletModule alone', () => {
 
   it('refuses with typed errors and stores nothing: too little money, a reference reused with other terms, a voided one, a bad field', async () => {
     await wallets.credit(cmd('u2', 'top-up', 100, 'top-2'));
-    const before = await walletKeysIn(raw, m.keys);
-    const snapshot = await Promise.all(before.map((k) => raw.dump(k)));
+    const before = await walletKeysIn(tier.raw, tier.m.keys);
+    const snapshot = await Promise.all(before.map((k) => tier.raw.dump(k)));
 
     const short = await rejection(wallets.debit(cmd('u2', 'payment', 101, 'pay-2')));
     expect(short).toBeInstanceOf(InsufficientFundsError);
@@ -74,7 +56,7 @@ describe('WalletModule alone', () => {
     expect(await rejection(wallets.credit(cmd('u2', 'top-up', 99, 'top-2')))).toBeInstanceOf(ReferenceReusedError);
     expect(await rejection(wallets.debit(cmd('u2', 'top-up', 100, 'top-2')))).toBeInstanceOf(ReferenceReusedError);
     expect(await wallets.settle(account('u2'), 'payment', 'pay-never')).toBeNull();
-    const voidedKeys = await walletKeysIn(raw, m.keys);
+    const voidedKeys = await walletKeysIn(tier.raw, tier.m.keys);
     expect(await rejection(wallets.debit(cmd('u2', 'payment', 10, 'pay-never')))).toBeInstanceOf(ReferenceVoidedError);
     const bad = await rejection(wallets.credit({ ...cmd('u2', 'top-up', 10), currency: 'cny' }));
     expect(bad).toBeInstanceOf(InvalidArgumentError);
@@ -82,7 +64,7 @@ describe('WalletModule alone', () => {
 
     // Only the void marker was written (by settle); every refusal left the keys as they were.
     expect(voidedKeys).toEqual(before);
-    expect(await Promise.all(before.filter((k) => !k.endsWith(':refs')).map((k) => raw.dump(k)))).toEqual(
+    expect(await Promise.all(before.filter((k) => !k.endsWith(':refs')).map((k) => tier.raw.dump(k)))).toEqual(
       snapshot.filter((_, i) => !before[i].endsWith(':refs')),
     );
     expect(await wallets.wallet(account('u2'))).toEqual({ owner: account('u2'), balances: [{ currency: 'CNY', balance: 100 }] });
@@ -113,7 +95,7 @@ describe('WalletModule alone', () => {
     // Once per reference: never two `applied` for one reference.
     expect(new Set(applied.map((o) => o.ref)).size).toBe(applied.length);
     const total = (kind: string) => applied.filter((o) => o.kind === kind).reduce((s, o) => s + o.amount, 0);
-    const balances = await sumOfWalletBalances(raw, m.keys);
+    const balances = await sumOfWalletBalances(tier.raw, tier.m.keys);
     expect(total('top-up')).toBe(Number(balances.get('CNY') ?? 0n) + total('payment') + total('funding'));
     // What the ledgers hold says the same, entry by entry.
     let ledger = 0;
@@ -131,7 +113,7 @@ describe('WalletModule alone', () => {
 
   it('a reply lost after the script ran (the script registry fails after Redis applied it): the retry applies nothing twice', async () => {
     await wallets.credit(cmd('u3', 'top-up', 500, 'top-3'));
-    const scripts = m.get(ScriptRegistry);
+    const scripts = tier.m.get(ScriptRegistry);
     const run = scripts.run.bind(scripts);
     let lose = 1;
     const spy = jest.spyOn(scripts, 'run').mockImplementation(async (...args: Parameters<ScriptRegistry['run']>) => {

@@ -94,6 +94,46 @@ export async function buildFeatureModule(opts: BuildOptions): Promise<BuiltModul
   };
 }
 
+export interface FeatureModuleTier {
+  /** The module of the running test (built before each test). */
+  readonly m: BuiltModule;
+  /** A plain client of the file's redis-server. */
+  readonly raw: Redis;
+}
+
+/**
+ * The file's hooks: one redis-server for the file; before each test the module built afresh (`options()` is called
+ * then, so its fakes are fresh too), after it the module closed and the server flushed. A spec's own beforeEach runs
+ * after the build (hooks run in the order they are declared).
+ */
+export function useFeatureModule(options: () => Omit<BuildOptions, 'redisUrl'>): FeatureModuleTier {
+  let server: RedisServerHandle;
+  let raw: Redis;
+  let m: BuiltModule | undefined;
+  beforeAll(async () => ({ server, raw } = await startTierRedis()));
+  afterAll(async () => {
+    raw.disconnect();
+    await server.destroy();
+  });
+  beforeEach(async () => {
+    m = await buildFeatureModule({ redisUrl: server.url, ...options() });
+  });
+  afterEach(async () => {
+    await m?.close();
+    m = undefined;
+    await raw.flushall();
+  });
+  return {
+    get m() {
+      if (!m) throw new Error('the module is built before each test only');
+      return m;
+    },
+    get raw() {
+      return raw;
+    },
+  };
+}
+
 // ---- failures a fake can be told to make
 
 /** When a told failure strikes: `before` the fake changes anything (a refusal, a timeout), or `after` it did (a lost reply). */
