@@ -22,14 +22,13 @@ import {
   ORDER_EVENTS,
   OrderEventsService,
   type OrderEvent,
-  OrdersModule,
   OrdersService,
   type OrderView,
   type PendingOrderSource,
   PendingOrders,
 } from '../../src/features/orders';
 import { OrderConflictError, OrderNotFoundError } from '../../src/features/orders/order.errors';
-import { InsufficientFundsError, ReferenceReusedError, type WalletEntry, WalletModule, WalletService } from '../../src/features/wallet';
+import { InsufficientFundsError, ReferenceReusedError, type WalletEntry, WalletService } from '../../src/features/wallet';
 import type { WalletCommand, WalletResult } from '../../src/features/wallet/wallet.types';
 import { waitUntil } from '../harness/redis-process';
 import { randomPrefix, type RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -375,8 +374,6 @@ export function fakeOrdersModule(fake: FakeOrders): DynamicModule {
     exports: [OrdersService, OrderEventsService, PendingOrders],
   };
 }
-
-export { OrdersModule, WalletModule };
 
 // ---- small helpers
 
