@@ -120,15 +120,10 @@ describe('SeckillModule alone (orders faked)', () => {
     // The buyer opens the order (the orders module asks its pending-order sources), then pays it.
     expect(orders.sources).toHaveLength(1);
     expect(await orders.sources[0].storePending('buyer', a.orderId)).toBe(a.orderId);
-    await orders.pay(EVENTS_GROUP, MERCHANT, a.reservationId);
+    const paidEvent = orders.pay(MERCHANT, a.reservationId);
+    await orders.deliver(EVENTS_GROUP, paidEvent);
     // Delivered again (at least once): the sale is counted once.
-    await orders.emit(EVENTS_GROUP, {
-      type: 'order.paid',
-      orderId: a.orderId,
-      merchantId: MERCHANT,
-      merchantOrderNo: a.reservationId,
-      accountId: 'buyer',
-    } as never);
+    await orders.deliver(EVENTS_GROUP, paidEvent);
     expect((await reservations.get('buyer', a.reservationId)).state).toBe('SOLD');
     await expectInvariant(activityId, 'p', { available: 3, reserved: 1, sold: 1 });
     const paid = await rejection(reservations.cancel('buyer', a.reservationId));
@@ -138,13 +133,7 @@ describe('SeckillModule alone (orders faked)', () => {
     // The other buyer cancels: the order is stored closed (it can never be paid), the unit goes back once.
     expect((await reservations.cancel('other', b.reservationId)).state).toBe('RELEASED');
     expect([...orders.orders.values()].find((o) => o.merchantOrderNo === b.reservationId)?.status).toBe('CLOSED');
-    await orders.emit(EVENTS_GROUP, {
-      type: 'order.closed',
-      orderId: b.orderId,
-      merchantId: MERCHANT,
-      merchantOrderNo: b.reservationId,
-      accountId: 'other',
-    } as never);
+    await orders.deliver(EVENTS_GROUP, orders.event('order.closed', MERCHANT, b.reservationId));
     expect((await reservations.cancel('other', b.reservationId)).state).toBe('RELEASED');
     await expectInvariant(activityId, 'p', { available: 4, reserved: 0, sold: 1, released: 1 });
     // Another account's reservation is not found.
@@ -167,5 +156,36 @@ describe('SeckillModule alone (orders faked)', () => {
     expect((await reservations.cancel('u', r.reservationId)).state).toBe('RELEASED');
     await expectInvariant(activityId, 'p', { available: 3, reserved: 0, released: 1 });
     expect([...orders.orders.values()].map((o) => [o.orderId, o.status])).toEqual([[r.orderId, 'CLOSED']]);
+  });
+
+  it('an order paid whose event fails to be handled (the orders module down) changes nothing; its redelivery sells it once', async () => {
+    const activityId = await openSale([{ productId: 'p', stock: 2 }]);
+    const r = (await reservations.reserve({ accountId: 'u', activityId, productId: 'p', quantity: 1, requestId: 'u-1' })).view;
+    await orders.sources[0].storePending('u', r.orderId);
+    const paid = orders.pay(MERCHANT, r.reservationId);
+    orders.failures.fail('orderIdOf');
+    // The handler throws: the stream keeps the event pending and delivers it again.
+    expect(await rejection(orders.deliver(EVENTS_GROUP, paid))).toBeInstanceOf(CollaboratorDown);
+    expect((await reservations.get('u', r.reservationId)).state).toBe('RESERVED');
+    await expectInvariant(activityId, 'p', { available: 1, reserved: 1, sold: 0 });
+    await orders.deliver(EVENTS_GROUP, paid);
+    await orders.deliver(EVENTS_GROUP, paid);
+    expect((await reservations.get('u', r.reservationId)).state).toBe('SOLD');
+    await expectInvariant(activityId, 'p', { available: 1, reserved: 0, sold: 1 });
+  });
+
+  it('a sold-out product comes back when a reservation is released: the instance forgets it and the next buyer gets the unit', async () => {
+    const activityId = await openSale([{ productId: 'p', stock: 2, shards: 2 }]);
+    const held = await Promise.all(
+      ['u1', 'u2'].map((u) => reservations.reserve({ accountId: u, activityId, productId: 'p', quantity: 1, requestId: `${u}-1` })),
+    );
+    const refused = await rejection(reservations.reserve({ accountId: 'u3', activityId, productId: 'p', quantity: 1, requestId: 'u3-1' }));
+    expect(code(refused)).toBe('SOLD_OUT');
+    // Refused again at once (the instance's sold-out memory, without Redis), then released by u1's cancel.
+    expect(code(await rejection(reservations.reserve({ accountId: 'u3', activityId, productId: 'p', quantity: 1, requestId: 'u3-2' })))).toBe('SOLD_OUT');
+    await reservations.cancel('u1', held[0].view.reservationId);
+    const again = await reserve({ accountId: 'u3', activityId, productId: 'p', quantity: 1, requestId: 'u3-3' });
+    expect(again).toMatchObject({ state: 'RESERVED', quantity: 1 });
+    await expectInvariant(activityId, 'p', { available: 0, reserved: 2, released: 1 });
   });
 });

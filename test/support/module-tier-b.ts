@@ -77,7 +77,6 @@ export async function buildFeatureModule(opts: BuildOptions): Promise<BuiltModul
   let builder = Test.createTestingModule({ imports: [ConfigModule.forRoot(config), ...PLATFORM, opts.feature] });
   for (const [real, fake] of opts.replace ?? []) builder = builder.overrideModule(real).useModule(fake);
   const ref = await builder.compile();
-  ref.enableShutdownHooks();
   await ref.init();
   let closed = false;
   return {
@@ -263,11 +262,11 @@ interface FakeOrder extends OrderView {
 
 /**
  * The orders feature at its public interface, in memory: orders created once per (merchant, number) with the id the
- * caller gives, closed unless paid, paid by the test (`pay`); the order events the module consumes are handed to its
- * declared consumer (`emit`), as the orders' stream would deliver them; `register` keeps the pending-order sources.
+ * caller gives, closed unless paid, paid by the spec (`pay`); the order events the module consumes are handed to its
+ * declared consumer (`deliver`), as the orders' stream would; `register` keeps the pending-order sources.
  */
 export class FakeOrders {
-  readonly failures = new Failures<'createForBuyer' | 'close'>();
+  readonly failures = new Failures<'createForBuyer' | 'orderIdOf' | 'close'>();
   readonly orders = new Map<string, FakeOrder>();
   readonly sources: PendingOrderSource[] = [];
   private readonly consumers = new Map<string, (e: OrderEvent) => Promise<void>>();
@@ -305,7 +304,7 @@ export class FakeOrders {
   }
 
   orderIdOf(merchantId: string, merchantOrderNo: string): Promise<string | undefined> {
-    return Promise.resolve(this.orders.get(`${merchantId}|${merchantOrderNo}`)?.orderId);
+    return underFailure(this.failures, 'orderIdOf', () => this.orders.get(`${merchantId}|${merchantOrderNo}`)?.orderId);
   }
 
   close(merchantId: string, merchantOrderNo: string): Promise<OrderView> {
@@ -332,19 +331,27 @@ export class FakeOrders {
     });
   }
 
-  /** Delivers an event to the group's consumer (as the stream would, at least once: call it again for a redelivery). */
-  async emit(group: string, e: Omit<OrderEvent, 'id' | 'stream' | 'at'> & Partial<OrderEvent>): Promise<void> {
+  /** Delivers an event to the group's consumer (as the stream would, at least once: deliver it again for a redelivery). */
+  async deliver(group: string, e: OrderEvent): Promise<void> {
     const handler = this.consumers.get(group);
     if (!handler) throw new Error(`no consumer of the order events in group ${group}`);
-    await handler({ id: `${Date.now()}-0`, at: Date.now(), ...e } as OrderEvent);
+    await handler(e);
   }
 
-  /** The order is paid (by its plan), and its event delivered to `group`. */
-  async pay(group: string, merchantId: string, merchantOrderNo: string): Promise<void> {
+  /** The event the orders module appends when the order (merchant, number) changes to `type`. */
+  event(type: 'order.paid' | 'order.closed', merchantId: string, merchantOrderNo: string): OrderEvent {
+    const o = this.orders.get(`${merchantId}|${merchantOrderNo}`);
+    if (!o) throw new Error(`no order ${merchantOrderNo}`);
+    const at = Date.now();
+    return { ...o, id: `${at}-0`, stream: 'fake', type, at, ...(o.payerAccountId ? { accountId: o.payerAccountId } : {}) } as OrderEvent;
+  }
+
+  /** The order is paid (by its plan); answers its order.paid event, for the spec to deliver. */
+  pay(merchantId: string, merchantOrderNo: string): OrderEvent {
     const o = this.orders.get(`${merchantId}|${merchantOrderNo}`);
     if (!o || o.status !== 'CREATED') throw new Error(`order ${merchantOrderNo} is ${o?.status ?? 'missing'}`);
     o.status = 'PAID';
-    await this.emit(group, { type: 'order.paid', orderId: o.orderId, merchantId, merchantOrderNo, accountId: o.payerAccountId ?? '' } as OrderEvent);
+    return this.event('order.paid', merchantId, merchantOrderNo);
   }
 
   // PendingOrders
