@@ -61,7 +61,12 @@ async function setup() {
   };
   const status = m.get(CloseReminderStatus);
   const stateOf = async (orderId: string) => (await status.of(orderId)).state;
-  return { m, orders, messages, settings, events, order, deliver, paid, status, stateOf, queue: m.get(DelayQueueService) };
+  /** order.created handled, then the reminder's send (due at once) awaited. */
+  const sentOnCreated = async (orderId: string, timeoutMs = 5000) => {
+    await deliver('order.created', orderId);
+    await waitUntil('the reminder sent', async () => (await stateOf(orderId)) === 'sent', timeoutMs);
+  };
+  return { m, orders, messages, settings, events, order, deliver, paid, sentOnCreated, status, stateOf, queue: m.get(DelayQueueService) };
 }
 
 /** An order closing in 20 s with a 30 s lead: its reminder is due at once. */
@@ -88,10 +93,9 @@ describe('close-reminder module', () => {
   });
 
   it('a due reminder is written once through the messages, to the payer, expiring at the close', async () => {
-    const { order, deliver, stateOf, messages, orders } = await setup();
+    const { order, deliver, sentOnCreated, messages, orders } = await setup();
     const orderId = order(DUE_NOW_MS);
-    await deliver('order.created', orderId);
-    await waitUntil('the reminder sent', async () => (await stateOf(orderId)) === 'sent', 5000);
+    await sentOnCreated(orderId);
     await deliver('order.created', orderId);
     expect(messages.inbox(PAYER).map((x) => x.cmd)).toEqual([
       expect.objectContaining({
@@ -119,10 +123,9 @@ describe('close-reminder module', () => {
   });
 
   it('order.paid after the reminder was sent withdraws it from the payer’s inbox', async () => {
-    const { order, deliver, paid, stateOf, messages } = await setup();
+    const { order, paid, sentOnCreated, stateOf, messages } = await setup();
     const orderId = order(DUE_NOW_MS);
-    await deliver('order.created', orderId);
-    await waitUntil('the reminder sent', async () => (await stateOf(orderId)) === 'sent', 5000);
+    await sentOnCreated(orderId);
     await paid(orderId);
     expect(await stateOf(orderId)).toBe('withdrawn');
     expect(messages.inbox(PAYER)).toEqual([]);
@@ -140,11 +143,10 @@ describe('close-reminder module', () => {
   });
 
   it('the messages failing: a write that throws is delivered again and sends once; a withdraw that throws leaves the record to withdraw, done on redelivery', async () => {
-    const { order, deliver, paid, stateOf, messages } = await setup();
+    const { order, deliver, paid, sentOnCreated, stateOf, messages } = await setup();
     const orderId = order(DUE_NOW_MS);
     messages.faults.failNext('write');
-    await deliver('order.created', orderId);
-    await waitUntil('the reminder sent on the retry', async () => (await stateOf(orderId)) === 'sent', 8000);
+    await sentOnCreated(orderId, 8000);
     expect(messages.faults.thrown.get('write')).toBe(1);
     expect(messages.inbox(PAYER)).toHaveLength(1);
 
