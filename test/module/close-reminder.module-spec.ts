@@ -1,6 +1,6 @@
 import { DelayQueueService } from '../../src/engines/delay-queue/delay-queue.service';
 import { CloseReminderModule } from '../../src/features/close-reminder';
-import { CloseReminderStatus } from '../../src/features/close-reminder/close-reminder-status';
+import { CloseReminderStatus } from '../../src/features/close-reminder/close-reminder.status';
 import { ReminderSettingsNotFoundError } from '../../src/features/close-reminder/close-reminder.errors';
 import { EVENTS_GROUP, payLink, REMINDER_BIZ_TYPE, REMINDER_QUEUE } from '../../src/features/close-reminder/close-reminder.service';
 import { MerchantSettings } from '../../src/features/close-reminder/merchant-settings';
