@@ -4,6 +4,6 @@
  * certificates with it) are installed, installing Debian's packages when one
  * is missing. Runs before `npm test`.
  */
-import { installRedis, which } from '../src/platform/redis/managed-redis';
+import { installRedis, which } from './dev/managed-redis';
 
 if (!which('redis-server') || !which('redis-cli') || !which('openssl')) installRedis((line) => console.log(line), ['openssl']);

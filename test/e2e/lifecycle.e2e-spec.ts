@@ -14,7 +14,10 @@ import { DEV_DEFAULTS } from '../../src/platform/config/load-config';
 
 const devToken = (sub: string) => sign({ sub }, DEV_DEFAULTS.JWT_SECRET, { algorithm: 'HS256', expiresIn: 600 });
 
-const MAIN = resolve(__dirname, '../../dist/main.js');
+const ROOT = resolve(__dirname, '../..');
+const MAIN = resolve(ROOT, 'dist/main.js');
+/** `npm start`'s launcher: the built service, with a managed redis-server when no Redis is configured (development). */
+const LAUNCHER = resolve(ROOT, 'scripts/dev/start.ts');
 
 const portOpen = (port: number) =>
   new Promise<boolean>((r) => {
@@ -34,12 +37,13 @@ async function until<T>(fn: () => Promise<T | undefined>, timeoutMs: number): Pr
 }
 
 /**
- * Starts dist/main.js in development with no Redis configured (so it manages its own on `managedPort`) and waits at
- * most 20 s for it to give up: its exit code, what it printed, and whether a managed redis-server wrote its pid file.
+ * Starts `npm start`'s launcher in development with no Redis configured (so it manages a redis-server on
+ * `managedPort`) and waits at most 20 s for it to give up: its exit code, what it printed, and whether a managed
+ * redis-server wrote its pid file.
  */
 async function startExpectingRefusal(httpPort: number, managedPort: number): Promise<{ code: number | null; out: string; pidFile: boolean }> {
   const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
-  const p = runMain({
+  const p = runLauncher({
     NODE_ENV: 'development',
     PORT: String(httpPort),
     HOST: '127.0.0.1',
@@ -57,7 +61,7 @@ async function startExpectingRefusal(httpPort: number, managedPort: number): Pro
 }
 
 /** The exit code of `p`, or a failure (with what it printed) if it is still running after `ms`. */
-async function exitWithin(p: ReturnType<typeof runMain>, ms: number): Promise<number | null> {
+async function exitWithin(p: Started, ms: number): Promise<number | null> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'running'>((r) => (timer = setTimeout(() => r('running'), ms)));
   const code = await Promise.race([p.exit, late]).finally(() => clearTimeout(timer));
@@ -86,9 +90,20 @@ async function silentListener(): Promise<{ port: number; close: () => Promise<vo
   };
 }
 
-function runMain(env: Record<string, string>): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  exit: Promise<number | null>;
+}
+
+/** The built service alone, as `npm run start:prod` and the image run it. */
+const runMain = (env: Record<string, string>) => run([MAIN], env);
+/** `npm start`: the launcher, which runs the built service in its own process. */
+const runLauncher = (env: Record<string, string>) => run(['--import', 'tsx', LAUNCHER], env);
+
+function run(args: string[], env: Record<string, string>): Started {
   let out = '';
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -151,10 +166,10 @@ describe('Lifecycle', () => {
       if (!existsSync(MAIN)) throw new Error('dist/main.js is missing: run `npm run build` first (npm test does)');
     });
 
-    it('in development with no Redis configured, supervises a local redis-server (AOF, noeviction) and stops it on SIGTERM', async () => {
+    it('npm start in development with no Redis configured supervises a local redis-server (AOF, noeviction) and stops it on SIGTERM', async () => {
       const [port, redisPort] = [await freePort(), await freePort()];
       const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
-      const p = runMain({
+      const p = runLauncher({
         NODE_ENV: 'development',
         PORT: String(port),
         HOST: '127.0.0.1',
@@ -195,7 +210,7 @@ describe('Lifecycle', () => {
       }
     });
 
-    it('after a kill -9, a restart takes over the orphaned redis-server and its data survives', async () => {
+    it('after a kill -9 of npm start, a restart takes over the orphaned redis-server and its data survives', async () => {
       const [port, redisPort] = [await freePort(), await freePort()];
       const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
       const env = {
@@ -215,8 +230,8 @@ describe('Lifecycle', () => {
             body: JSON.stringify({ label: 'k9' }),
           })
         ).json()) as { count: number };
-      const first = runMain(env);
-      let second: ReturnType<typeof runMain> | undefined;
+      const first = runLauncher(env);
+      let second: Started | undefined;
       try {
         await ready();
         expect((await touch()).count).toBe(1);
@@ -224,7 +239,7 @@ describe('Lifecycle', () => {
         first.child.kill('SIGKILL');
         await first.exit;
         expect(existsSync(`/proc/${orphan}`)).toBe(true); // the child redis-server outlived its parent
-        second = runMain(env);
+        second = runLauncher(env);
         await ready();
         expect(second.output()).toContain(`stopping leftover redis-server (pid ${orphan})`);
         expect((await touch()).count).toBe(2); // the AOF kept the first visit
@@ -364,24 +379,55 @@ describe('Lifecycle', () => {
       expect(p.output()).toMatch(/Configuration error: PORT /);
     });
 
-    it("stops with a message naming a bad module setting (a module's own config slice), before starting Redis", async () => {
-      const p = runMain({ NODE_ENV: 'development', ORDERS_QUERY_DELAY_MS: '-5' });
+    it("stops with a message naming a bad module setting (a module's own config slice), before npm start starts a Redis", async () => {
+      const p = runLauncher({ NODE_ENV: 'development', ORDERS_QUERY_DELAY_MS: '-5' });
       expect(await p.exit).toBe(78);
       expect(p.output()).toMatch(/Configuration error: ORDERS_QUERY_DELAY_MS must not be less than 10/);
       expect(p.output()).not.toContain('[managed-redis]');
     });
 
-    it('never spawns redis-server in production', async () => {
+    it('npm start never spawns redis-server in production', async () => {
       // Look for a redis-server on this run's own managed port, not a machine-wide count that other suites change.
       const port = await freePort();
       const spawned = () =>
         spawnSync('pgrep', ['-f', `redis-server .*:${port}`])
           .stdout.toString()
           .trim();
-      const p = runMain({ NODE_ENV: 'production', JWT_SECRET: 'y'.repeat(40), REDIS_MANAGED_PORT: String(port) });
+      const p = runLauncher({ NODE_ENV: 'production', JWT_SECRET: 'y'.repeat(40), REDIS_MANAGED_PORT: String(port) });
       expect(await p.exit).toBe(78);
+      expect(p.output()).toMatch(/Configuration error: REDIS_URL is required in production/);
       expect(p.output()).not.toContain('[managed-redis]');
       expect(spawned()).toBe('');
     });
+
+    it.each<[string, Record<string, string>]>([
+      ['NODE_ENV=development', { NODE_ENV: 'development' }],
+      ['NODE_ENV unset', {}],
+    ])(
+      'the built service alone (%s) with no Redis configured stops at once naming REDIS_URL, REDIS_SENTINELS and REDIS_CLUSTER_NODES, and starts no redis-server',
+      async (_, nodeEnv) => {
+        const [port, redisPort] = [await freePort(), await freePort()];
+        const dir = mkdtempSync(join(tmpdir(), 'rp-managed-'));
+        const p = runMain({ ...nodeEnv, PORT: String(port), HOST: '127.0.0.1', REDIS_MANAGED_PORT: String(redisPort), REDIS_MANAGED_DIR: dir });
+        try {
+          expect(await exitWithin(p, 10_000)).toBe(78);
+          expect(p.output()).toMatch(
+            /Configuration error: REDIS_URL is required \(or REDIS_SENTINELS \+ REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES\): the service never starts a Redis of its own; `npm start` starts a local redis-server for development/,
+          );
+          expect(p.output()).not.toContain('[managed-redis]');
+          expect(p.output()).not.toContain('listening on');
+          expect(existsSync(join(dir, 'redis.pid'))).toBe(false);
+          expect(await portOpen(redisPort)).toBe(false);
+          expect(
+            spawnSync('pgrep', ['-f', `redis-server .*:${redisPort}`])
+              .stdout.toString()
+              .trim(),
+          ).toBe('');
+        } finally {
+          p.child.kill('SIGKILL');
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+    );
   });
 });

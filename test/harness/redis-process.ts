@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { waitForPort } from '../../src/platform/redis/managed-redis';
+import { waitForPort } from '../../scripts/dev/managed-redis';
 import { freePort } from './free-port';
 
 export interface HostPort {

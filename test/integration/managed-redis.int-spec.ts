@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { ManagedRedisError, probeRedis, waitForOwnRedis } from '../../src/platform/redis/managed-redis';
+import { resolve } from 'node:path';
+import { LauncherSettingError, ManagedRedisError, managedRedisSettings, probeRedis, waitForOwnRedis } from '../../scripts/dev/managed-redis';
 import { freePort } from '../harness/free-port';
 import { waitExit } from '../harness/redis-process';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
@@ -62,5 +63,25 @@ describe('managed Redis: is the Redis on the port our child?', () => {
     expect((err as Error).message).toMatch(/is already in use by another Redis .*REDIS_MANAGED_PORT/);
     expect(loser.exitCode).not.toBeNull(); // it really did exit (bind: Address already in use)
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe('managed Redis: the launcher settings', () => {
+  it('defaults to 127.0.0.1:6380 with its data in .data/redis', () => {
+    expect(managedRedisSettings({})).toEqual({ port: 6380, dir: resolve('.data/redis') });
+    expect(managedRedisSettings({ REDIS_MANAGED_PORT: '', REDIS_MANAGED_DIR: '' })).toEqual({ port: 6380, dir: resolve('.data/redis') });
+    expect(managedRedisSettings({ REDIS_MANAGED_PORT: '6390', REDIS_MANAGED_DIR: '/tmp/x' })).toEqual({ port: 6390, dir: '/tmp/x' });
+  });
+
+  it.each(['80', '1023', '65536', 'eighty', '6380.5', '-6380'])('refuses REDIS_MANAGED_PORT=%s, naming the variable', (port) => {
+    const err = (() => {
+      try {
+        return managedRedisSettings({ REDIS_MANAGED_PORT: port });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(LauncherSettingError);
+    expect((err as Error).message).toMatch(/^REDIS_MANAGED_PORT must be a port from 1024 to 65535/);
   });
 });

@@ -1,9 +1,12 @@
-/** How the service reaches Redis. `managed` means a local redis-server the service supervises (development only). */
+/**
+ * How the service reaches Redis. `none`: no Redis settings (outside production only; loading still succeeds so that
+ * code needing no Redis can read the rest, but the service refuses to start).
+ */
 export type RedisTopology =
   | { mode: 'standalone'; url: string }
   | { mode: 'sentinel'; sentinels: HostPort[]; masterName: string; sentinelPassword?: string }
   | { mode: 'cluster'; nodes: HostPort[] }
-  | { mode: 'managed'; port: number; dir: string };
+  | { mode: 'none' };
 
 export interface HostPort {
   host: string;

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { MANAGED_REDIS_VARIABLES } from '../../../scripts/dev/managed-redis';
 import { ConfigSlice, configSlices, isConfigSlice } from './config-slice';
 import { EnvSchema } from './env.schema';
 import { envVariables } from './env-validation';
@@ -35,10 +36,11 @@ describe('.env.example', () => {
     expect(new Set(configSlices())).toEqual(new Set(slices));
   });
 
-  it('lists every setting the service reads (the platform and every slice), and nothing else', () => {
+  it("lists every setting the service reads (the platform and every slice), the development launcher's, and nothing else", () => {
     const variables = [EnvSchema, ...slices.map((s) => s.schema)].flatMap((schema) => envVariables(schema));
     expect(new Set(variables).size).toBe(variables.length);
-    expect(Object.keys(parsed).sort()).toEqual([...variables].sort());
+    for (const launcherOnly of MANAGED_REDIS_VARIABLES) expect(variables).not.toContain(launcherOnly); // the service never reads them
+    expect(Object.keys(parsed).sort()).toEqual([...variables, ...MANAGED_REDIS_VARIABLES].sort());
   });
 
   it('loads as a valid development configuration with the documented defaults', () => {

@@ -183,19 +183,6 @@ export class EnvSchema {
   @Max(2000)
   CACHE_COMMAND_TIMEOUT_MS?: number;
 
-  @IsOptional()
-  @Transform(toInt)
-  @IsInt()
-  @Min(1024)
-  @Max(65535)
-  REDIS_MANAGED_PORT?: number;
-
-  @IsOptional()
-  @Transform(emptyToUndefined)
-  @IsString()
-  @MaxLength(4096)
-  REDIS_MANAGED_DIR?: string;
-
   // --- Identities ------------------------------------------------------------
   @IsOptional()
   @Transform(emptyToUndefined)

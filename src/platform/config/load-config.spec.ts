@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { AppConfig } from './app-config';
 import { expectConfigError as configError } from '../../../test/support/config-errors';
 import { DEV_DEFAULTS, loadConfig, parseNamedSecrets } from './load-config';
@@ -48,9 +48,9 @@ describe(loadConfig.name, () => {
       expect(cfg.swaggerEnabled).toBe(true);
     });
 
-    it('uses a managed local redis-server with default Redis settings', () => {
+    it('has no Redis topology (the service refuses to start with none) and the default Redis settings', () => {
       expect(cfg.redis).toEqual({
-        topology: { mode: 'managed', port: 6380, dir: resolve('.data/redis') },
+        topology: { mode: 'none' },
         username: undefined,
         password: undefined,
         tls: false,
@@ -94,7 +94,7 @@ describe(loadConfig.name, () => {
       const c = loadConfig({ PORT: '', HOST: '', REDIS_URL: '', JWT_SECRET: '', MERCHANT_SECRETS: '' });
       expect(c.port).toBe(3000);
       expect(c.host).toBe('0.0.0.0');
-      expect(c.redis.topology.mode).toBe('managed');
+      expect(c.redis.topology.mode).toBe('none');
       expect(c.jwt.key).toBe(DEV_DEFAULTS.JWT_SECRET);
       expect(c.merchantSecrets.has('m_demo')).toBe(true);
     });
@@ -208,7 +208,6 @@ describe(loadConfig.name, () => {
       ['REDIS_URL scheme only', { REDIS_URL: 'redis://' }, 'REDIS_URL'],
       ['REDIS_SENTINELS without port', { REDIS_SENTINELS: 's1', REDIS_SENTINEL_MASTER: 'm' }, 'REDIS_SENTINELS'],
       ['REDIS_COMMAND_TIMEOUT_MS too small', { REDIS_COMMAND_TIMEOUT_MS: '1' }, 'REDIS_COMMAND_TIMEOUT_MS'],
-      ['REDIS_MANAGED_PORT privileged', { REDIS_MANAGED_PORT: '80' }, 'REDIS_MANAGED_PORT'],
       ['JWT_SECRET too short', { JWT_SECRET: 'x'.repeat(31) }, 'JWT_SECRET'],
       ['JWT_ALGORITHM unsupported', { JWT_ALGORITHM: 'HS512' }, 'JWT_ALGORITHM'],
       ['JWT_CLOCK_TOLERANCE_S negative', { JWT_CLOCK_TOLERANCE_S: '-1' }, 'JWT_CLOCK_TOLERANCE_S'],
@@ -277,9 +276,11 @@ describe(loadConfig.name, () => {
       expect(c.merchantSecrets.get('m_live')).toBe('live-merchant-secret-abcdefghij');
     });
 
-    it('refuses to start without Redis settings (never a managed redis-server)', () => {
+    it('refuses to start without Redis settings, naming the three topologies (never a redis-server of its own)', () => {
       const err = loadError(without(PROD, 'REDIS_URL'), 'REDIS_URL');
-      expect(err.message).toMatch(/required in production/);
+      expect(err.message).toMatch(
+        /^REDIS_URL is required in production \(or REDIS_SENTINELS .*REDIS_CLUSTER_NODES\): the service never starts a Redis of its own$/,
+      );
     });
 
     it.each<[string, NodeJS.ProcessEnv]>([
@@ -326,7 +327,7 @@ describe(loadConfig.name, () => {
 
     it('outside production the same gaps fall back to development defaults', () => {
       const c = loadConfig({ NODE_ENV: 'test' });
-      expect(c.redis.topology.mode).toBe('managed');
+      expect(c.redis.topology.mode).toBe('none');
       expect(c.jwt.isDevSecret).toBe(true);
     });
   });

@@ -242,10 +242,15 @@ function redisTopology(s: EnvSchema, prod: boolean): RedisTopology {
     };
   }
   if (s.REDIS_CLUSTER_NODES) return { mode: 'cluster', nodes: parseHostPorts('REDIS_CLUSTER_NODES', s.REDIS_CLUSTER_NODES) };
-  if (prod)
-    throw new ConfigError(
-      'REDIS_URL',
-      'is required in production (or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES); production never starts a local redis-server',
-    );
-  return { mode: 'managed', port: s.REDIS_MANAGED_PORT ?? 6380, dir: resolve(s.REDIS_MANAGED_DIR ?? '.data/redis') };
+  if (prod) throw noRedisConfigured(true);
+  return { mode: 'none' };
+}
+
+/** No Redis is configured: refused when production settings load, and by the service's entry point everywhere. */
+export function noRedisConfigured(prod: boolean): ConfigError {
+  return new ConfigError(
+    'REDIS_URL',
+    `is required${prod ? ' in production' : ''} (or REDIS_SENTINELS + REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES): the service never starts a Redis of its own` +
+      (prod ? '' : '; `npm start` starts a local redis-server for development when none is configured'),
+  );
 }

@@ -31,7 +31,7 @@ export function nodeOptions(cfg: RedisConfig): RedisOptions {
   };
 }
 
-/** Options for a standalone (URL or managed) or Sentinel connection. */
+/** Options for a standalone (URL) or Sentinel connection. */
 export function standaloneOrSentinelOptions(cfg: RedisConfig): RedisOptions {
   const base = nodeOptions(cfg);
   const t = cfg.topology;

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import Redis, { Cluster } from 'ioredis';
 import { AppConfig } from '../config/app-config';
+import { noRedisConfigured } from '../config/load-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { coalesceCommandWrites } from './coalesce-writes';
 import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
@@ -156,6 +157,7 @@ export class RedisService {
     const cfg = this.config.redis;
     const t = cfg.topology;
     let conn: RedisClient;
+    if (t.mode === 'none') throw noRedisConfigured(this.config.env === 'production');
     if (t.mode === 'cluster') {
       const opts = clusterOptions(cfg);
       opts.redisOptions = { ...opts.redisOptions, ...overrides, connectionName: `redis-pay:${role}` };
@@ -163,8 +165,7 @@ export class RedisService {
       conn = new Cluster(t.nodes, opts);
     } else {
       const opts = { ...standaloneOrSentinelOptions(cfg), ...overrides, connectionName: `redis-pay:${role}` };
-      conn =
-        t.mode === 'standalone' ? new Redis(t.url, opts) : t.mode === 'managed' ? new Redis({ ...opts, host: '127.0.0.1', port: t.port }) : new Redis(opts);
+      conn = t.mode === 'standalone' ? new Redis(t.url, opts) : new Redis(opts);
     }
     // Commands written in one turn of the event loop leave in one syscall (see coalesceWrites). Only here: the
     // pub/sub and blocking connections carry a command now and then.

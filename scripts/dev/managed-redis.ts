@@ -1,7 +1,7 @@
 import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /** What the managed server reports to the console (plain lines; runs before the app logger exists). */
 type Say = (line: string) => void;
@@ -13,11 +13,28 @@ export class ManagedRedisError extends Error {
   override name = 'ManagedRedisError';
 }
 
+/** A launcher setting is invalid; the message names the variable. */
+export class LauncherSettingError extends Error {
+  override name = 'LauncherSettingError';
+}
+
+/** The settings of the development Redis: read by the launcher (scripts/dev/start.ts) only, never by the service. */
+export const MANAGED_REDIS_VARIABLES = ['REDIS_MANAGED_PORT', 'REDIS_MANAGED_DIR'] as const;
+
+/** Where the development Redis listens and keeps its data: REDIS_MANAGED_PORT (1024..65535, default 6380), REDIS_MANAGED_DIR (default .data/redis). */
+export function managedRedisSettings(env: NodeJS.ProcessEnv): { port: number; dir: string } {
+  const port = env.REDIS_MANAGED_PORT || '6380';
+  if (!/^\d{1,5}$/.test(port) || Number(port) < 1024 || Number(port) > 65535) {
+    throw new LauncherSettingError(`REDIS_MANAGED_PORT must be a port from 1024 to 65535 (it is "${port}")`);
+  }
+  return { port: Number(port), dir: resolve(env.REDIS_MANAGED_DIR || '.data/redis') };
+}
+
 /**
- * A local `redis-server` the service supervises in development when no Redis
- * is configured: installed from the OS packages if missing, data under a
- * git-ignored folder, AOF on, `noeviction`, stopped on exit. Production never
- * uses this (config refuses to start without Redis settings).
+ * A local `redis-server` for development, started by the launcher (`npm start`)
+ * when no Redis is configured: installed from the OS packages if missing, data
+ * under a git-ignored folder, AOF on, `noeviction`, stopped when the service
+ * exits. The service itself never starts one; production never uses this.
  *
  * The port is used only once our own child answers on it: `INFO server` must
  * report the child's process id while the child is alive. A port already held
@@ -203,7 +220,7 @@ export const neighbourPort = (port: number): number => (port < 65535 ? port + 1 
 function portTaken(port: number, holder: Exclude<PortProbe, { kind: 'refused' }>): ManagedRedisError {
   const other = neighbourPort(port);
   return new ManagedRedisError(
-    `[managed-redis] 127.0.0.1:${port} is already in use by ${describeHolder(holder)}, not by a redis-server this service started: ` +
+    `[managed-redis] 127.0.0.1:${port} is already in use by ${describeHolder(holder)}, not by a redis-server started for this run: ` +
       `refusing to use it. Choose a free port for the development Redis with REDIS_MANAGED_PORT (for example REDIS_MANAGED_PORT=${other} npm start)` +
       (holder.kind === 'other' ? '.' : `, or set REDIS_URL=redis://127.0.0.1:${port} to use that Redis on purpose.`),
   );
