@@ -4,11 +4,9 @@ import { CloseReminderStatus } from '../../src/features/close-reminder/close-rem
 import { ReminderSettingsNotFoundError } from '../../src/features/close-reminder/close-reminder.errors';
 import { EVENTS_GROUP, payLink, REMINDER_BIZ_TYPE, REMINDER_QUEUE } from '../../src/features/close-reminder/close-reminder.service';
 import { MerchantSettings } from '../../src/features/close-reminder/merchant-settings';
-import { MessagesModule } from '../../src/features/messages';
-import { newOrderId, OrderEventsService, OrdersModule } from '../../src/features/orders';
+import { newOrderId } from '../../src/features/orders';
 import { InvalidArgumentError } from '../../src/platform/core/domain.error';
-import { waitUntil } from '../harness/redis-process';
-import { buildModule, FakeMessages, fakeMessagesModule, FakeOrderEvents, FakeOrders, fakeOrdersModule, useModuleRedis } from '../support/module-tier';
+import { buildModule, eventually, FakeMessages, fakeMessagesModule, FakeOrders, fakeOrdersModule, useModuleRedis } from '../support/module-tier';
 
 /**
  * Close reminders built alone against a real redis-server: CloseReminderModule on the platform and engines, with the
@@ -27,13 +25,12 @@ async function setup() {
   const orders = new FakeOrders();
   const messages = new FakeMessages();
   const m = await buildModule(redis, {
-    imports: [CloseReminderModule],
+    feature: CloseReminderModule,
     env: { CLOSE_REMINDER_MIN_LEFT_SECONDS: '5', CLOSE_REMINDER_VISIBILITY_TIMEOUT_SECONDS: '5' },
-    fakes: [fakeOrdersModule(OrdersModule, orders), fakeMessagesModule(MessagesModule, messages)],
+    fakes: [fakeOrdersModule(orders), fakeMessagesModule(messages)],
   });
   const settings = m.get(MerchantSettings);
   await settings.save({ merchantId: MERCHANT, enabled: true, leadSeconds: LEAD_S });
-  const events = m.get<unknown>(OrderEventsService) as FakeOrderEvents;
   let n = 0;
   /** An unpaid order of PAYER that closes in `closesInMs`. */
   const order = (closesInMs: number, merchantId = MERCHANT) => {
@@ -54,19 +51,17 @@ async function setup() {
       payerAccountId: PAYER,
     }).orderId;
   };
-  const deliver = (type: 'order.created' | 'order.paid' | 'order.closed', orderId: string) => events.deliver(EVENTS_GROUP, orders.eventOf(type, orderId));
-  const paid = (orderId: string) => {
-    orders.update(orderId, { status: 'PAID' });
-    return deliver('order.paid', orderId);
-  };
+  const deliver = (type: 'order.created' | 'order.paid' | 'order.closed', orderId: string) =>
+    orders.events.deliver(EVENTS_GROUP, orders.eventOf(type, orderId));
+  const paid = (orderId: string) => orders.events.deliver(EVENTS_GROUP, orders.pay(orderId));
   const status = m.get(CloseReminderStatus);
   const stateOf = async (orderId: string) => (await status.of(orderId)).state;
   /** order.created handled, then the reminder's send (due at once) awaited. */
   const sentOnCreated = async (orderId: string, timeoutMs = 5000) => {
     await deliver('order.created', orderId);
-    await waitUntil('the reminder sent', async () => (await stateOf(orderId)) === 'sent', timeoutMs);
+    await eventually('the reminder sent', async () => (await stateOf(orderId)) === 'sent', timeoutMs);
   };
-  return { m, orders, messages, settings, events, order, deliver, paid, sentOnCreated, status, stateOf, queue: m.get(DelayQueueService) };
+  return { m, orders, messages, settings, order, deliver, paid, sentOnCreated, status, stateOf, queue: m.get(DelayQueueService) };
 }
 
 /** An order closing in 20 s with a 30 s lead: its reminder is due at once. */
@@ -76,8 +71,8 @@ const LATER_MS = 10 * 60_000;
 
 describe('close-reminder module', () => {
   it('order.created of an opted-in merchant schedules one reminder, at the close minus the lead; another merchant’s schedules none', async () => {
-    const { events, order, deliver, status, queue, messages, orders } = await setup();
-    expect(events.groups).toEqual([EVENTS_GROUP]);
+    const { order, deliver, status, queue, messages, orders } = await setup();
+    expect(orders.events.groups).toEqual([EVENTS_GROUP]);
     const orderId = order(LATER_MS);
     await deliver('order.created', orderId);
     await deliver('order.created', orderId);
@@ -135,9 +130,9 @@ describe('close-reminder module', () => {
     const { order, deliver, orders, status, queue, messages } = await setup();
     const orderId = order(LATER_MS);
     await deliver('order.created', orderId);
-    orders.update(orderId, { status: 'PAID' });
+    orders.pay(orderId);
     await queue.reschedule(REMINDER_QUEUE, orderId, { delayMs: 0 });
-    await waitUntil('the reminder decided', async () => (await status.of(orderId)).state !== 'scheduled', 5000);
+    await eventually('the reminder decided', async () => (await status.of(orderId)).state !== 'scheduled', 5000);
     expect(await status.of(orderId)).toMatchObject({ state: 'skipped', reason: 'paid' });
     expect(messages.calls).toEqual([]);
   });
@@ -145,12 +140,12 @@ describe('close-reminder module', () => {
   it('the messages failing: a write that throws is delivered again and sends once; a withdraw that throws leaves the record to withdraw, done on redelivery', async () => {
     const { order, deliver, paid, sentOnCreated, stateOf, messages } = await setup();
     const orderId = order(DUE_NOW_MS);
-    messages.faults.failNext('write');
+    messages.failures.fail('write');
     await sentOnCreated(orderId, 8000);
-    expect(messages.faults.thrown.get('write')).toBe(1);
+    expect(messages.failures.thrown('write')).toBe(1);
     expect(messages.inbox(PAYER)).toHaveLength(1);
 
-    messages.faults.failNext('withdraw');
+    messages.failures.fail('withdraw');
     await expect(paid(orderId)).rejects.toThrow('withdraw failed');
     expect(await stateOf(orderId)).toBe('withdrawing');
     expect(messages.inbox(PAYER)).toHaveLength(1);
@@ -163,7 +158,7 @@ describe('close-reminder module', () => {
   it('the orders failing: an order.created whose order read throws records nothing, and its redelivery schedules the reminder', async () => {
     const { order, deliver, orders, status, queue } = await setup();
     const orderId = order(LATER_MS);
-    orders.faults.failNext('findById');
+    orders.failures.fail('findById');
     await expect(deliver('order.created', orderId)).rejects.toThrow('findById failed');
     expect(await status.of(orderId)).toEqual({ orderId, state: 'none' });
     expect(await queue.get(REMINDER_QUEUE, orderId)).toBeNull();

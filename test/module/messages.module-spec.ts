@@ -3,8 +3,7 @@ import { MessagesModule, MessagesService } from '../../src/features/messages';
 import type { WriteMessageCommand } from '../../src/features/messages/message.commands';
 import { PendingActionsService, REMINDER_QUEUE } from '../../src/features/messages/pending-actions.service';
 import { InvalidArgumentError } from '../../src/platform/core/domain.error';
-import { waitUntil } from '../harness/redis-process';
-import { buildModule, useModuleRedis } from '../support/module-tier';
+import { buildModule, eventually, rejection, useModuleRedis } from '../support/module-tier';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
@@ -16,7 +15,7 @@ const REMINDER_DELAY_MS = 300;
 const redis = useModuleRedis();
 
 async function setup() {
-  const m = await buildModule(redis, { imports: [MessagesModule], env: { PENDING_ACTION_DELAYS: `PASSWORD_RECOVERY:${REMINDER_DELAY_MS}` } });
+  const m = await buildModule(redis, { feature: MessagesModule, env: { PENDING_ACTION_DELAYS: `PASSWORD_RECOVERY:${REMINDER_DELAY_MS}` } });
   const sut = m.get(MessagesService);
   const write = (accountId: string, outerBizId: string, extra: Partial<WriteMessageCommand> = {}) =>
     sut.write({ accountId, bizType: 'PAYMENT', outerBizId, title: 'Payment successful', content: `paid ${outerBizId}`, ...extra });
@@ -110,7 +109,7 @@ describe('messages module', () => {
 
   it('a command the write refuses is an InvalidArgumentError naming the field, and nothing is stored', async () => {
     const { sut, write } = await setup();
-    const err = await write('acct-1', 'bad', { ttlMs: 0 }).catch((e: unknown) => e);
+    const err = await rejection(write('acct-1', 'bad', { ttlMs: 0 }));
     expect(err).toBeInstanceOf(InvalidArgumentError);
     expect((err as InvalidArgumentError).message).toMatch(/ttlMs/);
     expect(await sut.unreadCount('acct-1')).toBe(0);
@@ -121,7 +120,7 @@ describe('messages module', () => {
     await pending.start({ accountId: 'forgot', bizType: 'PASSWORD_RECOVERY' });
     await pending.start({ accountId: 'done', bizType: 'PASSWORD_RECOVERY' });
     expect(await pending.finish({ accountId: 'done', bizType: 'PASSWORD_RECOVERY' })).toBe(true);
-    await waitUntil('the reminder', async () => (await sut.unreadCount('forgot')) === 1, 5000);
+    await eventually('the reminder', async () => (await sut.unreadCount('forgot')) === 1, 5000);
     await sleep(REMINDER_DELAY_MS);
     const [msg] = (await sut.pull('forgot', undefined, 50)).messages;
     expect(msg).toMatchObject({ bizType: 'REMINDER_PASSWORD_RECOVERY', needPush: true });
@@ -140,8 +139,8 @@ describe('messages module', () => {
     // The finish was recorded before the cancel: the reminder that still fires finds the action ended and writes nothing.
     expect(await queue.get(REMINDER_QUEUE, 'PASSWORD_RECOVERY:finished')).not.toBeNull();
 
-    await waitUntil('the retried start’s reminder', async () => (await sut.unreadCount('retried')) === 1, 5000);
-    await waitUntil(
+    await eventually('the retried start’s reminder', async () => (await sut.unreadCount('retried')) === 1, 5000);
+    await eventually(
       'both reminders handled',
       async () => {
         const s = await queue.stats(REMINDER_QUEUE);

@@ -5,10 +5,8 @@ import { OrderConflictError, OrderNotFoundError } from '../../src/features/order
 import { EXPIRY_QUEUE, legReference } from '../../src/features/orders/order-queues';
 import { PaymentPlansService } from '../../src/features/orders/payment-plans.service';
 import { PaymentRunner } from '../../src/features/orders/payment-runner.service';
-import { WalletModule } from '../../src/features/wallet';
 import { InvalidArgumentError } from '../../src/platform/core/domain.error';
-import { waitUntil } from '../harness/redis-process';
-import { buildModule, FakeWallet, fakeWalletModule, useModuleRedis } from '../support/module-tier';
+import { buildModule, eventually, type FailureMode, FakeWallet, fakeWalletModule, rejection, useModuleRedis } from '../support/module-tier';
 import { type Legs, ledgerOf, netHeld, TWO_LEGS } from '../support/orders-fixture';
 
 /**
@@ -20,15 +18,16 @@ import { type Legs, ledgerOf, netHeld, TWO_LEGS } from '../support/orders-fixtur
  */
 const MERCHANT = 'm_module';
 const BUYER = 'buyer-1';
+const BUYER_WALLET = { kind: 'account' as const, id: BUYER };
 const BALANCE_ONLY: Legs = [{ method: 'balance', amount: 2800 }];
 const redis = useModuleRedis();
 
 async function setup() {
   const wallet = new FakeWallet();
   const m = await buildModule(redis, {
-    imports: [OrdersModule],
+    feature: OrdersModule,
     env: { BALANCE_CHANNEL: 'wallet', ORDERS_QUERY_DELAY_MS: '50', CHANNEL_LATENCY_MS: '0' },
-    fakes: [fakeWalletModule(WalletModule, wallet)],
+    fakes: [fakeWalletModule(wallet)],
   });
   const orders = m.get(OrdersService);
   const plans = m.get(PaymentPlansService);
@@ -53,20 +52,17 @@ async function setup() {
     }
     return types;
   };
-  /** A balance-only order and plan of BUYER (wallet 5000), paid while the wallet fails at `fault`: the pay answers PAYING. */
-  const payFailing = async (fault: 'debit' | 'debit-reply') => {
-    await topUp(wallet, 5000);
+  /** A balance-only order and plan of BUYER (wallet 5000), paid while the wallet fails `mode` its debit: the pay answers PAYING. */
+  const payFailing = async (mode: FailureMode) => {
+    wallet.topUp(BUYER_WALLET, 'CNY', 5000);
     const order = await newOrder(BALANCE_ONLY);
     const plan = await newPlan(order.orderId, BALANCE_ONLY);
-    wallet.faults.failNext(fault);
+    wallet.failures.fail('debit', mode);
     expect((await runner.pay({ accountId: BUYER, planId: plan.planId })).status).toBe('PAYING');
     return { order, plan };
   };
   return { m, wallet, orders, plans, runner, channels, queue: m.get(DelayQueueService), newOrder, newPlan, statusOf, eventsOf, payFailing };
 }
-
-const topUp = (wallet: FakeWallet, amount: number) =>
-  wallet.credit({ owner: { kind: 'account', id: BUYER }, currency: 'CNY', amount, reference: `top-up-${amount}`, kind: 'top-up' });
 
 describe('orders module', () => {
   it('create is idempotent on (merchant, merchantOrderNo): 20 concurrent creates make one order, its expiry armed once', async () => {
@@ -81,7 +77,7 @@ describe('orders module', () => {
     expect(await eventsOf(orderId)).toEqual(['order.created']);
 
     // The number with another payload: a typed conflict, and the order is as it was.
-    const err = await orders.create({ ...cmd, amount: 100 }).catch((e: unknown) => e);
+    const err = await rejection(orders.create({ ...cmd, amount: 100 }));
     expect(err).toBeInstanceOf(OrderConflictError);
     expect((err as OrderConflictError).code).toBe('ORDER_NO_REUSED');
     expect(await orders.get(MERCHANT, 'same')).toMatchObject({ orderId, amount: 12800, version: 1, status: 'CREATED' });
@@ -89,7 +85,7 @@ describe('orders module', () => {
 
   it('a plan pays to PAID: the legs move exactly the order amount, once, however often pay is called', async () => {
     const { wallet, runner, channels, queue, newOrder, newPlan, statusOf, eventsOf } = await setup();
-    await topUp(wallet, 5000);
+    wallet.topUp(BUYER_WALLET, 'CNY', 5000);
     const order = await newOrder();
     const plan = await newPlan(order.orderId);
     const paid = await Promise.allSettled(Array.from({ length: 5 }, () => runner.pay({ accountId: BUYER, planId: plan.planId })));
@@ -98,22 +94,22 @@ describe('orders module', () => {
     expect(await statusOf(order.orderId)).toBe('PAID');
 
     // The money: the wallet gave the balance leg once, the simulated channel holds the rest once; together the amount.
-    expect(wallet.ledger(BUYER).filter((e) => e.kind === 'payment')).toEqual([expect.objectContaining({ amount: -2800, reference: legReference(plan, 0) })]);
-    expect(wallet.balance(BUYER, 'CNY')).toBe(5000 - 2800);
+    expect(wallet.entriesOf('payment', BUYER_WALLET)).toEqual([expect.objectContaining({ amount: -2800, reference: legReference(plan, 0) })]);
+    expect(wallet.balanceOf(BUYER_WALLET, 'CNY')).toBe(5000 - 2800);
     const [, quickpay] = await ledgerOf(channels, plan);
     expect(quickpay).toMatchObject({ state: 'paid', amount: 10000, payCalls: 1, refunds: 0 });
     expect(2800 + netHeld([quickpay])).toBe(order.amount);
 
     expect(await queue.get(EXPIRY_QUEUE, order.orderId)).toBeNull();
     expect(await eventsOf(order.orderId)).toEqual(['order.created', 'order.paid']);
-    const again = await newPlan(order.orderId).catch((e: unknown) => e);
+    const again = await rejection(newPlan(order.orderId));
     expect(again).toBeInstanceOf(OrderConflictError);
     expect((again as OrderConflictError).code).toBe('ORDER_PAID');
   });
 
   it('a leg the wallet declines fails the plan: what was paid is given back, the order is payable again, and a new plan pays it', async () => {
     const { wallet, runner, channels, newOrder, newPlan, orders } = await setup();
-    await topUp(wallet, 1000);
+    wallet.topUp(BUYER_WALLET, 'CNY', 1000);
     const legs: Legs = [
       { method: 'quickpay', amount: 10000 },
       { method: 'balance', amount: 2800 },
@@ -126,12 +122,12 @@ describe('orders module', () => {
     const [quickpay] = await ledgerOf(channels, plan, legs);
     expect(quickpay).toMatchObject({ state: 'paid', refunds: 1 });
     expect(netHeld([quickpay])).toBe(0);
-    expect(wallet.balance(BUYER, 'CNY')).toBe(1000);
+    expect(wallet.balanceOf(BUYER_WALLET, 'CNY')).toBe(1000);
 
-    await topUp(wallet, 5000);
+    wallet.topUp(BUYER_WALLET, 'CNY', 5000);
     const second = await newPlan(order.orderId, legs);
     expect((await runner.pay({ accountId: BUYER, planId: second.planId })).status).toBe('PAID');
-    expect(wallet.balance(BUYER, 'CNY')).toBe(6000 - 2800);
+    expect(wallet.balanceOf(BUYER_WALLET, 'CNY')).toBe(6000 - 2800);
     expect(netHeld(await ledgerOf(channels, second, legs))).toBe(10000);
   });
 
@@ -140,9 +136,9 @@ describe('orders module', () => {
     const order = await newOrder();
     await newPlan(order.orderId);
     await orders.armExpiry(order.orderId, Date.now(), 'replace');
-    await waitUntil('the order closed', async () => (await statusOf(order.orderId)) === 'CLOSED', 5000);
+    await eventually('the order closed', async () => (await statusOf(order.orderId)) === 'CLOSED', 5000);
     expect(await orders.findById(order.orderId)).toMatchObject({ closeReason: 'EXPIRED' });
-    const err = await newPlan(order.orderId).catch((e: unknown) => e);
+    const err = await rejection(newPlan(order.orderId));
     expect(err).toBeInstanceOf(OrderConflictError);
     expect((err as OrderConflictError).code).toBe('ORDER_CLOSED');
     expect(await orders.close(MERCHANT, order.merchantOrderNo)).toMatchObject({ status: 'CLOSED', version: (await orders.findById(order.orderId))?.version });
@@ -160,9 +156,9 @@ describe('orders module', () => {
       InvalidArgumentError,
     );
 
-    await topUp(wallet, 5000);
+    wallet.topUp(BUYER_WALLET, 'CNY', 5000);
     await runner.pay({ accountId: BUYER, planId: plan.planId });
-    const closing = await orders.close(MERCHANT, order.merchantOrderNo).catch((e: unknown) => e);
+    const closing = await rejection(orders.close(MERCHANT, order.merchantOrderNo));
     expect(closing).toBeInstanceOf(OrderConflictError);
     expect((closing as OrderConflictError).code).toBe('ORDER_PAID');
 
@@ -173,24 +169,22 @@ describe('orders module', () => {
 
   it('the wallet failing before the debit: the leg is unknown, its query voids it, the plan fails with no money moved', async () => {
     const { wallet, runner, newPlan, orders, payFailing } = await setup();
-    const { order, plan } = await payFailing('debit');
-    await waitUntil('the query failed the plan', async () => (await orders.findById(order.orderId))?.status === 'CREATED', 5000);
-    expect(wallet.balance(BUYER, 'CNY')).toBe(5000);
+    const { order, plan } = await payFailing('before');
+    await eventually('the query failed the plan', async () => (await orders.findById(order.orderId))?.status === 'CREATED', 5000);
+    expect(wallet.balanceOf(BUYER_WALLET, 'CNY')).toBe(5000);
     // The voided reference can never be taken, even by a run that stalled mid-call.
-    await expect(
-      wallet.debit({ owner: { kind: 'account', id: BUYER }, currency: 'CNY', amount: 2800, reference: legReference(plan, 0), kind: 'payment' }),
-    ).rejects.toThrow();
+    await expect(wallet.debit({ owner: BUYER_WALLET, currency: 'CNY', amount: 2800, reference: legReference(plan, 0), kind: 'payment' })).rejects.toThrow();
     const second = await newPlan(order.orderId, BALANCE_ONLY);
     expect((await runner.pay({ accountId: BUYER, planId: second.planId })).status).toBe('PAID');
-    expect(wallet.balance(BUYER, 'CNY')).toBe(5000 - 2800);
+    expect(wallet.balanceOf(BUYER_WALLET, 'CNY')).toBe(5000 - 2800);
   });
 
   it('the wallet reply lost after the debit: the query finds the debit and the plan is PAID, debited once', async () => {
     const { wallet, statusOf, payFailing } = await setup();
-    const { order } = await payFailing('debit-reply');
-    await waitUntil('the query settled the plan', async () => (await statusOf(order.orderId)) === 'PAID', 5000);
-    expect(wallet.faults.thrown.get('debit-reply')).toBe(1);
-    expect(wallet.ledger(BUYER).filter((e) => e.kind === 'payment')).toHaveLength(1);
-    expect(wallet.balance(BUYER, 'CNY')).toBe(5000 - 2800);
+    const { order } = await payFailing('after');
+    await eventually('the query settled the plan', async () => (await statusOf(order.orderId)) === 'PAID', 5000);
+    expect(wallet.failures.thrown('debit', 'after')).toBe(1);
+    expect(wallet.entriesOf('payment', BUYER_WALLET)).toHaveLength(1);
+    expect(wallet.balanceOf(BUYER_WALLET, 'CNY')).toBe(5000 - 2800);
   });
 });

@@ -1,11 +1,11 @@
-import { InsufficientFundsError, WalletModule } from '../../src/features/wallet';
+import { InsufficientFundsError } from '../../src/features/wallet';
 import { RedEnvelopeModule } from '../../src/features/red-envelope';
 import { GrabService } from '../../src/features/red-envelope/grab.service';
 import { RedEnvelopeActivities } from '../../src/features/red-envelope/red-envelope-activities.service';
 import type { CreateActivityCommand } from '../../src/features/red-envelope/red-envelope.commands';
 import { RedEnvelopeConflictError, RedEnvelopeNotFoundError } from '../../src/features/red-envelope/red-envelope.errors';
 import type { GrabResult } from '../../src/features/red-envelope/red-envelope.types';
-import { CollaboratorDown, eventually, FakeWallet, fakeWalletModule, rejection, uid, useFeatureModule } from '../support/module-tier-b';
+import { buildModule, CollaboratorDown, eventually, FakeWallet, fakeWalletModule, rejection, uid, useModuleRedis } from '../support/module-tier';
 
 /**
  * The red-envelope module alone on a real Redis, the wallet module replaced by an in-memory fake at its public
@@ -14,20 +14,34 @@ import { CollaboratorDown, eventually, FakeWallet, fakeWalletModule, rejection, 
  * fails and the credit is retried), the grabs adding up to the total.
  */
 const SPONSOR = { kind: 'merchant' as const, id: 'm_sponsor' };
+const redis = useModuleRedis();
 
-let wallet: FakeWallet;
-const tier = useFeatureModule(() => ({
-  feature: RedEnvelopeModule,
-  replace: [[WalletModule, fakeWalletModule((wallet = new FakeWallet()))]],
-  // A failed credit is taken over again after 100 ms (the least allowed), not 5 s; a create that stopped, after 1 s.
-  env: { RED_ENVELOPE_CREDIT_RETRY_MS: '100', RED_ENVELOPE_CREDIT_RETRY_MAX_MS: '200', RED_ENVELOPE_RESUME_AFTER_MS: '1000' },
-}));
-let activities: RedEnvelopeActivities;
-let grabs: GrabService;
-beforeEach(() => {
-  activities = tier.m.get(RedEnvelopeActivities);
-  grabs = tier.m.get(GrabService);
-});
+async function setup() {
+  const wallet = new FakeWallet();
+  const m = await buildModule(redis, {
+    feature: RedEnvelopeModule,
+    fakes: [fakeWalletModule(wallet)],
+    // A failed credit is taken over again after 100 ms (the least allowed), not 5 s; a create that stopped, after 1 s.
+    env: { RED_ENVELOPE_CREDIT_RETRY_MS: '100', RED_ENVELOPE_CREDIT_RETRY_MAX_MS: '200', RED_ENVELOPE_RESUME_AFTER_MS: '1000' },
+  });
+  const activities = m.get(RedEnvelopeActivities);
+  const grabs = m.get(GrabService);
+
+  /** Creates the rain and waits until it is preloaded (READY). */
+  const preload = async (cmd: CreateActivityCommand): Promise<void> => {
+    wallet.topUp(SPONSOR, 'CNY', cmd.totalAmount);
+    expect((await activities.create(cmd)).created).toBe(true);
+    await eventually('the rain READY', async () => (await activities.mustRead(cmd.activityId)).state === 'READY' || 'loading');
+  };
+
+  /** Every account's envelopes once crediting has finished (all CREDITED). */
+  const expectAllCredited = (activityId: string, accounts: string[]): Promise<void> =>
+    eventually('every grab credited', async () => {
+      for (const a of accounts) if ((await grabs.mine(a, activityId)).some((e) => e.crediting !== 'CREDITED')) return `${a} pending`;
+      return true;
+    });
+  return { wallet, activities, grabs, preload, expectAllCredited };
+}
 
 function rain(over: Partial<CreateActivityCommand> = {}): CreateActivityCommand {
   const now = Date.now();
@@ -47,23 +61,9 @@ function rain(over: Partial<CreateActivityCommand> = {}): CreateActivityCommand 
   };
 }
 
-/** Creates the rain and waits until it is preloaded (READY). */
-async function preload(cmd: CreateActivityCommand): Promise<void> {
-  wallet.topUp(SPONSOR, 'CNY', cmd.totalAmount);
-  expect((await activities.create(cmd)).created).toBe(true);
-  await eventually('the rain READY', async () => (await activities.mustRead(cmd.activityId)).state === 'READY' || 'loading');
-}
-
-/** Every account's envelopes once crediting has finished (all CREDITED). */
-async function expectAllCredited(activityId: string, accounts: string[]): Promise<void> {
-  await eventually('every grab credited', async () => {
-    for (const a of accounts) if ((await grabs.mine(a, activityId)).some((e) => e.crediting !== 'CREDITED')) return `${a} pending`;
-    return true;
-  });
-}
-
 describe('RedEnvelopeModule alone (wallet faked)', () => {
   it('a preloaded rain: one envelope per user however many taps race, each credited once, the grabs adding up to the total', async () => {
+    const { wallet, activities, grabs, preload, expectAllCredited } = await setup();
     const cmd = rain();
     await preload(cmd);
     expect(wallet.entriesOf('funding').map((e) => [e.reference, e.amount])).toEqual([[`red-envelope:${cmd.activityId}`, -cmd.totalAmount]]);
@@ -100,6 +100,7 @@ describe('RedEnvelopeModule alone (wallet faked)', () => {
   });
 
   it('when the wallet fails a credit (down before it, or its reply lost after it), the grab stays pending and is credited again, once', async () => {
+    const { wallet, activities, grabs, preload, expectAllCredited } = await setup();
     const cmd = rain({ count: 8, totalAmount: 800, subPools: 2 });
     await preload(cmd);
     wallet.failures.fail('credit', 'before', 3);
@@ -132,6 +133,7 @@ describe('RedEnvelopeModule alone (wallet faked)', () => {
   });
 
   it('a sponsor with too little money: the create is refused with the wallet’s typed error, no rain is stored, and the id can be funded later', async () => {
+    const { wallet, activities, grabs, preload } = await setup();
     const cmd = rain();
     // The fake holds nothing for the sponsor: its debit refuses.
     expect(await rejection(activities.create(cmd))).toBeInstanceOf(InsufficientFundsError);
@@ -145,6 +147,7 @@ describe('RedEnvelopeModule alone (wallet faked)', () => {
   });
 
   it('when the wallet loses the funding debit’s reply, the create fails, the rain stays FUNDING, and its job funds it once and loads it', async () => {
+    const { wallet, activities, grabs } = await setup();
     const cmd = rain({ count: 4, totalAmount: 400, subPools: 1 });
     wallet.topUp(SPONSOR, 'CNY', 1000);
     wallet.failures.fail('debit', 'after');

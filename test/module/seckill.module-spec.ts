@@ -1,10 +1,10 @@
-import { OrdersModule } from '../../src/features/orders';
+import type { OrderEvent } from '../../src/features/orders';
 import { SeckillModule } from '../../src/features/seckill';
 import { ActivitiesService, type ProductStock } from '../../src/features/seckill/seckill-activities.service';
 import { EVENTS_GROUP, ReservationsService, type ReservationView } from '../../src/features/seckill/reservations.service';
 import type { ActivityCommand, ReserveCommand } from '../../src/features/seckill/seckill.commands';
 import { SeckillConflictError, SeckillNotFoundError, SeckillTryAgainError } from '../../src/features/seckill/seckill.errors';
-import { CollaboratorDown, FakeOrders, fakeOrdersModule, rejection, uid, useFeatureModule } from '../support/module-tier-b';
+import { buildModule, CollaboratorDown, FakeOrders, fakeOrdersModule, rejection, uid, useModuleRedis } from '../support/module-tier';
 
 /**
  * The seckill module alone on a real Redis, the orders module replaced by a fake at its public interface (the
@@ -12,63 +12,63 @@ import { CollaboratorDown, FakeOrders, fakeOrdersModule, rejection, uid, useFeat
  * services: reserve, release (the buyer's cancel, an order closed), sell (an order paid), with the stock invariant
  * initial = available + reserved + sold on every shard.
  */
-let orders: FakeOrders;
-const tier = useFeatureModule(() => ({ feature: SeckillModule, replace: [[OrdersModule, fakeOrdersModule((orders = new FakeOrders()))]] }));
-let activities: ActivitiesService;
-let reservations: ReservationsService;
-beforeEach(() => {
-  activities = tier.m.get(ActivitiesService);
-  reservations = tier.m.get(ReservationsService);
-});
-
 const MERCHANT = 'm_seckill';
+const redis = useModuleRedis();
 
-async function openSale(products: { productId: string; stock: number; shards?: number }[], perUserLimit = 1): Promise<string> {
-  const activityId = uid('a');
-  const now = Date.now();
-  const cmd: ActivityCommand = {
-    activityId,
-    merchantId: MERCHANT,
-    title: 'Module tier sale',
-    startsAt: now - 1000,
-    endsAt: now + 3_600_000,
-    payWindowMinutes: 15,
-    perUserLimit,
-    products: products.map((p) => ({ title: p.productId, price: 990, currency: 'CNY', shards: 1, ...p })),
+async function setup() {
+  const orders = new FakeOrders();
+  const m = await buildModule(redis, { feature: SeckillModule, fakes: [fakeOrdersModule(orders)] });
+  const activities = m.get(ActivitiesService);
+  const reservations = m.get(ReservationsService);
+
+  const openSale = async (products: { productId: string; stock: number; shards?: number }[], perUserLimit = 1): Promise<string> => {
+    const activityId = uid('a');
+    const now = Date.now();
+    const cmd: ActivityCommand = {
+      activityId,
+      merchantId: MERCHANT,
+      title: 'Module tier sale',
+      startsAt: now - 1000,
+      endsAt: now + 3_600_000,
+      payWindowMinutes: 15,
+      perUserLimit,
+      products: products.map((p) => ({ title: p.productId, price: 990, currency: 'CNY', shards: 1, ...p })),
+    };
+    expect((await activities.create(cmd)).created).toBe(true);
+    return activityId;
   };
-  expect((await activities.create(cmd)).created).toBe(true);
-  return activityId;
-}
 
-async function stock(activityId: string, productId: string): Promise<ProductStock> {
-  return (await activities.stockOf(await activities.mustRead(activityId))).get(productId)!;
-}
+  /** The invariant on every shard (the activity check), and the product's totals. */
+  const expectInvariant = async (activityId: string, productId: string, want: Partial<ProductStock>): Promise<void> => {
+    const check = await activities.check(activityId);
+    expect(check.problems).toEqual([]);
+    const s = (await activities.stockOf(await activities.mustRead(activityId))).get(productId)!;
+    expect(s.available + s.reserved + s.sold).toBe(s.initial);
+    expect(s).toMatchObject(want);
+  };
 
-/** The invariant on every shard (the activity check), and the product's totals. */
-async function expectInvariant(activityId: string, productId: string, want: Partial<ProductStock>): Promise<void> {
-  const check = await activities.check(activityId);
-  expect(check.problems).toEqual([]);
-  const s = await stock(activityId, productId);
-  expect(s.available + s.reserved + s.sold).toBe(s.initial);
-  expect(s).toMatchObject(want);
-}
-
-/** Reserves, retrying the same request while the module answers TRY_AGAIN (as a client does); the refusal otherwise. */
-async function reserve(cmd: ReserveCommand): Promise<ReservationView | Error> {
-  for (let i = 0; ; i++) {
-    try {
-      return (await reservations.reserve(cmd)).view;
-    } catch (err) {
-      if (!(err instanceof SeckillTryAgainError) || i > 50) return err as Error;
-      await new Promise((r) => setTimeout(r, 20));
+  /** Reserves, retrying the same request while the module answers TRY_AGAIN (as a client does); the refusal otherwise. */
+  const reserve = async (cmd: ReserveCommand): Promise<ReservationView | Error> => {
+    for (let i = 0; ; i++) {
+      try {
+        return (await reservations.reserve(cmd)).view;
+      } catch (err) {
+        if (!(err instanceof SeckillTryAgainError) || i > 50) return err as Error;
+        await new Promise((r) => setTimeout(r, 20));
+      }
     }
-  }
+  };
+
+  /** An order.paid or order.closed of the orders module, delivered to the module's consumer. */
+  const deliver = (e: OrderEvent) => orders.events.deliver(EVENTS_GROUP, e);
+  return { orders, activities, reservations, openSale, expectInvariant, reserve, deliver };
 }
 
 const code = (err: unknown) => (err instanceof SeckillConflictError ? err.code : (err as Error).message);
 
 describe('SeckillModule alone (orders faked)', () => {
   it('concurrent reserves never oversell: exactly the stock is reserved, the rest refused SOLD_OUT, the invariant holds on every shard', async () => {
+    const { openSale, reserve, reservations, expectInvariant } = await setup();
     const activityId = await openSale([
       { productId: 'one', stock: 12 },
       { productId: 'spread', stock: 12, shards: 4 },
@@ -93,6 +93,7 @@ describe('SeckillModule alone (orders faked)', () => {
   });
 
   it('the same (account, requestId) is one reservation, however many copies race; another quantity under it, or past the limit, is refused', async () => {
+    const { openSale, reservations, expectInvariant } = await setup();
     const activityId = await openSale([{ productId: 'p', stock: 10, shards: 2 }], 2);
     const copies = await Promise.all(
       Array.from({ length: 8 }, () => reservations.reserve({ accountId: 'u1', activityId, productId: 'p', quantity: 2, requestId: 'req-1' })),
@@ -112,6 +113,7 @@ describe('SeckillModule alone (orders faked)', () => {
   });
 
   it('sells on the order paid and releases on the buyer’s cancel, each once (redelivered events change nothing)', async () => {
+    const { orders, openSale, reservations, expectInvariant, deliver } = await setup();
     const activityId = await openSale([{ productId: 'p', stock: 5, shards: 2 }]);
     const a = (await reservations.reserve({ accountId: 'buyer', activityId, productId: 'p', quantity: 1, requestId: 'b-1' })).view;
     const b = (await reservations.reserve({ accountId: 'other', activityId, productId: 'p', quantity: 1, requestId: 'o-1' })).view;
@@ -120,10 +122,10 @@ describe('SeckillModule alone (orders faked)', () => {
     // The buyer opens the order (the orders module asks its pending-order sources), then pays it.
     expect(orders.sources).toHaveLength(1);
     expect(await orders.sources[0].storePending('buyer', a.orderId)).toBe(a.orderId);
-    const paidEvent = orders.pay(MERCHANT, a.reservationId);
-    await orders.deliver(EVENTS_GROUP, paidEvent);
+    const paidEvent = orders.pay(a.orderId);
+    await deliver(paidEvent);
     // Delivered again (at least once): the sale is counted once.
-    await orders.deliver(EVENTS_GROUP, paidEvent);
+    await deliver(paidEvent);
     expect((await reservations.get('buyer', a.reservationId)).state).toBe('SOLD');
     await expectInvariant(activityId, 'p', { available: 3, reserved: 1, sold: 1 });
     const paid = await rejection(reservations.cancel('buyer', a.reservationId));
@@ -133,7 +135,7 @@ describe('SeckillModule alone (orders faked)', () => {
     // The other buyer cancels: the order is stored closed (it can never be paid), the unit goes back once.
     expect((await reservations.cancel('other', b.reservationId)).state).toBe('RELEASED');
     expect([...orders.orders.values()].find((o) => o.merchantOrderNo === b.reservationId)?.status).toBe('CLOSED');
-    await orders.deliver(EVENTS_GROUP, orders.event('order.closed', MERCHANT, b.reservationId));
+    await deliver(orders.eventOf('order.closed', b.orderId));
     expect((await reservations.cancel('other', b.reservationId)).state).toBe('RELEASED');
     await expectInvariant(activityId, 'p', { available: 4, reserved: 0, sold: 1, released: 1 });
     // Another account's reservation is not found.
@@ -141,6 +143,7 @@ describe('SeckillModule alone (orders faked)', () => {
   });
 
   it('when the orders module fails (down before closing, or its reply lost after storing), the cancel fails and the reservation keeps its units; the retry releases them once', async () => {
+    const { orders, openSale, reservations, expectInvariant } = await setup();
     const activityId = await openSale([{ productId: 'p', stock: 3 }]);
     const r = (await reservations.reserve({ accountId: 'u', activityId, productId: 'p', quantity: 1, requestId: 'u-1' })).view;
 
@@ -159,22 +162,24 @@ describe('SeckillModule alone (orders faked)', () => {
   });
 
   it('an order paid whose event fails to be handled (the orders module down) changes nothing; its redelivery sells it once', async () => {
+    const { orders, openSale, reservations, expectInvariant, deliver } = await setup();
     const activityId = await openSale([{ productId: 'p', stock: 2 }]);
     const r = (await reservations.reserve({ accountId: 'u', activityId, productId: 'p', quantity: 1, requestId: 'u-1' })).view;
     await orders.sources[0].storePending('u', r.orderId);
-    const paid = orders.pay(MERCHANT, r.reservationId);
+    const paid = orders.pay(r.orderId);
     orders.failures.fail('orderIdOf');
     // The handler throws: the stream keeps the event pending and delivers it again.
-    expect(await rejection(orders.deliver(EVENTS_GROUP, paid))).toBeInstanceOf(CollaboratorDown);
+    expect(await rejection(deliver(paid))).toBeInstanceOf(CollaboratorDown);
     expect((await reservations.get('u', r.reservationId)).state).toBe('RESERVED');
     await expectInvariant(activityId, 'p', { available: 1, reserved: 1, sold: 0 });
-    await orders.deliver(EVENTS_GROUP, paid);
-    await orders.deliver(EVENTS_GROUP, paid);
+    await deliver(paid);
+    await deliver(paid);
     expect((await reservations.get('u', r.reservationId)).state).toBe('SOLD');
     await expectInvariant(activityId, 'p', { available: 1, reserved: 0, sold: 1 });
   });
 
   it('a sold-out product comes back when a reservation is released: the instance forgets it and the next buyer gets the unit', async () => {
+    const { openSale, reserve, reservations, expectInvariant } = await setup();
     const activityId = await openSale([{ productId: 'p', stock: 2, shards: 2 }]);
     const held = await Promise.all(
       ['u1', 'u2'].map((u) => reservations.reserve({ accountId: u, activityId, productId: 'p', quantity: 1, requestId: `${u}-1` })),

@@ -2,16 +2,19 @@ import { InvalidArgumentError } from '../../src/platform/core/domain.error';
 import { ScriptRegistry } from '../../src/platform/scripts/script-registry.service';
 import { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError, WalletModule, WalletService } from '../../src/features/wallet';
 import type { WalletCommand, WalletEntryKind } from '../../src/features/wallet/wallet.types';
-import { CollaboratorDown, rejection, uid, useFeatureModule } from '../support/module-tier-b';
+import { buildModule, CollaboratorDown, rejection, uid, useModuleRedis } from '../support/module-tier';
 import { sumOfWalletBalances, walletKeysIn } from '../support/wallet';
 
 /**
  * The wallet module alone (it uses no other feature) on a real Redis: credits and debits through WalletService,
  * idempotent per (kind, reference), the money conserved under concurrent calls, refusals as typed errors.
  */
-const tier = useFeatureModule(() => ({ feature: WalletModule }));
-let wallets: WalletService;
-beforeEach(() => (wallets = tier.m.get(WalletService)));
+const redis = useModuleRedis();
+
+async function setup() {
+  const m = await buildModule(redis, { feature: WalletModule });
+  return { m, wallets: m.get(WalletService) };
+}
 
 const account = (id: string) => ({ kind: 'account' as const, id });
 const cmd = (owner: string, kind: WalletEntryKind, amount: number, reference = uid('ref', 64)): WalletCommand => ({
@@ -24,6 +27,7 @@ const cmd = (owner: string, kind: WalletEntryKind, amount: number, reference = u
 
 describe('WalletModule alone', () => {
   it('credits and debits once per (kind, reference): a repeat answers the same entry and moves nothing', async () => {
+    const { wallets } = await setup();
     const topUp = cmd('u1', 'top-up', 1000, 'top-1');
     const first = await wallets.credit(topUp);
     const again = await wallets.credit(topUp);
@@ -46,9 +50,10 @@ describe('WalletModule alone', () => {
   });
 
   it('refuses with typed errors and stores nothing: too little money, a reference reused with other terms, a voided one, a bad field', async () => {
+    const { m, wallets } = await setup();
     await wallets.credit(cmd('u2', 'top-up', 100, 'top-2'));
-    const before = await walletKeysIn(tier.raw, tier.m.keys);
-    const snapshot = await Promise.all(before.map((k) => tier.raw.dump(k)));
+    const before = await walletKeysIn(redis.raw, m.keys);
+    const snapshot = await Promise.all(before.map((k) => redis.raw.dump(k)));
 
     const short = await rejection(wallets.debit(cmd('u2', 'payment', 101, 'pay-2')));
     expect(short).toBeInstanceOf(InsufficientFundsError);
@@ -56,7 +61,7 @@ describe('WalletModule alone', () => {
     expect(await rejection(wallets.credit(cmd('u2', 'top-up', 99, 'top-2')))).toBeInstanceOf(ReferenceReusedError);
     expect(await rejection(wallets.debit(cmd('u2', 'top-up', 100, 'top-2')))).toBeInstanceOf(ReferenceReusedError);
     expect(await wallets.settle(account('u2'), 'payment', 'pay-never')).toBeNull();
-    const voidedKeys = await walletKeysIn(tier.raw, tier.m.keys);
+    const voidedKeys = await walletKeysIn(redis.raw, m.keys);
     expect(await rejection(wallets.debit(cmd('u2', 'payment', 10, 'pay-never')))).toBeInstanceOf(ReferenceVoidedError);
     const bad = await rejection(wallets.credit({ ...cmd('u2', 'top-up', 10), currency: 'cny' }));
     expect(bad).toBeInstanceOf(InvalidArgumentError);
@@ -64,13 +69,14 @@ describe('WalletModule alone', () => {
 
     // Only the void marker was written (by settle); every refusal left the keys as they were.
     expect(voidedKeys).toEqual(before);
-    expect(await Promise.all(before.filter((k) => !k.endsWith(':refs')).map((k) => tier.raw.dump(k)))).toEqual(
+    expect(await Promise.all(before.filter((k) => !k.endsWith(':refs')).map((k) => redis.raw.dump(k)))).toEqual(
       snapshot.filter((_, i) => !before[i].endsWith(':refs')),
     );
     expect(await wallets.wallet(account('u2'))).toEqual({ owner: account('u2'), balances: [{ currency: 'CNY', balance: 100 }] });
   });
 
   it('conserves money under concurrent, repeated calls: top-ups = balances + payments + held (funding)', async () => {
+    const { m, wallets } = await setup();
     const users = ['a', 'b', 'c', 'd'];
     const ops: { dir: 'credit' | 'debit'; c: WalletCommand }[] = [];
     let n = 0;
@@ -95,7 +101,7 @@ describe('WalletModule alone', () => {
     // Once per reference: never two `applied` for one reference.
     expect(new Set(applied.map((o) => o.ref)).size).toBe(applied.length);
     const total = (kind: string) => applied.filter((o) => o.kind === kind).reduce((s, o) => s + o.amount, 0);
-    const balances = await sumOfWalletBalances(tier.raw, tier.m.keys);
+    const balances = await sumOfWalletBalances(redis.raw, m.keys);
     expect(total('top-up')).toBe(Number(balances.get('CNY') ?? 0n) + total('payment') + total('funding'));
     // What the ledgers hold says the same, entry by entry.
     let ledger = 0;
@@ -112,13 +118,14 @@ describe('WalletModule alone', () => {
   });
 
   it('a reply lost after the script ran (the script registry fails after Redis applied it): the retry applies nothing twice', async () => {
+    const { m, wallets } = await setup();
     await wallets.credit(cmd('u3', 'top-up', 500, 'top-3'));
-    const scripts = tier.m.get(ScriptRegistry);
+    const scripts = m.get(ScriptRegistry);
     const run = scripts.run.bind(scripts);
     let lose = 1;
     const spy = jest.spyOn(scripts, 'run').mockImplementation(async (...args: Parameters<ScriptRegistry['run']>) => {
       const reply = await run(...args);
-      if (lose-- > 0) throw new CollaboratorDown('wallet script reply');
+      if (lose-- > 0) throw new CollaboratorDown('wallet script reply', 'after');
       return reply;
     });
     expect(await rejection(wallets.debit(cmd('u3', 'payment', 200, 'pay-3')))).toBeInstanceOf(CollaboratorDown);
