@@ -71,7 +71,7 @@ export interface BenchContext {
   seconds(standard: number, quick: number): number;
   /** The built service on a free port (the bench's service env, then `env`; `redisEnv` default: the bench's Redis). */
   service(id: string, env?: Record<string, string>, redisEnv?: Record<string, string>): Promise<Target & Service>;
-  /** A baseline server (`bench/<script>`, run by tsx) on a free port, with PORT, REDIS_URL, LUA_DIR and `env`. */
+  /** A baseline server (`bench/<script>`, run by tsx) on a free port: `env`, then PORT and REDIS_URL (KEY_PREFIX, LUA_DIR, DIST by default). */
   floor(id: string, script: string, env?: Record<string, string>): Promise<Target>;
   /** One measured load on `on`: `durationS` (default: 8 s, 3 with --quick), 100 connections. Kept in `rows` unless `warmup`. */
   measure(
@@ -171,11 +171,12 @@ async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<voi
         env: {
           ...process.env,
           NODE_ENV: 'production',
-          PORT: String(port),
-          REDIS_URL: redis.url,
           KEY_PREFIX: def.prefix,
           LUA_DIR: join(dist, '..', 'lua'),
+          DIST: dist,
           ...env,
+          PORT: String(port),
+          REDIS_URL: redis.url,
         },
       });
       await waitUntilServing(proc, port, undefined, 60_000);
