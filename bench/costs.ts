@@ -9,18 +9,17 @@
  * Options: --quick, --only reserve,grab,..., --dist DIR, --duration S, --drain-timeout S, --no-pin.
  */
 import Redis from 'ioredis';
-import type { AppConfig } from '../src/platform/config/app-config';
-import { orderIndexKey, orderKeys, orderNumberKeyOf } from '../src/features/orders/order.keys';
-import { KeyBuilder } from '../src/platform/redis/key-builder';
-import { buyerIndexKey } from '../src/features/seckill/seckill.keys';
+import { Agent } from 'node:http';
+import { forEachLimit } from '../src/platform/core/for-each-limit';
 import { type CommandStat, redisSnapshot, statsDelta } from './lib/command-stats';
 import { BENCH_SERVICE_TOKEN, bearerTokens, fullEnv } from './lib/full-stack';
 import { type LoadRequest, runLoad } from './lib/load';
-import { BENCH_MERCHANT, signedOrder } from './lib/merchant-orders';
+import { signedOrder } from './lib/merchant-orders';
 import { cpuSplit, machineCpuSeconds, pinProcess, selfCpuSeconds, treeCpuSeconds } from './lib/proc';
 import { fmtInt, fmtNum, type GoalLine, markdownTable, statusText } from './lib/report';
 import { jsonNum } from './lib/results-json';
 import { defineBench, type Target as Server } from './lib/scenario';
+import { httpOn } from './lib/service-http';
 import { message } from './messages';
 import { createRain, reconciliation } from './red-envelopes';
 import { createActivity } from './seckill';
@@ -181,52 +180,43 @@ async function measureRow(conn: Redis, r: RowSpec, durationS: number, drainS: nu
 // ---------------------------------------------------------------------------------------------
 // Fixtures: what the rows use up (plans to pay, orders to open, inboxes to pull), made through the service first
 
-const keys = new KeyBuilder({ redis: { keyPrefix: PREFIX } } as AppConfig);
-
-/** Sends `n` requests of `next` through the service (50 connections). */
-const send = (port: number, n: number, next: () => LoadRequest) =>
-  runLoad({ url: `http://127.0.0.1:${port}`, connections: 50, durationS: 600, amount: n, requests: next });
-
-/** `n` orders of the bench merchant, each with a PENDING quickpay plan of its payer (one of `payers`). */
-async function makePlans(port: number, conn: Redis, n: number, payers: string[], tag: string) {
-  // A margin: on a busy machine a few creations may answer 503; those are left out.
-  const nos = Array.from({ length: Math.ceil(n * 1.05) }, (_, i) => `${tag}-${i}`);
-  const tokens = bearerTokens(payers);
-  let k = 0;
-  await send(port, nos.length, () => signedOrder(nos[k], payers[k++ % payers.length]));
-  const ids = await conn.mget(...nos.map((no) => orderIndexKey(keys, orderNumberKeyOf(BENCH_MERCHANT, no))));
-  const made = ids.flatMap((id, i) => (id ? [{ id, payer: i % payers.length }] : []));
-  let j = 0;
-  await send(port, made.length, () => {
-    const { id, payer } = made[j++];
-    const body = JSON.stringify({ instructions: [{ method: 'quickpay', amount: 1200 }] });
-    return { method: 'POST', path: `/orders/${id}/payment-plans`, headers: { ...JSON_BODY, authorization: tokens[payer] }, body };
+/** Each of `n` requests through the service (50 in flight, answers read): the body of each 2xx answer, the rest left out. */
+async function each<T>(port: number, n: number, req: (i: number) => LoadRequest) {
+  const out: { i: number; body: T }[] = [];
+  await forEachLimit(n, 50, async (i) => {
+    const r = req(i);
+    const a = await httpOn(agent, port, r.method ?? 'POST', r.path ?? '/', r.headers, r.body).catch(() => undefined);
+    if (a && a.status >= 200 && a.status < 300) out.push({ i, body: JSON.parse(a.body) as T });
   });
-  const exists = await Promise.all(made.map(({ id }) => conn.exists(orderKeys(keys, id, `${id}_p1`)[1])));
-  const plans = made.filter((_, i) => exists[i] === 1).map(({ id, payer }) => ({ planId: `${id}_p1`, payer }));
+  return out.sort((x, y) => x.i - y.i);
+}
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+/** `n` orders of the bench merchant, each with a PENDING quickpay plan of its payer (one of `payers`); a margin for a busy machine's 503s. */
+async function makePlans(port: number, n: number, payers: string[], tag: string) {
+  const tokens = bearerTokens(payers);
+  const orders = await each<{ orderId: string }>(port, Math.ceil(n * 1.05), (i) => signedOrder(`${tag}-${i}`, payers[i % payers.length]));
+  const plans = await each<{ planId: string }>(port, orders.length, (j) => ({
+    method: 'POST',
+    path: `/orders/${orders[j].body.orderId}/payment-plans`,
+    headers: { ...JSON_BODY, authorization: tokens[orders[j].i % payers.length] },
+    body: JSON.stringify({ instructions: [{ method: 'quickpay', amount: 1200 }] }),
+  }));
   if (plans.length < n) throw new Error(`only ${plans.length} of ${n} plans for pay could be made`);
-  return plans.slice(0, n);
+  return plans.slice(0, n).map((p) => ({ planId: p.body.planId, payer: orders[p.i].i % payers.length }));
 }
 
-/** `n` reservations of product `open` by new buyers, and the order id each was answered (from the buyer's index): orders not stored yet. */
-async function makeReservations(port: number, conn: Redis, activity: string, n: number, tag: string) {
-  const buyers = Array.from({ length: Math.ceil(n * 1.05) }, (_, i) => `op-${tag}-${i}`);
-  const tokens = bearerTokens(buyers);
-  let k = 0;
-  await send(port, buyers.length, () => ({
+/** `n` reservations of product `open` by new buyers, and the order id each was answered: orders not stored yet. */
+async function makeReservations(port: number, activity: string, n: number, tag: string) {
+  const tokens = bearerTokens(Array.from({ length: Math.ceil(n * 1.05) }, (_, i) => `op-${tag}-${i}`));
+  const made = await each<{ orderId: string }>(port, tokens.length, (i) => ({
     method: 'POST',
     path: `/seckill/activities/${activity}/products/open/reservations`,
-    headers: { ...JSON_BODY, authorization: tokens[k++] },
+    headers: { ...JSON_BODY, authorization: tokens[i] },
     body: JSON.stringify({ quantity: 1, requestId: 'open' }),
   }));
-  const p = conn.pipeline();
-  for (const b of buyers) p.hgetall(buyerIndexKey(keys, b));
-  const made = ((await p.exec()) ?? []).flatMap(([, v], i) => {
-    const field = Object.keys((v ?? {}) as Record<string, string>).find((x) => x.startsWith('o:'));
-    return field ? [{ orderId: field.slice(2), token: tokens[i] }] : [];
-  });
   if (made.length < n) throw new Error(`only ${made.length} of ${n} reservations for open could be made`);
-  return made.slice(0, n);
+  return made.slice(0, n).map((m) => ({ orderId: m.body.orderId, token: tokens[m.i] }));
 }
 
 let writes = 0;
@@ -361,15 +351,14 @@ export const { main } = defineBench<Result>({
         { productId: 'open', stock: 10_000_000 },
         ...LISTED.map((productId) => ({ productId, stock: 1000 })),
       ]);
-    const opens = has('open') ? await makeReservations(svc.port, conn, activity, openCount, tag) : [];
+    const opens = has('open') ? await makeReservations(svc.port, activity, openCount, tag) : [];
     if (has('grab')) await createRain(svc.port, rain, ctx.seconds(600_000, 200_000));
     const plans = has('pay')
-      ? { service: await makePlans(svc.port, conn, payCount, payers, `cs${tag}`), floor: await makePlans(svc.port, conn, payCount, payers, `cf${tag}`) }
+      ? { service: await makePlans(svc.port, payCount, payers, `cs${tag}`), floor: await makePlans(svc.port, payCount, payers, `cf${tag}`) }
       : undefined;
     if (has('pull')) {
-      let n = 0;
-      const w = await send(svc.port, 25 * readers.length, () => writeRequest(readers[n++ % readers.length]));
-      if (w.ok !== 25 * readers.length) throw new Error(`inboxes: ${statusText(w.statusCodes)}`);
+      const w = await each(svc.port, 25 * readers.length, (i) => writeRequest(readers[i % readers.length]));
+      if (w.length !== 25 * readers.length) throw new Error(`inboxes: ${w.length} of ${25 * readers.length} messages written`);
     }
 
     /** The requests of `op` for the service or a floor (`script`: the script-alone route): each call the next request. */
