@@ -561,9 +561,9 @@ describe(DelayQueueService.name, () => {
         if (def) return def;
         const dir = mkdtempSync(join(tmpdir(), 'rp-counter-'));
         dirs.push(dir);
-        mkdirSync(join(dir, 'includes'));
-        mkdirSync(join(dir, 't'));
-        copyFileSync(join(DEFAULT_LUA_DIR, 'includes', 'monotonic-counter.lua'), join(dir, 'includes', 'monotonic-counter.lua'));
+        mkdirSync(join(dir, 'platform', 'includes'), { recursive: true });
+        mkdirSync(join(dir, 'platform', 't'));
+        copyFileSync(join(DEFAULT_LUA_DIR, 'platform', 'includes', 'monotonic-counter.lua'), join(dir, 'platform', 'includes', 'monotonic-counter.lua'));
         const script = [
           '--[[',
           '  Calls nextCounterAtLeastClock for the test suite.',
@@ -583,8 +583,8 @@ describe(DelayQueueService.name, () => {
           'local value, text = nextCounterAtLeastClock(counterKey, field, ttlMs, clockUs)',
           'return {value, text}',
         ].join('\n');
-        writeFileSync(join(dir, 't', 'counter-1.lua'), script);
-        def = loadScriptFile(dir, join(dir, 't', 'counter-1.lua'));
+        writeFileSync(join(dir, 'platform', 't', 'counter-1.lua'), script);
+        def = loadScriptFile(dir, join(dir, 'platform', 't', 'counter-1.lua'));
         return def;
       };
     })();

@@ -544,7 +544,7 @@ describe(`${LockService.name} on two instances`, () => {
 
   describe('the fencing include (lua/engines/locks/includes/fencing.lua)', () => {
     /** A module's write script as docs/locks.md shows it: the record, then the token and the value. */
-    const writeScript = `${readFileSync(join(DEFAULT_LUA_DIR, 'includes', 'fencing.lua'), 'utf8')}
+    const writeScript = `${readFileSync(join(DEFAULT_LUA_DIR, 'engines', 'locks', 'includes', 'fencing.lua'), 'utf8')}
 local WRITTEN, STALE_TOKEN = 0, 1
 local recordKey = KEYS[1]
 local token = tonumber(ARGV[1])
