@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/platform/redis/key-builder';
-import { LockContendedError, LockLostError, LockUpgradeRefusedError } from '../../src/engines/locks/lock.errors';
+import { LockContendedError, LockLostError, LockUnavailableError, LockUpgradeRefusedError } from '../../src/engines/locks/lock.errors';
 import { InvalidArgumentError } from '../../src/platform/core/domain.error';
 import { lockKeys } from '../../src/engines/locks/lock.keys';
 import { LockService } from '../../src/engines/locks/lock.service';
@@ -615,12 +615,15 @@ describe(`${LockService.name} when Redis is down`, () => {
     const live = locks.liveHolds;
     await redis.stop();
     // A release Redis cannot answer says so (503), and the hold is forgotten all the same: its lease runs out.
-    await expect(stranded.release()).rejects.toMatchObject({ name: 'LockUnavailableError', lockName: 'down:c' });
+    const refused = await stranded.release().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LockUnavailableError);
+    expect((refused as LockUnavailableError).lockName).toBe('down:c');
     expect(locks.liveHolds).toBe(live - 1);
     const t0 = performance.now();
     const err = await locks.acquire('down:b', { leaseMs: 5_000, waitMs: 0 }).catch((e: unknown) => e);
     expect(performance.now() - t0).toBeLessThan(1_500);
-    expect(err).toMatchObject({ name: 'LockUnavailableError', lockName: 'down:b' });
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect((err as LockUnavailableError).lockName).toBe('down:b');
     await redis.start();
     await waitUntil(
       'redis back',
@@ -653,7 +656,8 @@ describe(`${LockService.name} when Redis is down`, () => {
     } finally {
       process.kill(pid, 'SIGCONT');
     }
-    expect(err).toMatchObject({ name: 'LockUnavailableError', lockName: 'frozen:a' });
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect((err as LockUnavailableError).lockName).toBe('frozen:a');
     // The try reached Redis when it woke up and took the lock; it is given back long before its 60 s lease ends.
     await waitUntil('the lock free', async () => (await locks.inspect('frozen:a')) === null || 'still held', 5_000, 50);
     const again = await locks.acquire('frozen:a', { leaseMs: 5_000, waitMs: 0 });
