@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ReminderSettingsNotFoundError } from '../../src/features/close-reminder/close-reminder.errors';
 import { MerchantSettings, SETTINGS_POLL_MS } from '../../src/features/close-reminder/merchant-settings';
+import { InvalidArgumentError } from '../../src/platform/core/domain.error';
 import { RedisService } from '../../src/platform/redis/redis.service';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { startTestApp, TestApp } from '../support/test-app';
@@ -95,9 +97,10 @@ describe('close reminders: merchant settings on two instances', () => {
 
   it('refuses a lead the service cannot honour (under CLOSE_REMINDER_MIN_LEFT_SECONDS + the visibility timeout: 90 s by default), naming leadSeconds and storing nothing', async () => {
     const err = await sa.save({ merchantId: 'm_short', enabled: true, leadSeconds: 89 }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ name: 'InvalidArgumentError', kind: 'invalid', details: [{ field: 'leadSeconds' }] });
+    expect(err).toBeInstanceOf(InvalidArgumentError);
+    expect(err).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ field: 'leadSeconds' }] });
     expect((err as Error).message).toContain('at least 90');
-    expect(await sa.mustRead('m_short').catch((e: Error) => e.name)).toBe('ReminderSettingsNotFoundError');
+    await expect(sa.mustRead('m_short')).rejects.toBeInstanceOf(ReminderSettingsNotFoundError);
     expect((await sa.save({ merchantId: 'm_short', enabled: true, leadSeconds: 90 })).settings.leadSeconds).toBe(90);
     await sa.remove('m_short');
   });

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { KeyBuilder } from '../../src/platform/redis/key-builder';
-import { LockContendedError, LockLostError } from '../../src/engines/locks/lock.errors';
+import { LockContendedError, LockLostError, LockUnavailableError, LockUpgradeRefusedError } from '../../src/engines/locks/lock.errors';
+import { InvalidArgumentError } from '../../src/platform/core/domain.error';
 import { lockKeys } from '../../src/engines/locks/lock.keys';
 import { LockService } from '../../src/engines/locks/lock.service';
 import { DEFAULT_LUA_DIR } from '../../src/platform/scripts/script-loader';
@@ -466,7 +467,7 @@ describe(`${LockService.name} on two instances`, () => {
         await r.release();
       });
       await locks[0].withLock(name, { mode: 'read', leaseMs: 5_000 }, async () => {
-        await expect(locks[0].acquire(name, { mode: 'write', waitMs: 1_000 })).rejects.toMatchObject({ code: 'LOCK_UPGRADE_REFUSED' });
+        await expect(locks[0].acquire(name, { mode: 'write', waitMs: 1_000 })).rejects.toBeInstanceOf(LockUpgradeRefusedError);
       });
       expect(await raw.exists(hashKey(name))).toBe(0);
     });
@@ -543,7 +544,7 @@ describe(`${LockService.name} on two instances`, () => {
 
   describe('the fencing include (lua/engines/locks/includes/fencing.lua)', () => {
     /** A module's write script as docs/locks.md shows it: the record, then the token and the value. */
-    const writeScript = `${readFileSync(join(DEFAULT_LUA_DIR, 'includes', 'fencing.lua'), 'utf8')}
+    const writeScript = `${readFileSync(join(DEFAULT_LUA_DIR, 'engines', 'locks', 'includes', 'fencing.lua'), 'utf8')}
 local WRITTEN, STALE_TOKEN = 0, 1
 local recordKey = KEYS[1]
 local token = tonumber(ARGV[1])
@@ -585,10 +586,10 @@ return WRITTEN`;
   });
 
   it('refuses bad names and options before touching Redis', async () => {
-    await expect(locks[0].acquire('has space')).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(locks[0].acquire('x'.repeat(129))).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(locks[0].acquire(fresh(), { leaseMs: 0 })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
-    await expect(locks[0].acquire(fresh(), { waitMs: -1 })).rejects.toMatchObject({ code: 'VALIDATION_FAILED' });
+    await expect(locks[0].acquire('has space')).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(locks[0].acquire('x'.repeat(129))).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(locks[0].acquire(fresh(), { leaseMs: 0 })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(locks[0].acquire(fresh(), { waitMs: -1 })).rejects.toBeInstanceOf(InvalidArgumentError);
   });
 });
 
@@ -614,12 +615,15 @@ describe(`${LockService.name} when Redis is down`, () => {
     const live = locks.liveHolds;
     await redis.stop();
     // A release Redis cannot answer says so (503), and the hold is forgotten all the same: its lease runs out.
-    await expect(stranded.release()).rejects.toMatchObject({ name: 'LockUnavailableError', lockName: 'down:c' });
+    const refused = await stranded.release().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LockUnavailableError);
+    expect((refused as LockUnavailableError).lockName).toBe('down:c');
     expect(locks.liveHolds).toBe(live - 1);
     const t0 = performance.now();
     const err = await locks.acquire('down:b', { leaseMs: 5_000, waitMs: 0 }).catch((e: unknown) => e);
     expect(performance.now() - t0).toBeLessThan(1_500);
-    expect(err).toMatchObject({ name: 'LockUnavailableError', lockName: 'down:b' });
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect((err as LockUnavailableError).lockName).toBe('down:b');
     await redis.start();
     await waitUntil(
       'redis back',
@@ -652,7 +656,8 @@ describe(`${LockService.name} when Redis is down`, () => {
     } finally {
       process.kill(pid, 'SIGCONT');
     }
-    expect(err).toMatchObject({ name: 'LockUnavailableError', lockName: 'frozen:a' });
+    expect(err).toBeInstanceOf(LockUnavailableError);
+    expect((err as LockUnavailableError).lockName).toBe('frozen:a');
     // The try reached Redis when it woke up and took the lock; it is given back long before its 60 s lease ends.
     await waitUntil('the lock free', async () => (await locks.inspect('frozen:a')) === null || 'still held', 5_000, 50);
     const again = await locks.acquire('frozen:a', { leaseMs: 5_000, waitMs: 0 });

@@ -68,8 +68,8 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       () => undefined,
       (e: unknown) => e,
     );
-    expect(err).toBeInstanceOf(InvalidArgumentError); // a 400 (the filter's one mapping)
-    expect(err).toMatchObject({ kind: 'invalid', code: 'VALIDATION_FAILED', details: [{ field }] });
+    expect(err).toBeInstanceOf(InvalidArgumentError);
+    expect(err).toMatchObject({ code: 'VALIDATION_FAILED', details: [{ field }] });
   };
 
   describe('expiry', () => {
@@ -370,6 +370,13 @@ describe(`${MessagesService.name}: expiry and withdraw`, () => {
       expect(await pending.finish({ accountId: acc, bizType: 'BANK_CARD_BINDING' })).toBe(true);
       expect(await raw.hexists(meta, 'pa:BANK_CARD_BINDING')).toBe(0);
       expect(await pending.finish({ accountId: acc, bizType: 'BANK_CARD_BINDING' })).toBe(false);
+    });
+
+    it('a pending action whose context is over 1 KiB as JSON is an InvalidArgumentError naming context, and nothing is stored', async () => {
+      const pending = t.app.get(PendingActionsService);
+      const acc = 'pa-big';
+      await expectFieldError(pending.start({ accountId: acc, bizType: 'BANK_CARD_BINDING', context: { note: 'x'.repeat(1100) } }), 'context');
+      expect(await raw.exists(keysOf(t, acc).meta)).toBe(0);
     });
 
     it('in process, the fields that name keys are checked as over HTTP: a 400 naming the field, nothing stored', async () => {

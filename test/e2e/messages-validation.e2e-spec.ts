@@ -240,6 +240,25 @@ describe('Message center: bad input', () => {
     });
   });
 
+  it('POST /pending-actions with a context over 1 KiB as JSON answers 400 naming context, and stores nothing', async () => {
+    const before = await snapshot();
+    const res = await request(t.server)
+      .post('/pending-actions')
+      .set(SERVICE)
+      .send({ accountId: 'acc_ctx', bizType: 'PASSWORD_RECOVERY', context: { note: 'x'.repeat(1100) } });
+    expect({ status: res.status, body: { ...res.body, requestId: undefined } }).toEqual({
+      status: 400,
+      body: {
+        statusCode: 400,
+        error: 'VALIDATION_FAILED',
+        message: 'context must be at most 1024 bytes as JSON',
+        details: [{ field: 'context', errors: ['too large'] }],
+        requestId: undefined,
+      },
+    });
+    expect(await snapshot()).toEqual(before);
+  });
+
   describe('pulls, message ids and read state', () => {
     const owner = 'acc_vq';
     const ids: string[] = [];

@@ -1,5 +1,3 @@
-import { DomainError, STATUS_BY_KIND } from '../../src/platform/core/domain.error';
-import { ApiError } from '../../src/platform/http/api.error';
 import type { ChannelGateway } from '../../src/features/orders/channels/channel-gateway';
 import type { LedgerEntry } from '../../src/features/orders/channels/channel-ledger';
 import { orderNumberKeyOf } from '../../src/features/orders/order.keys';
@@ -51,16 +49,18 @@ export const ledgerOf = (channels: ChannelGateway, plan: { planId: string; legSt
 /** Money the channels hold over these entries: charged and not given back. */
 export const netHeld = (entries: Array<LedgerEntry | undefined>) => entries.reduce((s, e) => s + (e?.state === 'paid' ? e.amount * (1 - e.refunds) : 0), 0);
 
-/** The typed error a call rejected with; fails when it resolved, rethrows any other error. */
-export async function rejection(p: Promise<unknown>): Promise<ApiError | DomainError> {
+/**
+ * The error a call rejected with, which must be a `type` (a typed domain error, e.g. `OrderConflictError`);
+ * fails when the call resolved or rejected with anything else.
+ */
+export async function rejection<E extends Error>(p: Promise<unknown>, type: abstract new (...args: never[]) => E): Promise<E> {
+  let caught: unknown;
   try {
     await p;
   } catch (err) {
-    if (err instanceof ApiError || err instanceof DomainError) return err;
-    throw err;
+    caught = err;
   }
-  throw new Error('expected the call to be refused');
+  if (caught === undefined) throw new Error('expected the call to be refused');
+  expect(caught).toBeInstanceOf(type);
+  return caught as E;
 }
-
-/** The HTTP status the exception filter answers a refused call with. */
-export const statusOf = (err: ApiError | DomainError): number => (err instanceof DomainError ? STATUS_BY_KIND[err.kind] : err.getStatus());

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { KeyBuilder } from '../../platform/redis/key-builder';
 import { isRedisUnavailable } from '../../platform/redis/redis-unavailable.error';
-import { ScriptCode, ScriptError } from '../../platform/scripts/script.errors';
+import { ScriptConflictError, ScriptNotFoundError } from '../../platform/scripts/script.errors';
 import { ScriptRegistry } from '../../platform/scripts/script-registry.service';
 import { LockLostError, LockUnavailableError, LockUpgradeRefusedError } from './lock.errors';
 import type { LockMode, LockState } from './lock.types';
@@ -95,8 +95,8 @@ export class LockStore {
     // One chained step for decoding and errors, not an async layer (this runs on every acquire and release).
     return this.scripts.run<R>(script, keys, args).then(decode, (err: unknown) => {
       if (isRedisUnavailable(err)) throw new LockUnavailableError(name, err);
-      if (err instanceof ScriptError && err.code === ScriptCode.NOT_FOUND) throw new LockLostError(name, owner ?? '');
-      if (err instanceof ScriptError && err.code === ScriptCode.CONFLICT) {
+      if (err instanceof ScriptNotFoundError) throw new LockLostError(name, owner ?? '');
+      if (err instanceof ScriptConflictError) {
         throw new LockUpgradeRefusedError(name);
       }
       throw err;

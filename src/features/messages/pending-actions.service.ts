@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { crashPoint } from '../../platform/core/crash-points';
 import { DelayQueueService } from '../../engines/delay-queue/delay-queue.service';
 import type { Delivery } from '../../engines/delay-queue/delay-queue.types';
-import { ApiError } from '../../platform/http/api.error';
+import { InvalidArgumentError } from '../../platform/core/domain.error';
 import { DelayQueueHandler } from '../../engines/workers/worker-declarations';
 import type { FinishPendingActionCommand, StartPendingActionCommand, StartPendingActionResult } from './message.commands';
 import { validateCommand } from '../../platform/http/validation';
@@ -55,7 +55,7 @@ export class PendingActionsService {
   async start({ accountId, bizType, context }: StartPendingActionCommand): Promise<StartPendingActionResult> {
     await validateCommand(StartPendingActionDto, { accountId, bizType, ...(context === undefined ? {} : { context }) });
     if (context !== undefined && Buffer.byteLength(JSON.stringify(context)) > MAX_CONTEXT_BYTES) {
-      throw new ApiError(400, 'VALIDATION_FAILED', `context must be at most ${MAX_CONTEXT_BYTES} bytes as JSON`, [{ field: 'context', errors: ['too large'] }]);
+      throw new InvalidArgumentError(`context must be at most ${MAX_CONTEXT_BYTES} bytes as JSON`, 'context', 'too large');
     }
     const actionId = randomUUID();
     await this.store.startPendingAction(accountId, bizType, actionId);

@@ -4,6 +4,7 @@
  */
 export { OrdersModule } from './orders.module';
 export { OrdersService } from './orders.service';
+export { OrderConflictError, type OrderConflictCode } from './order.errors';
 export { ORDER_EVENTS, OrderEventsService } from './order-events.service';
 export type { OrderEvent } from './order.events';
 export type { OrderSummary, OrderView } from './order.views';

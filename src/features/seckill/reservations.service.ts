@@ -2,11 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { crashPoint } from '../../platform/core/crash-points';
 import { clipUnits } from '../../platform/core/text';
-import { DomainError } from '../../platform/core/domain.error';
+import type { DomainError } from '../../platform/core/domain.error';
 import { LockContendedError } from '../../engines/locks/lock.errors';
 import { LockService } from '../../engines/locks/lock.service';
 import {
   newOrderId,
+  OrderConflictError,
   type OrderEvent,
   ORDER_EVENTS,
   OrderEventsService,
@@ -39,7 +40,7 @@ const gatherLockName = (activityId: string, productId: string) => `seckill-gathe
 const GATHER_ATTEMPTS = 3;
 const GATHER_RETRY_AFTER_MS = 200;
 /** The orders module's refusal of an order number already used with another payload. */
-const ORDER_NUMBER_TAKEN = 'ORDER_NO_REUSED';
+const numberTaken = (err: unknown): boolean => err instanceof OrderConflictError && err.code === 'ORDER_NO_REUSED';
 /** The consumer group of the order events. */
 export const EVENTS_GROUP = 'seckill';
 
@@ -165,7 +166,7 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
     try {
       return (await this.storeOrder(found.a, found.p, rsvId, found.record)).order.orderId;
     } catch (err) {
-      if ((err as DomainError).code !== ORDER_NUMBER_TAKEN) throw err;
+      if (!numberTaken(err)) throw err;
       // An order an earlier version let the merchant number as this reservation holds the number: this reservation's
       // order can never be stored, so nothing could pay it; its units go back now rather than at its expiry.
       await this.settle(accountId, rsvId, loc, 'close');
@@ -515,8 +516,8 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
   /** Makes sure the reservation's order can no longer be paid: created if missing, then closed. Answers PAID or CLOSED. */
   private async closeOrder(a: Activity, p: ProductRecord, rsvId: string, r: ReservationRecord): Promise<'PAID' | 'CLOSED'> {
     // Most often the order is not stored yet (the reservation expired never opened): stored now, then closed.
-    const made = await this.storeOrder(a, p, rsvId, r).catch((err: DomainError) => {
-      if (err.code !== ORDER_NUMBER_TAKEN) throw err;
+    const made = await this.storeOrder(a, p, rsvId, r).catch((err: unknown) => {
+      if (!numberTaken(err)) throw err;
       // The merchant's own order holds the reservation's number (another payload): the reservation has no order and
       // none can be made, so nothing can pay it; that order is the merchant's and is left alone.
       this.logger.warn({ rsvId, merchantId: a.merchantId }, 'a merchant order holds a reservation’s order number; the reservation is released');
@@ -535,10 +536,10 @@ export class ReservationsService implements PendingOrderSource, OnModuleInit {
         await this.orders.close(a.merchantId, rsvId, { disarm: false });
         return 'CLOSED';
       } catch (err) {
-        const code = (err as DomainError).code;
-        if (code === 'ORDER_PAID') return 'PAID';
-        if (code === 'ORDER_PAYING') throw seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid');
-        if (code !== 'LOCK_CONTENDED' || Date.now() >= until) throw err;
+        if (err instanceof OrderConflictError && err.code === 'ORDER_PAID') return 'PAID';
+        if (err instanceof OrderConflictError && err.code === 'ORDER_PAYING')
+          throw seckillConflict('RESERVATION_PAYING', 'The reservation’s order is being paid');
+        if (!(err instanceof LockContendedError) || Date.now() >= until) throw err;
         await sleep(20 + Math.floor(Math.random() * 30));
       }
     }

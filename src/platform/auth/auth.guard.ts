@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable, Logger } from '@nestjs/commo
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { ApiError, forbidden, rateLimited, unauthorized } from '../http/api.error';
+import { ForbiddenError, RateLimitedError, UnauthenticatedError } from '../core/domain.error';
 import { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { AUTH_KINDS, PUBLIC_ROUTE } from './auth.decorators';
 import { Caller, CallerKind } from '../http/caller';
@@ -62,7 +62,7 @@ export class AuthGuard implements CanActivate {
     }
     if (policy.length === 0) {
       this.logger.error({ route: req.routeOptions.url }, 'route has no @Auth or @Public; refusing');
-      throw forbidden('This endpoint is not open to any caller');
+      throw new ForbiddenError('This endpoint is not open to any caller');
     }
     const presented = this.presentedKinds(req);
     const kind = presented[0];
@@ -80,8 +80,8 @@ export class AuthGuard implements CanActivate {
 
   private async authenticateWithRedis(presented: CallerKind[], req: FastifyRequest, allowed: CallerKind[]): Promise<boolean> {
     try {
-      if (presented.length === 0) throw unauthorized(`Missing credentials; this endpoint accepts: ${allowed.join(', ')}`);
-      if (presented.length > 1) throw unauthorized(`Send exactly one kind of credential, got: ${presented.join(', ')}`);
+      if (presented.length === 0) throw new UnauthenticatedError(`Missing credentials; this endpoint accepts: ${allowed.join(', ')}`);
+      if (presented.length > 1) throw new UnauthenticatedError(`Send exactly one kind of credential, got: ${presented.join(', ')}`);
       req.caller = { kind: 'merchant', id: await this.merchants.verify(req, allowed.includes('merchant')) };
     } catch (err) {
       return this.refuse(err, req);
@@ -90,13 +90,13 @@ export class AuthGuard implements CanActivate {
   }
 
   private admit(kind: CallerKind, allowed: CallerKind[]): true {
-    if (!allowed.includes(kind)) throw forbidden(`This endpoint is not for ${kind} callers; it accepts: ${allowed.join(', ')}`);
+    if (!allowed.includes(kind)) throw new ForbiddenError(`This endpoint is not for ${kind} callers; it accepts: ${allowed.join(', ')}`);
     return true;
   }
 
   /** Rethrows an authentication failure, after charging a 401 to the caller's IP. */
   private async refuse(err: unknown, req: FastifyRequest): Promise<never> {
-    if (err instanceof ApiError && err.getStatus() === 401) await this.chargeFailedAttempt(req.ip);
+    if (err instanceof UnauthenticatedError) await this.chargeFailedAttempt(req.ip);
     throw err;
   }
 
@@ -123,7 +123,7 @@ export class AuthGuard implements CanActivate {
     const rl = this.config.rateLimit;
     if (!rl.enabled) return;
     const verdict = await this.limiter.take({ kind: 'anonymous', id: ip }, rl.limits.anonymous).catch(() => undefined);
-    if (verdict && !verdict.allowed) throw rateLimited('Too many failed authentication attempts', verdict.resetMs);
+    if (verdict && !verdict.allowed) throw new RateLimitedError('Too many failed authentication attempts', verdict.resetMs);
   }
 
   private presentedKinds(req: FastifyRequest): CallerKind[] {
@@ -144,14 +144,14 @@ export class AuthGuard implements CanActivate {
       const token = typeof header === 'string' && (header.startsWith('Bearer ') || BEARER_ANY_CASE.test(header)) ? header.slice(7) : '';
       // One cache lookup for the common case, a token verified before (it had this shape then: only a new one needs the check).
       const known = this.jwt.verifiedSub(token);
-      if (known === undefined && (token.length > 8192 || !JWT_SHAPE.test(token))) throw unauthorized('Authorization must be "Bearer <JWT>"');
+      if (known === undefined && (token.length > 8192 || !JWT_SHAPE.test(token))) throw new UnauthenticatedError('Authorization must be "Bearer <JWT>"');
       // Node keeps the first of repeated Authorization headers and drops the others: a request carrying two is refused, not read by its first.
-      if (repeatsAuthorization(req.raw.rawHeaders)) throw unauthorized('Send one Authorization header');
+      if (repeatsAuthorization(req.raw.rawHeaders)) throw new UnauthenticatedError('Send one Authorization header');
       return { kind, id: known ?? this.jwt.verifyNew(token) };
     }
     const value = req.headers[kind === 'service' ? HEADERS.service : HEADERS.admin];
     const name = typeof value === 'string' && value.length <= 512 ? (kind === 'service' ? this.services : this.admins).match(value) : undefined;
-    if (!name) throw unauthorized(kind === 'service' ? 'Invalid service token' : 'Invalid admin key');
+    if (!name) throw new UnauthenticatedError(kind === 'service' ? 'Invalid service token' : 'Invalid admin key');
     return { kind, id: name };
   }
 }

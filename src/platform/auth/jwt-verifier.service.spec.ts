@@ -1,26 +1,23 @@
 import { createHmac, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { sign, type Algorithm, type SignOptions } from 'jsonwebtoken';
 import { loadConfig } from '../config/load-config';
-import { ApiError } from '../http/api.error';
+import { UnauthenticatedError } from '../core/domain.error';
 import { JwtVerifier } from './jwt-verifier.service';
 
 const SECRET = 'unit-test-jwt-secret-0123456789abcdef';
 const now = () => Math.floor(Date.now() / 1000);
 const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
-/** Calls verify and returns the 401 ApiError it throws. */
-function rejection(verifier: JwtVerifier, token: string): ApiError {
+/** Calls verify and returns the UnauthenticatedError it throws. */
+function rejection(verifier: JwtVerifier, token: string): UnauthenticatedError {
   let caught: unknown;
   try {
     verifier.verify(token);
   } catch (err) {
     caught = err;
   }
-  expect(caught).toBeInstanceOf(ApiError);
-  const err = caught as ApiError;
-  expect(err.getStatus()).toBe(401);
-  expect(err.code).toBe('UNAUTHORIZED');
-  return err;
+  expect(caught).toBeInstanceOf(UnauthenticatedError);
+  return caught as UnauthenticatedError;
 }
 
 describe(JwtVerifier.name, () => {

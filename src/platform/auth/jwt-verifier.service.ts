@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { createVerifier, TokenError } from 'fast-jwt';
 import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../config/app-config';
-import { unauthorized } from '../http/api.error';
+import { UnauthenticatedError } from '../core/domain.error';
 import { ACCOUNT_ID_RE } from '../core/ids';
 
 /** Verified tokens remembered, so a token is verified once, not on every request. */
@@ -54,7 +54,7 @@ export class JwtVerifier {
     return undefined;
   }
 
-  /** Returns the account id (`sub`) or throws a 401 `ApiError`. */
+  /** Returns the account id (`sub`) or throws an `UnauthenticatedError`. */
   verify(token: string): string {
     return this.verifiedSub(token) ?? this.verifyNew(token);
   }
@@ -65,13 +65,13 @@ export class JwtVerifier {
     try {
       payload = this.check(token);
     } catch (err) {
-      if (err instanceof TokenError && err.code === TokenError.codes.expired) throw unauthorized('Bearer token has expired');
-      if (err instanceof TokenError) throw unauthorized(`Bearer token is invalid: ${err.message}`);
-      throw unauthorized('Bearer token is invalid');
+      if (err instanceof TokenError && err.code === TokenError.codes.expired) throw new UnauthenticatedError('Bearer token has expired');
+      if (err instanceof TokenError) throw new UnauthenticatedError(`Bearer token is invalid: ${err.message}`);
+      throw new UnauthenticatedError('Bearer token is invalid');
     }
     const claims = payload as { sub?: unknown; exp?: unknown };
-    if (typeof claims.exp !== 'number') throw unauthorized('Bearer token has no exp claim');
-    if (typeof claims.sub !== 'string' || !ACCOUNT_ID_RE.test(claims.sub)) throw unauthorized('Bearer token has no valid sub claim');
+    if (typeof claims.exp !== 'number') throw new UnauthenticatedError('Bearer token has no exp claim');
+    if (typeof claims.sub !== 'string' || !ACCOUNT_ID_RE.test(claims.sub)) throw new UnauthenticatedError('Bearer token has no valid sub claim');
     this.verified.set(token, { sub: claims.sub, expMs: claims.exp * 1000 });
     return claims.sub;
   }

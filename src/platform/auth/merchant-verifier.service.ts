@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { unauthorized } from '../http/api.error';
+import { UnauthenticatedError } from '../core/domain.error';
 import { SIGNED_MERCHANT_ID_RE } from '../core/ids';
 import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
@@ -51,21 +51,21 @@ export class MerchantVerifier {
     const nonce = header(req, HEADERS.nonce);
     const signature = header(req, HEADERS.signature);
     if (!merchantId || !timestamp || !nonce || !signature) {
-      throw unauthorized('Merchant requests need X-Merchant-Id, X-Timestamp, X-Nonce and X-Signature');
+      throw new UnauthenticatedError('Merchant requests need X-Merchant-Id, X-Timestamp, X-Nonce and X-Signature');
     }
     const known = SIGNED_MERCHANT_ID_RE.test(merchantId) ? this.config.merchantSecrets.get(merchantId) : undefined;
     const secret = known ?? this.decoySecret;
-    if (!/^\d{10,16}$/.test(timestamp)) throw unauthorized('X-Timestamp must be Unix time in milliseconds');
+    if (!/^\d{10,16}$/.test(timestamp)) throw new UnauthenticatedError('X-Timestamp must be Unix time in milliseconds');
     const now = Date.now();
     const windowMs = this.config.merchantSignatureWindowMs;
     if (Math.abs(now - Number(timestamp)) > windowMs) {
       // Unix seconds (a common slip) would be within the window as milliseconds: say so rather than blame the clock.
-      if (Math.abs(now - Number(timestamp) * 1000) <= windowMs) throw unauthorized('X-Timestamp must be Unix time in milliseconds, not seconds');
-      throw unauthorized('X-Timestamp is outside the allowed window; check the clock');
+      if (Math.abs(now - Number(timestamp) * 1000) <= windowMs) throw new UnauthenticatedError('X-Timestamp must be Unix time in milliseconds, not seconds');
+      throw new UnauthenticatedError('X-Timestamp is outside the allowed window; check the clock');
     }
-    if (!NONCE_RE.test(nonce)) throw unauthorized('X-Nonce must be 16-64 characters of A-Z a-z 0-9 _ -');
+    if (!NONCE_RE.test(nonce)) throw new UnauthenticatedError('X-Nonce must be 16-64 characters of A-Z a-z 0-9 _ -');
     const ok = signatureMatches(secret, { method: req.method, path: req.url, timestamp, nonce, body: req.rawBody ?? '' }, signature);
-    if (!ok || !known) throw unauthorized(SIGNATURE_MISMATCH);
+    if (!ok || !known) throw new UnauthenticatedError(SIGNATURE_MISMATCH);
     if (consumeNonce) await this.claimNonce(merchantId, nonce);
     return merchantId;
   }
@@ -75,6 +75,6 @@ export class MerchantVerifier {
     // Remembered past the window on both sides plus a margin for clock differences between instances.
     const ttlMs = this.config.merchantSignatureWindowMs * 2 + NONCE_MARGIN_MS;
     const claimed = await this.redis.command((c) => c.set(key, '1', 'PX', ttlMs, 'NX'));
-    if (claimed !== 'OK') throw unauthorized('X-Nonce has already been used (replayed request)');
+    if (claimed !== 'OK') throw new UnauthenticatedError('X-Nonce has already been used (replayed request)');
   }
 }

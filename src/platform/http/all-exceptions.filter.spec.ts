@@ -5,8 +5,8 @@ import { loadConfig } from '../config/load-config';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
 import { ScriptCode, scriptErrorFor } from '../scripts/script.errors';
 import { AllExceptionsFilter, toErrorResponse } from './all-exceptions.filter';
-import { DomainError } from '../core/domain.error';
-import { ApiError, unauthorized } from './api.error';
+import { DomainError, ForbiddenError, RateLimitedError, UnauthenticatedError } from '../core/domain.error';
+import { ApiError } from './api.error';
 
 const RID = 'req-7f3a';
 const RETRY_AFTER = 7;
@@ -30,9 +30,9 @@ describe(toErrorResponse.name, () => {
     });
 
     it('omits details when there are none', () => {
-      const { status, body, headers } = respond(unauthorized('Bearer token has expired'));
-      expect(status).toBe(401);
-      expect(body).toEqual({ statusCode: 401, error: 'UNAUTHORIZED', message: 'Bearer token has expired', requestId: RID });
+      const { status, body, headers } = respond(new ApiError(404, 'NOT_FOUND', 'Bearer token has expired'));
+      expect(status).toBe(404);
+      expect(body).toEqual({ statusCode: 404, error: 'NOT_FOUND', message: 'Bearer token has expired', requestId: RID });
       expect('details' in body).toBe(false);
       expect(headers).toEqual({});
     });
@@ -52,6 +52,8 @@ describe(toErrorResponse.name, () => {
       ['invalid', 400],
       ['limit', 429],
       ['unavailable', 503],
+      ['unauthenticated', 401],
+      ['forbidden', 403],
     ] as const)('maps the kind %s to %i, the one place a kind becomes a status', (kind, status) => {
       class Some extends DomainError {
         readonly kind = kind;
@@ -70,14 +72,34 @@ describe(toErrorResponse.name, () => {
       expect(respond(new Busy('SOLD_OUT_RETRY', 'Try again', undefined, 1200)).headers).toEqual({ 'retry-after': '2' });
       expect(respond(new Busy('SOLD_OUT_RETRY', 'Try again', undefined, 10)).headers).toEqual({ 'retry-after': '1' });
     });
+
+    it('answers the platform refusals as their helpers in the HTTP layer once did: 401, 403 and 429 with Retry-After', () => {
+      expect(respond(new UnauthenticatedError('Bearer token has expired'))).toEqual({
+        status: 401,
+        body: { statusCode: 401, error: 'UNAUTHORIZED', message: 'Bearer token has expired', requestId: RID },
+        headers: {},
+      });
+      expect(respond(new ForbiddenError('Not for you'))).toEqual({
+        status: 403,
+        body: { statusCode: 403, error: 'FORBIDDEN', message: 'Not for you', requestId: RID },
+        headers: {},
+      });
+      expect(respond(new RateLimitedError('Slow down', 2500))).toEqual({
+        status: 429,
+        body: { statusCode: 429, error: 'RATE_LIMITED', message: 'Slow down', requestId: RID },
+        headers: { 'retry-after': '3' },
+      });
+    });
   });
 
   describe('ScriptError', () => {
     it.each<[ScriptCode, number, string]>([
       [ScriptCode.NOT_FOUND, 404, 'NOT_FOUND'],
-      [ScriptCode.LIMIT_EXCEEDED, 429, 'LIMIT_EXCEEDED'],
-      [ScriptCode.INVALID_ARGUMENT, 400, 'INVALID_ARGUMENT'],
+      [ScriptCode.ALREADY_EXISTS, 409, 'ALREADY_EXISTS'],
       [ScriptCode.CONFLICT, 409, 'CONFLICT'],
+      [ScriptCode.LIMIT_EXCEEDED, 429, 'LIMIT_EXCEEDED'],
+      [ScriptCode.INVALID_STATE, 409, 'INVALID_STATE'],
+      [ScriptCode.INVALID_ARGUMENT, 400, 'INVALID_ARGUMENT'],
     ])('code %i → %i with the code name as error', (code, status, name) => {
       const err = scriptErrorFor('seckill.buy', code);
       const r = respond(err);
@@ -222,7 +244,8 @@ describe(toErrorResponse.name, () => {
       const logger = fakeLogger();
       respond(new NotFoundException(), logger);
       respond(new Error('Command timed out'), logger);
-      respond(unauthorized('x'), logger);
+      respond(new UnauthenticatedError('x'), logger);
+      respond(scriptErrorFor('s', ScriptCode.NOT_FOUND), logger);
       expect(logger.error).not.toHaveBeenCalled();
     });
 
@@ -241,7 +264,8 @@ describe(toErrorResponse.name, () => {
   });
 
   it.each<[string, unknown]>([
-    ['ApiError', unauthorized('x')],
+    ['ApiError', new ApiError(401, 'UNAUTHORIZED', 'x')],
+    ['DomainError', new UnauthenticatedError('x')],
     ['ScriptError', scriptErrorFor('s', ScriptCode.NOT_FOUND)],
     ['RedisUnavailableError', new RedisUnavailableError()],
     ['HttpException', new NotFoundException()],

@@ -1,11 +1,11 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { DomainError, STATUS_BY_KIND } from '../core/domain.error';
+import { DomainError } from '../core/domain.error';
 import { isRedisUnavailable } from '../redis/redis-unavailable.error';
-import { ScriptError } from '../scripts/script.errors';
 import { ApiError, bracketIndexes } from './api.error';
 import { ErrorBodyDto } from './error-body.dto';
+import { retryAfterSeconds, STATUS_BY_KIND } from './status-by-kind';
 
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'BAD_REQUEST',
@@ -81,11 +81,8 @@ export function toErrorResponse(err: unknown, requestId: string, retryAfterS: nu
   }
   if (err instanceof DomainError) {
     const status = STATUS_BY_KIND[err.kind];
-    const headers: Record<string, string> = err.retryAfterMs === undefined ? {} : { 'retry-after': String(Math.max(1, Math.ceil(err.retryAfterMs / 1000))) };
+    const headers: Record<string, string> = err.retryAfterMs === undefined ? {} : { 'retry-after': retryAfterSeconds(err.retryAfterMs) };
     return { status, body: body(status, err.code, err.message, err.details), headers };
-  }
-  if (err instanceof ScriptError && err.status < 500) {
-    return { status: err.status, body: body(err.status, err.codeName, err.message), headers: {} };
   }
   if (isRedisUnavailable(err)) {
     return {

@@ -52,10 +52,3 @@ export function listedMessage(parts: string[], max = MAX_LISTED_MESSAGE): string
   }
   return out;
 }
-
-export const unauthorized = (message: string) => new ApiError(401, 'UNAUTHORIZED', message);
-export const forbidden = (message: string) => new ApiError(403, 'FORBIDDEN', message);
-
-/** 429 with Retry-After: whole seconds until `resetMs` has passed (at least 1). */
-export const rateLimited = (message: string, resetMs: number) =>
-  new ApiError(429, 'RATE_LIMITED', message, undefined, { 'retry-after': String(Math.max(1, Math.ceil(resetMs / 1000))) });

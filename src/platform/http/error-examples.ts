@@ -18,7 +18,8 @@ import type { CallerKind } from './caller';
 import { SECURITY } from './security-schemes';
 import { AppConfig } from '../config/app-config';
 import { RedisUnavailableError } from '../redis/redis-unavailable.error';
-import { ApiError, forbidden, rateLimited, unauthorized } from './api.error';
+import { ForbiddenError, RateLimitedError, UnauthenticatedError } from '../core/domain.error';
+import { ApiError } from './api.error';
 import { errorExample } from './error-responses';
 import { unsupportedMediaType } from './json-body';
 import { validationPipeOptions } from './validation';
@@ -183,14 +184,17 @@ export function addErrorExamples(doc: OpenAPIObject, app: INestApplication): voi
       }
       case '401':
         return Object.fromEntries([
-          ['missing', errorExample(unauthorized(`Missing credentials; this endpoint accepts: ${kinds.join(', ')}`), 'No credentials')],
-          ...kinds.map((k) => [k, errorExample(unauthorized(INVALID_CREDENTIAL[k].message), INVALID_CREDENTIAL[k].summary)]),
+          ['missing', errorExample(new UnauthenticatedError(`Missing credentials; this endpoint accepts: ${kinds.join(', ')}`), 'No credentials')],
+          ...kinds.map((k) => [k, errorExample(new UnauthenticatedError(INVALID_CREDENTIAL[k].message), INVALID_CREDENTIAL[k].summary)]),
         ]);
       case '403': {
         const other = KINDS.find((k) => !kinds.includes(k));
         return (
           other && {
-            [other]: errorExample(forbidden(`This endpoint is not for ${other} callers; it accepts: ${kinds.join(', ')}`), `A valid ${other} credential`),
+            [other]: errorExample(
+              new ForbiddenError(`This endpoint is not for ${other} callers; it accepts: ${kinds.join(', ')}`),
+              `A valid ${other} credential`,
+            ),
           }
         );
       }
@@ -199,7 +203,7 @@ export function addErrorExamples(doc: OpenAPIObject, app: INestApplication): voi
         const limit = limits[kinds[0] ?? 'anonymous'];
         return {
           RATE_LIMITED: errorExample(
-            rateLimited(`Rate limit of ${limit} requests per ${windowMs} ms exceeded`, windowMs),
+            new RateLimitedError(`Rate limit of ${limit} requests per ${windowMs} ms exceeded`, windowMs),
             `Over ${limit} requests in ${windowMs} ms`,
           ),
         };

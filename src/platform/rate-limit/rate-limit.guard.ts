@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../config/app-config';
-import { rateLimited } from '../http/api.error';
+import { RateLimitedError } from '../core/domain.error';
 import { RateLimiter, type RateLimitVerdict } from './rate-limiter.service';
 
 export const SKIP_RATE_LIMIT = 'rate-limit:skip';
@@ -42,7 +42,8 @@ export class RateLimitGuard implements CanActivate {
 
   private admit(reply: FastifyReply, verdict: RateLimitVerdict): true {
     void reply.header('x-ratelimit-limit', verdict.limit).header('x-ratelimit-remaining', verdict.remaining);
-    if (!verdict.allowed) throw rateLimited(`Rate limit of ${verdict.limit} requests per ${this.config.rateLimit.windowMs} ms exceeded`, verdict.resetMs);
+    if (!verdict.allowed)
+      throw new RateLimitedError(`Rate limit of ${verdict.limit} requests per ${this.config.rateLimit.windowMs} ms exceeded`, verdict.resetMs);
     return true;
   }
 

@@ -8,17 +8,19 @@ import {
   ScriptInvalidStateError,
   ScriptLimitExceededError,
   ScriptNotFoundError,
+  UnknownScriptResultError,
 } from './script.errors';
+import { DomainError, type ErrorKind } from '../core/domain.error';
 
-type Ctor = new (...args: never[]) => ScriptError;
+type Ctor = abstract new (...args: never[]) => ScriptError;
 
-const TABLE: Array<[ScriptCode, Ctor, number, string]> = [
-  [ScriptCode.NOT_FOUND, ScriptNotFoundError, 404, 'NOT_FOUND'],
-  [ScriptCode.ALREADY_EXISTS, ScriptAlreadyExistsError, 409, 'ALREADY_EXISTS'],
-  [ScriptCode.CONFLICT, ScriptConflictError, 409, 'CONFLICT'],
-  [ScriptCode.LIMIT_EXCEEDED, ScriptLimitExceededError, 429, 'LIMIT_EXCEEDED'],
-  [ScriptCode.INVALID_STATE, ScriptInvalidStateError, 409, 'INVALID_STATE'],
-  [ScriptCode.INVALID_ARGUMENT, ScriptInvalidArgumentError, 400, 'INVALID_ARGUMENT'],
+const TABLE: Array<[ScriptCode, Ctor, ErrorKind, string]> = [
+  [ScriptCode.NOT_FOUND, ScriptNotFoundError, 'not-found', 'NOT_FOUND'],
+  [ScriptCode.ALREADY_EXISTS, ScriptAlreadyExistsError, 'conflict', 'ALREADY_EXISTS'],
+  [ScriptCode.CONFLICT, ScriptConflictError, 'conflict', 'CONFLICT'],
+  [ScriptCode.LIMIT_EXCEEDED, ScriptLimitExceededError, 'limit', 'LIMIT_EXCEEDED'],
+  [ScriptCode.INVALID_STATE, ScriptInvalidStateError, 'conflict', 'INVALID_STATE'],
+  [ScriptCode.INVALID_ARGUMENT, ScriptInvalidArgumentError, 'invalid', 'INVALID_ARGUMENT'],
 ];
 
 const numericCodes = Object.values(ScriptCode).filter((v): v is ScriptCode => typeof v === 'number');
@@ -37,19 +39,20 @@ describe(ScriptError.name, () => {
   });
 
   describe(scriptErrorFor.name, () => {
-    it.each(TABLE)('code %i → %p with HTTP %i', (code, Ctor, status, codeName) => {
-      const err = scriptErrorFor('seckill.buy', code);
+    it.each(TABLE)('code %i → %p, a domain error of kind %p', (code, Ctor, kind, codeName) => {
+      const err = scriptErrorFor('seckill.buy', code) as ScriptError;
       expect(err).toBeInstanceOf(Ctor);
       expect(err).toBeInstanceOf(ScriptError);
-      expect(err).toBeInstanceOf(Error);
+      expect(err).toBeInstanceOf(DomainError);
       expect(err.constructor).toBe(Ctor);
       expect(err.name).toBe(Ctor.name);
       expect(err.script).toBe('seckill.buy');
-      expect(err.code).toBe(code);
-      expect(err.status).toBe(status);
-      expect(err.codeName).toBe(codeName);
+      expect(err.result).toBe(code);
+      expect(err.kind).toBe(kind);
+      expect(err.code).toBe(codeName);
       expect(err.message.length).toBeGreaterThan(0);
       expect(err.stack).toContain(Ctor.name);
+      expect(err).not.toHaveProperty('status');
     });
 
     it('gives each code its own class', () => {
@@ -59,23 +62,22 @@ describe(ScriptError.name, () => {
       expect(scriptErrorFor('s', ScriptCode.CONFLICT)).not.toBeInstanceOf(ScriptNotFoundError);
     });
 
-    it('no known code maps to a 5xx', () => {
-      for (const c of numericCodes) expect(scriptErrorFor('s', c).status).toBeLessThan(500);
+    it('every known code is an answer: a domain error', () => {
+      for (const c of numericCodes) expect(scriptErrorFor('s', c)).toBeInstanceOf(DomainError);
     });
 
-    it.each([-99, -7, 0, 1, 3.5])('unknown code %p → plain ScriptError with status 500', (code) => {
+    it.each([-99, -7, 0, 1, 3.5])('unknown code %p → UnknownScriptResultError, no domain error (a bug, answered 500)', (code) => {
       const err = scriptErrorFor('wallet.debit', code);
-      expect(err.constructor).toBe(ScriptError);
-      expect(err.name).toBe('ScriptError');
-      expect(err.status).toBe(500);
-      expect(err.code).toBe(code);
-      expect(err.codeName).toBe(String(code));
+      expect(err.constructor).toBe(UnknownScriptResultError);
+      expect(err).not.toBeInstanceOf(DomainError);
+      expect(err.name).toBe('UnknownScriptResultError');
+      expect((err as UnknownScriptResultError).result).toBe(code);
       expect(err.message).toContain('wallet.debit');
       expect(err.message).toContain(String(code));
     });
 
     it('does not treat a code name as a code', () => {
-      expect(scriptErrorFor('s', 'NOT_FOUND' as unknown as number).status).toBe(500);
+      expect(scriptErrorFor('s', 'NOT_FOUND' as unknown as number)).toBeInstanceOf(UnknownScriptResultError);
     });
   });
 });

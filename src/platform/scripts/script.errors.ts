@@ -1,3 +1,5 @@
+import { DomainError, type ErrorKind } from '../core/domain.error';
+
 /**
  * Result codes a Lua script may return as its whole result (a negative
  * integer). Shared by every script; feature modules add theirs here so the
@@ -12,46 +14,68 @@ export enum ScriptCode {
   INVALID_ARGUMENT = -6,
 }
 
-/** A script answered with a result code. `status` is the HTTP status the code maps to. */
-export class ScriptError extends Error {
+/**
+ * A script answered with a result code: a domain error whose `code` is the
+ * result code's name (e.g. `NOT_FOUND`) and whose kind says what it means.
+ * Stores catch the subclass they expect and throw their module's own error;
+ * one they let through is answered by its kind.
+ */
+export abstract class ScriptError extends DomainError {
   constructor(
     readonly script: string,
-    readonly code: ScriptCode,
-    readonly status: number,
+    /** The script's reply, e.g. -1 for NOT_FOUND. */
+    readonly result: ScriptCode,
     message: string,
   ) {
-    super(message);
-    this.name = new.target.name;
-  }
-
-  /** The code's name, e.g. `NOT_FOUND`. */
-  get codeName(): string {
-    return ScriptCode[this.code] ?? String(this.code);
+    super(ScriptCode[result], message);
   }
 }
 
-export class ScriptNotFoundError extends ScriptError {}
-export class ScriptAlreadyExistsError extends ScriptError {}
-export class ScriptConflictError extends ScriptError {}
-export class ScriptLimitExceededError extends ScriptError {}
-export class ScriptInvalidStateError extends ScriptError {}
-export class ScriptInvalidArgumentError extends ScriptError {}
+export class ScriptNotFoundError extends ScriptError {
+  readonly kind = 'not-found';
+}
+export class ScriptAlreadyExistsError extends ScriptError {
+  readonly kind = 'conflict';
+}
+export class ScriptConflictError extends ScriptError {
+  readonly kind = 'conflict';
+}
+export class ScriptLimitExceededError extends ScriptError {
+  readonly kind = 'limit';
+}
+export class ScriptInvalidStateError extends ScriptError {
+  readonly kind = 'conflict';
+}
+export class ScriptInvalidArgumentError extends ScriptError {
+  readonly kind = 'invalid';
+}
 
-type ErrorCtor = new (script: string, code: ScriptCode, status: number, message: string) => ScriptError;
+/** A script replied with a negative integer that is no `ScriptCode`: a bug in the script, not an answer (a 500, logged). */
+export class UnknownScriptResultError extends Error {
+  constructor(
+    readonly script: string,
+    readonly result: number,
+  ) {
+    super(`Script ${script} returned unknown code ${result}`);
+    this.name = 'UnknownScriptResultError';
+  }
+}
 
-const BY_CODE: Record<ScriptCode, [ErrorCtor, number, string]> = {
-  [ScriptCode.NOT_FOUND]: [ScriptNotFoundError, 404, 'Not found'],
-  [ScriptCode.ALREADY_EXISTS]: [ScriptAlreadyExistsError, 409, 'Already exists'],
-  [ScriptCode.CONFLICT]: [ScriptConflictError, 409, 'Conflicting state'],
-  [ScriptCode.LIMIT_EXCEEDED]: [ScriptLimitExceededError, 429, 'Limit exceeded'],
-  [ScriptCode.INVALID_STATE]: [ScriptInvalidStateError, 409, 'Invalid state for this operation'],
-  [ScriptCode.INVALID_ARGUMENT]: [ScriptInvalidArgumentError, 400, 'Invalid argument'],
+type ErrorCtor = new (script: string, result: ScriptCode, message: string) => ScriptError & { readonly kind: ErrorKind };
+
+const BY_CODE: Record<ScriptCode, [ErrorCtor, string]> = {
+  [ScriptCode.NOT_FOUND]: [ScriptNotFoundError, 'Not found'],
+  [ScriptCode.ALREADY_EXISTS]: [ScriptAlreadyExistsError, 'Already exists'],
+  [ScriptCode.CONFLICT]: [ScriptConflictError, 'Conflicting state'],
+  [ScriptCode.LIMIT_EXCEEDED]: [ScriptLimitExceededError, 'Limit exceeded'],
+  [ScriptCode.INVALID_STATE]: [ScriptInvalidStateError, 'Invalid state for this operation'],
+  [ScriptCode.INVALID_ARGUMENT]: [ScriptInvalidArgumentError, 'Invalid argument'],
 };
 
 /** The one place a script result code becomes a typed error. */
-export function scriptErrorFor(script: string, code: number): ScriptError {
-  const entry = BY_CODE[code as ScriptCode];
-  if (!entry) return new ScriptError(script, code as ScriptCode, 500, `Script ${script} returned unknown code ${code}`);
-  const [Ctor, status, message] = entry;
-  return new Ctor(script, code as ScriptCode, status, message);
+export function scriptErrorFor(script: string, result: number): ScriptError | UnknownScriptResultError {
+  const entry = Object.hasOwn(BY_CODE, result) ? BY_CODE[result as ScriptCode] : undefined;
+  if (!entry) return new UnknownScriptResultError(script, result);
+  const [Ctor, message] = entry;
+  return new Ctor(script, result as ScriptCode, message);
 }
