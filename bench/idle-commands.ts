@@ -21,30 +21,21 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 const NAME = 'idle-commands';
 
-interface Options {
-  dist: string;
-  baseline?: string;
-  groups: number;
-  seconds: number;
-  warmup: number;
-  quick: boolean;
-}
+type Options = ReturnType<typeof parseArgs>;
 
-/** One build's idle figures. */
+/** One build's idle figures: calls per second by command (INFO left out), connections and blocked clients at the end. */
 interface Measured {
   label: string;
   build: BuildInfo;
   perSecond: number;
-  /** Calls per second by command (INFO left out), highest first. */
-  byCommand: Array<[command: string, perSecond: number]>;
-  /** Connections the service held (CLIENT LIST, the bench's own left out). */
+  byCommand: [command: string, perSecond: number][];
   connections: number;
   blockedClients: number;
   redisVersion: string;
 }
 
-function parseArgs(args: string[]): Options {
-  const o: Options = { dist: join(ROOT, 'dist'), groups: 2, seconds: 20, warmup: 5, quick: false };
+function parseArgs(args: string[]) {
+  const o = { dist: join(ROOT, 'dist'), baseline: undefined as string | undefined, groups: 2, seconds: 20, warmup: 5, quick: false };
   for (let i = 0; i < args.length; i++) {
     const [a, v] = [args[i], args[i + 1]];
     if (a === '--quick') Object.assign(o, { quick: true, seconds: 5, warmup: 2 });
@@ -130,27 +121,20 @@ export async function main(args: string[]): Promise<void> {
   const buildName = (r: Measured) => `${r.label}${r.build.commit ? ` (${r.build.commit.slice(0, 7)}${r.build.dirty ? ', dirty' : ''})` : ''}`;
   const md = [
     ...reportHead(NAME, args, env, goals),
-    '## Idle commands per second',
+    '## Idle commands per second, in all and by command (calls/s)',
     '',
     markdownTable(
-      ['Build', 'commands/s', 'connections', 'blocked clients'],
-      rows.map((r) => [buildName(r), fmtNum(r.perSecond, 1), r.connections, r.blockedClients]),
-      ['left', 'right', 'right', 'right'],
-    ),
-    '',
-    '## By command (calls/s)',
-    '',
-    markdownTable(
-      ['Command', ...rows.map(buildName)],
-      commands.map((c) => [c, ...rows.map((r) => fmtNum(rate(r, c), 2))]),
+      ['', ...rows.map(buildName)],
+      [
+        ['**all commands/s**', ...rows.map((r) => `**${fmtNum(r.perSecond, 1)}**`)],
+        ['connections', ...rows.map((r) => r.connections)],
+        ['blocked clients', ...rows.map((r) => r.blockedClients)],
+        ...commands.map((c) => [c, ...rows.map((r) => fmtNum(rate(r, c), 2))]),
+      ],
       right,
     ),
     '',
-    '## How it was measured',
-    '',
-    `Each build ran alone against a fresh redis-server: the service as main.ts starts it, every background worker running, plus ${o.groups} order-event consumer group(s) ` +
-      `with a handler that does nothing; no HTTP traffic after the readiness check. After ${o.warmup} s the bench read \`INFO commandstats\` twice, ${o.seconds} s apart, ` +
-      'on a connection of its own; the rates are the differences per second, INFO (the bench itself) left out. Connections and blocked clients are from the end of the window.',
+    `Each build alone against a fresh redis-server, ${o.groups} order-event consumer group(s), no HTTP traffic after the readiness check; INFO commandstats read ${o.warmup} s after start and again ${o.seconds} s later on a connection of its own (INFO left out); connections and blocked clients at the end of the window.`,
     '',
   ].join('\n');
   const standard = o.baseline !== undefined && !o.quick && o.seconds === 20;
