@@ -3,25 +3,22 @@
  * local master with one replica, settings 0 and 1 in alternating rounds (both see the same machine). Goal: 1 costs at
  * most 20% of the throughput of 0 at 50 in flight. That no acknowledged write is lost across a failover is a test
  * (test/e2e/durability-failover.e2e-spec.ts), named in the report.
- * Options: --quick (1 round of 3 s, 3,000 plans; writes to $TMPDIR/redis-pay-bench/), --dist DIR.
+ * On the scenario harness (bench/lib/scenario.ts); --quick: 1 round of 3 s, 3,000 plans.
  */
 import Redis from 'ioredis';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomPrefix, startRedisServer } from '../test/harness/redis-server';
+import { startRedisServer } from '../test/harness/redis-server';
 import { waitUntil } from '../test/harness/redis-process';
-import { parseSectionArgs } from './lib/args';
-import { benchWorkDir, onCleanup } from './lib/cleanup';
-import { snapshotBuild, userToken } from './lib/full-stack';
+import { onCleanup } from './lib/cleanup';
+import { userToken } from './lib/full-stack';
 import { type LoadSummary, runLoad } from './lib/load';
 import { MERCHANT_ORDERS_PATH as PATH, signedOrder } from './lib/merchant-orders';
-import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
-import { http, json, startService } from './lib/service-http';
+import { fmtInt, fmtNum, type GoalLine, markdownTable } from './lib/report';
+import { defineBench, testedGoal } from './lib/scenario';
+import { http, json } from './lib/service-http';
 
-const NAME = 'durability';
 const CONNECTIONS = 50;
 const USER = 'acc_bench';
-const FAILOVER_TEST = 'test/e2e/durability-failover.e2e-spec.ts, "a master lost while its replica is stalled"';
+const FAILOVER_TEST = '`test/e2e/durability-failover.e2e-spec.ts` ("a master lost while its replica is stalled")';
 
 async function startPair(): Promise<string> {
   const master = await startRedisServer({ appendonly: false });
@@ -67,94 +64,86 @@ async function preparePlans(port: number, n: number): Promise<string[]> {
   return plans;
 }
 
-export async function main(args: string[]): Promise<void> {
-  const { quick, dist: builtDist } = parseSectionArgs(args, []);
-  const [rounds, durationS, payS, payPlans] = quick ? [1, 3, 2, 3000] : [2, 10, 3, 15_000];
-  const workDir = benchWorkDir('rp-bench-durability-');
-  const dist = snapshotBuild(builtDist, join(workDir, 'build'));
-  const masterUrl = await startPair();
-  const admin = new Redis(masterUrl);
-  const waitCalls = async () => Number(/^cmdstat_wait:calls=(\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0);
-  const runs: { replicas: string; create: LoadSummary; pay: LoadSummary; waits: number }[] = [];
-  for (let round = 0; round < rounds; round++)
-    for (const replicas of ['0', '1']) {
-      const svc = await startService(
-        dist,
-        workDir,
-        `durability-${replicas}-${round}`,
-        randomPrefix(),
-        {
-          DURABILITY_REPLICAS: replicas,
-          DURABILITY_TIMEOUT_MS: '500',
-          LOG_LEVEL: 'warn',
-          RATE_LIMIT_MERCHANT: '10000000',
-          BALANCE_CHANNEL: 'simulated', // the payers are not funded: the balance leg is the simulated channel
-        },
-        { REDIS_URL: masterUrl },
-      );
-      try {
-        const url = `http://127.0.0.1:${svc.port}${PATH}`;
-        await runLoad({ url, connections: CONNECTIONS, durationS: 2, requests: () => signedOrder() });
-        const w0 = await waitCalls();
-        const create = await runLoad({ url, connections: CONNECTIONS, durationS, requests: () => signedOrder() });
-        const waits = (await waitCalls()) - w0;
-        const plans = await preparePlans(svc.port, payPlans);
-        let i = 0;
-        const headers = { authorization: `Bearer ${userToken(USER)}` };
-        const pay = await runLoad({
-          url: `http://127.0.0.1:${svc.port}/`,
-          connections: CONNECTIONS,
-          durationS: payS,
+export const { main } = defineBench({
+  name: 'durability',
+  prefix: 'rpdu',
+  serviceEnv: { DURABILITY_TIMEOUT_MS: '500', RATE_LIMIT_MERCHANT: '10000000', BALANCE_CHANNEL: 'simulated' }, // payers unfunded: the balance leg is simulated
+  async run(ctx) {
+    const [rounds, durationS, payS, payPlans] = ctx.quick ? [1, 3, 2, 3000] : [2, 10, 3, 15_000];
+    Object.assign(ctx.env, { connections: CONNECTIONS, durationS, rounds });
+    const masterUrl = await startPair();
+    const admin = new Redis(masterUrl);
+    const waitCalls = async () => Number(/^cmdstat_wait:calls=(\d+)/m.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    const runs: { replicas: string; create: LoadSummary; pay: LoadSummary; waits: number }[] = [];
+    for (let round = 0; round < rounds; round++)
+      for (const replicas of ['0', '1']) {
+        const svc = await ctx.service(`durability-${replicas}-${round}`, { DURABILITY_REPLICAS: replicas }, { REDIS_URL: masterUrl });
+        try {
+          const url = `${svc.url}${PATH}`;
+          await runLoad({ url, connections: CONNECTIONS, durationS: 2, requests: () => signedOrder() });
+          const w0 = await waitCalls();
+          const create = await runLoad({ url, connections: CONNECTIONS, durationS, requests: () => signedOrder() });
+          const waits = (await waitCalls()) - w0;
+          const plans = await preparePlans(svc.port, payPlans);
+          let i = 0;
+          const headers = { authorization: `Bearer ${userToken(USER)}` };
           // Past the end of the plans it pays the last again (409: counted non-2xx).
-          requests: () => ({ method: 'POST', path: `/payment-plans/${plans[Math.min(i++, plans.length - 1)]}/pay`, headers }),
-        });
-        runs.push({ replicas, create, pay, waits });
-        console.log(
-          `[bench] round ${round + 1} DURABILITY_REPLICAS=${replicas}: create ${fmtInt(create.okPerSecond)} ok/s, pay ${fmtInt(pay.okPerSecond)} ok/s`,
-        );
-      } finally {
-        await svc.proc.stop();
+          const pay = await runLoad({
+            url: `${svc.url}/`,
+            connections: CONNECTIONS,
+            durationS: payS,
+            requests: () => ({ method: 'POST', path: `/payment-plans/${plans[Math.min(i++, plans.length - 1)]}/pay`, headers }),
+          });
+          runs.push({ replicas, create, pay, waits });
+          console.log(
+            `[bench] round ${round + 1} DURABILITY_REPLICAS=${replicas}: create ${fmtInt(create.okPerSecond)} ok/s, pay ${fmtInt(pay.okPerSecond)} ok/s`,
+          );
+        } finally {
+          await svc.stop();
+        }
       }
-    }
-  const version = /redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? 'unknown';
-  admin.disconnect();
+    admin.disconnect();
+    return { runs, payPlans };
+  },
+  goals({ runs }): GoalLine[] {
+    return [
+      ...(['create', 'pay'] as const).map((k) => ({
+        goal: `Throughput cost of DURABILITY_REPLICAS=1 (${k === 'create' ? 'order creation' : 'pay'}, ${CONNECTIONS} in flight)`,
+        target: '≤ 20%',
+        measured: `${fmtNum(cost(runs, k) * 100, 1)}%`,
+        met: cost(runs, k) <= 0.2,
+      })),
+      testedGoal(
+        'Acknowledged money-moving writes lost across a master kill with a stalled replica (DURABILITY_REPLICAS=1)',
+        '0',
+        `${FAILOVER_TEST}, with DURABILITY_REPLICAS=1`,
+      ),
+      testedGoal(
+        'The same with DURABILITY_REPLICAS=0 (the loss the setting prevents)',
+        '—',
+        `${FAILOVER_TEST}, with DURABILITY_REPLICAS=0: writes acknowledged during the stall are lost`,
+      ),
+    ];
+  },
+  report({ runs, payPlans }) {
+    const row = (k: 'create' | 'pay', r: (typeof runs)[number]) => [fmtInt(r[k].okPerSecond), fmtNum(r[k].p50, 1), fmtNum(r[k].p99, 1), fmtInt(r[k].non2xx)];
+    return [
+      '## Order creation (POST /merchant/orders) and pay (POST /payment-plans/{planId}/pay), master + one local replica',
+      '',
+      `The cost compares the best round of each setting. Pay: one balance leg, each request pays a plan made beforehand (${fmtInt(payPlans)} per round; non-2xx > 0 means the round ran out). ` +
+        `One WAIT answers for every durable reply that arrives while it is out: ${runs.map((r) => `${r.replicas}: ${fmtInt(r.waits)}`).join(', ')} WAITs in the creation runs.`,
+      '',
+      markdownTable(
+        ['Round', 'DURABILITY_REPLICAS', 'create ok req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'pay ok req/s', 'p50 ms', 'p99 ms', 'non-2xx'],
+        runs.map((r, i) => [String(Math.floor(i / 2) + 1), r.replicas, ...row('create', r), ...row('pay', r)]),
+        ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+      ),
+      '',
+    ];
+  },
+});
 
-  const best = (r: string, k: 'create' | 'pay') => runs.filter((x) => x.replicas === r).reduce((a, b) => (b[k].okPerSecond > a[k].okPerSecond ? b : a))[k];
-  const cost = (k: 'create' | 'pay') => 1 - best('1', k).okPerSecond / best('0', k).okPerSecond;
-  const goals: GoalLine[] = [
-    ...(['create', 'pay'] as const).map((k) => ({
-      goal: `Throughput cost of DURABILITY_REPLICAS=1 (${k === 'create' ? 'order creation' : 'pay'}, ${CONNECTIONS} in flight)`,
-      target: '≤ 20%',
-      measured: `${fmtNum(cost(k) * 100, 1)}%`,
-      met: cost(k) <= 0.2,
-    })),
-    {
-      goal: 'Acknowledged money-moving writes lost across a master kill with a stalled replica (DURABILITY_REPLICAS=1)',
-      target: '0',
-      measured: `0: a test, not measured here (${FAILOVER_TEST}, DURABILITY_REPLICAS=1)`,
-    },
-    {
-      goal: 'The same with DURABILITY_REPLICAS=0 (the loss the setting prevents)',
-      target: '—',
-      measured: `writes acknowledged during the stall are lost: ${FAILOVER_TEST}, DURABILITY_REPLICAS=0`,
-      info: true,
-    },
-  ];
-  const row = (k: 'create' | 'pay') =>
-    runs.map((r, i) => [String(Math.floor(i / 2) + 1), r.replicas, fmtInt(r[k].okPerSecond), fmtNum(r[k].p50, 1), fmtNum(r[k].p99, 1), fmtInt(r[k].non2xx)]);
-  const md = [
-    ...reportHead(NAME, args, environmentInfo(version, { connections: CONNECTIONS, durationS, rounds }), goals),
-    '## Order creation (POST /merchant/orders) and pay (POST /payment-plans/{planId}/pay), master + one local replica',
-    '',
-    `The cost compares the best round of each setting. Pay: one balance leg, each request pays a plan made beforehand (${fmtInt(payPlans)} per round; non-2xx > 0 means the round ran out). ` +
-      `One WAIT answers for every durable reply that arrives while it is out: ${runs.map((r) => `${r.replicas}: ${fmtInt(r.waits)}`).join(', ')} WAITs in the creation runs.`,
-    '',
-    markdownTable(
-      ['Round', 'DURABILITY_REPLICAS', 'create ok req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'pay ok req/s', 'p50 ms', 'p99 ms', 'non-2xx'],
-      row('create').map((r, i) => [...r, ...row('pay')[i].slice(2)]),
-      ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
-    ),
-    '',
-  ];
-  writeResult(NAME, md.join('\n'), args.length === 0 ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench'));
-}
+type Run = { replicas: string; create: LoadSummary; pay: LoadSummary };
+const best = (runs: Run[], r: string, k: 'create' | 'pay') =>
+  runs.filter((x) => x.replicas === r).reduce((a, b) => (b[k].okPerSecond > a[k].okPerSecond ? b : a))[k].okPerSecond;
+const cost = (runs: Run[], k: 'create' | 'pay') => 1 - best(runs, '1', k) / best(runs, '0', k);
