@@ -94,7 +94,7 @@ export async function main(args: string[]): Promise<void> {
   const dist = builds.get(o.dist)!;
   const redis = await startBenchRedis();
   const env = fullEnv(0, redis.url, PREFIX, { RATE_LIMIT_ENABLED: 'false' });
-  let seq = 0;
+  let seq = pullAccounts * INBOX;
 
   const start = async (id: RowId) => {
     const port = await freePort();
@@ -111,13 +111,19 @@ export async function main(args: string[]): Promise<void> {
   const cursors: string[] = [];
   {
     const { port, proc } = await start('full');
-    await forEachLimit(pullAccounts, 20, async (i) => {
+    await forEachLimit(pullAccounts, 8, async (i) => {
       const t0 = Date.parse('2026-11-01T00:00:00Z');
-      const messages = Array.from({ length: INBOX }, (_, k) => message(`p-${i}`, seq++, new Date(t0 + k * 60_000).toISOString()));
-      const a = await httpRequest(`http://127.0.0.1:${port}/messages/batch`, { method: 'POST', headers: WRITE_HEADERS, body: JSON.stringify({ messages }) });
-      const ids = (JSON.parse(a.body) as { results: { status: number; msgId: string }[] }).results;
-      if (a.status !== 200 || ids.some((r) => r.status !== 201)) throw new Error(`pre-fill p-${i}: ${a.status} ${a.body.slice(0, 300)}`);
-      cursors[i] = ids[INBOX - CURSOR_FROM_NEWEST].msgId;
+      const messages = Array.from({ length: INBOX }, (_, k) => message(`p-${i}`, i * INBOX + k, new Date(t0 + k * 60_000).toISOString()));
+      // Sent again on a 503 (a loaded machine): the same messages, so a retry answers the first write's msgIds.
+      for (let attempt = 1; ; attempt++) {
+        const a = await httpRequest(`http://127.0.0.1:${port}/messages/batch`, { method: 'POST', headers: WRITE_HEADERS, body: JSON.stringify({ messages }) });
+        const ids = a.status === 200 ? (JSON.parse(a.body) as { results: { status: number; msgId: string }[] }).results : [];
+        if (a.status === 200 && ids.every((r) => r.status === 201 || r.status === 200)) {
+          cursors[i] = ids[INBOX - CURSOR_FROM_NEWEST].msgId;
+          break;
+        }
+        if (a.status !== 503 || attempt === 5) throw new Error(`pre-fill p-${i}: ${a.status} ${a.body.slice(0, 300)}`);
+      }
     });
     await proc.stop();
   }
