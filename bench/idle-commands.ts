@@ -1,23 +1,10 @@
 /**
- * idle-commands: the Redis commands per second the service sends while nobody uses it, with every
- * background worker running, for the build under test and, given `--baseline`, an earlier build.
- *
- * Each build runs alone against a fresh redis-server on loopback (no RDB, no AOF): the service as
- * main.ts starts it (bench/idle-commands-server.ts: config, createApp, listen; every background worker
- * its modules start) plus `--groups` order-event consumer groups, each one consumer with a handler that
- * does nothing (the service starts none itself). After `--warmup` seconds (boot-time commands: script
- * loading, group creation, first takeover rounds) it samples `INFO commandstats` twice, `--seconds`
- * apart, on a connection of its own, and reports the calls per second of every command but INFO (the
- * bench's own). No traffic: the server gets no HTTP request after its readiness check.
- *
- * Options: --dist DIR       the build under test (default: dist/ of this tree)
- *          --baseline DIR   an earlier build to measure the same way (e.g. HEAD~ built in a scratch work tree)
- *          --groups N       order-event consumer groups (default 2)
- *          --seconds S      sampling window (default 20)
- *          --warmup S       wait before sampling (default 5)
- *          --quick          --seconds 5 --warmup 2, report written to $TMPDIR/redis-pay-bench/
- * Runs with --baseline and the default window write bench/results/idle-commands.md and .json; others
- * write both to $TMPDIR/redis-pay-bench/.
+ * idle-commands: the Redis commands per second the service sends while nobody uses it (every background worker running,
+ * plus --groups order-event consumer groups: bench/idle-commands-server.ts), for the build under test and, given
+ * --baseline DIR, an earlier build. Each build runs alone against a fresh redis-server; after --warmup s it samples
+ * INFO commandstats twice, --seconds apart, and reports the calls per second of every command but INFO.
+ * Options: --dist DIR, --baseline DIR, --groups N (2), --seconds S (20), --warmup S (5), --quick (5 s, warm-up 2 s).
+ * Runs with --baseline and the default window write bench/results/idle-commands.md; others write to $TMPDIR/redis-pay-bench/.
  */
 import Redis from 'ioredis';
 import { tmpdir } from 'node:os';
@@ -29,57 +16,35 @@ import { freePort } from './lib/net';
 import { waitUntilServing } from './lib/proc';
 import { startBenchRedis } from './lib/redis-server';
 import { Align, environmentInfo, fmtNum, GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
-import { benchJson, BuildInfo, buildInfo, jsonNum, writeJsonResult } from './lib/results-json';
+import { type BuildInfo, buildInfo } from './lib/results-json';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const NAME = 'idle-commands';
 
-interface Options {
-  dist: string;
-  baseline?: string;
-  groups: number;
-  seconds: number;
-  warmup: number;
-  quick: boolean;
-}
+type Options = ReturnType<typeof parseArgs>;
 
-/** One build's idle figures. */
+/** One build's idle figures: calls per second by command (INFO left out), connections and blocked clients at the end. */
 interface Measured {
   label: string;
   build: BuildInfo;
   perSecond: number;
-  /** Calls per second by command (INFO left out), highest first. */
-  byCommand: Array<[command: string, perSecond: number]>;
-  /** Connections the service held (CLIENT LIST, the bench's own left out). */
+  byCommand: [command: string, perSecond: number][];
   connections: number;
   blockedClients: number;
   redisVersion: string;
 }
 
-function parseArgs(args: string[]): Options {
-  const o: Options = { dist: join(ROOT, 'dist'), groups: 2, seconds: 20, warmup: 5, quick: false };
+function parseArgs(args: string[]) {
+  const o = { dist: join(ROOT, 'dist'), baseline: undefined as string | undefined, groups: 2, seconds: 20, warmup: 5, quick: false };
   for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const value = () => {
-      const v = args[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === '--dist') o.dist = resolve(value());
-    else if (a === '--baseline') o.baseline = resolve(value());
-    else if (a === '--groups') o.groups = Number(value());
-    else if (a === '--seconds') o.seconds = Number(value());
-    else if (a === '--warmup') o.warmup = Number(value());
-    else if (a === '--quick') Object.assign(o, { quick: true, seconds: 5, warmup: 2 });
+    const [a, v] = [args[i], args[i + 1]];
+    if (a === '--quick') Object.assign(o, { quick: true, seconds: 5, warmup: 2 });
+    else if (a === '--dist' || a === '--baseline') o[a === '--dist' ? 'dist' : 'baseline'] = resolve(v ?? '');
+    else if (a === '--groups' || a === '--seconds' || a === '--warmup') o[a.slice(2) as 'groups'] = Number(v);
     else throw new Error(`unknown option ${a}`);
+    if (a !== '--quick') i++;
   }
-  for (const [k, v] of [
-    ['--groups', o.groups],
-    ['--seconds', o.seconds],
-    ['--warmup', o.warmup],
-  ] as const) {
-    if (!Number.isFinite(v) || v < 0) throw new Error(`${k} must be a number >= 0`);
-  }
+  if (![o.groups, o.seconds, o.warmup].every((n) => Number.isFinite(n) && n >= 0)) throw new Error('--groups, --seconds and --warmup take numbers >= 0');
   return o;
 }
 
@@ -156,54 +121,23 @@ export async function main(args: string[]): Promise<void> {
   const buildName = (r: Measured) => `${r.label}${r.build.commit ? ` (${r.build.commit.slice(0, 7)}${r.build.dirty ? ', dirty' : ''})` : ''}`;
   const md = [
     ...reportHead(NAME, args, env, goals),
-    '## Idle commands per second',
+    '## Idle commands per second, in all and by command (calls/s)',
     '',
     markdownTable(
-      ['Build', 'commands/s', 'connections', 'blocked clients'],
-      rows.map((r) => [buildName(r), fmtNum(r.perSecond, 1), r.connections, r.blockedClients]),
-      ['left', 'right', 'right', 'right'],
-    ),
-    '',
-    '## By command (calls/s)',
-    '',
-    markdownTable(
-      ['Command', ...rows.map(buildName)],
-      commands.map((c) => [c, ...rows.map((r) => fmtNum(rate(r, c), 2))]),
+      ['', ...rows.map(buildName)],
+      [
+        ['**all commands/s**', ...rows.map((r) => `**${fmtNum(r.perSecond, 1)}**`)],
+        ['connections', ...rows.map((r) => r.connections)],
+        ['blocked clients', ...rows.map((r) => r.blockedClients)],
+        ...commands.map((c) => [c, ...rows.map((r) => fmtNum(rate(r, c), 2))]),
+      ],
       right,
     ),
     '',
-    '## How it was measured',
-    '',
-    `Each build ran alone against a fresh redis-server: the service as main.ts starts it, every background worker running, plus ${o.groups} order-event consumer group(s) ` +
-      `with a handler that does nothing; no HTTP traffic after the readiness check. After ${o.warmup} s the bench read \`INFO commandstats\` twice, ${o.seconds} s apart, ` +
-      'on a connection of its own; the rates are the differences per second, INFO (the bench itself) left out. Connections and blocked clients are from the end of the window.',
+    `Each build alone against a fresh redis-server, ${o.groups} order-event consumer group(s), no HTTP traffic after the readiness check; INFO commandstats read ${o.warmup} s after start and again ${o.seconds} s later on a connection of its own (INFO left out); connections and blocked clients at the end of the window.`,
     '',
   ].join('\n');
   const standard = o.baseline !== undefined && !o.quick && o.seconds === 20;
   const dir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
   writeResult(NAME, md, dir);
-  writeJsonResult(
-    NAME,
-    benchJson(
-      {
-        bench: NAME,
-        args,
-        environment: env,
-        goals,
-        ratios: { baselineOverCandidateCommands: base && cand.perSecond > 0 ? jsonNum(base.perSecond / cand.perSecond) : null },
-        dist: o.dist,
-      },
-      {
-        rows: rows.map((r) => ({
-          label: r.label,
-          build: r.build,
-          commandsPerSecond: jsonNum(r.perSecond),
-          connections: r.connections,
-          blockedClients: r.blockedClients,
-          byCommand: Object.fromEntries(r.byCommand.map(([c, n]) => [c, jsonNum(n)])),
-        })),
-      },
-    ),
-    dir,
-  );
 }

@@ -1,61 +1,28 @@
 /**
- * The "floor" of the messages benchmark: the least a Node HTTP server can do for
- * POST /messages and GET /messages. Bare Fastify 5 + ioredis, two routes, no
- * Nest, no validation, no auth, no logging, no metrics, no rate limit.
- *
- * The work per request is the service's own, taken from the same build the
- * full stack runs (DIST): its config loader (same key prefix, retention and
- * per-account cap from the same env), KeyBuilder and inboxKeys (same keys),
- * MessagesStore (same script arguments, same parsing of the script's reply)
- * and MessagesService (toStored for writes, toDto and the response for pulls,
- * the once-a-second broadcast feed), constructed by hand rather than by Nest's
- * DI. Scripts are the build's lua/ loaded by the project's script loader and
- * run by EVALSHA as the service sends them (`evalScript`), on a connection with the service's
- * ioredis options (src/platform/redis/redis-options.ts) whose writes are coalesced as on the service's
- * command connection (src/platform/redis/coalesce-writes.ts). The one thing the service does
- * that this server does not is count metrics (a no-op stands in).
- *
- * The account comes from the x-account-id header on GET (there is no token to
- * take it from) and from the body on POST (as for the service).
- *
- * Env: the full stack's env (bench/lib/full-stack.ts fullEnv: REDIS_URL, REDIS_KEY_PREFIX, ...),
- * PORT, DIST (a build's dist/ dir; its scripts come from DIST/../lua).
- * Started by bench/messages.ts in its own process: `node --import tsx bench/messages-floor-server.ts`.
+ * The floor of the messages benchmark: bare Fastify 5 doing the service's own work for POST /messages and GET /messages
+ * (the build's MessagesService, from the messages module's index, in an application context of the build whose
+ * background workers are stopped: the same config, keys, scripts, Redis connection and JSON), without Nest's HTTP
+ * layer, validation, auth, logging or the rate limit. The account comes from x-account-id on GET and from the body on POST.
+ * Env: the full stack's env (PORT, REDIS_URL, REDIS_KEY_PREFIX, ...), DIST (a build's dist/ dir).
  */
+import { NestFactory } from '@nestjs/core';
 import Fastify from 'fastify';
-import { join } from 'node:path';
-import type { MessagesMetrics } from '../src/features/messages/messages.metrics';
-import type { WriteMessageCommand } from '../src/features/messages/message.commands';
-import type { ScriptRegistry } from '../src/platform/scripts/script-registry.service';
-import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
+import type * as AppRoot from '../src/app.module';
+import type * as Workers from '../src/engines/workers/background-workers.service';
+import type * as Messages from '../src/features/messages';
+import type * as Config from '../src/platform/config/load-config';
 import { requireFromBuild } from './lib/full-stack';
 
-/** MessagesMetrics without prom-client: the floor counts nothing. */
-const NO_METRICS = (() => {
-  const counter = { inc: () => undefined };
-  return { written: counter, duplicates: counter, pulled: counter, remindersSent: counter, broadcasts: counter } as unknown as MessagesMetrics;
-})();
-
 async function main(): Promise<void> {
-  const dist = process.env.DIST;
-  if (!dist) throw new Error('DIST (a build of the service) is required');
-  const { loadConfig } = requireFromBuild<typeof import('../src/platform/config/load-config')>(dist, 'platform/config/load-config');
-  const { standaloneOrSentinelOptions } = requireFromBuild<typeof import('../src/platform/redis/redis-options')>(dist, 'platform/redis/redis-options');
-  const { KeyBuilder } = requireFromBuild<typeof import('../src/platform/redis/key-builder')>(dist, 'platform/redis/key-builder');
-  const { MessagesStore } = requireFromBuild<typeof import('../src/features/messages/messages.store')>(dist, 'features/messages/messages.store');
-  const { messagesConfig } = requireFromBuild<typeof import('../src/features/messages/messages.config')>(dist, 'features/messages/messages.config');
-  const { BroadcastFeed } = requireFromBuild<typeof import('../src/features/messages/broadcast-feed')>(dist, 'features/messages/broadcast-feed');
-  const { MessagesService } = requireFromBuild<typeof import('../src/features/messages/messages.service')>(dist, 'features/messages/messages.service');
-
-  const config = loadConfig(process.env);
-  if (config.redis.topology.mode !== 'standalone') throw new Error('the floor needs REDIS_URL');
-  const scripts = await connectScriptRedis(config.redis.topology.url, standaloneOrSentinelOptions(config.redis), join(dist, '..', 'lua'));
-  const store = new MessagesStore(scripts as unknown as ScriptRegistry, new KeyBuilder(config), messagesConfig.of(config));
-  const messages = new MessagesService(store, new BroadcastFeed(store), NO_METRICS);
-
+  const dist = process.env.DIST!;
+  const config = requireFromBuild<typeof Config>(dist, 'platform/config/load-config').loadConfig(process.env);
+  const { AppModule } = requireFromBuild<typeof AppRoot>(dist, 'app.module');
+  const ctx = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
+  await ctx.get(requireFromBuild<typeof Workers>(dist, 'engines/workers/background-workers.service').BackgroundWorkers).stopAll();
+  const messages = ctx.get(requireFromBuild<typeof Messages>(dist, 'features/messages').MessagesService);
   const app = Fastify({ logger: false });
   app.post('/messages', async (req, reply) => {
-    const r = await messages.write(req.body as WriteMessageCommand);
+    const r = await messages.write(req.body as Parameters<InstanceType<typeof Messages.MessagesService>['write']>[0]);
     void reply.status(r.duplicate ? 200 : 201);
     return r;
   });
@@ -63,7 +30,14 @@ async function main(): Promise<void> {
     const q = req.query as { after?: string; limit?: string };
     return messages.pull(String(req.headers['x-account-id']), q.after, q.limit === undefined ? 20 : Number(q.limit));
   });
-  await serveUntilSignal('messages-floor-server', config.port, app, scripts.redis);
+  await app.listen({ port: config.port, host: '127.0.0.1' });
+  const stop = () =>
+    void app
+      .close()
+      .then(() => ctx.close())
+      .then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 }
 
 main().catch((err) => {
