@@ -36,10 +36,10 @@ import type { Delivery } from '../../src/engines/delay-queue/delay-queue.types';
 
 const DIST = resolve(__dirname, '../../dist');
 const fromDist = <M>(path: string): M => require(join(DIST, path)) as M;
-const { loadConfig } = fromDist<typeof import('../../src/platform/config/load-config')>('config/load-config');
+const { loadConfig } = fromDist<typeof import('../../src/platform/config/load-config')>('platform/config/load-config');
 const { AppModule } = fromDist<typeof import('../../src/app.module')>('app.module');
-const { DelayQueueService } = fromDist<typeof import('../../src/engines/delay-queue/delay-queue.service')>('delay-queue/delay-queue.service');
-const { DelayQueueMetrics } = fromDist<typeof import('../../src/engines/delay-queue/delay-queue.metrics')>('delay-queue/delay-queue.metrics');
+const { DelayQueueService } = fromDist<typeof import('../../src/engines/delay-queue/delay-queue.service')>('engines/delay-queue/delay-queue.service');
+const { DelayQueueMetrics } = fromDist<typeof import('../../src/engines/delay-queue/delay-queue.metrics')>('engines/delay-queue/delay-queue.metrics');
 
 interface Payload {
   id?: string;
