@@ -1,27 +1,13 @@
 /**
- * The floor of the seckill benchmark: the least a Node HTTP server can do for a flash-sale reservation and a
- * cached listing page. Bare Fastify 5 + one ioredis connection (writes coalesced as on the service's command
- * connection: see RedisWrites in lib/bare-server.ts), no auth, no validation, no logging, no metrics, no rate
- * limit, no order. The account comes from the body or the query because there is no token to take it from.
- *
- * - `POST /reserve/:activityId/:productId {account, quantity, requestId}`: the reservation id the service
- *   derives (sha256 of activity, product, account, request id), then the very same reserve script as the
- *   service (lua/features/seckill/reserve-5.lua, same source and SHA, loaded by the service's loader) by EVALSHA on the
- *   same keys of the same product (shard 0 with the hash tags the service loaded it with: src/features/seckill/seckill.keys.ts),
- *   eligible, no fall-over. 201 with the script's reply on RESERVED, 409 with it otherwise. One Redis call.
- * - `POST /reserve-order/:activityId/:productId {account, quantity, requestId}`: the same work as the service's
- *   reservation, without the service around it: the same reserve script with the order id it records, then on
- *   RESERVED the same buyer index writes (one HSET of the location and of the order id's entry, PEXPIREAT NX and
- *   GT), all on the service's keys (so the service's safety net and pending orders see these reservations as its
- *   own). The order itself is stored at its first use, as the service's is: not on this path. The activity's
- *   configuration is read once (GET) and kept. One script and three commands per reservation.
- * - `GET /products/:activityId?account&page&size`: GET of the page's cache key (the 16-hex md5 of the same
- *   inputs); on a miss, HGET of `available` of every product's shard 0 and SET … PX 2000 of the page. One Redis
- *   call on a hit.
- *
- * Env: PORT, REDIS_URL, KEY_PREFIX (the service's REDIS_KEY_PREFIX), PRODUCTS (comma-separated product ids of
- * the listed activity), LUA_DIR (default: the project's lua/).
- * Started by bench/seckill.ts in its own process: `node --import tsx bench/seckill-floor-server.ts`.
+ * The floor of the seckill benchmarks: bare Fastify 5 + one ioredis connection (writes coalesced as the service's),
+ * no auth, validation, logging, metrics or rate limit; the account comes from the body or the query.
+ * - `POST /reserve/:activityId/:productId {account, quantity, requestId}`: the service's reservation id, then its
+ *   reserve-5.lua (same SHA) by EVALSHA on shard 0 with the hash tags the service loaded it with. 201 on RESERVED.
+ * - `POST /reserve-order/...`: the same with the order id recorded and, on RESERVED, the service's buyer index writes
+ *   (HSET, PEXPIREAT NX and GT); the order is stored at its first use, as the service's is.
+ * - `GET /products/:activityId?account&page&size`: GET of the page's 16-hex cache key; on a miss, HGET of each
+ *   product's `available` and SET … PX 2000.
+ * Env: PORT, REDIS_URL, KEY_PREFIX, PRODUCTS (the listed product ids), LUA_DIR.
  */
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
@@ -54,54 +40,22 @@ async function main(): Promise<void> {
     }
     return a;
   };
-  // Shard 0 of a product, with the placement (hash tags) the service loaded it with.
-  const shard = async (id: string, productId: string) =>
-    shardKeys(
-      keys,
-      id,
-      productId,
-      0,
-      (await activity(id)).products.find((x) => x.productId === productId)!,
-    );
-
   const app = Fastify({ logger: false });
-  app.post<{ Params: { activityId: string; productId: string }; Body: { account: string; quantity: number; requestId: string } }>(
-    '/reserve/:activityId/:productId',
-    async (req, reply) => {
-      const { activityId, productId } = req.params;
-      const { account, quantity, requestId } = req.body;
-      const k = await shard(activityId, productId);
-      const r = (await reserve(
-        k.stock,
-        k.rsv,
-        k.holds,
-        k.claims,
-        k.due,
-        rsvIdFor(activityId, productId, account, requestId),
-        account,
-        quantity,
-        1,
-        60_000,
-        0,
-      )) as unknown[];
-      void reply.status(r[0] === 'RESERVED' ? 201 : 409);
-      return { outcome: r[0], detail: r.slice(1) };
-    },
-  );
-  app.post<{ Params: { activityId: string; productId: string }; Body: { account: string; quantity: number; requestId: string } }>(
-    '/reserve-order/:activityId/:productId',
-    async (req, reply) => {
+  type Reserve = { Params: { activityId: string; productId: string }; Body: { account: string; quantity: number; requestId: string } };
+  for (const withOrder of [false, true])
+    app.post<Reserve>(withOrder ? '/reserve-order/:activityId/:productId' : '/reserve/:activityId/:productId', async (req, reply) => {
       const { activityId, productId } = req.params;
       const { account, quantity, requestId } = req.body;
       const a = await activity(activityId);
       const p = a.products.find((x) => x.productId === productId)!;
       const k = shardKeys(keys, activityId, productId, 0, p);
       const rsvId = rsvIdFor(activityId, productId, account, requestId);
-      const payWindowMs = a.payWindowMinutes * 60_000;
-      const orderId = newOrderId(a.merchantId, rsvId);
-      const r = (await reserve(k.stock, k.rsv, k.holds, k.claims, k.due, rsvId, account, quantity, 1, payWindowMs, 0, '', '', orderId)) as unknown[];
-      if (r[0] !== 'RESERVED') {
-        void reply.status(409);
+      const orderId = withOrder ? newOrderId(a.merchantId, rsvId) : '';
+      const r = (await (withOrder
+        ? reserve(k.stock, k.rsv, k.holds, k.claims, k.due, rsvId, account, quantity, 1, a.payWindowMinutes * 60_000, 0, '', '', orderId)
+        : reserve(k.stock, k.rsv, k.holds, k.claims, k.due, rsvId, account, quantity, 1, 60_000, 0))) as unknown[];
+      if (r[0] !== 'RESERVED' || !withOrder) {
+        void reply.status(r[0] === 'RESERVED' ? 201 : 409);
         return { outcome: r[0], detail: r.slice(1) };
       }
       const index = buyerIndexKey(keys, account);
@@ -114,8 +68,15 @@ async function main(): Promise<void> {
       ]);
       void reply.status(201);
       return { reservationId: rsvId, orderId, amount: p.price * quantity, currency: p.currency, expiresAt: r[1], state: 'RESERVED' };
-    },
-  );
+    });
+  const shard = async (id: string, productId: string) =>
+    shardKeys(
+      keys,
+      id,
+      productId,
+      0,
+      (await activity(id)).products.find((x) => x.productId === productId)!,
+    );
   app.get<{ Params: { activityId: string }; Querystring: { account: string; page?: string; size?: string } }>('/products/:activityId', async (req, reply) => {
     const { activityId } = req.params;
     const page = Number(req.query.page ?? 1);

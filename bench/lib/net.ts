@@ -1,4 +1,4 @@
-import { request } from 'node:http';
+import { type Agent, request } from 'node:http';
 import { connect } from 'node:net';
 
 export { freePort } from '../../test/harness/free-port';
@@ -35,19 +35,20 @@ export interface HttpAnswer {
   body: string;
 }
 
-/** One plain HTTP request (no keep-alive), for readiness probes and smoke checks. */
+/** One HTTP request: on `agent` (default: none, no keep-alive), for probes, smoke checks and fixtures. */
 export function httpRequest(
   url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
+  opts: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number; agent?: Agent } = {},
 ): Promise<HttpAnswer> {
+  const timeout = opts.timeoutMs ?? 5000;
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false, timeout: opts.timeoutMs ?? 5000 }, (res) => {
+    const req = request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: opts.agent ?? false, timeout }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${opts.timeoutMs ?? 5000} ms: ${url}`)));
+    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeout} ms: ${opts.method ?? 'GET'} ${url}`)));
     req.on('error', reject);
     req.end(opts.body);
   });

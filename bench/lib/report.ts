@@ -88,6 +88,8 @@ export interface GoalLine {
   met?: boolean;
   /** An informational line, not a goal: Met shows —. */
   info?: boolean;
+  /** A goal a test asserts (named in `measured`): Met shows `by test`. */
+  test?: string;
 }
 
 /** The head every benchmark report starts with: title, how it was made, the environment and the goals table. */
@@ -103,7 +105,7 @@ export function reportHead(name: string, args: string[], env: ReturnType<typeof 
     '',
     markdownTable(
       ['Goal', 'Target', 'Measured', 'Met'],
-      goals.map((g) => [g.goal, g.target, g.measured, g.info ? '—' : g.met === undefined ? 'n/a' : g.met ? 'met' : missed]),
+      goals.map((g) => [g.goal, g.target, g.measured, g.test ? 'by test' : g.info ? '—' : g.met === undefined ? 'n/a' : g.met ? 'met' : missed]),
       ['left', 'left', 'left', 'left'],
     ),
     '',

@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
-import { Agent, request as httpRequestRaw } from 'node:http';
+import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { BENCH_ADMIN_KEY, fullEnv, spawnFullStack } from './full-stack';
-import { freePort } from './net';
+import { freePort, httpRequest } from './net';
 import { type ManagedProcess, waitUntilServing } from './proc';
 
 /** One answer of the built service: its status and its body as text. */
@@ -14,19 +14,8 @@ export interface Answer {
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
 /** One request on `agent` to the service on `port` (30 s timeout), with `body` as it is. */
-export function httpOn(agent: Agent, port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequestRaw({ host: '127.0.0.1', port, method, path, headers, agent, timeout: 30_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${path}`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+export const httpOn = (agent: Agent, port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> =>
+  httpRequest(`http://127.0.0.1:${port}${path}`, { method, headers, body, agent, timeoutMs: 30_000 });
 
 /** One request to the service on `port` (kept-alive connections, 30 s timeout); `body` is sent as JSON. */
 export const http = (port: number, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> =>

@@ -405,6 +405,10 @@ describe('outcomes from order events', () => {
     const del = await kit.user('acc_e1').delete(`/seckill/reservations/${paid.body.reservationId}`);
     expect([del.status, del.body.error]).toEqual([409, 'RESERVATION_PAID']);
     expect((await kit.stock(id)).get('p')).toMatchObject({ available: 2, sold: 1 });
+    // What came back sells again, all of it and no more: 6 new buyers race for the 2 units.
+    const again = await Promise.all(Array.from({ length: 6 }, (_, i) => kit.reserve(`acc_e_new${i}`, id, 'p')));
+    expect(again.map((r) => r.status).sort()).toEqual([201, 201, 409, 409, 409, 409]);
+    expect((await kit.expectInvariant(id)).get('p')).toMatchObject({ available: 0, reserved: 2, sold: 1 });
   });
 
   it('the same event twice, and closed before paid: units back once, a released reservation never sold', async () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import type { ShardKeys } from '../../src/features/seckill/seckill.keys';
+import { forEachLimit } from '../../src/platform/core/for-each-limit';
 import { rawConnection, waitUntil } from '../harness/redis-process';
 import { activityBody, activityId, seckillKit, type SeckillKit } from '../support/seckill';
 import { useAppOnOwnRedis } from '../support/test-app';
@@ -120,6 +121,20 @@ describe('reserve-5.lua', () => {
     expect(await raw.zscore(k0.due, `c|${a.rsvId}|acc_1`)).toBeNull();
     expect(await kit.store.reserve(k0, a)).toMatchObject({ outcome: 'EXISTING', record: { s: 'RELEASED', f: 1 } });
     expect(await stockOf(k0)).toMatchObject({ initial: 2, available: 1, reserved: 1 });
+  });
+  it('under a flash-sale load (3,000 buyers × 3 tries back to back, 200 in flight, 100 units, limit 1): exactly the stock reserved, 0 oversold, 0 undersold, no buyer over the limit', async () => {
+    const id = await sale([{ productId: 'p', stock: 100 }], { perUserLimit: 1 });
+    const [k] = (await kit.shards(id, 'p')).keys;
+    const outcomes: Record<string, number> = {};
+    await forEachLimit(9000, 200, async (i) => {
+      const r = await kit.store.reserve(k, opts({ account: `acc_${Math.floor(i / 3)}` }));
+      outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+    });
+    expect(outcomes.RESERVED).toBe(100);
+    expect(outcomes.RESERVED + outcomes.SOLD_OUT + (outcomes.LIMIT_EXCEEDED ?? 0)).toBe(9000);
+    expect(await stockOf(k)).toMatchObject({ initial: 100, available: 0, reserved: 100, sold: 0 });
+    const holds = Object.values(await raw.hgetall(k.holds));
+    expect([holds.length, holds.every((h) => h === '1')]).toEqual([100, true]);
   });
 });
 

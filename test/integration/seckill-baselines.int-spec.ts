@@ -1,16 +1,16 @@
 import type Redis from 'ioredis';
-import { measureCacheKeyMemory } from '../../bench/lib/cache-key-memory';
-import { DecrCheckDesign, DesignCounters, LlenLpushDesign, runBaselineLoad, SeckillDesign, seckillLoadPlan } from '../../bench/lib/seckill-baselines';
+import { measureCacheKeyMemory } from '../support/cache-key-memory';
+import { DecrCheckDesign, DesignCounters, LlenLpushDesign, runBaselineLoad, SeckillDesign, seckillLoadPlan } from '../support/seckill-baselines';
 import { rawConnection } from '../harness/redis-process';
 import { randomPrefix, RedisServerHandle, startRedisServer } from '../harness/redis-server';
 
 /**
- * The seckill benchmark's baselines (bench/lib/seckill-baselines.ts) behave as
+ * The naive flash-sale designs (test/support/seckill-baselines.ts) behave as
  * described on a real Redis: both end with exactly the stock sold under 200
  * requests in flight but pay for it in compensations, neither limits a buyer,
  * and each turns a buyer away while a unit is left when requests interleave;
  * the load runner's oversell count can fail; and 16-hex cache keys take less
- * memory than 32-hex ones (bench/lib/cache-key-memory.ts).
+ * memory than 32-hex ones (test/support/cache-key-memory.ts).
  */
 describe('seckill benchmark baselines', () => {
   let redis: RedisServerHandle;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { forEachLimit } from './limit';
+import { forEachLimit } from '../../src/platform/core/for-each-limit';
 
 /**
  * The two flash-sale reservation designs the seckill benchmark sets against the

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
-import { forEachLimit } from './limit';
-import { memoryUsage, usedMemory } from './redis-memory';
-import { startBenchRedis } from './redis-server';
+import { forEachLimit } from '../../src/platform/core/for-each-limit';
+import { memoryUsage, usedMemory } from '../../bench/lib/redis-memory';
 
 /**
  * Redis memory of cached listing pages keyed by an md5 of the query, with the
@@ -10,8 +9,8 @@ import { startBenchRedis } from './redis-server';
  * shared/seeds reports about 130 MB for 1,000,000 keys with 16-character
  * digests and 32-character values, and about 160 MB with 32-character digests.
  *
- * Each variant is loaded into a fresh redis-server on loopback (no AOF, no
- * RDB) with pipelined SETs, and measured two ways: the INFO used_memory delta
+ * Each variant is loaded into the given redis-server, flushed first, with
+ * pipelined SETs, and measured two ways: the INFO used_memory delta
  * over the load (every byte the keys cost, the main dictionary's buckets and
  * the allocator's rounding included) and MEMORY USAGE … SAMPLES 0 of a sample
  * of keys (what Redis attributes to one key).
@@ -32,7 +31,7 @@ export interface CacheKeyMemoryOptions {
   /** Keys per pipeline (default 5,000: SET … EX each, or MSETs of 500 keys without a TTL) and pipelines in flight (default 4). */
   pipeline: number;
   inFlight: number;
-  /** Use this Redis instead of starting one per variant; it is FLUSHALLed before each variant. */
+  /** The Redis to load; it is FLUSHALLed before each variant. */
   redisUrl?: string;
 }
 
@@ -141,35 +140,21 @@ async function measureVariant(url: string, hexChars: 16 | 32, o: CacheKeyMemoryO
 
 /**
  * Loads `keys` cached listing pages with 16-hex-character digests, then the
- * same pages with 32-hex-character digests, each into a fresh redis-server on
- * loopback (or the given one, flushed), and returns the used_memory delta of
+ * same pages with 32-hex-character digests, each into the given redis-server
+ * (flushed first), and returns the used_memory delta of
  * each, per key and their ratio. Takes a few seconds per million keys.
  */
-export async function measureCacheKeyMemory(options: Partial<CacheKeyMemoryOptions> = {}): Promise<CacheKeyMemoryResult> {
+export async function measureCacheKeyMemory(options: Partial<CacheKeyMemoryOptions> & { redisUrl: string }): Promise<CacheKeyMemoryResult> {
   const o = { ...DEFAULT_CACHE_KEY_MEMORY, ...options };
   const variants: CacheKeyVariant[] = [];
-  let redisVersion = 'unknown';
-  for (const hexChars of [16, 32] as const) {
-    if (o.redisUrl) {
-      variants.push(await measureVariant(o.redisUrl, hexChars, o, true));
-      continue;
-    }
-    const server = await startBenchRedis();
-    try {
-      redisVersion = server.version;
-      variants.push(await measureVariant(server.url, hexChars, o, false));
-    } finally {
-      await server.stop();
-    }
-  }
-  if (o.redisUrl) {
-    const r = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
-    try {
-      redisVersion = /redis_version:(\S+)/.exec(await r.info('server'))?.[1] ?? 'unknown';
-      await r.flushall();
-    } finally {
-      r.disconnect();
-    }
+  let redisVersion: string;
+  for (const hexChars of [16, 32] as const) variants.push(await measureVariant(o.redisUrl, hexChars, o, true));
+  const r = new Redis(o.redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    redisVersion = /redis_version:(\S+)/.exec(await r.info('server'))?.[1] ?? 'unknown';
+    await r.flushall();
+  } finally {
+    r.disconnect();
   }
   const [v16, v32] = variants as [CacheKeyVariant, CacheKeyVariant];
   return {
