@@ -13,33 +13,29 @@
 import { BUSY_MACHINE, busyMark, cpuWindow, type CpuWindow, inFlight, otherShare, redisCpuFromInfo, type RedisCpu } from './lib/engine-bench';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Queue } from 'bullmq';
 import { AppModule } from '../src/app.module';
 import { DelayQueueService, type Delivery } from '../src/engines/delay-queue';
 import { loadConfig } from '../src/platform/config/load-config';
 import { RedisService } from '../src/platform/redis/redis.service';
-import { parseSectionArgs } from './lib/args';
-import { benchWorkDir, onCleanup } from './lib/cleanup';
+import { onCleanup } from './lib/cleanup';
 import { ListScanQueue } from './lib/list-scan-queue';
 import { dist, type Dist, medianBy, ms, runSchedule } from './lib/measure';
 import { spawnManaged } from './lib/proc';
 import { memoryUsage, usedMemory } from './lib/redis-memory';
-import { type BenchRedis, startBenchRedis } from './lib/redis-server';
-import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
-import { benchJson, writeJsonResult } from './lib/results-json';
+import type { BenchRedis } from './lib/redis-server';
+import { fmtInt, fmtNum, type GoalLine, markdownTable } from './lib/report';
+import { type BenchContext, defineBench } from './lib/scenario';
 import { lineChartSvg } from './lib/svg-chart';
 
 const ROOT = resolve(__dirname, '..');
-const NAME = 'delay-queue';
 const DAY_MS = 86_400_000;
 const PREFIX = 'bench-dq';
 const GOALS = { cancelP99At1MMs: 1, vsListScanAt100k: 100, latenessP99Ms: 50, bytesPerItem: 200 };
 /** A fill (one design, all sizes) stops here; what it reached is measured and reported. */
 const FILL_BUDGET_S = 180;
-const SECTIONS = ['cancel', 'throughput', 'lateness'] as const;
 type DesignId = 'engine' | 'list-scan' | 'bullmq';
 const LABEL: Record<DesignId | 'engine-autopipelining', string> = {
   engine: 'engine: DelayQueueService',
@@ -48,13 +44,10 @@ const LABEL: Record<DesignId | 'engine-autopipelining', string> = {
   'engine-autopipelining': 'what-if: engine with auto-pipelining on on its command connection',
 };
 
-function options(args: string[]) {
-  if (args.includes('--dist')) throw new Error('--dist does not apply: this benchmark runs the engine from src/');
-  const { quick, sections } = parseSectionArgs(args, SECTIONS);
+function options({ quick }: BenchContext) {
   const listScan: Record<number, number> = quick ? { 10_000: 200, 100_000: 50 } : { 10_000: 1000, 100_000: 300, 1_000_000: 60 };
   return {
     quick,
-    sections,
     sizes: quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000],
     /** Measured cancels per size (a list-scan cancel at 1M takes a few hundred ms). */
     samples: (d: DesignId, size: number) => (d === 'list-scan' ? listScan[size] : quick ? 1000 : 5000),
@@ -365,7 +358,14 @@ const goal = (goal: string, target: string, measured: string | undefined, met: b
 const table = (headers: string[], rows: (string | number)[][]) => markdownTable(headers, rows, ['left', ...headers.slice(1).map(() => 'right' as const)]);
 const pcts = (d: Dist) => [d.p50, d.p90, d.p99, d.max].map(ms);
 
-function goals(points: CancelPoint[], runs: ThroughputRun[], late: Lateness | undefined, o: Options): GoalLine[] {
+interface Result {
+  o: Options;
+  points: CancelPoint[];
+  runs: ThroughputRun[];
+  late?: Lateness;
+}
+
+function goals({ o, points, runs, late }: Result): GoalLine[] {
   const at = (d: DesignId, size: number) => points.find((p) => p.design === d && p.target === size && p.size >= size * 0.99);
   const [e1m, e100, l100] = [at('engine', 1_000_000), at('engine', 100_000), at('list-scan', 100_000)];
   const [r50, r99] = e100 && l100 ? [l100.cancel.p50 / e100.cancel.p50, l100.cancel.p99 / e100.cancel.p99] : [NaN, NaN];
@@ -407,8 +407,8 @@ function goals(points: CancelPoint[], runs: ThroughputRun[], late: Lateness | un
   ];
 }
 
-function report(args: string[], o: Options, env: ReturnType<typeof environmentInfo>, points: CancelPoint[], runs: ThroughputRun[], late?: Lateness): string {
-  const md = reportHead(NAME, args, env, goals(points, runs, late, o), '**missed**');
+function report({ o, points, runs, late }: Result): string[] {
+  const md: string[] = [];
   if (points.length) {
     md.push(
       '## Cancel latency',
@@ -492,7 +492,7 @@ function report(args: string[], o: Options, env: ReturnType<typeof environmentIn
       '',
     );
   }
-  return md.join('\n');
+  return md;
 }
 
 /** Cancel latency against pending items, log–log (the shared chart has linear axes, so it plots log10 of µs and of items). */
@@ -510,44 +510,38 @@ const cancelSvg = (points: CancelPoint[]) =>
     ),
   });
 
-export async function main(args: string[]): Promise<void> {
-  const o = options(args);
-  const workDir = benchWorkDir('rp-bench-dq-');
-  const redis = await startBenchRedis();
-  const admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  const redisCpu = redisCpuFromInfo(admin);
-  const engine = await startEngine(redis.url);
-  const unregister = onCleanup(
-    'delay-queue engine',
-    () => engine.app.close().finally(() => admin.disconnect()),
-    () => admin.disconnect(),
-  );
-  const env = environmentInfo(redis.version, {
-    BullMQ: (require('bullmq/package.json') as { version: string }).version,
-    'Engine under test': 'DelayQueueService (src/engines/delay-queue) in a Nest application context of AppModule, no HTTP',
-    Mode: o.quick ? 'quick (10k and 100k only, fewer samples)' : 'full',
-  });
-  const runs = o.sections.has('throughput') ? await measureThroughput(o, redis, engine, admin, redisCpu) : [];
-  const late = o.sections.has('lateness') ? await measureLateness(o, redis, engine, admin, workDir) : undefined;
-  const points = o.sections.has('cancel') ? await measureCancel(o, redis, engine, admin, redisCpu) : [];
-  await engine.app.close();
-  admin.disconnect();
-  unregister();
-  await redis.stop();
-
-  const outDir = args.length === 0 ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
-  const svgPath = args.length === 0 ? join(ROOT, 'docs', 'delay-queue-cancel.svg') : join(outDir, 'delay-queue-cancel.svg');
-  if (points.length) {
-    mkdirSync(join(svgPath, '..'), { recursive: true });
-    writeFileSync(svgPath, cancelSvg(points));
-  }
-  writeResult(NAME, report(args, o, env, points, runs, late), outDir);
-  writeJsonResult(
-    NAME,
-    benchJson({ bench: NAME, args, dist: join(ROOT, 'src'), environment: env, goals: goals(points, runs, late, o), ratios: {} }, {}),
-    outDir,
-  );
-}
+export const { main } = defineBench<Result>({
+  name: 'delay-queue',
+  sections: ['cancel', 'throughput', 'lateness'],
+  prefix: PREFIX,
+  async run(ctx) {
+    const o = options(ctx);
+    const admin = new Redis(ctx.redis.url, { maxRetriesPerRequest: 1 });
+    const redisCpu = redisCpuFromInfo(admin);
+    const engine = await startEngine(ctx.redis.url);
+    const unregister = onCleanup(
+      'delay-queue engine',
+      () => engine.app.close().finally(() => admin.disconnect()),
+      () => admin.disconnect(),
+    );
+    Object.assign(ctx.env, {
+      BullMQ: (require('bullmq/package.json') as { version: string }).version,
+      'Engine under test': 'DelayQueueService (src/engines/delay-queue) in a Nest application context of AppModule, no HTTP',
+      Mode: ctx.quick ? 'quick (10k and 100k only, fewer samples)' : 'full',
+    });
+    const runs = ctx.has('throughput') ? await measureThroughput(o, ctx.redis, engine, admin, redisCpu) : [];
+    const late = ctx.has('lateness') ? await measureLateness(o, ctx.redis, engine, admin, ctx.workDir) : undefined;
+    const points = ctx.has('cancel') ? await measureCancel(o, ctx.redis, engine, admin, redisCpu) : [];
+    await engine.app.close();
+    admin.disconnect();
+    unregister();
+    if (points.length)
+      writeFileSync(ctx.standard ? join(ROOT, 'docs', 'delay-queue-cancel.svg') : join(ctx.outDir, 'delay-queue-cancel.svg'), cancelSvg(points));
+    return { o, points, runs, late };
+  },
+  goals: (r) => goals(r),
+  report: (r) => report(r),
+});
 
 if (require.main === module && process.env.DQ_BENCH_WORKER) {
   runWorker(process.env.DQ_BENCH_WORKER).catch((err) => {
