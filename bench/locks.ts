@@ -11,31 +11,24 @@
 import { BUSY_MACHINE, busyMark, commandUs, cpuWindow, type CpuWindow, otherShare, redisCpuFromInfo, type RedisCpu } from './lib/engine-bench';
 import Redis from 'ioredis';
 import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseSectionArgs } from './lib/args';
 import { onCleanup } from './lib/cleanup';
 import { ROOT } from './lib/full-stack';
 import { allLibraries, FENCE_KEEP_MS, FENCED_ACQUIRE_LUA, LEASE_MS, type LockClient, type LockLibrary, OWNER_RELEASE_LUA, WAIT_MS } from './lib/locks-clients';
 import { type HandoffRun, HandoffWorkers } from './lib/locks-handoff';
 import { dist, type Dist, median, ms, runSchedule } from './lib/measure';
-import { startBenchRedis } from './lib/redis-server';
-import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
-import { benchJson, writeJsonResult } from './lib/results-json';
+import { fmtInt, fmtNum, type GoalLine, markdownTable } from './lib/report';
+import { type BenchContext, defineBench } from './lib/scenario';
 import { loadScriptFile } from '../src/platform/scripts/script-loader';
 
-const NAME = 'locks';
 const HANDOFF_P50_GOAL_MS = 2;
 const MODES = ['serial', 'concurrent'] as const;
 type Mode = (typeof MODES)[number];
 
-function options(args: string[]) {
-  if (args.includes('--dist')) throw new Error('--dist does not apply: this benchmark runs the engine from src/');
-  const { quick, sections } = parseSectionArgs(args, ['uncontended', 'handoff', 'scripts'] as const);
+function options({ quick }: BenchContext) {
   return {
     quick,
-    sections,
     uncontended: { rounds: quick ? 1 : 4, warmupMs: quick ? 200 : 300, measureMs: quick ? 500 : 1500, concurrency: 50, budgetS: quick ? 10 : 75 },
     scripts: { rounds: quick ? 2 : 10, batch: quick ? 300 : 2000 },
     handoff: { waiters: 10, count: quick ? 100 : 1000, singleCount: quick ? 30 : 300, rounds: quick ? 1 : 2, holdMs: 1, firstHoldMs: 50, capS: quick ? 5 : 12 },
@@ -248,7 +241,7 @@ async function measureScripts(o: Options, admin: Redis): Promise<ScriptCost[]> {
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function goals(u: UncontendedRow[], hs: HandoffRow[], o: Options): GoalLine[] {
+function goals({ o, u, hs }: Result): GoalLine[] {
   const out: GoalLine[] = [];
   for (const mode of MODES) {
     const at = `1 client, ${inFlight(o, mode)} in flight`;
@@ -279,16 +272,16 @@ function goals(u: UncontendedRow[], hs: HandoffRow[], o: Options): GoalLine[] {
 
 const table = (headers: string[], rows: string[][]) => markdownTable(headers, rows, ['left', ...headers.slice(1).map(() => 'right' as const)]);
 
-function report(
-  args: string[],
-  o: Options,
-  env: ReturnType<typeof environmentInfo>,
-  libs: LockLibrary[],
-  u: UncontendedRow[],
-  hs: HandoffRow[],
-  sc: ScriptCost[],
-): string {
-  const md = reportHead(NAME, args, env, goals(u, hs, o));
+interface Result {
+  o: Options;
+  libs: LockLibrary[];
+  u: UncontendedRow[];
+  hs: HandoffRow[];
+  sc: ScriptCost[];
+}
+
+function report({ o, libs, u, hs, sc }: Result): string[] {
+  const md: string[] = [];
   const label = (id: string) => libs.find((l) => l.id === id)?.label ?? id;
   const [x, h, c] = [o.uncontended, o.handoff, o.uncontended.concurrency];
   if (u.length) {
@@ -381,39 +374,48 @@ function report(
   md.push(
     "- Every client has its own ioredis connection with the service's options (src/platform/redis/redis-options.ts); the engine's also its pub/sub connection.",
   );
-  return md.join('\n');
+  return md;
 }
 
-export async function main(args: string[]): Promise<void> {
-  const o = options(args);
-  const redis = await startBenchRedis();
-  const admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  const unregister = onCleanup(
-    'locks bench admin connection',
-    () => admin.disconnect(),
-    () => admin.disconnect(),
-  );
-  const { libs, fencedFloor } = allLibraries(redis.url);
-  const version = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
-  const env = environmentInfo(redis.version, {
-    ...Object.fromEntries(['redlock', 'redis-semaphore', 'ioredis', '@nestjs/core'].map((p) => [p, version(p)])),
-    'Engine under test': 'LockService (src/engines/locks), one Nest application context per client (config, metrics, Redis, scripts, the lock module; no HTTP)',
-    Placement: 'uncontended: the client in this process; hand-off: one process per client; redis-server on loopback; nothing pinned',
-    Mode: o.quick ? 'quick (short smoke run)' : 'full',
-  });
-  // redlock-10ms differs from redlock only in its retry, which an uncontended acquire never uses; fenced-floor cannot wait (no hand-off).
-  const uncontended = [...libs.filter((l) => l.id !== 'redlock-10ms'), fencedFloor];
-  const u = o.sections.has('uncontended') ? await measureUncontended(o, uncontended, admin, redisCpuFromInfo(admin)) : [];
-  const hs = o.sections.has('handoff') ? await measureHandoff(o, libs, redis.url, admin) : [];
-  const sc = o.sections.has('scripts') ? await measureScripts(o, admin) : [];
-  admin.disconnect();
-  unregister();
-  await redis.stop();
-  const outDir = args.length === 0 ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
-  const uSum = summariseUncontended(
-    u,
-    uncontended.map((l) => l.id),
-  );
-  writeResult(NAME, report(args, o, env, [...libs, fencedFloor], uSum, hs, sc), outDir);
-  writeJsonResult(NAME, benchJson({ bench: NAME, args, dist: join(ROOT, 'src'), environment: env, goals: goals(uSum, hs, o), ratios: {} }, {}), outDir);
-}
+export const { main } = defineBench<Result>({
+  name: 'locks',
+  sections: ['uncontended', 'handoff', 'scripts'],
+  prefix: 'bench-locks',
+  async run(ctx) {
+    const o = options(ctx);
+    const admin = new Redis(ctx.redis.url, { maxRetriesPerRequest: 1 });
+    const unregister = onCleanup(
+      'locks bench admin connection',
+      () => admin.disconnect(),
+      () => admin.disconnect(),
+    );
+    const { libs, fencedFloor } = allLibraries(ctx.redis.url);
+    const version = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    Object.assign(ctx.env, {
+      ...Object.fromEntries(['redlock', 'redis-semaphore', 'ioredis', '@nestjs/core'].map((p) => [p, version(p)])),
+      'Engine under test':
+        'LockService (src/engines/locks), one Nest application context per client (config, metrics, Redis, scripts, the lock module; no HTTP)',
+      Placement: 'uncontended: the client in this process; hand-off: one process per client; redis-server on loopback; nothing pinned',
+      Mode: ctx.quick ? 'quick (short smoke run)' : 'full',
+    });
+    // redlock-10ms differs from redlock only in its retry, which an uncontended acquire never uses; fenced-floor cannot wait (no hand-off).
+    const uncontended = [...libs.filter((l) => l.id !== 'redlock-10ms'), fencedFloor];
+    const u = ctx.has('uncontended') ? await measureUncontended(o, uncontended, admin, redisCpuFromInfo(admin)) : [];
+    const hs = ctx.has('handoff') ? await measureHandoff(o, libs, ctx.redis.url, admin) : [];
+    const sc = ctx.has('scripts') ? await measureScripts(o, admin) : [];
+    admin.disconnect();
+    unregister();
+    return {
+      o,
+      libs: [...libs, fencedFloor],
+      u: summariseUncontended(
+        u,
+        uncontended.map((l) => l.id),
+      ),
+      hs,
+      sc,
+    };
+  },
+  goals: (r) => goals(r),
+  report: (r) => report(r),
+});
