@@ -177,7 +177,7 @@ async function sweep(design: Design, o: Options, admin: Redis, pinger: Redis, re
     }
     const p: CancelPoint = {
       ...{ design: design.id, target, size, cancel: dist(lat), ping: dist(pings), fillRate, bytesPerItem: bytes / size, usedPerItem: used / size },
-      byPart: parts.map(([part, b]) => `${part} ${fmtInt(b / size)}`).join(', '),
+      byPart: parts.flatMap(([part, b]) => (b >= size ? [`${part} ${fmtInt(b / size)}`] : [])).join(', '),
       keyCount: keys.length,
       cpu: await end(),
     };
@@ -355,7 +355,9 @@ const goal = (goal: string, target: string, measured: string | undefined, met: b
   measured: measured ?? 'not measured',
   met,
 });
-const table = (headers: string[], rows: (string | number)[][]) => markdownTable(headers, rows, ['left', ...headers.slice(1).map(() => 'right' as const)]);
+/** A table from `a|b|c` headers, the first column left-aligned. */
+const table = (headers: string, rows: (string | number)[][]) =>
+  ((h) => markdownTable(h, rows, ['left', ...h.slice(1).map(() => 'right' as const)]))(headers.split('|'));
 const pcts = (d: Dist) => [d.p50, d.p90, d.p99, d.max].map(ms);
 
 interface Result {
@@ -413,7 +415,7 @@ function report({ o, points, runs, late }: Result): string[] {
     md.push(
       '## Cancel latency',
       '',
-      'One awaited cancel at a time on a random pending item, then one PING on a plain connection (the round-trip floor in the same window). ⚠: other jobs used more than 20% of a core.',
+      'One awaited cancel at a time on a random pending item, then one PING on a plain connection (the floor in the same window).',
       '',
     );
     const rows = points.map((p) => [
@@ -425,7 +427,7 @@ function report({ o, points, runs, late }: Result): string[] {
       fmtInt(p.fillRate),
     ]);
     md.push(
-      table(['Design', 'Pending', 'Samples', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'PING p50 / p99 ms (floor)', 'Fill items/s'], rows),
+      table('Design|Pending|Samples|p50 ms|p90 ms|p99 ms|max ms|PING p50 / p99 ms (floor)|Fill items/s', rows),
       '',
       'How many times slower than the engine (p50 / p99):',
       '',
@@ -437,60 +439,44 @@ function report({ o, points, runs, late }: Result): string[] {
     }
     md.push('', 'Plot: [docs/delay-queue-cancel.svg](../../docs/delay-queue-cancel.svg).', '', '## Redis memory per pending item', '');
     md.push(
-      '`MEMORY USAGE <key> SAMPLES 0` summed over every key of the queue, and the INFO used_memory delta over the fill, per pending item (100-byte payload).',
+      '`MEMORY USAGE <key> SAMPLES 0` over every key of the queue, and the INFO used_memory delta over the fill, per pending item (100-byte payload).',
       '',
     );
-    md.push(
-      table(
-        ['Design', 'Pending', 'Keys', 'MEMORY USAGE B/item', 'by key, B/item', 'used_memory delta B/item'],
-        points.map((p) => [p.design, sizeLabel(p.size), fmtInt(p.keyCount), fmtInt(p.bytesPerItem), p.byPart, fmtInt(p.usedPerItem)]),
-      ),
-      '',
-    );
+    const mem = points.map((p) => [p.design, sizeLabel(p.size), fmtInt(p.keyCount), fmtInt(p.bytesPerItem), p.byPart, fmtInt(p.usedPerItem)]);
+    md.push(table('Design|Pending|Keys|MEMORY USAGE B/item|by key, B/item|used_memory delta B/item', mem), '');
   }
   if (runs.length) {
     const t = o.throughput;
     md.push(
       '## Schedule throughput',
       '',
-      `${fmtInt(t.items)} items per run, ${t.concurrency} in flight, ${t.rounds} rounds in alternating order; a run other jobs disturbed is made again, and left out of the median when its row has others (⚠). `,
+      `${fmtInt(t.items)} items per run, ${t.concurrency} in flight, ${t.rounds} rounds in alternating order; a disturbed run is made again (⚠: still disturbed).`,
     );
     md.push(
-      'The what-if: the service leaves auto-pipelining off (src/platform/redis/redis-options.ts) and coalesces the writes of one event-loop turn instead (src/platform/redis/coalesce-writes.ts).',
+      'The what-if: the service leaves auto-pipelining off (src/platform/redis/redis-options.ts) and coalesces the writes of an event-loop turn (coalesce-writes.ts).',
       '',
     );
     const row = (d: Rate, r: ThroughputRun, c = cpuPerItem(runs, d, o), b = medianRun(runs, 'bullmq')) => [
       LABEL[d],
       fmtInt(r.perSecond),
-      runs
-        .filter((x) => x.design === d)
-        .map((x) => fmtInt(x.perSecond) + busyMark(x.cpu))
-        .join(' / '),
+      runs.flatMap((x) => (x.design === d ? [fmtInt(x.perSecond) + busyMark(x.cpu)] : [])).join(' / '),
       `${ms(r.call.p50)} / ${ms(r.call.p99)}`,
       [c.client, c.redis, c.total].map((v) => fmtNum(v, 1)).join(' / '),
       b ? fmtNum(r.perSecond / b.perSecond, 2) : 'n/a',
     ];
     const rows = (['engine', 'bullmq', 'engine-autopipelining'] as const).flatMap((d) => (medianRun(runs, d) ? [row(d, medianRun(runs, d)!)] : []));
-    md.push(
-      table(['Design', 'Items/s (median run)', 'Each run', 'Call p50 / p99 ms', 'CPU µs/item: client / redis-server / both', '÷ BullMQ items/s'], rows),
-      '',
-    );
+    md.push(table('Design|Items/s (median run)|Each run|Call p50 / p99 ms|CPU µs/item: client / redis-server / both|÷ BullMQ items/s', rows), '');
   }
   if (late) {
     const L = o.lateness;
     md.push(
       '## Firing lateness, two instances',
       '',
-      `${fmtInt(late.items)} items due at random over ${L.spreadMs / 1000} s from ${L.leadMs / 1000} s after scheduling; lateness = handler start (local clock: Redis is on the same machine) − \`dueAt\` (Redis clock).`,
-      '',
+      `${fmtInt(late.items)} items due at random over ${L.spreadMs / 1000} s from ${L.leadMs / 1000} s after scheduling; `,
     );
-    md.push(
-      table(
-        ['Items', 'Handled per instance', 'Redeliveries', 'Lateness p50 ms', 'p90 ms', 'p99 ms', 'max ms'],
-        [[fmtInt(late.items), late.handled.map(fmtInt).join(' / '), fmtInt(late.redelivered), ...pcts(late.lateness)]],
-      ),
-      '',
-    );
+    md.push('lateness = handler start (local clock; Redis runs on the same machine) − `dueAt` (Redis clock).', '');
+    const row = [fmtInt(late.items), late.handled.map(fmtInt).join(' / '), fmtInt(late.redelivered), ...pcts(late.lateness)];
+    md.push(table('Items|Handled per instance|Redeliveries|Lateness p50 ms|p90 ms|p99 ms|max ms', [row]), '');
   }
   return md;
 }

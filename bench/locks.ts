@@ -200,11 +200,8 @@ async function measureScripts(o: Options, admin: Redis): Promise<ScriptCost[]> {
     const sha = admin.script('LOAD', lua) as Promise<string>;
     return async (keys: string[], ...args: (string | number)[]) => admin.evalsha(await sha, keys.length, ...keys, ...args);
   };
-  const [ownerRelease, setNx, fenced] = [
-    script(OWNER_RELEASE_LUA),
-    script("return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])"),
-    script(FENCED_ACQUIRE_LUA),
-  ];
+  const [ownerRelease, fenced] = [script(OWNER_RELEASE_LUA), script(FENCED_ACQUIRE_LUA)];
+  const setNx = script("return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])");
   const engine = (lua: string) => {
     const [a, r] = [script(lua), script(release)];
     return async (k: string, w: string) => (await a([`${k}h`, `${k}fence`], w, 'w', LEASE_MS, 0, FENCE_KEEP_MS, '0'), await r([`${k}h`], w, `${k}released`));
@@ -302,24 +299,12 @@ function report({ o, libs, u, hs, sc }: Result): string[] {
     const rows = [...new Set(u.map((s) => s.lib))].map((lib) => [
       label(lib),
       ...MODES.flatMap((m) => [ops(row(lib, m)), ratio(row(lib, m), m)]),
-      us(lib, 0),
-      us(lib, 1),
-      us(lib, 2),
+      ...[0, 1, 2].map((k) => us(lib, k)),
     ]);
     md.push(table([...headers, ...cpu], rows), '');
   }
   if (hs.length) {
-    const headers = [
-      'library',
-      'hand-offs',
-      'p50 ms',
-      'p90 ms',
-      'p99 ms',
-      'max ms',
-      'p50 from release returned',
-      'acquire wait p50 / max ms',
-      'Redis commands per hand-off',
-    ];
+    const headers = 'library|hand-offs|p50 ms|p90 ms|p99 ms|max ms|p50 from release returned|acquire wait p50 / max ms|Redis commands per hand-off'.split('|');
     const rows = (waiters: number) =>
       hs
         .filter((s) => s.waiters === waiters)
@@ -357,23 +342,15 @@ function report({ o, libs, u, hs, sc }: Result): string[] {
         `${o.scripts.rounds} rounds of ${fmtInt(o.scripts.batch)} pairs per variant, the order shuffled every round, median.`,
       '',
     );
-    md.push(
-      table(
-        ['variant', 'Redis µs per acquire + release', '÷ engine'],
-        sc.map((r) => [r.label, fmtNum(r.us, 2), fmtNum(r.us / sc[0].us, 2)]),
-      ),
-      '',
-    );
+    const rows = sc.map((r) => [r.label, fmtNum(r.us, 2), fmtNum(r.us / sc[0].us, 2)]);
+    md.push(table(['variant', 'Redis µs per acquire + release', '÷ engine'], rows), '');
   }
   md.push(
     '## Settings',
     '',
-    `- Every row: lease ${LEASE_MS} ms, an acquire waits up to ${WAIT_MS} ms, exclusive lock.`,
-    ...libs.map((l) => `- **${l.label}**: ${l.settings}.`),
+    `- Every row: lease ${LEASE_MS} ms, an acquire waits up to ${WAIT_MS} ms, exclusive lock; its own ioredis connection(s) with the service's options.`,
   );
-  md.push(
-    "- Every client has its own ioredis connection with the service's options (src/platform/redis/redis-options.ts); the engine's also its pub/sub connection.",
-  );
+  md.push(...libs.map((l) => `- **${l.label}**: ${l.settings}.`));
   return md;
 }
 

@@ -125,18 +125,12 @@ function redlockLibrary(redisUrl: string, options: RedisOptions, retryDelay: num
 
 function semaphoreLibrary(redisUrl: string, options: RedisOptions): LockLibrary {
   const settings = `new Mutex(client, key, {lockTimeout: ${LEASE_MS}, acquireTimeout: ${WAIT_MS}, retryInterval: 10}) per acquire; acquire(); release()`;
-  return peer(
-    redisUrl,
-    options,
-    { id: 'redis-semaphore', label: 'redis-semaphore Mutex: retry every 10 ms (default)', settings, commands: ['set', 'evalsha', 'eval'] },
-    async (conn) => {
-      return async (name) => {
-        const m = new Mutex(conn, peerKey(name, 'sem'), { lockTimeout: LEASE_MS, acquireTimeout: WAIT_MS, retryInterval: 10 });
-        await m.acquire();
-        return () => m.release();
-      };
-    },
-  );
+  const lib = { id: 'redis-semaphore', label: 'redis-semaphore Mutex: retry every 10 ms (default)', settings, commands: ['set', 'evalsha', 'eval'] };
+  return peer(redisUrl, options, lib, async (conn) => async (name) => {
+    const m = new Mutex(conn, peerKey(name, 'sem'), { lockTimeout: LEASE_MS, acquireTimeout: WAIT_MS, retryInterval: 10 });
+    await m.acquire();
+    return () => m.release();
+  });
 }
 
 /** TIME; SET key owner NX PX; the fencing counter with its clock floor (the token never goes back). KEYS: lock, fence; ARGV: owner, lease, keep. */
