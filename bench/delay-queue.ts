@@ -84,15 +84,8 @@ async function openBull(redis: BenchRedis, name: string): Promise<Queue> {
 // ---------------------------------------------------------------------------------------------
 // Cancel latency and memory per pending item
 
-interface Design {
-  id: DesignId;
-  /** Adds items `is`, each due in a day. */
-  add(is: number[]): Promise<unknown>;
-  cancel(i: number): Promise<unknown>;
-  /** The KEYS pattern of every key of the design's queue. */
-  keys: string;
-  close?(): Promise<unknown>;
-}
+/** A design under test: `add` items due in a day, `cancel` one, `keys`: the KEYS pattern of every key of its queue. */
+type Design = { id: DesignId; add(is: number[]): Promise<unknown>; cancel(i: number): Promise<unknown>; keys: string; close?(): Promise<unknown> };
 
 /** The part of a queue a key holds, for the memory breakdown: its last segment (BullMQ: one hash per job). */
 const partOf = (key: string) => (/:o-\d+$/.test(key) ? 'job hashes' : key.slice(key.lastIndexOf(':') + 1));
@@ -210,13 +203,7 @@ async function measureCancel(o: Options, redis: BenchRedis, engine: Engine, admi
 // Schedule throughput
 
 type Rate = 'engine' | 'bullmq' | 'engine-autopipelining';
-interface ThroughputRun {
-  design: Rate;
-  perSecond: number;
-  call: Dist;
-  cpu: CpuWindow;
-  attempts: number;
-}
+type ThroughputRun = { design: Rate; perSecond: number; call: Dist; cpu: CpuWindow; attempts: number };
 
 async function measureThroughput(o: Options, redis: BenchRedis, engine: Engine, admin: Redis, redisCpu: RedisCpu): Promise<ThroughputRun[]> {
   const t = o.throughput;
@@ -282,12 +269,7 @@ const cpuPerItem = (runs: ThroughputRun[], d: Rate, o: Options) => {
 // Firing lateness with two instances
 
 const LATE_QUEUE = 'lateness';
-interface Lateness {
-  items: number;
-  handled: number[];
-  lateness: Dist;
-  redelivered: number;
-}
+type Lateness = { items: number; handled: number[]; lateness: Dist; redelivered: number };
 
 async function waitFor(what: string, timeoutMs: number, check: () => boolean | Promise<boolean>): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; !(await check()); await new Promise((r) => setTimeout(r, 50))) {
@@ -360,12 +342,7 @@ const table = (headers: string, rows: (string | number)[][]) =>
   ((h) => markdownTable(h, rows, ['left', ...h.slice(1).map(() => 'right' as const)]))(headers.split('|'));
 const pcts = (d: Dist) => [d.p50, d.p90, d.p99, d.max].map(ms);
 
-interface Result {
-  o: Options;
-  points: CancelPoint[];
-  runs: ThroughputRun[];
-  late?: Lateness;
-}
+type Result = { o: Options; points: CancelPoint[]; runs: ThroughputRun[]; late?: Lateness };
 
 function goals({ o, points, runs, late }: Result): GoalLine[] {
   const at = (d: DesignId, size: number) => points.find((p) => p.design === d && p.target === size && p.size >= size * 0.99);

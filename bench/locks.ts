@@ -42,15 +42,7 @@ const inFlight = (o: Options, mode: Mode) => (mode === 'serial' ? 1 : o.unconten
 // ---------------------------------------------------------------------------------------------
 // Uncontended acquire + release
 
-interface UncontendedRun {
-  lib: string;
-  mode: Mode;
-  attempts: number;
-  ops: number;
-  cpu: CpuWindow;
-  /** Redis's execution time of what the client sent (a script whole), µs per acquire + release. */
-  commandUs: number;
-}
+type UncontendedRun = { lib: string; mode: Mode; attempts: number; ops: number; cpu: CpuWindow; commandUs: number };
 
 /** Loops on one client, each acquire on a name never used before; counts what completes in the measured window. */
 async function uncontendedRun(client: LockClient, lib: LockLibrary, mode: Mode, prefix: string, o: Options, admin: Redis, redisCpu: RedisCpu) {
@@ -93,16 +85,8 @@ async function measureUncontended(o: Options, libs: LockLibrary[], admin: Redis,
   }
 }
 
-interface UncontendedRow {
-  lib: string;
-  mode: Mode;
-  median: number;
-  min: number;
-  max: number;
-  /** Per acquire + release, µs: this process, redis-server, Redis command time. */
-  us: [number, number, number];
-  busy: boolean;
-}
+/** `us`: per acquire + release, this process's CPU, redis-server's CPU, Redis command time (INFO commandstats). */
+type UncontendedRow = { lib: string; mode: Mode; median: number; min: number; max: number; us: [number, number, number]; busy: boolean };
 
 const summariseUncontended = (runs: UncontendedRun[], order: string[]): UncontendedRow[] =>
   order.flatMap((lib) =>
@@ -121,16 +105,8 @@ const summariseUncontended = (runs: UncontendedRun[], order: string[]): Unconten
 // ---------------------------------------------------------------------------------------------
 // Hand-off
 
-interface HandoffRow {
-  lib: string;
-  waiters: number;
-  issued: Dist;
-  returned: Dist;
-  wait: Dist;
-  /** Commands all participants sent per hand-off, over whole runs (warm-up included). */
-  requests: number;
-  capped: boolean;
-}
+/** `requests`: commands all participants sent per hand-off, over whole runs (warm-up included). */
+type HandoffRow = { lib: string; waiters: number; issued: Dist; returned: Dist; wait: Dist; requests: number; capped: boolean };
 
 async function measureHandoff(o: Options, libs: LockLibrary[], redisUrl: string, admin: Redis): Promise<HandoffRow[]> {
   const h = o.handoff;
@@ -176,11 +152,7 @@ async function measureHandoff(o: Options, libs: LockLibrary[], redisUrl: string,
 // ---------------------------------------------------------------------------------------------
 // What the semantics cost inside Redis
 
-interface ScriptCost {
-  label: string;
-  /** Redis's execution time of what the client sent per acquire + release, µs: median over the rounds. */
-  us: number;
-}
+type ScriptCost = { label: string; us: number };
 
 /**
  * One acquire + release of a lock nobody else wants, on one connection: the engine's scripts (lua/engines/locks) as shipped, the
@@ -269,13 +241,7 @@ function goals({ o, u, hs }: Result): GoalLine[] {
 
 const table = (headers: string[], rows: string[][]) => markdownTable(headers, rows, ['left', ...headers.slice(1).map(() => 'right' as const)]);
 
-interface Result {
-  o: Options;
-  libs: LockLibrary[];
-  u: UncontendedRow[];
-  hs: HandoffRow[];
-  sc: ScriptCost[];
-}
+type Result = { o: Options; libs: LockLibrary[]; u: UncontendedRow[]; hs: HandoffRow[]; sc: ScriptCost[] };
 
 function report({ o, libs, u, hs, sc }: Result): string[] {
   const md: string[] = [];

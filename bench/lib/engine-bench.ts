@@ -56,12 +56,7 @@ export const redisCpuFromInfo =
   };
 
 /** CPU seconds over a window: this process, redis-server, and everything else on the machine (a benchmark's child processes included). */
-export interface CpuWindow {
-  wallS: number;
-  selfS: number;
-  redisS: number;
-  otherS: number;
-}
+export type CpuWindow = { wallS: number; selfS: number; redisS: number; otherS: number };
 
 /** Starts a CPU window; the returned function ends it. */
 export async function cpuWindow(redisCpu: RedisCpu): Promise<() => Promise<CpuWindow>> {

@@ -32,22 +32,11 @@ const PREFIX = 'bench-locks';
 /** How long the engine keeps a lock's fencing counter (lock.store). */
 export const FENCE_KEEP_MS = 3_600_000;
 
-export interface LockClient {
-  /** Takes `name` exclusively, waiting up to WAIT_MS; resolves with its release. */
-  acquire(name: string): Promise<() => Promise<unknown>>;
-  /** Commands this client has sent so far (every connection it owns). */
-  readonly sent: { n: number };
-  close(): Promise<void>;
-}
+/** `acquire` takes a name exclusively (waiting up to WAIT_MS) and resolves with its release; `sent`: commands sent so far, every connection. */
+export type LockClient = { acquire(name: string): Promise<() => Promise<unknown>>; readonly sent: { n: number }; close(): Promise<void> };
 
-export interface LockLibrary {
-  id: string;
-  label: string;
-  settings: string;
-  /** The commands its client sends for an acquire + release (INFO commandstats names). */
-  commands: readonly string[];
-  connect(): Promise<LockClient>;
-}
+/** A row: `commands` are what its client sends for an acquire + release (INFO commandstats names). */
+export type LockLibrary = { id: string; label: string; settings: string; commands: readonly string[]; connect(): Promise<LockClient> };
 
 /** Counts the commands a connection sends (ioredis routes every command through sendCommand). */
 function counted<T extends Redis>(conn: T, sent: { n: number }): T {

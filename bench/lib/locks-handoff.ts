@@ -15,15 +15,8 @@ import { monotonicMs } from './engine-bench';
 import { ROOT } from './full-stack';
 import { allLibraries, type LockClient } from './locks-clients';
 
-export interface HandoffSettings {
-  holdMs: number;
-  /** A participant's first hold lasts this long, so that the others are all waiting before the first release. */
-  firstHoldMs: number;
-  /** Hand-offs at the start of a run not counted (JIT, connections, subscriptions, the long first holds). */
-  warmup: number;
-  /** A run stops taking samples after this long (the slow polling rows). */
-  capS: number;
-}
+/** The first hold lasts firstHoldMs (so all others wait before the first release); `warmup` hand-offs are not counted; a run stops after capS. */
+export type HandoffSettings = { holdMs: number; firstHoldMs: number; warmup: number; capS: number };
 
 type ToWorker = { t: 'run'; run: number; lib: string; name: string; holdMs: number; firstHoldMs: number } | { t: 'go' | 'stop'; run: number } | { t: 'exit' };
 type FromWorker =
@@ -33,24 +26,10 @@ type FromWorker =
   | { t: 'stopped'; run: number; requests: number }
   | { t: 'error'; message: string };
 
-export interface HandoffRun {
-  /** Release issued → the next holder's acquire resolved; from the release call resolved (can be < 0); each counted acquire's wait. ms. */
-  fromIssued: number[];
-  fromReturned: number[];
-  waits: number[];
-  /** Over the whole run (warm-up included): hand-offs, and the commands all participants sent. */
-  all: number;
-  requests: number;
-  capped: boolean;
-}
+/** ms: release issued / release returned → next holder's acquire; each counted acquire's wait. `all` hand-offs and `requests` sent, warm-up included. */
+export type HandoffRun = { fromIssued: number[]; fromReturned: number[]; waits: number[]; all: number; requests: number; capped: boolean };
 
-interface Hold {
-  i: number;
-  asked: number;
-  got: number;
-  issued?: number;
-  returned?: number;
-}
+type Hold = { i: number; asked: number; got: number; issued?: number; returned?: number };
 
 /** `count` worker processes, each with a client of every library but fenced-floor (it cannot wait). */
 export class HandoffWorkers {
