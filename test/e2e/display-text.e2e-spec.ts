@@ -18,7 +18,8 @@ const SERVICE = { 'x-service-token': CREDS.serviceToken };
 /** Every key but the rate-limit windows and merchant nonces, which the guards write before validation. */
 async function stored(): Promise<string[]> {
   const keys = await ctx.raw.keys('*');
-  return keys.filter((k) => !/:rate-limit:|:auth:\{m:/.test(k)).sort();
+  // Left out: rate-limit windows, merchant nonces, and the flash-sale sweep's lease (a background job's, whenever it runs).
+  return keys.filter((k) => !/:rate-limit:|:auth:\{m:|:seckill:\{i\}:sweep$/.test(k)).sort();
 }
 
 let n = 0;

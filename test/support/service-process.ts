@@ -35,7 +35,18 @@ export interface ServiceOptions {
  * ready (GET /health/ready answered 200) when this resolves. Production settings unless crash points are armed.
  */
 export async function startServiceProcess(redisUrl: string, prefix: string, opts: ServiceOptions = {}): Promise<ServiceProcess> {
-  const port = await freePort();
+  // A port free a moment ago can be taken before the child binds it (by another process's outgoing connection, on a
+  // busy machine): the child then exits saying so, and another port is tried. Any other failure is the test's.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(await freePort(), redisUrl, prefix, opts);
+    } catch (err) {
+      if (attempt === 3 || !/the port is already in use/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function startOnce(port: number, redisUrl: string, prefix: string, opts: ServiceOptions): Promise<ServiceProcess> {
   let out = '';
   const crash = opts.crashAt?.length ? { NODE_ENV: 'test', CRASH_AT: opts.crashAt.join(',') } : {};
   const child: ChildProcess = spawn(process.execPath, [MAIN], {
