@@ -3,6 +3,7 @@ import Redis, { Cluster } from 'ioredis';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { coalesceCommandWrites } from './coalesce-writes';
+import { commandDeadlinesOf } from './command-deadlines';
 import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
 import { isRedisUnavailable, RedisUnavailableError } from './redis-unavailable.error';
 
@@ -29,7 +30,9 @@ export class RedisService {
     /** Where the connections' errors are counted; script wrappers add their metrics to it. */
     readonly metrics: MetricsService,
   ) {
-    this.client = this.create('command');
+    // The command timeout by one timer per connection, not one per command (see commandDeadlines).
+    this.client = this.create('command', { commandTimeout: undefined });
+    commandDeadlinesOf(this.client, config.redis.commandTimeoutMs);
   }
 
   get isCluster(): boolean {
