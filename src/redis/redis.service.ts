@@ -3,7 +3,6 @@ import Redis, { Cluster } from 'ioredis';
 import { AppConfig } from '../config/app-config';
 import { MetricsService } from '../metrics/metrics.service';
 import { coalesceCommandWrites } from './coalesce-writes';
-import { commandDeadlinesOf } from './command-deadlines';
 import { clusterOptions, standaloneOrSentinelOptions } from './redis-options';
 import { isRedisUnavailable, RedisUnavailableError } from './redis-unavailable.error';
 
@@ -30,9 +29,7 @@ export class RedisService {
     /** Where the connections' errors are counted; script wrappers add their metrics to it. */
     readonly metrics: MetricsService,
   ) {
-    // The command timeout by one timer per connection, not one per command (see commandDeadlines).
-    this.client = this.create('command', { commandTimeout: undefined });
-    commandDeadlinesOf(this.client, config.redis.commandTimeoutMs);
+    this.client = this.create('command');
   }
 
   get isCluster(): boolean {

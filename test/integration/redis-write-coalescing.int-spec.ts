@@ -2,7 +2,6 @@ import { Logger } from '@nestjs/common';
 import type Redis from 'ioredis';
 import { loadConfig } from '../../src/config/load-config';
 import { MetricsService } from '../../src/metrics/metrics.service';
-import { RedisUnavailableError } from '../../src/redis/redis-unavailable.error';
 import { RedisService } from '../../src/redis/redis.service';
 import { RedisClusterHandle, startRedisCluster } from '../harness/redis-cluster';
 import { HostPort, withConnection } from '../harness/redis-process';
@@ -16,17 +15,6 @@ Logger.overrideLogger(['error']);
  * `total_reads_processed` (INFO stats) counts Redis's reads from client sockets.
  */
 const CALLS = 200;
-const TIMEOUT_MS = 300;
-
-/** Settles `p`, and tells how long after `from` it did and how. */
-async function outcome(p: Promise<unknown>, from: number): Promise<{ ms: number; value?: unknown; err?: unknown }> {
-  try {
-    const value = await p;
-    return { ms: Date.now() - from, value };
-  } catch (err) {
-    return { ms: Date.now() - from, err };
-  }
-}
 
 async function readsOf(node: HostPort): Promise<number> {
   return withConnection(node, async (r: Redis) => Number(/total_reads_processed:(\d+)/.exec(await r.info('stats'))?.[1]));
@@ -77,40 +65,6 @@ describe('command connection write coalescing', () => {
       const pongs = await Promise.all(Array.from({ length: CALLS }, () => redis!.command((c) => c.ping())));
       expect(pongs).toEqual(Array.from({ length: CALLS }, () => 'PONG'));
       expect((await readsOf(server)) - before).toBeLessThan(12);
-    });
-
-    // The command timeout (REDIS_COMMAND_TIMEOUT_MS) is kept by one timer per connection (src/redis/command-deadlines.ts),
-    // not by ioredis's timer per command: an unanswered command is still refused at its own deadline (a 503).
-    it('refuses each unanswered command at its own deadline, with no timer per command, and recovers', async () => {
-      redis = service({ REDIS_URL: server.url, REDIS_COMMAND_TIMEOUT_MS: String(TIMEOUT_MS) });
-      await redis.warmUp();
-      expect((redis.client as Redis).options.commandTimeout).toBeUndefined();
-      const svc = redis;
-
-      // Redis stops answering this connection's commands for 1.5 s.
-      await withConnection(server, (r: Redis) => r.call('CLIENT', 'PAUSE', '1500', 'ALL'));
-      const start = Date.now();
-      const first = outcome(
-        svc.command((c) => c.get('rp-deadline:a')),
-        start,
-      );
-      await new Promise((r) => setTimeout(r, 150));
-      const second = outcome(
-        svc.command((c) => c.get('rp-deadline:b')),
-        start,
-      );
-      const [a, b] = await Promise.all([first, second]);
-      expect(a.err).toBeInstanceOf(RedisUnavailableError);
-      expect(b.err).toBeInstanceOf(RedisUnavailableError);
-      expect(a.ms).toBeGreaterThanOrEqual(TIMEOUT_MS - 5);
-      expect(a.ms).toBeLessThan(TIMEOUT_MS + 150);
-      expect(b.ms).toBeGreaterThanOrEqual(150 + TIMEOUT_MS - 5);
-      expect(b.ms).toBeLessThan(150 + TIMEOUT_MS + 150);
-
-      // Once Redis answers again (the late replies are dropped), commands are answered.
-      await new Promise((r) => setTimeout(r, 1500 - (Date.now() - start) + 50));
-      expect(await svc.command((c) => c.set('rp-deadline:c', '1'))).toBe('OK');
-      expect(await svc.command((c) => c.get('rp-deadline:c'))).toBe('1');
     });
   });
 
