@@ -7,9 +7,10 @@ import { AppConfig } from './platform/config/app-config';
 import { AllExceptionsFilter, toErrorResponse } from './platform/http/all-exceptions.filter';
 import { clientErrorHandler } from './platform/http/client.error';
 import { compileRoutes } from './platform/http/compiled-routes';
+import { dropAdapterResponseHook } from './platform/http/adapter-hooks';
 import { ROUTE_BODY_LIMITS } from './platform/http/body-limits';
 import { registerJsonBodyParser } from './platform/http/json-body';
-import { fastifyLoggingOptions, PinoNestLogger } from './platform/http/logging';
+import { fastifyLoggingOptions, PinoNestLogger, serviceLogger } from './platform/http/logging';
 import { setupSwagger } from './platform/http/swagger';
 import { pipeRouteParams } from './platform/http/route-pipes';
 import { drainUnreadBody } from './platform/http/unread-body';
@@ -23,7 +24,8 @@ import { MetricsService } from './platform/metrics/metrics.service';
  */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const frameworkLogger = new Logger('HttpError');
-  const logging = fastifyLoggingOptions(config);
+  const log = serviceLogger(config);
+  const logging = fastifyLoggingOptions(config, log);
   const adapter = new FastifyAdapter({
     ...logging,
     bodyLimit: config.bodyLimitBytes,
@@ -53,6 +55,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
         .send(body);
     },
   });
+  dropAdapterResponseHook(adapter);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bufferLogs: true,
     // registerJsonBodyParser below is the only body parser (it keeps the raw bytes for merchant signatures).
@@ -60,7 +63,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   const fastify = app.getHttpAdapter().getInstance();
   registerJsonBodyParser(fastify);
-  app.useLogger(new PinoNestLogger(fastify.log));
+  app.useLogger(new PinoNestLogger(log));
   // The validation pipe of every body, query and path parameter: a global pipe, placed on those parameters only.
   pipeRouteParams(app.get(ModulesContainer), createValidationPipe());
   // Each route's guards, pipes, handler and reply as one function, made when app.init() registers the routes.
@@ -77,8 +80,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
 
   const metrics = app.get(MetricsService);
   const header = config.requestIdHeader;
-  logging.logController.onCompleted = (req, reply, route) =>
-    metrics.httpDuration.observe(req.method, route ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+  logging.logController.onCompleted = (req, reply, route, elapsedMs) =>
+    metrics.httpDuration.observe(req.method, route ?? 'unmatched', reply.statusCode, elapsedMs / 1000);
   // While draining, answer in-flight requests with `Connection: close` so keep-alive sockets do not hold the shutdown open,
   // and end the connections with no request in progress (see trackConnections).
   let draining = false;
@@ -91,6 +94,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // Every answer sent through Fastify passes here (errors too, from any stage): one hook for all that is added to each.
   fastify.addHook('onSend', (req, reply, payload, done) => {
     void reply.header(header, req.id);
+    // The access line and the request-duration metric: the answer is complete and leaves now.
+    logging.logController.completed(req, reply);
     if (draining) void reply.header('connection', 'close');
     // An error answered before its body was read (a 413, a 415): the rest of the body is read first, so that closing
     // the connection resets nothing and the client reads the answer (see drainUnreadBody).

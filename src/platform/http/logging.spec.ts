@@ -17,8 +17,8 @@ function completed(log: pino.Logger, fields: { id: string; method: string; url: 
     routeOptions: { url: fields.route },
     caller: fields.caller,
   } as unknown as FastifyRequest;
-  const reply = { statusCode: fields.status, elapsedTime: fields.elapsed, log } as unknown as FastifyReply;
-  new AccessLogController({ requestIdLogLabel: 'requestId' }).requestCompleted(undefined, request, reply);
+  const reply = { statusCode: fields.status } as unknown as FastifyReply;
+  new AccessLogController(log).logRequest(undefined, request, reply, fields.elapsed);
 }
 
 describe('the access line of a completed request', () => {

@@ -1,55 +1,86 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
-import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import pino from 'pino';
 import { AppConfig } from '../config/app-config';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** When Fastify began a request (`performance.now()`), on its raw request: stamped by the request-id generator, the first thing Fastify runs for a request. */
+const STARTED = Symbol('redis-pay:requestStarted');
+type StampedRequest = IncomingMessage & { [STARTED]?: number };
+
 /**
  * Fastify `genReqId`: keeps a caller's request id when it is well-formed,
  * otherwise makes one. A made id has the shape of a UUID: a random prefix
  * drawn once per process, then a counter, so ids are unique across instances
- * without drawing 16 random bytes for every request.
+ * without drawing 16 random bytes for every request. Fastify calls it first
+ * for every request, so it also notes when the request began (the access
+ * line's `responseTimeMs` and the request-duration metric count from there).
  */
 export function requestIdGenerator(header: string) {
   const prefix = randomUUID().slice(0, 24);
   let made = 0;
-  return (raw: IncomingMessage): string => {
+  return (raw: StampedRequest): string => {
+    raw[STARTED] = performance.now();
     const given = raw.headers[header];
     return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : prefix + (++made).toString(16).padStart(12, '0');
   };
 }
 
+/** Milliseconds since Fastify began `request` (0 for a request it did not begin: none in the service). */
+const elapsedMs = (request: FastifyRequest): number => {
+  const started = (request.raw as StampedRequest)[STARTED];
+  return started === undefined ? 0 : performance.now() - started;
+};
+
 /**
- * One JSON access-log line per request, written when the response is done:
- * `{requestId, method, url, route, statusCode, responseTimeMs, caller}`. The
- * request id is a field of the line, not a binding of a per-request child
- * logger: making a child logger for every request cost more than the line.
- * Headers are never logged, so credentials cannot leak into logs.
+ * One JSON access-log line per request, written when its answer is handed to
+ * the socket (`completed`, from the service's onSend hook, which every answer
+ * passes): `{requestId, method, url, route, statusCode, responseTimeMs, caller}`.
+ * The request id is a field of the line: Fastify runs without a logger of its
+ * own, so it makes no child logger per request and no response listeners;
+ * this controller writes through the service's root logger. Fastify's other
+ * request messages (its error log, a stream error, a route not found…) come
+ * here too and go to the same logger. Headers are never logged, so
+ * credentials cannot leak into logs.
  */
 export class AccessLogController extends LogController {
   /** Also called for every completed request (the request-duration metric), so the service needs no onResponse hook. */
-  onCompleted?: (request: FastifyRequest, reply: FastifyReply, route: string | undefined) => void;
+  onCompleted?: (request: FastifyRequest, reply: FastifyReply, route: string | undefined, elapsedMs: number) => void;
+
+  constructor(private readonly log: pino.Logger) {
+    super({ requestIdLogLabel: 'requestId' });
+  }
 
   override incomingRequest(): void {
     // One line per request is enough: the completion line carries everything.
   }
 
+  /** The answer to `request` is being sent: the access line and the metric. */
+  completed(request: FastifyRequest, reply: FastifyReply): void {
+    this.logRequest(undefined, request, reply, elapsedMs(request));
+  }
+
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    this.logRequest(error ?? undefined, request, reply, elapsedMs(request));
+  }
+
+  /** The access line and the metric of `request`, answered `elapsed` ms after it began. */
+  logRequest(error: Error | undefined, request: FastifyRequest, reply: FastifyReply, elapsed: number): void {
     // Fastify builds a new routeOptions object on every read: read it once.
     const route = request.routeOptions.url;
     try {
-      this.onCompleted?.(request, reply, route);
+      this.onCompleted?.(request, reply, route, elapsed);
     } catch (err) {
-      reply.log.error({ requestId: request.id, err }, 'request metric failed');
+      this.log.error({ requestId: request.id, err }, 'request metric failed');
     }
     const status = reply.statusCode;
-    const log = reply.log as pino.Logger;
+    const log = this.log;
     // The common case, a success at info level, is written by writeCompletedLine (same line, less work).
     if (!error && status < 400) {
-      if (log.levelVal <= INFO) writeCompletedLine(log, request, route, status, reply.elapsedTime);
+      if (log.levelVal <= INFO) writeCompletedLine(log, request, route, status, elapsed);
       return;
     }
     const line = {
@@ -58,11 +89,38 @@ export class AccessLogController extends LogController {
       url: request.url,
       route,
       statusCode: status,
-      responseTimeMs: Math.round(reply.elapsedTime * 100) / 100,
+      responseTimeMs: Math.round(elapsed * 100) / 100,
       caller: callerLabel(request),
     };
-    if (error || status >= 500) log.error({ ...line, err: error ?? undefined }, 'request failed');
+    if (error || status >= 500) log.error({ ...line, err: error }, 'request failed');
     else log.warn(line, 'request rejected');
+  }
+
+  // Fastify's own request messages, as its LogController words them, through the service's logger with the request id.
+  override defaultErrorLog(error: Error, request: FastifyRequest, reply: FastifyReply): void {
+    if (reply.statusCode >= 500) this.log.error({ requestId: request.id, err: error }, error?.message);
+    else this.log.info({ requestId: request.id, err: error }, error?.message);
+  }
+
+  override streamError(error: Error & { code?: string }, request: FastifyRequest): void {
+    if (error.code === 'ERR_STREAM_PREMATURE_CLOSE') this.log.info({ requestId: request.id }, 'stream closed prematurely');
+    else this.log.warn({ requestId: request.id, err: error }, 'response terminated with an error with headers already sent');
+  }
+
+  override routeNotFound(request: FastifyRequest): void {
+    this.log.info({ requestId: request.id }, `Route ${request.raw.method}:${request.raw.url} not found`);
+  }
+
+  override writeHeadError(error: Error, request: FastifyRequest): void {
+    this.log.warn({ requestId: request.id, err: error }, error?.message);
+  }
+
+  override serializerError(error: Error, request: FastifyRequest, _reply: FastifyReply, metadata: { statusCode: number }): void {
+    this.log.error({ requestId: request.id, err: error, statusCode: metadata.statusCode }, 'The serializer for the given status code failed');
+  }
+
+  override serviceUnavailable(): void {
+    this.log.info({ res: { statusCode: 503 } }, 'request aborted - refusing to accept new requests as server is closing');
   }
 }
 
@@ -148,21 +206,34 @@ function batchedStdout(): pino.DestinationStream {
   };
 }
 
-/** Fastify's logger (pino): JSON lines, the request id on every line of a request. */
-export function fastifyLoggingOptions(
-  config: AppConfig,
-): Pick<FastifyServerOptions, 'logger' | 'childLoggerFactory' | 'genReqId' | 'requestIdHeader'> & { logController: AccessLogController } {
-  return {
-    logger: {
+/** The service's root logger (pino): JSON lines to stdout in batches, never a request's headers. */
+export function serviceLogger(config: AppConfig): pino.Logger {
+  return pino(
+    {
       level: config.logLevel,
       base: { service: 'redis-pay' },
       // Never serialise a request with its headers (credentials live there).
-      serializers: { req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }) },
-      ...(config.logLevel === 'silent' ? {} : { stream: batchedStdout() }),
+      serializers: {
+        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+        err: pino.stdSerializers.err,
+      },
     },
-    logController: new AccessLogController({ requestIdLogLabel: 'requestId' }),
-    // Every request logs through the root logger (the access line carries its own requestId).
-    childLoggerFactory: (logger) => logger,
+    config.logLevel === 'silent' ? undefined : batchedStdout(),
+  );
+}
+
+/**
+ * Fastify's logging options: no logger of Fastify's own (so no child logger and no response listeners per request:
+ * Fastify's request messages reach `log` through the AccessLogController), the request id from the header or made.
+ */
+export function fastifyLoggingOptions(
+  config: AppConfig,
+  log: pino.Logger,
+): Pick<FastifyServerOptions, 'logger' | 'genReqId' | 'requestIdHeader'> & { logController: AccessLogController } {
+  return {
+    logger: false,
+    logController: new AccessLogController(log),
     genReqId: requestIdGenerator(config.requestIdHeader),
     requestIdHeader: false,
   };
@@ -174,7 +245,7 @@ export function fastifyLoggingOptions(
  * and pino style `log({fields}, message, context)`.
  */
 export class PinoNestLogger implements LoggerService {
-  constructor(private readonly pino: FastifyBaseLogger) {}
+  constructor(private readonly pino: pino.Logger) {}
 
   log(message: unknown, ...rest: unknown[]): void {
     this.write('info', message, rest);
