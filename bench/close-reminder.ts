@@ -10,21 +10,15 @@
  * the bench reports the records' states.
  * On the scenario harness: --quick (1,000 and 10,000), --only 10k,100k. Env: BENCH_SLOWLOG_US (default 10,000).
  */
-import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
-import type * as AppRoot from '../src/app.module';
-import type * as Workers from '../src/engines/workers/background-workers.service';
-import type * as Orders from '../src/features/orders';
-import type * as Config from '../src/platform/config/load-config';
 import { parseCommandStats } from './lib/command-stats';
-import { requireFromBuild, userToken } from './lib/full-stack';
-import { forEachLimit } from './lib/limit';
+import { ADMIN_JSON, http as httpOnce, json, requireBuildEntry, userToken } from './lib/full-stack';
+import { forEachLimit } from '../src/platform/core/for-each-limit';
 import { dist as distribution, type Dist, ms as fmtMs } from './lib/measure';
 import { PingProbe } from './lib/ping-probe';
 import { cpuSeconds, machineCpuSeconds, selfCpuSeconds } from './lib/proc';
 import { fmtInt, fmtNum, type GoalLine, markdownTable } from './lib/report';
 import { type BenchContext, defineBench } from './lib/scenario';
-import { ADMIN_JSON, http as httpOnce, json } from './lib/service-http';
 
 const PREFIX = 'rpcr';
 const SIZES = ['10k', '100k'] as const;
@@ -70,13 +64,10 @@ function loop(call: () => Promise<void>, parallel: number, gapMs: number): { sto
 
 /**
  * The orders module in this process, its background workers stopped: every order event and due reminder goes to the
- * service. From the build (tsx emits no decorator metadata for Nest's injection), through the orders module's index.
+ * service. From the build's public entry (tsx emits no decorator metadata for Nest's injection).
  */
 async function startCreator(dist: string, redisUrl: string) {
-  const { loadConfig } = requireFromBuild<typeof Config>(dist, 'platform/config/load-config');
-  const { AppModule } = requireFromBuild<typeof AppRoot>(dist, 'app.module');
-  const { BackgroundWorkers } = requireFromBuild<typeof Workers>(dist, 'engines/workers/background-workers.service');
-  const { OrdersService, OrderEventsService } = requireFromBuild<typeof Orders>(dist, 'features/orders');
+  const { appContext, loadConfig, OrdersService, OrderEventsService } = requireBuildEntry(dist);
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
@@ -84,8 +75,7 @@ async function startCreator(dist: string, redisUrl: string) {
     REDIS_KEY_PREFIX: PREFIX,
     ORDERS_EVENTS_MAXLEN: SERVICE_ENV.ORDERS_EVENTS_MAXLEN,
   });
-  const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
-  await app.get(BackgroundWorkers).stopAll();
+  const app = await appContext(config, { workers: false });
   return { orders: app.get(OrdersService), streams: app.get(OrderEventsService).streams(), close: () => app.close() };
 }
 

@@ -4,7 +4,7 @@
  * the JSON body, runs the very same Lua script as the service (same source,
  * includes inlined by the service's own loader, same SHA) by EVALSHA as the
  * service sends it (`evalScript`, writes coalesced as on the service's command connection:
- * see RedisWrites in lib/bare-server.ts), and returns the same JSON shape. No auth, no validation, no
+ * see redisWritesFromEnv in lib/bare-server.ts), and returns the same JSON shape. No auth, no validation, no
  * logging, no metrics, no rate limit. The account comes from the body because
  * there is no token to take it from.
  *
@@ -12,8 +12,7 @@
  * Started by bench/http-floor.ts in its own process: `node --import tsx bench/floor-server.ts`.
  */
 import Fastify from 'fastify';
-import { serveUntilSignal } from './lib/bare-server';
-import { answerTouch, connectTouchRedis, type TouchBody } from './lib/touch-redis';
+import { answerTouch, connectTouchRedis, serveUntilSignal, type TouchBody } from './lib/bare-server';
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3100);

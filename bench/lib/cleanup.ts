@@ -1,80 +1,68 @@
 /**
- * Everything a benchmark starts (redis-server, server processes, temp dirs)
- * registers its teardown here, so it is undone on a normal end, on an error
- * and on Ctrl-C / SIGTERM. A last synchronous pass on process 'exit' SIGKILLs
- * whatever is still running.
+ * Everything a benchmark starts (redis-server, server processes, temp dirs) registers its teardown here, so it is
+ * undone on a normal end, on an error and on Ctrl-C / SIGTERM. A last synchronous pass on 'exit' SIGKILLs what is left.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-type AsyncTask = () => Promise<void> | void;
-type SyncTask = () => void;
-
 interface Entry {
   name: string;
-  graceful: AsyncTask;
+  graceful: () => Promise<void> | void;
   /** Must be synchronous: runs inside process.on('exit'). */
-  last: SyncTask;
+  last: () => void;
 }
 
 const entries: Entry[] = [];
-let installed = false;
 let running: Promise<void> | undefined;
 
 /** Registers a teardown; returns a function that unregisters it (after the caller cleaned up itself). */
-export function onCleanup(name: string, graceful: AsyncTask, last: SyncTask): () => void {
-  installHandlers();
-  const entry: Entry = { name, graceful, last };
+export function onCleanup(name: string, graceful: Entry['graceful'], last: Entry['last']): () => void {
+  if (entries.length === 0 && !running) installHandlers();
+  const entry = { name, graceful, last };
   entries.push(entry);
-  return () => {
-    const i = entries.indexOf(entry);
-    if (i >= 0) entries.splice(i, 1);
-  };
+  return () => void (entries.includes(entry) && entries.splice(entries.indexOf(entry), 1));
 }
 
 /** Runs every registered teardown, newest first. Safe to call more than once. */
 export function cleanupAll(): Promise<void> {
   running ??= (async () => {
-    while (entries.length > 0) {
-      const e = entries.pop()!;
+    for (let e = entries.pop(); e; e = entries.pop()) {
       try {
         await e.graceful();
       } catch (err) {
         console.error(`[bench] cleanup of ${e.name} failed: ${(err as Error).message}; forcing`);
-        try {
-          e.last();
-        } catch {
-          /* nothing more to do */
-        }
+        quietly(e.last);
       }
     }
-  })().finally(() => {
-    running = undefined;
-  });
+  })().finally(() => (running = undefined));
   return running;
 }
 
+const quietly = (f: () => void) => {
+  try {
+    f();
+  } catch {
+    /* best effort */
+  }
+};
+
+let installed = false;
 function installHandlers(): void {
   if (installed) return;
   installed = true;
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
     process.once(sig, () => {
       console.error(`\n[bench] ${sig}: stopping everything this benchmark started`);
-      const force = setTimeout(() => process.exit(130), 5000);
-      force.unref();
+      setTimeout(() => process.exit(130), 5000).unref();
       void cleanupAll().finally(() => process.exit(130));
     });
-  }
-  process.on('exit', () => {
-    for (const e of entries.splice(0).reverse()) {
-      try {
-        e.last();
-      } catch {
-        /* best effort */
-      }
-    }
-  });
+  process.on('exit', () =>
+    entries
+      .splice(0)
+      .reverse()
+      .forEach((e) => quietly(e.last)),
+  );
 }
 
 /** A fresh temporary directory (`$TMPDIR/<prefix>XXXXXX`) for one run, removed at cleanup however the run ends. */

@@ -1,25 +1,36 @@
 /**
  * The one scenario harness: a bench is a load, its baseline and its report. `defineBench` parses the options
- * (`--quick`, `--only <sections>`, `--dist DIR` and the bench's own), snapshots the build, starts a redis-server,
+ * (`--quick`, `--only <sections>`, `--dist DIR`, `--no-pin` and `--repeat N` where the bench pins or repeats,
+ * `--compare [--baseline FILE]` where it compares, and the bench's own), snapshots the build, starts a redis-server,
  * hands the bench a context to start the built service and baseline servers and to measure rows on them, then
- * writes the report (title, environment, the Goals table, missed goals, the bench's sections) and its JSON
- * (goals, ratios, figures). Only the standard run (no options) writes bench/results; any other run writes to
- * $TMPDIR/redis-pay-bench/.
+ * writes the report (title, environment, the Goals table, missed goals, the bench's sections) and its JSON (goals,
+ * ratios, rows). Only the standard run (no options) writes bench/results; any other run writes to $TMPDIR/redis-pay-bench/.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchWorkDir } from './cleanup';
 import { commandStats, statsDelta } from './command-stats';
-import { ROOT, snapshotBuild, spawnBareServer } from './full-stack';
+import { ROOT, type Service, snapshotBuild, spawnBareServer, startService, UNDER_LOAD_ENV } from './full-stack';
 import type { LoadRequest } from './load';
-import { measuredLoad } from './measure';
-import { freePort } from './net';
-import { type ManagedProcess, waitUntilServing } from './proc';
+import { measuredLoad, median, medianBy } from './measure';
+import { cpuSplit, freePort, type ManagedProcess, pinProcess, waitUntilServing } from './proc';
 import { type BenchRedis, startBenchRedis } from './redis-server';
-import { environmentInfo, fmtInt, fmtNum, type GoalLine, markdownTable, reportHead, RESULTS_DIR, statusText, writeResult } from './report';
-import { benchJson, jsonNum, writeJsonResult } from './results-json';
-import { type Service, startService, UNDER_LOAD_ENV } from './service-http';
+import {
+  BenchCheckFailed,
+  environmentInfo,
+  fmtInt,
+  fmtNum,
+  type GoalLine,
+  jsonNum,
+  markdownTable,
+  reportHead,
+  RESULTS_DIR,
+  RESULTS_SCHEMA,
+  statusText,
+  writeJsonResult,
+  writeResult,
+} from './report';
 
 /** A server under load: the built service or a baseline (floor) server. */
 export interface Target {
@@ -50,6 +61,8 @@ export interface Row {
   loadUs: number;
   /** Share of a core other jobs on the machine used during the run. */
   otherShare?: number;
+  /** After `ctx.rounds`: req/s of each round (the row is the median round; CPU the median over rounds; answers summed). */
+  rounds?: number[];
 }
 
 export interface BenchContext {
@@ -58,6 +71,8 @@ export interface BenchContext {
   quick: boolean;
   /** No options: the run that writes bench/results. */
   standard: boolean;
+  /** --compare: the run checks its ratios against the committed results (see BenchDefinition.compare). */
+  compare: boolean;
   has(section: string): boolean;
   /** The bench's own options (`--name value`, or `true` for a flag). */
   opts: Record<string, string | true | undefined>;
@@ -67,6 +82,8 @@ export interface BenchContext {
   redis: BenchRedis;
   /** Where the report goes (bench/results for the standard run). */
   outDir: string;
+  /** With `pin`: the CPU of the server under test (this process and redis-server have the others). */
+  cpus?: string;
   /** `standard` seconds, or `quick` ones with --quick. */
   seconds(standard: number, quick: number): number;
   /** The built service on a free port (the bench's service env, then `env`; `redisEnv` default: the bench's Redis). */
@@ -80,6 +97,11 @@ export interface BenchContext {
     requests: LoadRequest[] | (() => LoadRequest),
     o?: { durationS?: number; warmup?: boolean; connections?: number },
   ): Promise<Row>;
+  /**
+   * `n` rounds of `run` (--repeat, default `repeat`; 1 with --quick), so a drift or a burst of noise hits every row
+   * alike; then each scenario and target is one row: its median round by req/s, CPU the median over the rounds.
+   */
+  rounds(run: (round: number) => Promise<void>): Promise<void>;
   rows: Row[];
   row(scenario: string, target: string): Row | undefined;
   /** Extra environment lines for the report. */
@@ -94,6 +116,12 @@ export interface BenchDefinition<R> {
   options?: Record<string, 'flag' | 'value'>;
   /** The service's env in every run, on top of the bench defaults (UNDER_LOAD_ENV). */
   serviceEnv?: Record<string, string>;
+  /** The server under test alone on the last CPU, the rest on the others (`--no-pin` leaves it to the scheduler). */
+  pin?: boolean;
+  /** Rounds of `ctx.rounds` (--repeat N). */
+  repeat?: number;
+  /** `--compare`: each ratio (key → label) at most `tolerance` (0.1) below the committed JSON's, else the run fails. */
+  compare?: { ratios: Record<string, string>; tolerance?: number };
   prefix: string;
   run(ctx: BenchContext): Promise<R>;
   goals(r: R, ctx: BenchContext): GoalLine[];
@@ -112,84 +140,122 @@ export function defineBench<R>(def: BenchDefinition<R>): { main(args: string[]):
 
 function parse(def: BenchDefinition<unknown>, args: string[]) {
   const known = def.sections ?? [];
+  const own: Record<string, 'flag' | 'value'> = {
+    ...def.options,
+    ...(def.pin ? { 'no-pin': 'flag' } : {}),
+    ...(def.repeat ? { repeat: 'value' } : {}),
+    ...(def.compare ? { compare: 'flag', baseline: 'value' } : {}),
+  };
   const opts: Record<string, string | true | undefined> = {};
-  let quick = false;
-  let only: string[] | undefined;
-  let dist = join(ROOT, 'dist');
-  const usage = () =>
-    `known: --quick, --dist DIR${known.length ? `, --only ${known.join(',')}` : ''}${Object.keys(def.options ?? {})
-      .map((k) => `, --${k}`)
-      .join('')}`;
+  let [quick, only, dist] = [false, undefined as string[] | undefined, join(ROOT, 'dist')];
   for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const kind = def.options?.[a.slice(2)];
+    const [a, kind] = [args[i], own[args[i].slice(2)]];
     if (a === '--quick') quick = true;
     else if (a === '--dist') dist = resolve(args[++i] ?? 'dist');
     else if (a === '--only' && known.length) {
       only = (args[++i] ?? '').split(',').filter(Boolean);
       if (only.length === 0 || only.some((s) => !known.includes(s))) throw new Error(`--only takes a comma-separated list of ${known.join(', ')}`);
     } else if (a.startsWith('--') && kind) opts[a.slice(2)] = kind === 'flag' ? true : (args[++i] ?? '');
-    else throw new Error(`unknown option ${a} (${usage()})`);
+    else
+      throw new Error(
+        `unknown option ${a} (known: --quick, --dist DIR${known.length ? `, --only ${known.join(',')}` : ''}${Object.keys(own)
+          .map((k) => `, --${k}`)
+          .join('')})`,
+      );
   }
+  if (opts.baseline && !opts.compare) throw new Error('--baseline needs --compare');
   return { quick, sections: new Set(only ?? known), dist, opts };
+}
+
+/** The committed `<name>.json` (or `file`) a --compare checks against: read first, so a missing one fails before any load. */
+function readBaseline(name: string, file = join(RESULTS_DIR, `${name}.json`)) {
+  const fail = (why: string) => new BenchCheckFailed(`--compare: ${file} ${why}`);
+  if (!existsSync(file))
+    throw fail(`does not exist. Run the standard \`npm run bench -- ${name}\` on a quiet machine and commit ${name}.md and ${name}.json first.`);
+  const data = JSON.parse(readFileSync(file, 'utf8')) as {
+    bench?: string;
+    schema?: number;
+    ratios?: Record<string, number | null>;
+    build?: { commit?: string };
+  };
+  if (data.bench !== name || data.schema !== RESULTS_SCHEMA || !data.ratios) throw fail(`is not a ${name} results file of schema ${RESULTS_SCHEMA}`);
+  return { file, ratios: data.ratios, commit: data.build?.commit?.slice(0, 7) ?? 'unknown build' };
 }
 
 async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<void> {
   const p = parse(def as BenchDefinition<unknown>, args);
+  const baseline = p.opts.compare ? readBaseline(def.name, p.opts.baseline as string | undefined) : undefined;
   const standard = args.length === 0;
   const workDir = benchWorkDir(`rp-${def.name}-`);
   const dist = snapshotBuild(p.dist, join(workDir, 'build'));
+  const split = def.pin && !p.opts['no-pin'] ? cpuSplit() : undefined;
+  // This process (autocannon) and what it starts from now on (redis-server) on the other CPUs.
+  if (split) pinProcess(split.rest);
   const redis = await startBenchRedis();
   const serviceEnv = { ...UNDER_LOAD_ENV, ...def.serviceEnv };
-  const rows: Row[] = [];
+  let rows: Row[] = [];
   const outDir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
   mkdirSync(outDir, { recursive: true });
+  const target = (id: string, port: number, proc: ManagedProcess) => ({
+    id,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    pid: proc.pid,
+    proc,
+    stop: () => proc.stop(15_000),
+  });
   const ctx: BenchContext = {
     name: def.name,
     args,
     quick: p.quick,
     standard,
+    compare: baseline !== undefined,
     has: (s) => p.sections.has(s),
     opts: p.opts,
     dist,
     workDir,
     redis,
     outDir,
-    rows,
-    env: {},
+    cpus: split?.server,
+    get rows() {
+      return rows;
+    },
+    env: def.pin
+      ? {
+          'CPU placement': split
+            ? `server under test alone on CPU ${split.server}; autocannon (this process) and redis-server on CPU ${split.rest} (taskset)`
+            : 'not pinned: server, autocannon and redis-server share every CPU',
+        }
+      : {},
     seconds: (s, q) => (p.quick ? q : s),
     async service(id, env = {}, redisEnv = { REDIS_URL: redis.url }) {
-      const s = await startService(dist, workDir, id, def.prefix, { ...serviceEnv, ...env }, redisEnv);
-      return { ...s, id, url: `http://127.0.0.1:${s.port}`, pid: s.proc.pid, stop: () => s.proc.stop() };
+      const s = await startService({ dist, workDir, id, prefix: def.prefix, serviceEnv: { ...serviceEnv, ...env }, redisEnv, cpus: split?.server });
+      return { ...s, ...target(id, s.port, s.proc) };
     },
     async floor(id, script, env = {}) {
       const port = await freePort();
+      const base = { NODE_ENV: 'production', KEY_PREFIX: def.prefix, LUA_DIR: join(dist, '..', 'lua'), DIST: dist };
       const proc = spawnBareServer({
         id,
         port,
+        cpus: split?.server,
         script: join(ROOT, 'bench', script),
-        env: {
-          ...process.env,
-          NODE_ENV: 'production',
-          KEY_PREFIX: def.prefix,
-          LUA_DIR: join(dist, '..', 'lua'),
-          DIST: dist,
-          ...env,
-          PORT: String(port),
-          REDIS_URL: redis.url,
-        },
+        env: { ...process.env, ...base, ...env, PORT: String(port), REDIS_URL: redis.url },
       });
       await waitUntilServing(proc, port, undefined, 60_000);
-      return { id, port, url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, stop: () => proc.stop() };
+      return target(id, port, proc);
     },
     async measure(scenario, on, requests, o = {}) {
       const before = await commandStats([redis.url]);
-      const durationS = o.durationS ?? ctx.seconds(8, 3);
-      const m = await measuredLoad(
-        { url: on.url, connections: o.connections ?? CONNECTIONS, durationS, requests, title: `${scenario} ${on.id}` },
-        on.pid,
-        redis.process.pid,
-      );
+      const load = {
+        url: on.url,
+        connections: o.connections ?? CONNECTIONS,
+        durationS: o.durationS ?? ctx.seconds(8, 3),
+        requests,
+        title: `${scenario} ${on.id}`,
+      };
+      const m = await measuredLoad(load, on.pid, redis.process.pid);
+      on.proc.assertAlive();
       const commands = Object.fromEntries(Object.entries(statsDelta(before, await commandStats([redis.url]))).map(([k, v]) => [k, v.calls]));
       const n = Math.max(1, m.load.total);
       const us = (s: number | undefined) => (s === undefined ? undefined : (1e6 * s) / n);
@@ -210,25 +276,75 @@ async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<voi
         loadUs: us(m.loadCpuS)!,
         otherShare: m.otherCpuS === undefined ? undefined : m.otherCpuS / m.wallS,
       };
-      console.log(`[bench] ${scenario} / ${on.id}: ${fmtInt(row.rps)} req/s, p99 ${row.p99} ms, ${fmtNum(row.commandsPerRequest, 2)} Redis commands/request`);
+      console.log(
+        `[bench] ${scenario} / ${on.id}: ${fmtInt(row.rps)} req/s, p99 ${row.p99} ms, ${fmtNum(row.serverUs, 0)} µs server CPU/request, ${statusText(row.statuses)}`,
+      );
       if (!o.warmup) rows.push(row);
       return row;
+    },
+    async rounds(run) {
+      const n = p.quick ? 1 : Number(p.opts.repeat ?? def.repeat ?? 1);
+      const [kept, all] = [rows, [] as Row[]];
+      for (let round = 0; round < n; round++) {
+        if (n > 1) console.error(`[bench] round ${round + 1}/${n}`);
+        rows = [];
+        await run(round);
+        all.push(...rows);
+      }
+      const key = (r: Row) => `${r.scenario}\n${r.target}`;
+      rows = [...kept];
+      for (const k of new Set(all.map(key))) {
+        const mine = all.filter((r) => key(r) === k);
+        const sum = (f: (r: Row) => number) => mine.reduce((s, r) => s + f(r), 0);
+        const statuses: Record<string, number> = {};
+        for (const r of mine) for (const [c, x] of Object.entries(r.statuses)) statuses[c] = (statuses[c] ?? 0) + x;
+        const mid = (f: (r: Row) => number | undefined) => median(mine.map(f));
+        rows.push({
+          ...medianBy(mine, (r) => r.rps),
+          statuses,
+          errors: sum((r) => r.errors),
+          serverUs: mid((r) => r.serverUs),
+          redisUs: mid((r) => r.redisUs),
+          rounds: mine.map((r) => r.rps),
+        });
+      }
+      ctx.env.Rounds = `${n}, rows interleaved; each row is its median round by req/s, CPU µs/request the median over the rounds, answers summed`;
     },
     row: (scenario, target) => rows.find((r) => r.scenario === scenario && r.target === target),
   };
   const result = await def.run(ctx);
-  const goals = def.goals(result, ctx);
+  const ratios = def.ratios?.(result, ctx) ?? {};
+  const tolerance = def.compare?.tolerance ?? 0.1;
+  const checks = Object.entries(baseline ? def.compare!.ratios : {}).map(([key, label]) => {
+    const [committed, measured] = [baseline!.ratios[key] ?? null, ratios[key] ?? null];
+    const least = committed === null ? null : committed * (1 - tolerance);
+    const ok = least !== null && measured !== null && measured >= least;
+    const line = `${ok ? 'ok  ' : 'FAIL'} ${label}: ${fmtNum(measured ?? undefined, 3)} against ${fmtNum(committed ?? undefined, 3)} committed (${baseline!.commit}); the least allowed is ${fmtNum(least ?? undefined, 3)}`;
+    const goal = {
+      goal: `No regression (--compare): ${label} against the committed result`,
+      target: `≥ ${fmtNum(least ?? undefined, 3)}`,
+      measured: fmtNum(measured ?? undefined, 3),
+      met: ok,
+    };
+    return { ok, line, goal };
+  });
+  const goals = [...def.goals(result, ctx), ...checks.map((c) => c.goal)];
   const env = environmentInfo(redis.version, ctx.env);
   const missed = goals.filter((g) => g.met === false);
   const md = [
     ...reportHead(def.name, args, env, goals),
     ...(missed.length ? ['## Goals missed', '', ...missed.map((g) => `- **${g.goal}**: target ${g.target}, measured ${g.measured}.`), ''] : []),
+    ...(checks.length ? ['## Comparison with the committed result', '', ...checks.map((c) => `- ${c.line}`), ''] : []),
     ...def.report(result, ctx),
   ];
   writeResult(def.name, md.join('\n'), outDir);
-  const head = { bench: def.name, args, environment: env, goals, dist: p.dist, ratios: def.ratios?.(result, ctx) ?? {} };
-  writeJsonResult(def.name, benchJson(head, { rows, ...def.json?.(result, ctx) }), outDir);
+  writeJsonResult(def.name, p.dist, { args, environment: env, goals, ratios, rows, ...def.json?.(result, ctx) }, outDir);
   await redis.stop();
+  if (checks.some((c) => !c.ok))
+    throw new BenchCheckFailed(
+      `${def.name}: regression against ${baseline!.file} (−${fmtNum(100 * tolerance, 0)}% allowed):\n  ${checks.map((c) => c.line).join('\n  ')}\n` +
+        'Run it again on a quiet machine before blaming the code; if the drop is intended, run the standard bench on a quiet machine and commit the new results.',
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -265,6 +381,7 @@ export function rowsTable(rows: Row[]): string {
       'Server CPU µs/request',
       'Redis CPU µs/request',
       'Other CPU on the machine',
+      ...(rows.some((r) => r.rounds) ? ['req/s of each round'] : []),
     ],
     rows.map((r) => [
       r.scenario,
@@ -276,6 +393,7 @@ export function rowsTable(rows: Row[]): string {
       us(r.serverUs),
       us(r.redisUs),
       r.otherShare === undefined ? 'n/a' : `${fmtNum(100 * r.otherShare, 0)}%`,
+      ...(r.rounds ? [r.rounds.map(fmtInt).join(' / ')] : []),
     ]),
   );
 }
