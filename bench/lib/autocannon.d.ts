@@ -29,15 +29,11 @@ declare module 'autocannon' {
     }
 
     /** The fields lib/load.ts reads. */
-    interface Result {
+    type Result = Record<'duration' | 'errors' | 'non2xx' | '2xx', number> & {
       requests: { average: number };
       latency: { p50: number; p99: number };
-      duration: number;
-      errors: number;
-      non2xx: number;
-      '2xx': number;
       statusCodeStats: Record<string, { count: number }>;
-    }
+    };
 
     interface Instance extends EventEmitter, PromiseLike<Result> {
       stop(): void;

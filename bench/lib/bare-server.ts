@@ -1,9 +1,6 @@
-/** What the baseline (floor) servers share: Redis with the service's scripts, the touch answer, listen-until-signal. */
+/** What the baseline (floor) servers share: Redis with the service's scripts, listen-until-signal. */
 import Redis, { type RedisOptions } from 'ioredis';
-import type { AppConfig } from '../../src/platform/config/app-config';
-import { visitsKey } from '../../src/platform/diagnostics/diagnostics.keys';
 import { coalesceCommandWrites } from '../../src/platform/redis/coalesce-writes';
-import { KeyBuilder } from '../../src/platform/redis/key-builder';
 import { evalScript } from '../../src/platform/scripts/eval-script';
 import { DEFAULT_LUA_DIR, loadAllScripts } from '../../src/platform/scripts/script-loader';
 
@@ -58,29 +55,4 @@ export async function serveUntilSignal(
   process.once('SIGINT', close);
   await server.listen({ port, host: '127.0.0.1' });
   console.error(`${name} listening on 127.0.0.1:${port}`);
-}
-
-/** Runs lua/platform/diagnostics/touch-1.lua for one key: `[count, serverTimeMs]`. */
-export type TouchCommand = (key: string, ttlMs: number) => Promise<[number, number]>;
-
-/** The http-floor baselines' Redis: the connection and the exact touch script the service runs. */
-export async function connectTouchRedis(): Promise<{ redis: Redis; touch: TouchCommand }> {
-  const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, commandTimeout: 1000 });
-  return { redis, touch: command('diagnostics/touch') as TouchCommand };
-}
-
-/** The body both baselines accept: the account comes from the body (no auth). */
-export interface TouchBody {
-  account: string;
-  label: string;
-  ttlSeconds?: number;
-}
-
-const builders = new Map<string, KeyBuilder>();
-
-/** The baselines' handler: the same key and JSON as the service's POST /diagnostics/touch. */
-export async function answerTouch(touch: TouchCommand, prefix: string, { account, label, ttlSeconds }: TouchBody) {
-  if (!builders.has(prefix)) builders.set(prefix, new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig));
-  const [count, serverTimeMs] = await touch(visitsKey(builders.get(prefix)!, account, label), (ttlSeconds ?? 3600) * 1000);
-  return { accountId: account, label, count, serverTimeMs };
 }

@@ -6,39 +6,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-interface Entry {
-  name: string;
-  graceful: () => Promise<void> | void;
-  /** Must be synchronous: runs inside process.on('exit'). */
-  last: () => void;
-}
-
+/** `last` must be synchronous: it runs inside process.on('exit'). */
+type Entry = { name: string; graceful: () => Promise<void> | void; last: () => void };
 const entries: Entry[] = [];
 let running: Promise<void> | undefined;
-
-/** Registers a teardown; returns a function that unregisters it (after the caller cleaned up itself). */
-export function onCleanup(name: string, graceful: Entry['graceful'], last: Entry['last']): () => void {
-  if (entries.length === 0 && !running) installHandlers();
-  const entry = { name, graceful, last };
-  entries.push(entry);
-  return () => void (entries.includes(entry) && entries.splice(entries.indexOf(entry), 1));
-}
-
-/** Runs every registered teardown, newest first. Safe to call more than once. */
-export function cleanupAll(): Promise<void> {
-  running ??= (async () => {
-    for (let e = entries.pop(); e; e = entries.pop()) {
-      try {
-        await e.graceful();
-      } catch (err) {
-        console.error(`[bench] cleanup of ${e.name} failed: ${(err as Error).message}; forcing`);
-        quietly(e.last);
-      }
-    }
-  })().finally(() => (running = undefined));
-  return running;
-}
-
 const quietly = (f: () => void) => {
   try {
     f();
@@ -47,22 +18,38 @@ const quietly = (f: () => void) => {
   }
 };
 
-let installed = false;
-function installHandlers(): void {
-  if (installed) return;
-  installed = true;
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
-    process.once(sig, () => {
-      console.error(`\n[bench] ${sig}: stopping everything this benchmark started`);
-      setTimeout(() => process.exit(130), 5000).unref();
-      void cleanupAll().finally(() => process.exit(130));
-    });
-  process.on('exit', () =>
-    entries
-      .splice(0)
-      .reverse()
-      .forEach((e) => quietly(e.last)),
-  );
+/** Registers a teardown; returns a function that unregisters it (after the caller cleaned up itself). */
+export function onCleanup(name: string, graceful: Entry['graceful'], last: Entry['last']): () => void {
+  if (!process.listeners('exit').includes(exitPass)) {
+    process.on('exit', exitPass);
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+      process.once(sig, () => {
+        console.error(`\n[bench] ${sig}: stopping everything this benchmark started`);
+        setTimeout(() => process.exit(130), 5000).unref();
+        void cleanupAll().finally(() => process.exit(130));
+      });
+  }
+  const entry = { name, graceful, last };
+  entries.push(entry);
+  return () => void (entries.includes(entry) && entries.splice(entries.indexOf(entry), 1));
+}
+
+function exitPass(): void {
+  entries
+    .splice(0)
+    .reverse()
+    .forEach((e) => quietly(e.last));
+}
+
+/** Runs every registered teardown, newest first. Safe to call more than once. */
+export function cleanupAll(): Promise<void> {
+  running ??= (async () => {
+    for (let e = entries.pop(); e; e = entries.pop())
+      await Promise.resolve()
+        .then(e.graceful)
+        .catch((err: Error) => (console.error(`[bench] cleanup of ${e!.name} failed: ${err.message}; forcing`), quietly(e!.last)));
+  })().finally(() => (running = undefined));
+  return running;
 }
 
 /** A fresh temporary directory (`$TMPDIR/<prefix>XXXXXX`) for one run, removed at cleanup however the run ends. */

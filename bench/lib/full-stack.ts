@@ -4,7 +4,7 @@ import { cpSync, existsSync, mkdirSync, realpathSync, symlinkSync } from 'node:f
 import { Agent } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { signRequest } from '../../src/platform/auth/merchant-signature';
-import { freePort, httpRequest, type ManagedProcess, spawnManaged, waitUntilServing } from './proc';
+import { httpRequest, spawnManaged } from './proc';
 
 /** The project root (bench/lib/../..). */
 export const ROOT = resolve(__dirname, '..', '..');
@@ -98,62 +98,19 @@ const nodeArgs = (...rest: string[]) => [
   ...rest,
 ];
 
-/** The real service, `node <dist>/main.js` in an empty working dir (main.ts would load a .env from it); its stdout (the access log) goes to /dev/null. */
+const spawnNode = (name: string, cpus: string | undefined, cwd: string, env: NodeJS.ProcessEnv, ...args: string[]) =>
+  spawnManaged({ name, cpus, command: process.execPath, args: nodeArgs(...args), cwd, env });
+
+/** The real service, `node <dist>/main.js` in an empty working dir (main.ts would load a .env from it). */
 export const spawnFullStack = (s: { id: string; port: number; cpus?: string; dist: string; env: NodeJS.ProcessEnv; workDir: string }) =>
-  spawnManaged({
-    name: `redis-pay (${s.id}) :${s.port}`,
-    cpus: s.cpus,
-    command: process.execPath,
-    args: nodeArgs(join(s.dist, 'main.js')),
-    cwd: s.workDir,
-    env: s.env,
-  });
+  spawnNode(`redis-pay (${s.id}) :${s.port}`, s.cpus, s.workDir, s.env, join(s.dist, 'main.js'));
 
 /** A baseline server written in TypeScript (`script`, a path), run by tsx from the project root. */
 export const spawnBareServer = (s: { id: string; port: number; cpus?: string; script: string; env: NodeJS.ProcessEnv }) =>
-  spawnManaged({
-    name: `${s.id} server :${s.port}`,
-    cpus: s.cpus,
-    command: process.execPath,
-    args: nodeArgs('--import', 'tsx', s.script),
-    cwd: ROOT,
-    env: s.env,
-  });
-
-/** The built service, running as a full stack. */
-export interface Service {
-  port: number;
-  proc: ManagedProcess;
-}
-
-/**
- * Starts the built service in `dist` on a free port with `serviceEnv` over fullEnv and `redisEnv` (REDIS_URL, or
- * REDIS_CLUSTER_NODES without a REDIS_URL) last, on `cpus` when given; resolves once it is ready.
- */
-export async function startService(o: {
-  dist: string;
-  workDir: string;
-  id: string;
-  prefix: string;
-  serviceEnv: Record<string, string>;
-  redisEnv: Record<string, string>;
-  cpus?: string;
-}): Promise<Service> {
-  const port = await freePort();
-  const env = { ...fullEnv(port, '', o.prefix, o.serviceEnv), ...o.redisEnv };
-  if (!env.REDIS_URL) delete env.REDIS_URL;
-  const workDir = join(o.workDir, `run-${o.id}`);
-  mkdirSync(workDir, { recursive: true });
-  const proc = spawnFullStack({ id: o.id, port, dist: o.dist, workDir, env, cpus: o.cpus });
-  await waitUntilServing(proc, port, `http://127.0.0.1:${port}/health/ready`, 60_000);
-  return { port, proc };
-}
+  spawnNode(`${s.id} server :${s.port}`, s.cpus, ROOT, s.env, '--import', 'tsx', s.script);
 
 /** One answer of the built service: its status and its body as text. */
-export interface Answer {
-  status: number;
-  body: string;
-}
+export type Answer = { status: number; body: string };
 
 const agent = new Agent({ keepAlive: true, maxSockets: 256 });
 

@@ -1,14 +1,7 @@
 import autocannon from 'autocannon';
 
-export interface LoadRequest {
-  headers: Record<string, string>;
-  /** Omitted or '' for none (no Content-Length either). */
-  body?: string;
-  /** Default: LoadOptions.method. */
-  method?: string;
-  /** Path and query; default: the path of LoadOptions.url. */
-  path?: string;
-}
+/** One request: `method` by default LoadOptions.method, `path` (and query) the URL's, no `body` (or '') none. */
+export type LoadRequest = { headers: Record<string, string>; body?: string; method?: string; path?: string };
 
 export interface LoadOptions {
   url: string;
@@ -23,24 +16,14 @@ export interface LoadOptions {
    */
   requests: LoadRequest[] | (() => LoadRequest);
   title?: string;
-  /** Called when the measured run starts (e.g. to sample CPU). */
+  /** Called when the run starts (e.g. to sample CPU). */
   onStart?: () => void;
 }
 
-export interface LoadSummary {
-  /** Mean of the per-second request counts, as autocannon reports it. */
-  rps: number;
-  /** 2xx responses per second over the whole run. */
-  okPerSecond: number;
-  p50: number;
-  p99: number;
-  total: number;
-  ok: number;
-  non2xx: number;
-  errors: number;
+/** `rps`: the mean of autocannon's per-second counts; `okPerSecond`: 2xx answers per second over the whole run. */
+export type LoadSummary = Record<'rps' | 'okPerSecond' | 'p50' | 'p99' | 'total' | 'ok' | 'non2xx' | 'errors' | 'durationS', number> & {
   statusCodes: Record<string, number>;
-  durationS: number;
-}
+};
 
 /** Runs autocannon in this process (the server under test runs in its own process). */
 export async function runLoad(opts: LoadOptions): Promise<LoadSummary> {

@@ -27,13 +27,8 @@ export async function measuredLoad(opts: LoadOptions, serverPid: number, redisPi
   const load = await runLoad({ ...opts, onStart: () => (s0 = sample()) });
   const s1 = sample();
   const diff = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined ? b - a : undefined);
-  const m: Measured = {
-    load,
-    wallS: (s1.wall - s0.wall) / 1000,
-    serverCpuS: diff(s0.server, s1.server),
-    redisCpuS: diff(s0.redis, s1.redis),
-    loadCpuS: s1.self - s0.self,
-  };
+  const [serverCpuS, redisCpuS] = [diff(s0.server, s1.server), diff(s0.redis, s1.redis)];
+  const m: Measured = { load, wallS: (s1.wall - s0.wall) / 1000, serverCpuS, redisCpuS, loadCpuS: s1.self - s0.self };
   const busy = diff(s0.machine?.busy, s1.machine?.busy);
   if (busy !== undefined && m.serverCpuS !== undefined && m.redisCpuS !== undefined) m.otherCpuS = Math.max(0, busy - m.serverCpuS - m.redisCpuS - m.loadCpuS);
   return m;

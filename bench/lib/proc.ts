@@ -5,9 +5,9 @@ import { onCleanup } from './cleanup';
 
 export { freePort } from '../../test/harness/free-port';
 
-let ticks: number | undefined;
 /** Kernel clock ticks per second (USER_HZ), for /proc figures. */
-const hz = () => (ticks ??= Number(tryOr(() => execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim(), '100')) || 100);
+const hz = () => (ticks ??= Number(tryOr(() => execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }), '100')) || 100);
+let ticks: number | undefined;
 const tryOr = <T>(f: () => T, or: T): T => {
   try {
     return f();
@@ -44,16 +44,13 @@ export function machineCpuSeconds(): { busy: number } | undefined {
 }
 
 /** CPU seconds used so far by this process (user + system). */
-export const selfCpuSeconds = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1e6;
-};
+export const selfCpuSeconds = () => ((u) => (u.user + u.system) / 1e6)(process.cpuUsage());
 
 export interface ManagedProcess {
   readonly name: string;
   readonly child: ChildProcess;
   readonly pid: number;
-  /** Last lines the process wrote to stderr (and stdout, when captured). */
+  /** Last lines the process wrote to stderr. */
   tail(): string;
   /** Throws if the process has exited. */
   assertAlive(): void;
@@ -65,26 +62,14 @@ export interface ManagedProcess {
  * A long-running child process, stopped when the benchmark ends however it ends. `cpus`: run on these CPUs only
  * (`taskset -c`, which execs the command in the same process, so pid and /proc figures stay the command's).
  */
-export function spawnManaged(o: {
-  name: string;
-  command: string;
-  args: string[];
-  env?: NodeJS.ProcessEnv;
-  cwd?: string;
-  stdout?: 'ignore' | 'capture' | 'inherit';
-  cpus?: string;
-}): ManagedProcess {
+export function spawnManaged(o: { name: string; command: string; args: string[]; env?: NodeJS.ProcessEnv; cwd?: string; cpus?: string }): ManagedProcess {
   const [command, args] = o.cpus ? ['taskset', ['-c', o.cpus, o.command, ...o.args]] : [o.command, o.args];
-  const child = spawn(command, args, {
-    cwd: o.cwd,
-    env: o.env ?? process.env,
-    stdio: ['ignore', o.stdout === 'capture' ? 'pipe' : (o.stdout ?? 'ignore'), 'pipe'],
-  });
+  // stdout (a service's access log) to /dev/null: the process still pays for writing it.
+  const child = spawn(command, args, { cwd: o.cwd, env: o.env ?? process.env, stdio: ['ignore', 'ignore', 'pipe'] });
   if (!child.pid) throw new Error(`could not start ${o.name} (${o.command})`);
   const lines: string[] = [];
   const keep = (chunk: Buffer) => lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)) > 60 && lines.splice(0, lines.length - 60);
   child.stderr?.on('data', keep);
-  child.stdout?.on('data', keep);
   let exit: string | undefined;
   const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve((exit = signal ? `signal ${signal}` : `code ${code}`))));
   const stop = async (graceMs = 10_000): Promise<string> => {
@@ -93,13 +78,8 @@ export function spawnManaged(o: {
     const timer = setTimeout(() => (console.error(`[bench] ${o.name} did not stop within ${graceMs} ms; SIGKILL`), child.kill('SIGKILL')), graceMs);
     return exited.finally(() => clearTimeout(timer));
   };
-  void exited.then(
-    onCleanup(
-      o.name,
-      () => stop().then(() => undefined),
-      () => void (exit ?? child.kill('SIGKILL')),
-    ),
-  );
+  const last = () => void (exit ?? child.kill('SIGKILL'));
+  void exited.then(onCleanup(o.name, () => stop().then(() => undefined), last));
   return {
     name: o.name,
     child,

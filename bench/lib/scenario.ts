@@ -1,36 +1,23 @@
 /**
  * The one scenario harness: a bench is a load, its baseline and its report. `defineBench` parses the options
- * (`--quick`, `--only <sections>`, `--dist DIR`, `--no-pin` and `--repeat N` where the bench pins or repeats,
- * `--compare [--baseline FILE]` where it compares, and the bench's own), snapshots the build, starts a redis-server,
- * hands the bench a context to start the built service and baseline servers and to measure rows on them, then
- * writes the report (title, environment, the Goals table, missed goals, the bench's sections) and its JSON (goals,
- * ratios, rows). Only the standard run (no options) writes bench/results; any other run writes to $TMPDIR/redis-pay-bench/.
+ * (`--quick`, `--only <sections>`, `--dist DIR`; `--no-pin`, `--repeat N` and `--compare [--baseline FILE]` where the
+ * bench pins, repeats or compares; the bench's own), snapshots the build, starts a redis-server, hands the bench a
+ * context to start the built service and baseline servers and to measure rows on them, then writes the report (title,
+ * environment, Goals, missed goals, the comparison, the bench's sections) and its JSON (goals, ratios, rows). Only the
+ * standard run (no options) writes bench/results; any other run writes to $TMPDIR/redis-pay-bench/.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchWorkDir } from './cleanup';
 import { commandStats, statsDelta } from './command-stats';
-import { ROOT, type Service, snapshotBuild, spawnBareServer, startService, UNDER_LOAD_ENV } from './full-stack';
+import { fullEnv, ROOT, snapshotBuild, spawnBareServer, spawnFullStack, UNDER_LOAD_ENV } from './full-stack';
 import type { LoadRequest } from './load';
 import { measuredLoad, median, medianBy } from './measure';
 import { cpuSplit, freePort, type ManagedProcess, pinProcess, waitUntilServing } from './proc';
 import { type BenchRedis, startBenchRedis } from './redis-server';
-import {
-  BenchCheckFailed,
-  environmentInfo,
-  fmtInt,
-  fmtNum,
-  type GoalLine,
-  jsonNum,
-  markdownTable,
-  reportHead,
-  RESULTS_DIR,
-  RESULTS_SCHEMA,
-  statusText,
-  writeJsonResult,
-  writeResult,
-} from './report';
+import * as report from './report';
+import { fmtInt, fmtNum, type GoalLine, jsonNum, markdownTable, RESULTS_DIR } from './report';
 
 /** A server under load: the built service or a baseline (floor) server. */
 export interface Target {
@@ -42,7 +29,7 @@ export interface Target {
   stop(): Promise<unknown>;
 }
 
-/** One measured load run: rate, latency, answers, and per request the Redis commands and CPU of each party. */
+/** One measured load run: rate, latency, answers, and per request the Redis commands and the CPU µs of each party. */
 export interface Row {
   scenario: string;
   target: string;
@@ -61,7 +48,7 @@ export interface Row {
   loadUs: number;
   /** Share of a core other jobs on the machine used during the run. */
   otherShare?: number;
-  /** After `ctx.rounds`: req/s of each round (the row is the median round; CPU the median over rounds; answers summed). */
+  /** After `ctx.rounds`: req/s of each round. */
   rounds?: number[];
 }
 
@@ -71,7 +58,7 @@ export interface BenchContext {
   quick: boolean;
   /** No options: the run that writes bench/results. */
   standard: boolean;
-  /** --compare: the run checks its ratios against the committed results (see BenchDefinition.compare). */
+  /** --compare: the ratios are checked against the committed results (BenchDefinition.compare). */
   compare: boolean;
   has(section: string): boolean;
   /** The bench's own options (`--name value`, or `true` for a flag). */
@@ -82,12 +69,10 @@ export interface BenchContext {
   redis: BenchRedis;
   /** Where the report goes (bench/results for the standard run). */
   outDir: string;
-  /** With `pin`: the CPU of the server under test (this process and redis-server have the others). */
-  cpus?: string;
   /** `standard` seconds, or `quick` ones with --quick. */
   seconds(standard: number, quick: number): number;
-  /** The built service on a free port (the bench's service env, then `env`; `redisEnv` default: the bench's Redis). */
-  service(id: string, env?: Record<string, string>, redisEnv?: Record<string, string>): Promise<Target & Service>;
+  /** The built service on a free port, ready (the bench's service env, then `env`; `redisEnv` default: the bench's Redis). */
+  service(id: string, env?: Record<string, string>, redisEnv?: Record<string, string>): Promise<Target>;
   /** A baseline server (`bench/<script>`, run by tsx) on a free port: `env`, then PORT and REDIS_URL (KEY_PREFIX, LUA_DIR, DIST by default). */
   floor(id: string, script: string, env?: Record<string, string>): Promise<Target>;
   /** One measured load on `on`: `durationS` (default: 8 s, 3 with --quick), 100 connections. Kept in `rows` unless `warmup`. */
@@ -98,8 +83,8 @@ export interface BenchContext {
     o?: { durationS?: number; warmup?: boolean; connections?: number },
   ): Promise<Row>;
   /**
-   * `n` rounds of `run` (--repeat, default `repeat`; 1 with --quick), so a drift or a burst of noise hits every row
-   * alike; then each scenario and target is one row: its median round by req/s, CPU the median over the rounds.
+   * --repeat rounds (BenchDefinition.repeat; 1 with --quick) of `run`, so a drift or a burst of noise hits every row
+   * alike; then each scenario and target is one row: its median round by req/s, CPU the median over rounds, answers summed.
    */
   rounds(run: (round: number) => Promise<void>): Promise<void>;
   rows: Row[];
@@ -116,7 +101,7 @@ export interface BenchDefinition<R> {
   options?: Record<string, 'flag' | 'value'>;
   /** The service's env in every run, on top of the bench defaults (UNDER_LOAD_ENV). */
   serviceEnv?: Record<string, string>;
-  /** The server under test alone on the last CPU, the rest on the others (`--no-pin` leaves it to the scheduler). */
+  /** The server under test alone on the last CPU, this process and redis-server on the others (`--no-pin`: unpinned). */
   pin?: boolean;
   /** Rounds of `ctx.rounds` (--repeat N). */
   repeat?: number;
@@ -131,21 +116,15 @@ export interface BenchDefinition<R> {
   json?(r: R, ctx: BenchContext): Record<string, unknown>;
 }
 
-const CONNECTIONS = 100;
-
 /** A bench module's `main`, for bench/run.ts. */
-export function defineBench<R>(def: BenchDefinition<R>): { main(args: string[]): Promise<void> } {
-  return { main: (args) => runBench(def, args) };
-}
+export const defineBench = <R>(def: BenchDefinition<R>) => ({ main: (args: string[]) => runBench(def, args) });
 
 function parse(def: BenchDefinition<unknown>, args: string[]) {
   const known = def.sections ?? [];
-  const own: Record<string, 'flag' | 'value'> = {
-    ...def.options,
-    ...(def.pin ? { 'no-pin': 'flag' } : {}),
-    ...(def.repeat ? { repeat: 'value' } : {}),
-    ...(def.compare ? { compare: 'flag', baseline: 'value' } : {}),
-  };
+  const own: Record<string, 'flag' | 'value'> = { ...def.options };
+  if (def.pin) own['no-pin'] = 'flag';
+  if (def.repeat) own.repeat = 'value';
+  if (def.compare) Object.assign(own, { compare: 'flag', baseline: 'value' });
   const opts: Record<string, string | true | undefined> = {};
   let [quick, only, dist] = [false, undefined as string[] | undefined, join(ROOT, 'dist')];
   for (let i = 0; i < args.length; i++) {
@@ -156,12 +135,7 @@ function parse(def: BenchDefinition<unknown>, args: string[]) {
       only = (args[++i] ?? '').split(',').filter(Boolean);
       if (only.length === 0 || only.some((s) => !known.includes(s))) throw new Error(`--only takes a comma-separated list of ${known.join(', ')}`);
     } else if (a.startsWith('--') && kind) opts[a.slice(2)] = kind === 'flag' ? true : (args[++i] ?? '');
-    else
-      throw new Error(
-        `unknown option ${a} (known: --quick, --dist DIR${known.length ? `, --only ${known.join(',')}` : ''}${Object.keys(own)
-          .map((k) => `, --${k}`)
-          .join('')})`,
-      );
+    else throw new Error(`unknown option ${a} (known: --quick --dist${known.length ? ' --only' : ''} ${Object.keys(own).join(' --')})`);
   }
   if (opts.baseline && !opts.compare) throw new Error('--baseline needs --compare');
   return { quick, sections: new Set(only ?? known), dist, opts };
@@ -169,46 +143,38 @@ function parse(def: BenchDefinition<unknown>, args: string[]) {
 
 /** The committed `<name>.json` (or `file`) a --compare checks against: read first, so a missing one fails before any load. */
 function readBaseline(name: string, file = join(RESULTS_DIR, `${name}.json`)) {
-  const fail = (why: string) => new BenchCheckFailed(`--compare: ${file} ${why}`);
-  if (!existsSync(file))
-    throw fail(`does not exist. Run the standard \`npm run bench -- ${name}\` on a quiet machine and commit ${name}.md and ${name}.json first.`);
-  const data = JSON.parse(readFileSync(file, 'utf8')) as {
-    bench?: string;
-    schema?: number;
-    ratios?: Record<string, number | null>;
-    build?: { commit?: string };
-  };
-  if (data.bench !== name || data.schema !== RESULTS_SCHEMA || !data.ratios) throw fail(`is not a ${name} results file of schema ${RESULTS_SCHEMA}`);
-  return { file, ratios: data.ratios, commit: data.build?.commit?.slice(0, 7) ?? 'unknown build' };
+  const data = (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {}) as { bench?: string; schema?: number; ratios?: Record<string, number | null> };
+  if (data.bench !== name || data.schema !== report.RESULTS_SCHEMA || !data.ratios)
+    throw new report.BenchCheckFailed(
+      `--compare: ${file} is missing or not a ${name} results file (run the standard bench on a quiet machine and commit its results).`,
+    );
+  return { file, ratios: data.ratios, commit: (data as { build?: { commit?: string } }).build?.commit?.slice(0, 7) ?? 'unknown build' };
 }
 
 async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<void> {
   const p = parse(def as BenchDefinition<unknown>, args);
   const baseline = p.opts.compare ? readBaseline(def.name, p.opts.baseline as string | undefined) : undefined;
-  const standard = args.length === 0;
   const workDir = benchWorkDir(`rp-${def.name}-`);
   const dist = snapshotBuild(p.dist, join(workDir, 'build'));
   const split = def.pin && !p.opts['no-pin'] ? cpuSplit() : undefined;
   // This process (autocannon) and what it starts from now on (redis-server) on the other CPUs.
   if (split) pinProcess(split.rest);
   const redis = await startBenchRedis();
-  const serviceEnv = { ...UNDER_LOAD_ENV, ...def.serviceEnv };
-  let rows: Row[] = [];
-  const outDir = standard ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
+  const outDir = args.length === 0 ? RESULTS_DIR : join(tmpdir(), 'redis-pay-bench');
   mkdirSync(outDir, { recursive: true });
-  const target = (id: string, port: number, proc: ManagedProcess) => ({
-    id,
-    port,
-    url: `http://127.0.0.1:${port}`,
-    pid: proc.pid,
-    proc,
-    stop: () => proc.stop(15_000),
-  });
+  let rows: Row[] = [];
+  /** Starts a server on a free port; resolves once it answers (2xx on `ready` when given). */
+  const start = async (id: string, spawn: (port: number) => ManagedProcess, ready?: string): Promise<Target> => {
+    const port = await freePort();
+    const proc = spawn(port);
+    await waitUntilServing(proc, port, ready && `http://127.0.0.1:${port}${ready}`, 60_000);
+    return { id, port, url: `http://127.0.0.1:${port}`, pid: proc.pid, proc, stop: () => proc.stop(15_000) };
+  };
   const ctx: BenchContext = {
     name: def.name,
     args,
     quick: p.quick,
-    standard,
+    standard: args.length === 0,
     compare: baseline !== undefined,
     has: (s) => p.sections.has(s),
     opts: p.opts,
@@ -216,7 +182,6 @@ async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<voi
     workDir,
     redis,
     outDir,
-    cpus: split?.server,
     get rows() {
       return rows;
     },
@@ -228,32 +193,35 @@ async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<voi
         }
       : {},
     seconds: (s, q) => (p.quick ? q : s),
-    async service(id, env = {}, redisEnv = { REDIS_URL: redis.url }) {
-      const s = await startService({ dist, workDir, id, prefix: def.prefix, serviceEnv: { ...serviceEnv, ...env }, redisEnv, cpus: split?.server });
-      return { ...s, ...target(id, s.port, s.proc) };
-    },
-    async floor(id, script, env = {}) {
-      const port = await freePort();
-      const base = { NODE_ENV: 'production', KEY_PREFIX: def.prefix, LUA_DIR: join(dist, '..', 'lua'), DIST: dist };
-      const proc = spawnBareServer({
+    service(id, env = {}, redisEnv = { REDIS_URL: redis.url }) {
+      const dir = join(workDir, `run-${id}`);
+      mkdirSync(dir, { recursive: true });
+      return start(
         id,
-        port,
-        cpus: split?.server,
-        script: join(ROOT, 'bench', script),
-        env: { ...process.env, ...base, ...env, PORT: String(port), REDIS_URL: redis.url },
-      });
-      await waitUntilServing(proc, port, undefined, 60_000);
-      return target(id, port, proc);
+        (port) => {
+          // REDIS_CLUSTER_NODES instead of a REDIS_URL: no REDIS_URL at all.
+          const e = { ...fullEnv(port, '', def.prefix, { ...UNDER_LOAD_ENV, ...def.serviceEnv, ...env }), ...redisEnv };
+          if (!e.REDIS_URL) delete e.REDIS_URL;
+          return spawnFullStack({ id, port, dist, workDir: dir, env: e, cpus: split?.server });
+        },
+        '/health/ready',
+      );
+    },
+    floor(id, script, env = {}) {
+      const base = { NODE_ENV: 'production', KEY_PREFIX: def.prefix, LUA_DIR: join(dist, '..', 'lua'), DIST: dist };
+      return start(id, (port) =>
+        spawnBareServer({
+          id,
+          port,
+          cpus: split?.server,
+          script: join(ROOT, 'bench', script),
+          env: { ...process.env, ...base, ...env, PORT: String(port), REDIS_URL: redis.url },
+        }),
+      );
     },
     async measure(scenario, on, requests, o = {}) {
       const before = await commandStats([redis.url]);
-      const load = {
-        url: on.url,
-        connections: o.connections ?? CONNECTIONS,
-        durationS: o.durationS ?? ctx.seconds(8, 3),
-        requests,
-        title: `${scenario} ${on.id}`,
-      };
+      const load = { url: on.url, connections: o.connections ?? 100, durationS: o.durationS ?? ctx.seconds(8, 3), requests, title: `${scenario} ${on.id}` };
       const m = await measuredLoad(load, on.pid, redis.process.pid);
       on.proc.assertAlive();
       const commands = Object.fromEntries(Object.entries(statsDelta(before, await commandStats([redis.url]))).map(([k, v]) => [k, v.calls]));
@@ -277,34 +245,31 @@ async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<voi
         otherShare: m.otherCpuS === undefined ? undefined : m.otherCpuS / m.wallS,
       };
       console.log(
-        `[bench] ${scenario} / ${on.id}: ${fmtInt(row.rps)} req/s, p99 ${row.p99} ms, ${fmtNum(row.serverUs, 0)} µs server CPU/request, ${statusText(row.statuses)}`,
+        `[bench] ${scenario} / ${on.id}: ${fmtInt(row.rps)} req/s, p99 ${row.p99} ms, ${fmtNum(row.serverUs, 0)} µs server CPU/request, ${report.statusText(row.statuses)}`,
       );
       if (!o.warmup) rows.push(row);
       return row;
     },
     async rounds(run) {
-      const n = p.quick ? 1 : Number(p.opts.repeat ?? def.repeat ?? 1);
-      const [kept, all] = [rows, [] as Row[]];
+      const [n, kept, all] = [p.quick ? 1 : Number(p.opts.repeat ?? def.repeat ?? 1), rows, [] as Row[]];
       for (let round = 0; round < n; round++) {
         if (n > 1) console.error(`[bench] round ${round + 1}/${n}`);
         rows = [];
         await run(round);
         all.push(...rows);
       }
-      const key = (r: Row) => `${r.scenario}\n${r.target}`;
-      rows = [...kept];
-      for (const k of new Set(all.map(key))) {
-        const mine = all.filter((r) => key(r) === k);
-        const sum = (f: (r: Row) => number) => mine.reduce((s, r) => s + f(r), 0);
+      rows = kept;
+      for (const k of new Set(all.map((r) => `${r.scenario}\n${r.target}`))) {
+        const mine = all.filter((r) => `${r.scenario}\n${r.target}` === k);
         const statuses: Record<string, number> = {};
-        for (const r of mine) for (const [c, x] of Object.entries(r.statuses)) statuses[c] = (statuses[c] ?? 0) + x;
-        const mid = (f: (r: Row) => number | undefined) => median(mine.map(f));
+        for (const [c, x] of mine.flatMap((r) => Object.entries(r.statuses))) statuses[c] = (statuses[c] ?? 0) + x;
+        const [serverUs, redisUs] = [median(mine.map((r) => r.serverUs)), median(mine.map((r) => r.redisUs))];
         rows.push({
           ...medianBy(mine, (r) => r.rps),
           statuses,
-          errors: sum((r) => r.errors),
-          serverUs: mid((r) => r.serverUs),
-          redisUs: mid((r) => r.redisUs),
+          errors: mine.reduce((s, r) => s + r.errors, 0),
+          serverUs,
+          redisUs,
           rounds: mine.map((r) => r.rps),
         });
       }
@@ -316,39 +281,39 @@ async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<voi
   const ratios = def.ratios?.(result, ctx) ?? {};
   const tolerance = def.compare?.tolerance ?? 0.1;
   const checks = Object.entries(baseline ? def.compare!.ratios : {}).map(([key, label]) => {
-    const [committed, measured] = [baseline!.ratios[key] ?? null, ratios[key] ?? null];
-    const least = committed === null ? null : committed * (1 - tolerance);
-    const ok = least !== null && measured !== null && measured >= least;
-    const line = `${ok ? 'ok  ' : 'FAIL'} ${label}: ${fmtNum(measured ?? undefined, 3)} against ${fmtNum(committed ?? undefined, 3)} committed (${baseline!.commit}); the least allowed is ${fmtNum(least ?? undefined, 3)}`;
-    const goal = {
-      goal: `No regression (--compare): ${label} against the committed result`,
-      target: `≥ ${fmtNum(least ?? undefined, 3)}`,
-      measured: fmtNum(measured ?? undefined, 3),
-      met: ok,
+    const [committed, measured] = [baseline!.ratios[key] ?? undefined, ratios[key] ?? undefined];
+    const least = committed === undefined ? undefined : committed * (1 - tolerance);
+    const ok = least !== undefined && measured !== undefined && measured >= least;
+    const line = `${ok ? 'ok  ' : 'FAIL'} ${label}: ${fmtNum(measured, 3)} against ${fmtNum(committed, 3)} committed (${baseline!.commit}); the least allowed is ${fmtNum(least, 3)}`;
+    return {
+      ok,
+      line,
+      goal: {
+        goal: `No regression (--compare): ${label} against the committed result`,
+        target: `≥ ${fmtNum(least, 3)}`,
+        measured: fmtNum(measured, 3),
+        met: ok,
+      },
     };
-    return { ok, line, goal };
   });
   const goals = [...def.goals(result, ctx), ...checks.map((c) => c.goal)];
-  const env = environmentInfo(redis.version, ctx.env);
+  const env = report.environmentInfo(redis.version, ctx.env);
   const missed = goals.filter((g) => g.met === false);
   const md = [
-    ...reportHead(def.name, args, env, goals),
+    ...report.reportHead(def.name, args, env, goals),
     ...(missed.length ? ['## Goals missed', '', ...missed.map((g) => `- **${g.goal}**: target ${g.target}, measured ${g.measured}.`), ''] : []),
     ...(checks.length ? ['## Comparison with the committed result', '', ...checks.map((c) => `- ${c.line}`), ''] : []),
     ...def.report(result, ctx),
   ];
-  writeResult(def.name, md.join('\n'), outDir);
-  writeJsonResult(def.name, p.dist, { args, environment: env, goals, ratios, rows, ...def.json?.(result, ctx) }, outDir);
+  report.writeResult(def.name, md.join('\n'), outDir);
+  report.writeJsonResult(def.name, p.dist, { args, environment: env, goals, ratios, rows, ...def.json?.(result, ctx) }, outDir);
   await redis.stop();
   if (checks.some((c) => !c.ok))
-    throw new BenchCheckFailed(
+    throw new report.BenchCheckFailed(
       `${def.name}: regression against ${baseline!.file} (−${fmtNum(100 * tolerance, 0)}% allowed):\n  ${checks.map((c) => c.line).join('\n  ')}\n` +
         'Run it again on a quiet machine before blaming the code; if the drop is intended, run the standard bench on a quiet machine and commit the new results.',
     );
 }
-
-// ---------------------------------------------------------------------------------------------
-// Report pieces
 
 /** A goal a test asserts (the bench no longer checks it): the row names the test. */
 export const testedGoal = (goal: string, target: string, test: string): GoalLine => ({ goal, target, measured: `asserted by ${test}`, test });
@@ -359,52 +324,44 @@ export const rpsRatio = (a: Row | undefined, b: Row | undefined) => (a && b ? a.
 /** A goal on the req/s of `a` over `b`: at least `min` (or information without one). */
 export function ratioGoal(goal: string, a: Row | undefined, b: Row | undefined, min?: number): GoalLine[] {
   const r = rpsRatio(a, b);
-  if (r === undefined) return [];
-  const measured = `${fmtNum(r, 2)} (${fmtInt(a!.rps)} / ${fmtInt(b!.rps)})`;
-  return [min === undefined ? { goal, target: 'information', measured, info: true } : { goal, target: `≥ ${min}`, measured, met: r >= min }];
+  const measured = `${fmtNum(r, 2)} (${fmtInt(a?.rps ?? NaN)} / ${fmtInt(b?.rps ?? NaN)})`;
+  return r === undefined
+    ? []
+    : [min === undefined ? { goal, target: 'information', measured, info: true } : { goal, target: `≥ ${min}`, measured, met: r >= min }];
 }
 
 /** The ratio for the JSON (`--compare` and history). */
 export const jsonRatio = (a: Row | undefined, b: Row | undefined) => jsonNum(rpsRatio(a, b));
 
-/** The rows as one table: rate, latency, answers, Redis commands and CPU per request. */
+/** The rows as one table: rate, latency, answers, Redis commands and CPU per request (and each round's req/s after `ctx.rounds`). */
 export function rowsTable(rows: Row[]): string {
   const us = (v: number | undefined) => (v === undefined ? 'n/a' : fmtInt(v));
+  const rounds = rows.some((r) => r.rounds);
   return markdownTable(
-    [
-      'Scenario',
-      'Target',
-      'req/s',
-      'p50 / p99 (ms)',
-      'Answers',
-      'Redis commands/request',
-      'Server CPU µs/request',
-      'Redis CPU µs/request',
-      'Other CPU on the machine',
-      ...(rows.some((r) => r.rounds) ? ['req/s of each round'] : []),
-    ],
+    `Scenario|Target|req/s|p50 / p99 (ms)|Answers|Redis commands/request|Server CPU µs/request|Redis CPU µs/request|Other CPU on the machine${rounds ? '|req/s of each round' : ''}`.split(
+      '|',
+    ),
     rows.map((r) => [
       r.scenario,
       r.target,
       fmtInt(r.rps),
       `${r.p50} / ${r.p99}`,
-      statusText(r.statuses) + (r.errors ? `, errors ${r.errors}` : ''),
+      report.statusText(r.statuses) + (r.errors ? `, errors ${r.errors}` : ''),
       fmtNum(r.commandsPerRequest, 2),
       us(r.serverUs),
       us(r.redisUs),
       r.otherShare === undefined ? 'n/a' : `${fmtNum(100 * r.otherShare, 0)}%`,
-      ...(r.rounds ? [r.rounds.map(fmtInt).join(' / ')] : []),
+      ...(rounds ? [(r.rounds ?? []).map(fmtInt).join(' / ')] : []),
     ]),
   );
 }
 
 /** One line per row: its most called Redis commands per request. */
 export const topCommands = (rows: Row[], n = 8) =>
-  rows.map(
-    (r) =>
-      `- ${r.scenario}, ${r.target}: ${Object.entries(r.commands)
-        .sort((a, b) => b[1] - a[1])
-        .slice(0, n)
-        .map(([k, v]) => `${k} ${fmtNum(v / Math.max(1, r.requests), 2)}`)
-        .join(', ')}`,
-  );
+  rows.map((r) => {
+    const top = Object.entries(r.commands).sort((a, b) => b[1] - a[1]);
+    return `- ${r.scenario}, ${r.target}: ${top
+      .slice(0, n)
+      .map(([k, v]) => `${k} ${fmtNum(v / Math.max(1, r.requests), 2)}`)
+      .join(', ')}`;
+  });
