@@ -1,32 +1,20 @@
+import type Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type Redis from 'ioredis';
-
-/** Elements the remove script reads per LRANGE. */
-const SCAN_CHUNK = 1000;
 
 type RemoveCommand = (list: string, timeouts: string, value: string, chunk: number) => Promise<number>;
 
 /**
- * The baseline of the delay-queue benchmark: the storage layout of Redisson's
- * RDelayedQueue as the article in shared/seeds (§2.3) describes it, written
- * here from that description. Only what the cancel and memory measurements
- * need is modelled (no firing):
- *
- * - offer(value, dueAt): the value is packed behind a random id (so equal
- *   values can be offered twice) and the packed bytes go both into a timeout
- *   zset (score = due time) and at the tail of a list (offer order);
- * - remove(value): one Lua script (list-scan-remove-2.lua) walks the list
- *   from the head comparing unpacked values, then LREM + ZREM the first match.
- *   Its cost grows with the item's position in the list.
- *
- * Packed layout (the Lua struct format 'dLc0', little-endian x86-64):
- * 8-byte double random id, 8-byte unsigned length, the value's bytes.
+ * The list-scan baseline of the delay-queue and close-reminder benchmarks: the storage layout of Redisson's RDelayedQueue as
+ * the article in shared/seeds (§2.3) describes it, only what cancel and memory need (no firing). offer: the value packed behind
+ * a random id (the Lua struct format 'dLc0': 8-byte random double, 8-byte little-endian length, the bytes) goes into a timeout
+ * zset (score = due time) and at the tail of a list; remove(value): one script (list-scan-remove-2.lua) walks the list from
+ * the head in LRANGE chunks of 1,000, then LREM + ZREM the first match, so its cost grows with the item's position.
  */
 export class ListScanQueue {
-  readonly listKey: string;
-  readonly timeoutKey: string;
+  private readonly list: string;
+  private readonly timeouts: string;
   private readonly removeScript: RemoveCommand;
 
   constructor(
@@ -34,55 +22,33 @@ export class ListScanQueue {
     name: string,
   ) {
     // One hash tag: both keys in one cluster slot, as the script needs.
-    this.listKey = `${name}:{q}:list`;
-    this.timeoutKey = `${name}:{q}:timeout`;
-    if (!(redis as unknown as Record<string, unknown>).listScanRemove) {
+    [this.list, this.timeouts] = [`${name}:{q}:list`, `${name}:{q}:timeout`];
+    const commands = redis as unknown as { listScanRemove?: RemoveCommand };
+    if (!commands.listScanRemove)
       redis.defineCommand('listScanRemove', { numberOfKeys: 2, lua: readFileSync(join(__dirname, 'list-scan-remove-2.lua'), 'utf8') });
-    }
-    const commands = redis as unknown as { listScanRemove: RemoveCommand };
-    this.removeScript = commands.listScanRemove.bind(redis);
+    this.removeScript = commands.listScanRemove!.bind(redis);
   }
 
-  /** Every key of the queue (for MEMORY USAGE). */
-  get keys(): string[] {
-    return [this.listKey, this.timeoutKey];
-  }
-
-  static pack(value: string): Buffer {
-    const bytes = Buffer.from(value, 'utf8');
-    const out = Buffer.allocUnsafe(16 + bytes.length);
-    randomBytes(8).copy(out, 0);
-    out.writeBigUInt64LE(BigInt(bytes.length), 8);
-    bytes.copy(out, 16);
-    return out;
-  }
-
-  /** One offer: the zset and the list change together (MULTI). */
-  async offer(value: string, dueAt: number): Promise<void> {
-    const packed = ListScanQueue.pack(value);
-    await this.redis.multi().zadd(this.timeoutKey, dueAt, packed).rpush(this.listKey, packed).exec();
-  }
-
-  /** Many offers in one MULTI: two variadic commands (for filling the queue fast). */
+  /** Many offers in one MULTI: two variadic commands. */
   async offerMany(items: { value: string; dueAt: number }[]): Promise<void> {
     if (items.length === 0) return;
-    const packed = items.map((i) => ListScanQueue.pack(i.value));
-    const zargs: (number | Buffer)[] = [];
-    items.forEach((item, n) => zargs.push(item.dueAt, packed[n]));
+    const packed = items.map(({ value }) => {
+      const bytes = Buffer.from(value, 'utf8');
+      const out = Buffer.alloc(16 + bytes.length);
+      randomBytes(8).copy(out, 0);
+      out.writeBigUInt64LE(BigInt(bytes.length), 8);
+      bytes.copy(out, 16);
+      return out;
+    });
     await this.redis
       .multi()
-      .zadd(this.timeoutKey, ...zargs)
-      .rpush(this.listKey, ...packed)
+      .zadd(this.timeouts, ...items.flatMap((item, n) => [item.dueAt, packed[n]]))
+      .rpush(this.list, ...packed)
       .exec();
   }
 
   /** Removes the first item offered with `value`; false when there is none. */
   async remove(value: string): Promise<boolean> {
-    return (await this.removeScript(this.listKey, this.timeoutKey, value, SCAN_CHUNK)) === 1;
-  }
-
-  /** Items in the queue (list length). */
-  size(): Promise<number> {
-    return this.redis.llen(this.listKey);
+    return (await this.removeScript(this.list, this.timeouts, value, 1000)) === 1;
   }
 }

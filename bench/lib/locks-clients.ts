@@ -1,332 +1,170 @@
 /**
- * The lock libraries of `npm run bench -- locks` behind one small interface, so every row of the
- * benchmark runs the same loop:
- *
- *   engine          LockService from a build (dist/), in its own Nest application context (config,
- *                   metrics, Redis connections, script registry, the lock module; no HTTP). One
- *                   client = one context = its own command and pub/sub connections.
- *   redlock         redlock 5 (beta; the ioredis-compatible line) with one Redis "node".
- *   redis-semaphore redis-semaphore's Mutex (SET NX PX, then polls every retryInterval).
- *   fenced-floor    not a library: the cheapest lock that returns a fencing token (a string key and
- *                   the engine's fencing counter, two scripts), a reference row for the uncontended
- *                   section only (it never waits, so it cannot take part in a hand-off).
- *
- * Every client has its own ioredis connection(s) with the service's own connection options (from
- * the same build: no auto-pipelining, offline queue off), so the rows differ only in the library.
+ * The rows of `npm run bench -- locks` behind one interface, so every row runs the same loop:
+ *   engine           LockService (src/engines/locks), one Nest application context per client (config, metrics,
+ *                    Redis, scripts, the lock module; no HTTP): its own command and pub/sub connections;
+ *   redlock          redlock 5 with one Redis node (the ioredis-compatible beta), at its default retry and a what-if at 10 ms;
+ *   redis-semaphore  its Mutex (SET NX PX, polls every retryInterval);
+ *   fenced-floor     not a lock: the cheapest acquire that returns a fencing token (a string key and the engine's
+ *                    fencing counter in one script, the peers' release in another); uncontended section only.
+ * Every client has its own connection(s) with the service's connection options, so the rows differ only in the library.
  */
-import { NestFactory } from '@nestjs/core';
+import './engine-bench';
 import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import Redis, { type RedisOptions } from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Mutex } from 'redis-semaphore';
 import Redlock from 'redlock';
-import type { LockService } from '../../src/engines/locks/lock.service';
+import { LockService, LocksModule, locksConfig } from '../../src/engines/locks';
+import { ConfigModule } from '../../src/platform/config/config.module';
+import { loadConfig } from '../../src/platform/config/load-config';
+import { MetricsModule } from '../../src/platform/metrics/metrics.module';
+import { standaloneOrSentinelOptions } from '../../src/platform/redis/redis-options';
+import { RedisModule } from '../../src/platform/redis/redis.module';
+import { RedisService } from '../../src/platform/redis/redis.service';
 import { evalScript } from '../../src/platform/scripts/eval-script';
-import { requireFromBuild, ROOT } from './full-stack';
-import { FENCE_KEEP_MS, FENCED_STRING_ACQUIRE_LUA, OWNER_RELEASE_LUA } from './locks-lua';
+import { ScriptsModule } from '../../src/platform/scripts/scripts.module';
 
 /** Every row: a 10 s lease, and an acquire waits up to 10 s for a held lock. */
 export const LEASE_MS = 10_000;
 export const WAIT_MS = 10_000;
-/** Key prefix of the engine (REDIS_KEY_PREFIX); the peers' keys are built to the same shape. */
-export const KEY_PREFIX = 'bench-locks';
+const PREFIX = 'bench-locks';
+/** How long the engine keeps a lock's fencing counter (lock.store). */
+export const FENCE_KEEP_MS = 3_600_000;
 
-/** Releases the hold it was returned with. */
-export type Release = () => Promise<void>;
+/** `acquire` takes a name exclusively (waiting up to WAIT_MS) and resolves with its release; `sent`: commands sent so far, every connection. */
+export type LockClient = { acquire(name: string): Promise<() => Promise<unknown>>; readonly sent: { n: number }; close(): Promise<void> };
 
-export interface LockClient {
-  /** Takes `name` exclusively (lease LEASE_MS), waiting up to WAIT_MS; rejects when the wait runs out. */
-  acquire(name: string): Promise<Release>;
-  /** Commands this client has sent to Redis so far (every connection it owns, pub/sub included). */
-  readonly requests: number;
-  close(): Promise<void>;
-}
+/** A row: `commands` are what its client sends for an acquire + release (INFO commandstats names). */
+export type LockLibrary = { id: string; label: string; settings: string; commands: readonly string[]; connect(): Promise<LockClient> };
 
-export interface LockLibrary {
-  id: string;
-  label: string;
-  /** The library's settings in this benchmark, for the report. */
-  settings: string;
-  /**
-   * The commands its clients send for an acquire + release (INFO commandstats names). Commands a
-   * script runs are listed there too; these are the ones the client itself sends.
-   */
-  commands: readonly string[];
-  /** A new client with its own connections. */
-  connect(): Promise<LockClient>;
-}
-
-/** Counts the commands a connection sends (ioredis routes every command, scripts included, through sendCommand). */
-function countCommands(conn: Redis, onCommand: () => void): void {
+/** Counts the commands a connection sends (ioredis routes every command through sendCommand). */
+function counted<T extends Redis>(conn: T, sent: { n: number }): T {
   const send = conn.sendCommand.bind(conn);
-  conn.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => {
-    onCommand();
-    return send(...args);
-  }) as Redis['sendCommand'];
+  conn.sendCommand = ((...args: Parameters<Redis['sendCommand']>) => (sent.n++, send(...args))) as Redis['sendCommand'];
+  return conn;
 }
 
-/** Loaded once per build: what every engine client needs. */
-interface EngineBuild {
-  config: ReturnType<typeof import('../../src/platform/config/load-config').loadConfig>;
-  /** The lock engine's settings (its config slice). */
-  locks: import('../../src/engines/locks/locks.config').LocksConfig;
-  redisOptions: RedisOptions;
-  modules: {
-    ConfigModule: typeof import('../../src/platform/config/config.module').ConfigModule;
-    MetricsModule: typeof import('../../src/platform/metrics/metrics.module').MetricsModule;
-    RedisModule: typeof import('../../src/platform/redis/redis.module').RedisModule;
-    /** The build's scripts module when the script registry has its own (else RedisModule provides it). */
-    ScriptsModule?: unknown;
-  };
-  RedisService: typeof import('../../src/platform/redis/redis.service').RedisService;
-  LockService: typeof import('../../src/engines/locks/lock.service').LockService;
-  /** The build's lock module when it has one; else LockService and LockMetrics are provided directly. */
-  lockModule?: unknown;
-  LockMetrics?: unknown;
-}
-
-/** The root module of an engine client; its imports and providers come with each context (forRoot-style). */
 @Module({})
 class LocksBenchRoot {}
 
-function loadEngineBuild(dist: string, redisUrl: string): EngineBuild {
-  const { loadConfig } = requireFromBuild<typeof import('../../src/platform/config/load-config')>(dist, 'platform/config/load-config');
-  const { standaloneOrSentinelOptions } = requireFromBuild<typeof import('../../src/platform/redis/redis-options')>(dist, 'platform/redis/redis-options');
-  // NODE_ENV=test: development credentials are accepted (nothing here serves HTTP).
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_URL: redisUrl, REDIS_KEY_PREFIX: KEY_PREFIX });
-  const lockModuleFile = ['locks.module.js', 'lock.module.js'].map((f) => join(dist, 'locks', f)).find((f) => existsSync(f));
-  const lockModule = lockModuleFile
-    ? Object.entries(require(lockModuleFile) as Record<string, unknown>).find(([k, v]) => k.endsWith('Module') && typeof v === 'function')?.[1]
-    : undefined;
-  return {
-    config,
-    locks: requireFromBuild<typeof import('../../src/engines/locks/locks.config')>(dist, 'engines/locks/locks.config').locksConfig.of(config),
-    redisOptions: standaloneOrSentinelOptions(config.redis),
-    modules: {
-      ConfigModule: requireFromBuild<typeof import('../../src/platform/config/config.module')>(dist, 'platform/config/config.module').ConfigModule,
-      MetricsModule: requireFromBuild<typeof import('../../src/platform/metrics/metrics.module')>(dist, 'platform/metrics/metrics.module').MetricsModule,
-      RedisModule: requireFromBuild<typeof import('../../src/platform/redis/redis.module')>(dist, 'platform/redis/redis.module').RedisModule,
-      ScriptsModule: existsSync(join(dist, 'scripts', 'scripts.module.js'))
-        ? requireFromBuild<typeof import('../../src/platform/scripts/scripts.module')>(dist, 'platform/scripts/scripts.module').ScriptsModule
-        : undefined,
-    },
-    RedisService: requireFromBuild<typeof import('../../src/platform/redis/redis.service')>(dist, 'platform/redis/redis.service').RedisService,
-    LockService: requireFromBuild<typeof import('../../src/engines/locks/lock.service')>(dist, 'engines/locks/lock.service').LockService,
-    lockModule,
-    LockMetrics: lockModule ? undefined : requireFromBuild<Record<string, unknown>>(dist, 'engines/locks/lock.metrics').LockMetrics,
-  };
-}
+const config = (redisUrl: string) => loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', REDIS_URL: redisUrl, REDIS_KEY_PREFIX: PREFIX });
 
-/** The engine: one LockService per client, each in its own Nest application context with its own connections. */
-export function engineLibrary(dist: string, redisUrl: string): LockLibrary & { wakeCheckMs: number; viaLockModule: boolean; redisOptions: RedisOptions } {
-  const b = loadEngineBuild(dist, redisUrl);
-  const options = { leaseMs: LEASE_MS, waitMs: WAIT_MS };
+function engineLibrary(redisUrl: string): LockLibrary {
+  const wakeCheckMs = locksConfig.of(config(redisUrl)).wakeCheckMs;
   return {
     id: 'engine',
     label: 'engine: LockService (pub/sub wake-up)',
-    settings:
-      `acquire(name, {leaseMs: ${LEASE_MS}, waitMs: ${WAIT_MS}}), default owner (a fresh token per acquire), mode write, watchdog on (the default); ` +
-      `waiters sleep on the release message and re-check every LOCK_WAKE_CHECK_MS × 0.8–1.2 = ${b.locks.wakeCheckMs} ms (the default) at the latest`,
     commands: ['evalsha', 'eval'],
-    wakeCheckMs: b.locks.wakeCheckMs,
-    redisOptions: b.redisOptions,
-    viaLockModule: b.lockModule !== undefined,
+    settings:
+      `acquire(name, {leaseMs: ${LEASE_MS}, waitMs: ${WAIT_MS}}), a fresh owner per acquire, mode write, watchdog on; waiters sleep on the release message ` +
+      `and re-check every LOCK_WAKE_CHECK_MS × 0.8–1.2 = ${wakeCheckMs} ms at the latest`,
     async connect() {
-      const app = await NestFactory.createApplicationContext(
-        {
-          module: LocksBenchRoot,
-          imports: [
-            b.modules.ConfigModule.forRoot(b.config),
-            b.modules.MetricsModule,
-            b.modules.RedisModule,
-            ...(b.modules.ScriptsModule ? [b.modules.ScriptsModule as never] : []),
-            ...(b.lockModule ? [b.lockModule as never] : []),
-          ],
-          providers: b.lockModule ? [] : [b.LockService, b.LockMetrics as never],
-        },
-        { logger: ['error', 'warn'], abortOnError: false },
-      );
-      const service: LockService = app.get(b.LockService);
-      const redis = app.get(b.RedisService);
-      let requests = 0;
-      const count = () => void requests++;
-      countCommands(redis.client as Redis, count);
-      // The pub/sub connection is created on first use (the first wait): count it from then on.
+      const imports = [ConfigModule.forRoot(config(redisUrl)), MetricsModule, RedisModule, ScriptsModule, LocksModule];
+      const app = await NestFactory.createApplicationContext({ module: LocksBenchRoot, imports }, { logger: ['error', 'warn'] });
+      const service = app.get(LockService);
+      const redis = app.get(RedisService);
+      const sent = { n: 0 };
+      counted(redis.client as Redis, sent);
+      // The pub/sub connection opens at the first wait: counted from then on.
       const subscriber = redis.subscriber.bind(redis);
-      let counted = false;
-      redis.subscriber = () => {
-        const conn = subscriber();
-        if (!counted) countCommands(conn as Redis, count);
-        counted = true;
-        return conn;
-      };
+      redis.subscriber = () => (redis['subscriberConn'] ? subscriber() : counted(subscriber() as Redis, sent));
       await redis.warmUp();
       return {
         acquire: async (name) => {
-          const h = await service.acquire(name, options);
+          const h = await service.acquire(name, { leaseMs: LEASE_MS, waitMs: WAIT_MS });
           return () => h.release();
         },
-        get requests() {
-          return requests;
-        },
+        sent,
         close: () => app.close(),
       };
     },
   };
 }
 
-/** One peer client's connection: the service's connection options, connected, commands counted. */
-async function peerConnection(redisUrl: string, options: RedisOptions, onCommand: () => void): Promise<Redis> {
-  const conn = new Redis(redisUrl, { ...options, lazyConnect: true, connectionName: 'bench-locks:peer' });
-  conn.on('error', () => undefined);
-  countCommands(conn, onCommand);
-  await conn.connect();
-  return conn;
+/** A peer's client: one connection with the service's options, commands counted; `lock` makes its acquire. */
+function peer(redisUrl: string, options: RedisOptions, lib: Omit<LockLibrary, 'connect'>, lock: (conn: Redis) => Promise<LockClient['acquire']>): LockLibrary {
+  return {
+    ...lib,
+    async connect() {
+      const sent = { n: 0 };
+      const conn = counted(new Redis(redisUrl, { ...options, lazyConnect: true, connectionName: 'bench-locks:peer' }), sent);
+      conn.on('error', () => undefined);
+      await conn.connect();
+      return { acquire: await lock(conn), sent, close: async () => conn.disconnect() };
+    },
+  };
 }
 
-/** Same key shape as the engine's lock hash (`<prefix>:locks:{name}:h`), one suffix per library. */
-const peerKey = (name: string, suffix: string) => `${KEY_PREFIX}:locks:{${name}}:${suffix}`;
+/** The peers' key, the shape of the engine's lock hash (`<prefix>:locks:{name}:h`). */
+const peerKey = (name: string, suffix: string) => `${PREFIX}:locks:{${name}}:${suffix}`;
 
-/**
- * redlock 5 with one client. An acquire retries every retryDelay ± retryJitter ms; retryCount is set
- * so that the retries span WAIT_MS, like the other rows' wait.
- */
-export function redlockLibrary(
-  redisUrl: string,
-  redisOptions: RedisOptions,
-  retryDelay: number,
-  retryJitter: number,
-  id = 'redlock',
-  whatIf = false,
-): LockLibrary {
+function redlockLibrary(redisUrl: string, options: RedisOptions, retryDelay: number, retryJitter: number, id: string): LockLibrary {
   const retryCount = Math.ceil(WAIT_MS / retryDelay);
-  return {
-    id,
-    label: `redlock: retry every ${retryDelay} ± ${retryJitter} ms${whatIf ? ' (what-if)' : retryDelay === 200 ? ' (default)' : ''}`,
-    commands: ['evalsha', 'eval'],
-    settings: `new Redlock([client], {retryDelay: ${retryDelay}, retryJitter: ${retryJitter}, retryCount: ${retryCount}, driftFactor: 0.01}); acquire([key], ${LEASE_MS}); lock.release(); no auto-extension (acquire() has none)`,
-    async connect() {
-      let requests = 0;
-      const conn = await peerConnection(redisUrl, redisOptions, () => void requests++);
-      const redlock = new Redlock([conn], { retryCount, retryDelay, retryJitter, driftFactor: 0.01 });
-      return {
-        acquire: async (name) => {
-          const lock = await redlock.acquire([peerKey(name, 'rl')], LEASE_MS);
-          return async () => {
-            await lock.release();
-          };
-        },
-        get requests() {
-          return requests;
-        },
-        close: async () => {
-          conn.disconnect();
-        },
-      };
-    },
-  };
+  const label = `redlock: retry every ${retryDelay} ± ${retryJitter} ms ${id === 'redlock' ? '(default)' : '(what-if)'}`;
+  const settings = `new Redlock([client], {retryDelay: ${retryDelay}, retryJitter: ${retryJitter}, retryCount: ${retryCount}, driftFactor: 0.01}); acquire([key], ${LEASE_MS}); lock.release()`;
+  return peer(redisUrl, options, { id, label, settings, commands: ['evalsha', 'eval'] }, async (conn) => {
+    const redlock = new Redlock([conn], { retryCount, retryDelay, retryJitter, driftFactor: 0.01 });
+    return async (name) => {
+      const lock = await redlock.acquire([peerKey(name, 'rl')], LEASE_MS);
+      return () => lock.release();
+    };
+  });
 }
 
-/** redis-semaphore's Mutex: one SET NX PX per attempt, a fixed retryInterval between attempts, refresh timer on (its default). */
-export function semaphoreLibrary(redisUrl: string, redisOptions: RedisOptions, retryInterval = 10): LockLibrary {
-  const refreshInterval = Math.round(LEASE_MS * 0.8);
-  return {
-    id: 'redis-semaphore',
-    commands: ['set', 'evalsha', 'eval'],
-    label: `redis-semaphore Mutex: retry every ${retryInterval} ms${retryInterval === 10 ? ' (default)' : ''}`,
-    settings:
-      `new Mutex(client, key, {lockTimeout: ${LEASE_MS}, acquireTimeout: ${WAIT_MS}, retryInterval: ${retryInterval}}) per acquire (refreshInterval ${refreshInterval} ms, the default); ` +
-      'acquire(); release()',
-    async connect() {
-      let requests = 0;
-      const conn = await peerConnection(redisUrl, redisOptions, () => void requests++);
-      return {
-        acquire: async (name) => {
-          const m = new Mutex(conn, peerKey(name, 'sem'), { lockTimeout: LEASE_MS, acquireTimeout: WAIT_MS, retryInterval });
-          await m.acquire();
-          return () => m.release();
-        },
-        get requests() {
-          return requests;
-        },
-        close: async () => {
-          conn.disconnect();
-        },
-      };
-    },
-  };
+function semaphoreLibrary(redisUrl: string, options: RedisOptions): LockLibrary {
+  const settings = `new Mutex(client, key, {lockTimeout: ${LEASE_MS}, acquireTimeout: ${WAIT_MS}, retryInterval: 10}) per acquire; acquire(); release()`;
+  const lib = { id: 'redis-semaphore', label: 'redis-semaphore Mutex: retry every 10 ms (default)', settings, commands: ['set', 'evalsha', 'eval'] };
+  return peer(redisUrl, options, lib, async (conn) => async (name) => {
+    const m = new Mutex(conn, peerKey(name, 'sem'), { lockTimeout: LEASE_MS, acquireTimeout: WAIT_MS, retryInterval: 10 });
+    await m.acquire();
+    return () => m.release();
+  });
 }
 
-/**
- * The reference row "fenced-floor": what any lock that returns a fencing token pays at least per
- * acquire + release, as ops/s next to the rows it bounds. redis-semaphore's acquire is one plain
- * SET NX PX; a fencing token needs a script (the counter has to move with the SET, atomically), so
- * this is the acquire script of the script-cost variant "fenced-string" and the peers' release
- * script, nothing else. Not a lock the service could use: no reentrancy, no read/write, no
- * watchdog, no metrics, no waiting (an acquire of a taken lock throws: the uncontended section
- * never contends, so that is a bug, and it should be loud).
- */
-export function fencedFloorLibrary(redisUrl: string, redisOptions: RedisOptions): LockLibrary {
-  return {
+/** TIME; SET key owner NX PX; the fencing counter with its clock floor (the token never goes back). KEYS: lock, fence; ARGV: owner, lease, keep. */
+export const FENCED_ACQUIRE_LUA =
+  "local t = redis.call('TIME') local now = t[1] .. string.sub('00000' .. t[2], -6) " +
+  "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) == false then return 0 end " +
+  "local prev = redis.call('SET', KEYS[2], now, 'PX', ARGV[3], 'GET') " +
+  "if prev and tonumber(prev) >= tonumber(now) then now = string.format('%.0f', tonumber(prev) + 1) redis.call('SET', KEYS[2], now, 'PX', ARGV[3]) end " +
+  'return now';
+/** The peers' release: DEL only if it still holds our owner. */
+export const OWNER_RELEASE_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+function fencedFloorLibrary(redisUrl: string, options: RedisOptions): LockLibrary {
+  const lib = {
     id: 'fenced-floor',
     label: "reference: the cheapest fenced lock (string key + the engine's fencing counter; 2 scripts; not a working engine)",
     commands: ['evalsha', 'eval'],
     settings:
-      `acquire: one script (TIME; SET key owner NX PX ${LEASE_MS}; fencing counter SET fence now PX ${FENCE_KEEP_MS} GET, raised above the previous token if the clock is behind it; returns the token), ` +
-      "release: one script (GET = owner → DEL); both SCRIPT LOADed at connect and sent as EVALSHA (EVAL on NOSCRIPT); a fresh owner per acquire of the engine's " +
-      'length (8-hex instance:uuid); no waiting, no watchdog, no reentrancy, no read/write, no metrics (the acquire of a taken lock throws); uncontended section only',
-    async connect() {
-      let requests = 0;
-      const conn = await peerConnection(redisUrl, redisOptions, () => void requests++);
-      // Sent as the engine's scripts are (evalScript: EVALSHA, EVAL on NOSCRIPT).
-      const script = async (lua: string, numberOfKeys: number) => ({ source: lua, numberOfKeys, sha: (await conn.script('LOAD', lua)) as string });
-      const [acquire, release] = await Promise.all([script(FENCED_STRING_ACQUIRE_LUA, 2), script(OWNER_RELEASE_LUA, 1)]);
-      const instance = randomUUID().slice(0, 8);
-      return {
-        acquire: async (name) => {
-          const owner = `${instance}:${randomUUID()}`;
-          // The fence key shares the lock key's hash slot ({name}), like the engine's.
-          const key = peerKey(name, 'ff');
-          const token = await evalScript(conn, acquire, [key, peerKey(name, 'ff-fence')], [owner, LEASE_MS, FENCE_KEEP_MS]);
-          if (token === 0) throw new Error(`fenced-floor: lock ${name} is taken (the uncontended section never contends)`);
-          return async () => {
-            if ((await evalScript(conn, release, [key], [owner])) !== 1) throw new Error(`fenced-floor: lock ${name} was not held at release`);
-          };
-        },
-        get requests() {
-          return requests;
-        },
-        close: async () => {
-          conn.disconnect();
-        },
-      };
-    },
+      `acquire: one script (TIME; SET key owner NX PX ${LEASE_MS}; the fencing counter raised above the previous token), release: GET = owner → DEL in a script; ` +
+      'EVALSHA as the engine sends them; no waiting, watchdog, reentrancy, read/write or metrics (an acquire of a taken lock throws); uncontended section only',
   };
+  return peer(redisUrl, options, lib, async (conn) => {
+    const script = async (source: string, numberOfKeys: number) => ({ source, numberOfKeys, sha: String(await conn.script('LOAD', source)) });
+    const [acquire, release] = await Promise.all([script(FENCED_ACQUIRE_LUA, 2), script(OWNER_RELEASE_LUA, 1)]);
+    const instance = randomUUID().slice(0, 8);
+    return async (name) => {
+      const [owner, key] = [`${instance}:${randomUUID()}`, peerKey(name, 'ff')];
+      if ((await evalScript(conn, acquire, [key, peerKey(name, 'ff-fence')], [owner, LEASE_MS, FENCE_KEEP_MS])) === 0)
+        throw new Error(`fenced-floor: ${name} is taken`);
+      return () => evalScript(conn, release, [key], [owner]);
+    };
+  });
 }
 
-/**
- * Every row of the benchmark, in report order: the engine, the peers at their default retry, redlock
- * at 10 ms (what-if), and the uncontended section's reference row (fencedFloor: never in a hand-off).
- */
-export function allLibraries(dist: string, redisUrl: string) {
-  const engine = engineLibrary(dist, redisUrl);
-  // The peers' connections get the service's own connection options (from the same build).
-  const o = engine.redisOptions;
+/** Every row in report order; the peers get the service's own connection options. */
+export function allLibraries(redisUrl: string) {
+  const options = standaloneOrSentinelOptions(config(redisUrl).redis);
   return {
-    engine,
-    redlock: redlockLibrary(redisUrl, o, 200, 100),
-    semaphore: semaphoreLibrary(redisUrl, o, 10),
-    redlockFast: redlockLibrary(redisUrl, o, 10, 5, 'redlock-10ms', true),
-    fencedFloor: fencedFloorLibrary(redisUrl, o),
+    options,
+    libs: [
+      engineLibrary(redisUrl),
+      redlockLibrary(redisUrl, options, 200, 100, 'redlock'),
+      semaphoreLibrary(redisUrl, options),
+      redlockLibrary(redisUrl, options, 10, 5, 'redlock-10ms'),
+    ],
+    fencedFloor: fencedFloorLibrary(redisUrl, options),
   };
-}
-
-/** Versions of the packages in the run, for the environment section. */
-export function packageVersions(): Record<string, string> {
-  // Read from node_modules: redlock's package exports do not include its package.json.
-  const v = (name: string) =>
-    (JSON.parse(readFileSync(join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version.replace(/^v/, '');
-  return { redlock: v('redlock'), 'redis-semaphore': v('redis-semaphore'), ioredis: v('ioredis'), '@nestjs/core': v('@nestjs/core') };
 }
