@@ -1,7 +1,7 @@
 /**
  * messages: the message center in the built service (`full`: node dist/main.js, LOG_LEVEL=info with stdout to /dev/null,
  * RATE_LIMIT_ENABLED=false) against its floor (bench/messages-floor-server.ts: bare Fastify running the build's own
- * MessagesService), on one redis-server. Each row starts fresh and runs two phases at --connections (100):
+ * MessagesService), on one redis-server. Each row starts fresh and runs two phases at 100 connections:
  *   write  POST /messages with a service token, a new outerBizId every request, over 10,000 accounts of the row's own;
  *   pull   GET /messages?after=<cursor>&limit=50 with a user JWT (the floor reads x-account-id) over 1,000 inboxes of 200
  *          messages written beforehand (POST /messages/batch), the cursor the 150th-newest, so every pull gets a page of 50.
