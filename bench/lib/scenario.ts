@@ -83,7 +83,7 @@ export interface BenchContext {
     o?: { durationS?: number; warmup?: boolean; connections?: number },
   ): Promise<Row>;
   /**
-   * --repeat rounds (BenchDefinition.repeat; 1 with --quick) of `run`, so a drift or a burst of noise hits every row
+   * --repeat rounds (BenchDefinition.repeat, at most 3 with --compare, 1 with --quick) of `run`, so a drift or a burst of noise hits every row
    * alike; then each scenario and target is one row: its median round by req/s, CPU the median over rounds, answers summed.
    */
   rounds(run: (round: number) => Promise<void>): Promise<void>;
@@ -251,7 +251,7 @@ async function runBench<R>(def: BenchDefinition<R>, args: string[]): Promise<voi
       return row;
     },
     async rounds(run) {
-      const [n, kept, all] = [p.quick ? 1 : Number(p.opts.repeat ?? def.repeat ?? 1), rows, [] as Row[]];
+      const [n, kept, all] = [p.quick ? 1 : Number(p.opts.repeat ?? Math.min(baseline ? 3 : Infinity, def.repeat ?? 1)), rows, [] as Row[]];
       for (let round = 0; round < n; round++) {
         if (n > 1) console.error(`[bench] round ${round + 1}/${n}`);
         rows = [];
