@@ -1,7 +1,7 @@
 /**
  * close-reminder: the close-reminder module end to end in the built service (`node dist/main.js`) against a
  * redis-server of its own, with 10,000 and 100,000 reminders due in the same second (how: see BURST below).
- * Per size: the merchants' settings (admin PUT); idle PING (bench/lib/ping-probe.ts) and pulls; the orders created in
+ * Per size: the merchants' settings (admin PUT); idle PING (PingProbe, below) and pulls; the orders created in
  * this process (OrdersService of the orders module, in an application context whose workers are stopped, so every
  * order event goes to the service); every even order paid through the service (plan + pay); then the burst, from a
  * little before the due second until the delay queue is empty: PING and pull loops, CPU, INFO commandstats, SLOWLOG.
@@ -10,21 +10,17 @@
  * the bench reports the records' states.
  * On the scenario harness: --quick (1,000 and 10,000), --only 10k,100k. Env: BENCH_SLOWLOG_US (default 10,000).
  */
-import { NestFactory } from '@nestjs/core';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import Redis from 'ioredis';
-import type * as AppRoot from '../src/app.module';
-import type * as Workers from '../src/engines/workers/background-workers.service';
-import type * as Orders from '../src/features/orders';
-import type * as Config from '../src/platform/config/load-config';
+import { onCleanup } from './lib/cleanup';
 import { parseCommandStats } from './lib/command-stats';
-import { requireFromBuild, userToken } from './lib/full-stack';
-import { forEachLimit } from './lib/limit';
+import { ADMIN_JSON, http as httpOnce, json, requireBuildEntry, userToken } from './lib/full-stack';
+import { forEachLimit } from '../src/platform/core/for-each-limit';
 import { dist as distribution, type Dist, ms as fmtMs } from './lib/measure';
-import { PingProbe } from './lib/ping-probe';
 import { cpuSeconds, machineCpuSeconds, selfCpuSeconds } from './lib/proc';
 import { fmtInt, fmtNum, type GoalLine, markdownTable } from './lib/report';
 import { type BenchContext, defineBench } from './lib/scenario';
-import { ADMIN_JSON, http as httpOnce, json } from './lib/service-http';
 
 const PREFIX = 'rpcr';
 const SIZES = ['10k', '100k'] as const;
@@ -70,13 +66,10 @@ function loop(call: () => Promise<void>, parallel: number, gapMs: number): { sto
 
 /**
  * The orders module in this process, its background workers stopped: every order event and due reminder goes to the
- * service. From the build (tsx emits no decorator metadata for Nest's injection), through the orders module's index.
+ * service. From the build's public entry (tsx emits no decorator metadata for Nest's injection).
  */
 async function startCreator(dist: string, redisUrl: string) {
-  const { loadConfig } = requireFromBuild<typeof Config>(dist, 'platform/config/load-config');
-  const { AppModule } = requireFromBuild<typeof AppRoot>(dist, 'app.module');
-  const { BackgroundWorkers } = requireFromBuild<typeof Workers>(dist, 'engines/workers/background-workers.service');
-  const { OrdersService, OrderEventsService } = requireFromBuild<typeof Orders>(dist, 'features/orders');
+  const { appContext, loadConfig, OrdersService, OrderEventsService } = requireBuildEntry(dist);
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
@@ -84,8 +77,7 @@ async function startCreator(dist: string, redisUrl: string) {
     REDIS_KEY_PREFIX: PREFIX,
     ORDERS_EVENTS_MAXLEN: SERVICE_ENV.ORDERS_EVENTS_MAXLEN,
   });
-  const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
-  await app.get(BackgroundWorkers).stopAll();
+  const app = await appContext(config, { workers: false });
   return { orders: app.get(OrdersService), streams: app.get(OrderEventsService).streams(), close: () => app.close() };
 }
 
@@ -116,7 +108,7 @@ async function measureSize(ctx: BenchContext, size: SizeId, n: number): Promise<
   const { dist, redis } = ctx;
   const backlog = size === '100k';
   const admin = new Redis(redis.url);
-  const pinger = await PingProbe.start(redis.url, GAP_MS.ping);
+  const pinger = await PingProbe.start(redis.url);
   await admin.flushall();
   await admin.config('SET', 'slowlog-log-slower-than', String(SLOWLOG_US));
   let svc = await ctx.service(size);
@@ -453,3 +445,68 @@ export const { main } = defineBench({
 });
 
 const worstPing = (rs: SizeResult[]) => Math.max(...rs.map((r) => r.during.ping.p99));
+
+/**
+ * A Redis PING probe in a process of its own (this file, run with PING_PROBE_REDIS): "another user of the same Redis".
+ * In the bench's own process a PING's latency would also hold whatever its event loop is busy with; the probe only
+ * PINGs, one at a time, pausing GAP_MS.ping after each reply. `window()` … `stop()` around each phase, `close()` at the end.
+ */
+type FromProbe = { t: 'ready' } | { t: 'window'; latMs: number[] } | { t: 'error'; message: string };
+
+class PingProbe {
+  private constructor(private readonly child: ChildProcess) {}
+
+  static async start(redisUrl: string): Promise<PingProbe> {
+    const child = spawn(process.execPath, ['--import', 'tsx', __filename], {
+      env: { ...process.env, PING_PROBE_REDIS: redisUrl },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const kill = () => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL'));
+    child.once('exit', onCleanup('PING probe', kill, kill));
+    const probe = new PingProbe(child);
+    await probe.reply();
+    return probe;
+  }
+
+  /** Starts a measuring window; `stop()` ends it and resolves with the PING latencies (ms) it saw. */
+  window(): { stop(): Promise<number[]> } {
+    this.child.send('start');
+    return { stop: () => ((r) => (this.child.send('stop'), r))(this.reply()).then((m) => (m as Extract<FromProbe, { t: 'window' }>).latMs) };
+  }
+
+  close(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+  }
+
+  private async reply(): Promise<FromProbe> {
+    const [m] = (await Promise.race([once(this.child, 'message'), once(this.child, 'exit').then(() => [{ t: 'error', message: 'exited' }])])) as [FromProbe];
+    if (m.t === 'error') throw new Error(`PING probe: ${m.message}`);
+    return m;
+  }
+}
+
+if (require.main === module && process.env.PING_PROBE_REDIS) {
+  const redis = new Redis(process.env.PING_PROBE_REDIS, { maxRetriesPerRequest: 1 });
+  const send = (m: FromProbe) => void (process.connected && process.send!(m));
+  let [measuring, lat, loop] = [false, [] as number[], Promise.resolve()];
+  process.on('message', (m: string) => {
+    if (m === 'start' && !measuring) {
+      [measuring, lat] = [true, []];
+      loop = (async () => {
+        for (; measuring; await new Promise((r) => setTimeout(r, GAP_MS.ping))) {
+          const t = performance.now();
+          await redis.ping();
+          lat.push(performance.now() - t);
+        }
+      })().catch((err: Error) => send({ t: 'error', message: err.message }));
+    } else if (m === 'stop') {
+      measuring = false;
+      void loop.then(() => send({ t: 'window', latMs: lat }));
+    }
+  });
+  process.on('disconnect', () => process.exit(0));
+  redis.ping().then(
+    () => send({ t: 'ready' }),
+    (err: Error) => (send({ t: 'error', message: err.message }), process.exit(1)),
+  );
+}

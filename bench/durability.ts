@@ -9,12 +9,10 @@ import Redis from 'ioredis';
 import { startRedisServer } from '../test/harness/redis-server';
 import { waitUntil } from '../test/harness/redis-process';
 import { onCleanup } from './lib/cleanup';
-import { userToken } from './lib/full-stack';
+import { http, json, MERCHANT_ORDERS_PATH as PATH, signedOrder, userToken } from './lib/full-stack';
 import { type LoadSummary, runLoad } from './lib/load';
-import { MERCHANT_ORDERS_PATH as PATH, signedOrder } from './lib/merchant-orders';
 import { fmtInt, fmtNum, type GoalLine, markdownTable } from './lib/report';
 import { defineBench, testedGoal } from './lib/scenario';
-import { http, json } from './lib/service-http';
 
 const CONNECTIONS = 50;
 const USER = 'acc_bench';

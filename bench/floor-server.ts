@@ -4,7 +4,7 @@
  * the JSON body, runs the very same Lua script as the service (same source,
  * includes inlined by the service's own loader, same SHA) by EVALSHA as the
  * service sends it (`evalScript`, writes coalesced as on the service's command connection:
- * see RedisWrites in lib/bare-server.ts), and returns the same JSON shape. No auth, no validation, no
+ * see redisWritesFromEnv in lib/bare-server.ts), and returns the same JSON shape. No auth, no validation, no
  * logging, no metrics, no rate limit. The account comes from the body because
  * there is no token to take it from.
  *
@@ -12,8 +12,36 @@
  * Started by bench/http-floor.ts in its own process: `node --import tsx bench/floor-server.ts`.
  */
 import Fastify from 'fastify';
-import { serveUntilSignal } from './lib/bare-server';
-import { answerTouch, connectTouchRedis, type TouchBody } from './lib/touch-redis';
+import type Redis from 'ioredis';
+import type { AppConfig } from '../src/platform/config/app-config';
+import { visitsKey } from '../src/platform/diagnostics/diagnostics.keys';
+import { KeyBuilder } from '../src/platform/redis/key-builder';
+import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
+
+/** Runs lua/platform/diagnostics/touch-1.lua for one key: `[count, serverTimeMs]`. */
+export type TouchCommand = (key: string, ttlMs: number) => Promise<[number, number]>;
+
+/** The baselines' Redis (this one and bench/nest-minimal-server.ts): the connection and the exact touch script the service runs. */
+export async function connectTouchRedis(): Promise<{ redis: Redis; touch: TouchCommand }> {
+  const { redis, command } = await connectScriptRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1, commandTimeout: 1000 });
+  return { redis, touch: command('diagnostics/touch') as TouchCommand };
+}
+
+/** The body both baselines accept: the account comes from the body (no auth). */
+export interface TouchBody {
+  account: string;
+  label: string;
+  ttlSeconds?: number;
+}
+
+const builders = new Map<string, KeyBuilder>();
+
+/** The baselines' handler: the same key and JSON as the service's POST /diagnostics/touch. */
+export async function answerTouch(touch: TouchCommand, prefix: string, { account, label, ttlSeconds }: TouchBody) {
+  if (!builders.has(prefix)) builders.set(prefix, new KeyBuilder({ redis: { keyPrefix: prefix } } as AppConfig));
+  const [count, serverTimeMs] = await touch(visitsKey(builders.get(prefix)!, account, label), (ttlSeconds ?? 3600) * 1000);
+  return { accountId: account, label, count, serverTimeMs };
+}
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 3100);
@@ -25,7 +53,8 @@ async function main(): Promise<void> {
   await serveUntilSignal('floor-server', port, app, redis);
 }
 
-main().catch((err) => {
-  console.error('floor-server failed:', err);
-  process.exit(1);
-});
+if (require.main === module)
+  main().catch((err) => {
+    console.error('floor-server failed:', err);
+    process.exit(1);
+  });

@@ -1,18 +1,12 @@
 /**
  * The service of the idle-commands benchmark: the build in DIST started as main.ts starts it (createApp, listen), so
  * every background worker runs, plus GROUPS order-event consumer groups with a handler that does nothing (the service
- * starts none itself). It loads the build's public files only: create-app and the orders module's index.
+ * starts none itself). It loads the build's public entry only (create-app).
  */
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { join } from 'node:path';
-import type { AppConfig } from '../src/platform/config/app-config';
-import type * as Orders from '../src/features/orders';
+import { requireBuildEntry } from './lib/full-stack';
 
 async function main(): Promise<void> {
-  const dist = process.env.DIST!;
-  const { loadConfig } = require(join(dist, 'platform/config/load-config')) as { loadConfig(env?: NodeJS.ProcessEnv): AppConfig };
-  const { createApp } = require(join(dist, 'create-app')) as { createApp(c: AppConfig): Promise<NestFastifyApplication> };
-  const { OrderEventsService } = require(join(dist, 'features/orders')) as typeof Orders;
+  const { createApp, loadConfig, OrderEventsService } = requireBuildEntry(process.env.DIST!);
   const config = loadConfig(process.env);
   const app = await createApp(config);
   app.enableShutdownHooks();

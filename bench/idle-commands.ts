@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { benchWorkDir } from './lib/cleanup';
 import { parseCommandStats } from './lib/command-stats';
-import { assertBuilt, fullEnv, ROOT, snapshotBuild, spawnBareServer } from './lib/full-stack';
-import { freePort } from './lib/net';
+import { fullEnv, ROOT, snapshotBuild, spawnBareServer } from './lib/full-stack';
+import { freePort } from './lib/proc';
 import { waitUntilServing } from './lib/proc';
 import { startBenchRedis } from './lib/redis-server';
-import { Align, environmentInfo, fmtNum, GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
-import { type BuildInfo, buildInfo } from './lib/results-json';
+import { Align, type BuildInfo, buildInfo, environmentInfo, fmtNum, GoalLine, markdownTable, reportHead, RESULTS_DIR, writeResult } from './lib/report';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const NAME = 'idle-commands';
@@ -99,7 +98,6 @@ async function measure(label: string, distDir: string, o: Options): Promise<Meas
 
 export async function main(args: string[]): Promise<void> {
   const o = parseArgs(args);
-  assertBuilt([o.dist, ...(o.baseline ? [o.baseline] : [])]);
   const rows: Measured[] = [];
   if (o.baseline) rows.push(await measure('baseline', o.baseline, o));
   rows.push(await measure('candidate', o.dist, o));

@@ -1,28 +1,22 @@
 /**
  * The floor of the messages benchmark: bare Fastify 5 doing the service's own work for POST /messages and GET /messages
- * (the build's MessagesService, from the messages module's index, in an application context of the build whose
+ * (the build's MessagesService, from its public entry create-app, in an application context whose
  * background workers are stopped: the same config, keys, scripts, Redis connection and JSON), without Nest's HTTP
  * layer, validation, auth, logging or the rate limit. The account comes from x-account-id on GET and from the body on POST.
  * Env: the full stack's env (PORT, REDIS_URL, REDIS_KEY_PREFIX, ...), DIST (a build's dist/ dir).
  */
-import { NestFactory } from '@nestjs/core';
 import Fastify from 'fastify';
-import type * as AppRoot from '../src/app.module';
-import type * as Workers from '../src/engines/workers/background-workers.service';
-import type * as Messages from '../src/features/messages';
-import type * as Config from '../src/platform/config/load-config';
-import { requireFromBuild } from './lib/full-stack';
+import type { MessagesService } from '../src/features/messages';
+import { requireBuildEntry } from './lib/full-stack';
 
 async function main(): Promise<void> {
-  const dist = process.env.DIST!;
-  const config = requireFromBuild<typeof Config>(dist, 'platform/config/load-config').loadConfig(process.env);
-  const { AppModule } = requireFromBuild<typeof AppRoot>(dist, 'app.module');
-  const ctx = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
-  await ctx.get(requireFromBuild<typeof Workers>(dist, 'engines/workers/background-workers.service').BackgroundWorkers).stopAll();
-  const messages = ctx.get(requireFromBuild<typeof Messages>(dist, 'features/messages').MessagesService);
+  const build = requireBuildEntry(process.env.DIST!);
+  const config = build.loadConfig(process.env);
+  const ctx = await build.appContext(config, { workers: false });
+  const messages = ctx.get(build.MessagesService);
   const app = Fastify({ logger: false });
   app.post('/messages', async (req, reply) => {
-    const r = await messages.write(req.body as Parameters<InstanceType<typeof Messages.MessagesService>['write']>[0]);
+    const r = await messages.write(req.body as Parameters<MessagesService['write']>[0]);
     void reply.status(r.duplicate ? 200 : 201);
     return r;
   });

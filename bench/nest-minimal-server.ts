@@ -18,8 +18,8 @@ import 'reflect-metadata';
 import { Body, Controller, HttpCode, Inject, Module, Post } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { answerTouch, connectTouchRedis, type TouchBody } from './floor-server';
 import { serveUntilSignal } from './lib/bare-server';
-import { answerTouch, connectTouchRedis, type TouchBody } from './lib/touch-redis';
 
 /** `connectTouchRedis()`'s connection and touch command. */
 const TOUCH_REDIS = Symbol('TOUCH_REDIS');

@@ -1,7 +1,7 @@
 /**
  * The floor of the pay cost account (bench/costs.ts): the same Redis work as the service's
  * `POST /payment-plans/{planId}/pay` of a PENDING one-leg plan on a simulated channel that answers at once, done by
- * bare Fastify 5 + one ioredis connection (writes coalesced as on the service's command connection: see RedisWrites in
+ * bare Fastify 5 + one ioredis connection (writes coalesced as on the service's command connection: see redisWritesFromEnv in
  * lib/bare-server.ts), no auth, no validation, no logging, no metrics, no rate limit.
  *
  * `POST /pay/:planId`: the service's scripts (same source and SHA, loaded by the service's loader), on the same keys,

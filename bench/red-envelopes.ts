@@ -8,14 +8,13 @@
  * once to one user, with a crash or not, is asserted by the tests in TESTS; the storm reports the reconciliation.
  */
 import Redis from 'ioredis';
-import { bearerTokens, fullEnv } from './lib/full-stack';
-import { forEachLimit } from './lib/limit';
+import { ADMIN_JSON as ADMIN, bearerTokens, fullEnv, http, json } from './lib/full-stack';
+import { forEachLimit } from '../src/platform/core/for-each-limit';
 import { type LoadRequest } from './lib/load';
 import { cpuSeconds } from './lib/proc';
 import { usedMemory } from './lib/redis-memory';
 import { fmtInt, fmtNum, type GoalLine, markdownTable, statusText } from './lib/report';
 import { type BenchContext, defineBench, jsonRatio, ratioGoal, rowsTable, topCommands } from './lib/scenario';
-import { ADMIN_JSON as ADMIN, http, json } from './lib/service-http';
 
 const GOALS = { preloadS: 10, floorRatio: 0.7, lastCreditS: 2 };
 const SPONSOR = 'bench_sponsor';

@@ -2,22 +2,22 @@
  * scale: k instances of the built service against one redis-server, then against a Redis Cluster of m masters (AOF off),
  * for reserve (one product of 10,000,000 units: 1 shard on one Redis, m on the cluster, perUserLimit 1) and grab (a rain
  * in 1 or m sub-pools, its credits included). Each instance gets its own load generator process
- * (bench/lib/scale-loader.ts), every request a new user. Per k: req/s, latency, each master's core use and, per
+ * (this file, run with SCALE_LOADER: see runLoader), every request a new user. Per k: req/s, latency, each master's core use and, per
  * operation, Redis CPU µs by master, commands, service CPU µs and the projected ceiling (1 / Redis CPU per operation).
  * m = max(3, cores / 4); k up to (cores − m) / 2, every party pinned to a core of its own when they fit.
  *
  * Options: --quick, --k 1,2,4, --masters N (≥ 3), --only reserve,grab, --duration S, --no-pin, --no-floors, --dist DIR.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { startBenchCluster } from './lib/cluster-service';
+import { startBenchCluster } from './lib/redis-server';
 import { type CommandStat, commandStats, statsDelta } from './lib/command-stats';
-import { ROOT } from './lib/full-stack';
-import { cpuSeconds, pinProcess, spawnManaged } from './lib/proc';
+import { bearerTokens, ROOT } from './lib/full-stack';
+import { type LoadRequest, type LoadSummary, runLoad } from './lib/load';
+import { cpuSeconds, pinProcess, selfCpuSeconds, spawnManaged } from './lib/proc';
 import { fmtInt, fmtNum, type GoalLine, markdownTable, statusText } from './lib/report';
 import { type BenchContext, defineBench, type Target } from './lib/scenario';
-import { LOADER_ENV, LOADER_SCRIPT, type LoaderResult, type LoaderSpec, READY } from './lib/scale-loader';
 import { createRain, creditedAll, reconciliation } from './red-envelopes';
 import { createActivity } from './seckill';
 
@@ -106,9 +106,9 @@ async function runLoaders(
     const p = spawnManaged({
       name: `load generator ${tag}-${i}`,
       command: process.execPath,
-      args: ['--import', 'tsx', LOADER_SCRIPT],
+      args: ['--import', 'tsx', __filename],
       cwd: ROOT,
-      env: { ...process.env, [LOADER_ENV]: JSON.stringify(full) },
+      env: { ...process.env, SCALE_LOADER: JSON.stringify(full) },
       cpus: cpus?.[i],
     });
     return { p, full, exited: new Promise<void>((done) => p.child.once('exit', () => done())) };
@@ -461,3 +461,59 @@ export const { main } = defineBench({
   ],
   json: (r) => r,
 });
+
+// ---------------------------------------------------------------------------------------------
+// The load generator process: `node --import tsx bench/scale.ts` with SCALE_LOADER set to a LoaderSpec (JSON).
+
+const READY = 'scale-loader ready';
+
+interface LoaderSpec {
+  url: string;
+  /** The service's routes, or a floor server's (bench/seckill-floor-server.ts `/reserve`, bench/red-envelopes-floor-server.ts `/grab`). */
+  op: 'reserve' | 'grab' | 'reserve-floor' | 'grab-floor';
+  activityId: string;
+  durationS: number;
+  connections: number;
+  /** Accounts are `<users><n>`: a new one for every request. */
+  users: string;
+  out: string;
+}
+
+interface LoaderResult {
+  load: LoadSummary;
+  cpuS: number;
+  users: number;
+}
+
+/**
+ * Prepares, says READY on stderr, starts its load (autocannon) on SIGUSR2 and writes its summary and its own CPU to the
+ * spec's `out` file. Every request is from a new user, with its own bearer token signed as it is sent (the floors take
+ * the account from the body: they have no identity to take it from).
+ */
+async function runLoader(spec: LoaderSpec): Promise<void> {
+  let n = 0;
+  const json = { 'content-type': 'application/json' };
+  const next = (): LoadRequest => {
+    const [i, account] = [n, `${spec.users}${n++}`];
+    if (spec.op === 'grab-floor') return { method: 'POST', path: `/grab/${spec.activityId}`, headers: json, body: JSON.stringify({ account }) };
+    if (spec.op === 'reserve-floor')
+      return { method: 'POST', path: `/reserve/${spec.activityId}/hot`, headers: json, body: JSON.stringify({ account, quantity: 1, requestId: `r${i}` }) };
+    const authorization = bearerTokens([account])[0];
+    if (spec.op === 'grab') return { method: 'POST', path: `/red-envelopes/activities/${spec.activityId}/grab`, headers: { authorization } };
+    const body = JSON.stringify({ quantity: 1, requestId: `r${i}` });
+    return { method: 'POST', path: `/seckill/activities/${spec.activityId}/products/hot/reservations`, headers: { authorization, ...json }, body };
+  };
+  // A signal listener does not keep the process alive: the timer does, until the signal.
+  const alive = setInterval(() => undefined, 60_000);
+  await new Promise<void>((go) => (process.once('SIGUSR2', () => go()), console.error(READY)));
+  clearInterval(alive);
+  const cpu0 = selfCpuSeconds();
+  const load = await runLoad({ url: spec.url, connections: spec.connections, durationS: spec.durationS, requests: next });
+  writeFileSync(spec.out, JSON.stringify({ load, cpuS: selfCpuSeconds() - cpu0, users: n } satisfies LoaderResult));
+}
+
+if (require.main === module && process.env.SCALE_LOADER)
+  runLoader(JSON.parse(process.env.SCALE_LOADER) as LoaderSpec).then(
+    () => process.exit(0),
+    (err: Error) => (console.error('scale load generator failed:', err), process.exit(1)),
+  );

@@ -5,8 +5,7 @@
  * (no oversell, no undersell, the per-user limit, expired units back and sold again) is asserted by the tests the
  * Goals table names.
  */
-import { ADMIN_JSON as ADMIN, http } from './lib/service-http';
-import { bearerTokens } from './lib/full-stack';
+import { ADMIN_JSON as ADMIN, bearerTokens, http } from './lib/full-stack';
 import type { LoadRequest } from './lib/load';
 import { fmtInt, fmtNum } from './lib/report';
 import { defineBench, jsonRatio, ratioGoal, rowsTable, testedGoal, topCommands } from './lib/scenario';

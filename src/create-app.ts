@@ -1,8 +1,9 @@
-import { Logger } from '@nestjs/common';
+import { type INestApplicationContext, Logger } from '@nestjs/common';
 import { ModulesContainer, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule } from './app.module';
+import { BackgroundWorkers } from './engines/workers/background-workers.service';
 import { AppConfig } from './platform/config/app-config';
 import { AllExceptionsFilter, toErrorResponse } from './platform/http/all-exceptions.filter';
 import { clientErrorHandler } from './platform/http/client.error';
@@ -17,6 +18,22 @@ import { drainUnreadBody } from './platform/http/unread-body';
 import { trackConnections } from './platform/http/unused-connections';
 import { createValidationPipe } from './platform/http/validation';
 import { MetricsService } from './platform/metrics/metrics.service';
+
+/** What a client of the build in the same process needs (a benchmark's baseline server): see appContext. */
+export { AppModule } from './app.module';
+export { loadConfig } from './platform/config/load-config';
+export { MessagesService } from './features/messages';
+export { OrderEventsService, OrdersService } from './features/orders';
+
+/**
+ * The application without HTTP, for a client in the same process: every module initialised and, unless `workers`,
+ * its background workers stopped (the caller drives the modules alone).
+ */
+export async function appContext(config: AppConfig, o: { workers: boolean }): Promise<INestApplicationContext> {
+  const ctx = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
+  if (!o.workers) await ctx.get(BackgroundWorkers).stopAll();
+  return ctx;
+}
 
 /**
  * Builds the whole application on Fastify, initialised but not listening.

@@ -1,80 +1,55 @@
 /**
- * Everything a benchmark starts (redis-server, server processes, temp dirs)
- * registers its teardown here, so it is undone on a normal end, on an error
- * and on Ctrl-C / SIGTERM. A last synchronous pass on process 'exit' SIGKILLs
- * whatever is still running.
+ * Everything a benchmark starts (redis-server, server processes, temp dirs) registers its teardown here, so it is
+ * undone on a normal end, on an error and on Ctrl-C / SIGTERM. A last synchronous pass on 'exit' SIGKILLs what is left.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-type AsyncTask = () => Promise<void> | void;
-type SyncTask = () => void;
-
-interface Entry {
-  name: string;
-  graceful: AsyncTask;
-  /** Must be synchronous: runs inside process.on('exit'). */
-  last: SyncTask;
-}
-
+/** `last` must be synchronous: it runs inside process.on('exit'). */
+type Entry = { name: string; graceful: () => Promise<void> | void; last: () => void };
 const entries: Entry[] = [];
-let installed = false;
 let running: Promise<void> | undefined;
+const quietly = (f: () => void) => {
+  try {
+    f();
+  } catch {
+    /* best effort */
+  }
+};
 
 /** Registers a teardown; returns a function that unregisters it (after the caller cleaned up itself). */
-export function onCleanup(name: string, graceful: AsyncTask, last: SyncTask): () => void {
-  installHandlers();
-  const entry: Entry = { name, graceful, last };
+export function onCleanup(name: string, graceful: Entry['graceful'], last: Entry['last']): () => void {
+  if (!process.listeners('exit').includes(exitPass)) {
+    process.on('exit', exitPass);
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+      process.once(sig, () => {
+        console.error(`\n[bench] ${sig}: stopping everything this benchmark started`);
+        setTimeout(() => process.exit(130), 5000).unref();
+        void cleanupAll().finally(() => process.exit(130));
+      });
+  }
+  const entry = { name, graceful, last };
   entries.push(entry);
-  return () => {
-    const i = entries.indexOf(entry);
-    if (i >= 0) entries.splice(i, 1);
-  };
+  return () => void (entries.includes(entry) && entries.splice(entries.indexOf(entry), 1));
+}
+
+function exitPass(): void {
+  entries
+    .splice(0)
+    .reverse()
+    .forEach((e) => quietly(e.last));
 }
 
 /** Runs every registered teardown, newest first. Safe to call more than once. */
 export function cleanupAll(): Promise<void> {
   running ??= (async () => {
-    while (entries.length > 0) {
-      const e = entries.pop()!;
-      try {
-        await e.graceful();
-      } catch (err) {
-        console.error(`[bench] cleanup of ${e.name} failed: ${(err as Error).message}; forcing`);
-        try {
-          e.last();
-        } catch {
-          /* nothing more to do */
-        }
-      }
-    }
-  })().finally(() => {
-    running = undefined;
-  });
+    for (let e = entries.pop(); e; e = entries.pop())
+      await Promise.resolve()
+        .then(e.graceful)
+        .catch((err: Error) => (console.error(`[bench] cleanup of ${e!.name} failed: ${err.message}; forcing`), quietly(e!.last)));
+  })().finally(() => (running = undefined));
   return running;
-}
-
-function installHandlers(): void {
-  if (installed) return;
-  installed = true;
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(sig, () => {
-      console.error(`\n[bench] ${sig}: stopping everything this benchmark started`);
-      const force = setTimeout(() => process.exit(130), 5000);
-      force.unref();
-      void cleanupAll().finally(() => process.exit(130));
-    });
-  }
-  process.on('exit', () => {
-    for (const e of entries.splice(0).reverse()) {
-      try {
-        e.last();
-      } catch {
-        /* best effort */
-      }
-    }
-  });
 }
 
 /** A fresh temporary directory (`$TMPDIR/<prefix>XXXXXX`) for one run, removed at cleanup however the run ends. */

@@ -7,25 +7,16 @@ export interface CommandStat {
 }
 
 /** `INFO commandstats` as command name → calls and microseconds. */
-export function parseCommandStats(info: string): Map<string, CommandStat> {
-  const out = new Map<string, CommandStat>();
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) out.set(m[1], { calls: Number(m[2]), usec: Number(m[3]) });
-  return out;
-}
+export const parseCommandStats = (info: string) =>
+  new Map<string, CommandStat>([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)].map((m) => [m[1], { calls: Number(m[2]), usec: Number(m[3]) }]));
 
 /** INFO commandstats of every node, summed. */
 export async function commandStats(urls: string[]): Promise<Map<string, CommandStat>> {
   const out = new Map<string, CommandStat>();
   for (const url of urls) {
     const r = new Redis(url, { maxRetriesPerRequest: 1 });
-    try {
-      for (const [k, v] of parseCommandStats(await r.info('commandstats'))) {
-        const o = out.get(k) ?? { calls: 0, usec: 0 };
-        out.set(k, { calls: o.calls + v.calls, usec: o.usec + v.usec });
-      }
-    } finally {
-      r.disconnect();
-    }
+    const info = await r.info('commandstats').finally(() => r.disconnect());
+    for (const [k, v] of parseCommandStats(info)) out.set(k, { calls: (out.get(k)?.calls ?? 0) + v.calls, usec: (out.get(k)?.usec ?? 0) + v.usec });
   }
   return out;
 }

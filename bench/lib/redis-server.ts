@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { type RedisClusterOptions, startRedisCluster } from '../../test/harness/redis-cluster';
 import { startRedisServer } from '../../test/harness/redis-server';
 import { onCleanup } from './cleanup';
 
@@ -13,9 +14,8 @@ export interface BenchRedis {
 }
 
 /**
- * A throwaway `redis-server` from the test harness's launcher (the same one the
- * tests use), without AOF (the benchmark measures the HTTP stack, not fsync).
- * Stopped and its dir deleted when the benchmark ends, however it ends.
+ * A throwaway `redis-server` from the test harness's launcher (the one the tests use), without AOF (the benchmarks
+ * measure the service, not fsync), stopped and its dir deleted when the benchmark ends, however it ends.
  */
 export async function startBenchRedis(): Promise<BenchRedis> {
   const server = await startRedisServer({ appendonly: false });
@@ -24,29 +24,26 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     () => server.destroy(),
     () => void server.kill(),
   );
-  const url = server.url;
-
   const command = async (name: string, ...args: (string | number)[]): Promise<unknown> => {
-    const c = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 2000 });
-    try {
-      await c.connect();
-      return await c.call(name, ...args);
-    } finally {
-      c.disconnect();
-    }
+    const c = new Redis(server.url, { maxRetriesPerRequest: 1, connectTimeout: 2000 });
+    return c.call(name, ...args).finally(() => c.disconnect());
   };
-  const info = String(await command('INFO', 'server'));
-  const version = /redis_version:(\S+)/.exec(info)?.[1] ?? 'unknown';
+  const version = /redis_version:(\S+)/.exec(String(await command('INFO', 'server')))?.[1] ?? 'unknown';
+  return { url: server.url, port: server.port, version, process: { pid: server.pid ?? 0 }, command, stop: () => server.destroy().then(unregister) };
+}
 
+/** A fresh Redis Cluster (test/harness/redis-cluster.ts): each master's URL and pid, the service's env for it, its stop. */
+export async function startBenchCluster(opts: RedisClusterOptions) {
+  const cluster = await startRedisCluster(opts);
+  const unregister = onCleanup(
+    'redis cluster',
+    () => cluster.destroy(),
+    () => cluster.processes.forEach((p) => p.kill?.()),
+  );
   return {
-    url,
-    port: server.port,
-    version,
-    process: { pid: server.pid ?? 0 },
-    command,
-    async stop() {
-      await server.destroy();
-      unregister();
-    },
+    urls: cluster.nodes.map((n) => `redis://${n.host}:${n.port}`),
+    pids: cluster.processes.slice(0, cluster.nodes.length).map((p) => p.pid ?? 0),
+    redisEnv: { REDIS_CLUSTER_NODES: cluster.envValue },
+    stop: () => cluster.destroy().then(unregister),
   };
 }

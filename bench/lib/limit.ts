@@ -1,1 +1,0 @@
-export { forEachLimit } from '../../src/platform/core/for-each-limit';
