@@ -43,7 +43,8 @@ describe(RateLimiter.name, () => {
   });
 
   it("answers a new caller's first request within four microtask turns of Redis's reply to its SET NX (chained, not awaited layer by layer)", async () => {
-    const cfg = loadConfig({ NODE_ENV: 'test', JWT_SECRET: 'x'.repeat(32) });
+    // A Redis that is never reached: the command connection's client is replaced below.
+    const cfg = loadConfig({ NODE_ENV: 'test', JWT_SECRET: 'x'.repeat(32), REDIS_URL: 'redis://127.0.0.1:1' });
     const redis = new RedisService(cfg, new MetricsService());
     const set = jest.fn(() => Promise.resolve('OK'));
     Object.defineProperty(redis, 'client', { value: { set } });
