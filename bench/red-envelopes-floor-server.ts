@@ -11,8 +11,7 @@ import { JwtVerifier } from '../src/platform/auth/jwt-verifier.service';
 import type { AppConfig } from '../src/platform/config/app-config';
 import { loadConfig } from '../src/platform/config/load-config';
 import { KeyBuilder } from '../src/platform/redis/key-builder';
-import { activityKey, poolKeys } from '../src/features/red-envelope/red-envelope.keys';
-import type { ActivityRecord } from '../src/features/red-envelope/red-envelope.types';
+import { activityKey, poolKeys, type RainRecord as ActivityRecord } from '../src/features/red-envelope';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
 async function main(): Promise<void> {

@@ -12,10 +12,9 @@
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
 import type { AppConfig } from '../src/platform/config/app-config';
-import { newOrderId } from '../src/features/orders/order.keys';
+import { newOrderId } from '../src/features/orders';
 import { KeyBuilder } from '../src/platform/redis/key-builder';
-import { activityKeys, buyerIndexKey, shardKeys } from '../src/features/seckill/seckill.keys';
-import type { ActivityRecord } from '../src/features/seckill/seckill.types';
+import { activityKeys, buyerIndexKey, shardKeys, type SaleRecord as ActivityRecord } from '../src/features/seckill';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
 const md5_16 = (s: string) => createHash('md5').update(s).digest('hex').slice(8, 24);
