@@ -99,8 +99,8 @@ export function metricNames(expr: string): string[] {
       i += word.length;
       const next = /^\s*/.exec(expr.slice(i))![0].length + i;
       if (LABEL_LISTS.has(word)) {
-        if (expr[next] !== '(') throw new Error(`${word} needs a label list`);
-        i = skipGroup(expr, next);
+        if (expr[next] === '(') i = skipGroup(expr, next);
+        else if (!word.startsWith('group_')) throw new Error(`${word} needs a label list`); // group_left's is optional
       } else if (KEYWORDS.has(word.toLowerCase())) {
         // an operator or a modifier
       } else if (expr[next] === '(') {
@@ -140,9 +140,11 @@ const dashboard = JSON.parse(read('ops/grafana/redis-pay.json')) as { panels: Pa
 const panels = (list: Panel[]): Panel[] => list.flatMap((p) => [p, ...panels(p.panels ?? [])]);
 const dashboardExprs = [
   ...panels(dashboard.panels).flatMap((p) => (p.targets ?? []).map((t) => ({ where: `panel "${p.title}"`, expr: t.expr ?? '' }))),
-  ...(dashboard.templating?.list ?? [])
-    .filter((v) => typeof v.query === 'string' && v.query.includes('('))
-    .map((v) => ({ where: 'variable', expr: v.query as string })),
+  // Grafana's label_values(<selector>, <label>): the selector is PromQL, the label is not.
+  ...(dashboard.templating?.list ?? []).flatMap((v) => {
+    const m = typeof v.query === 'string' ? /^label_values\((.+),\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\)$/.exec(v.query) : null;
+    return m ? [{ where: 'variable', expr: m[1] }] : [];
+  }),
 ];
 
 /** Every series name the service's registry exposes (a histogram's `_bucket`, `_sum`, `_count`). */
@@ -180,6 +182,7 @@ describe('PromQL metric-name extraction', () => {
     expect(() => metricNames('rat(x[5m])')).toThrow(/unknown function rat/);
     expect(() => metricNames('x{status~"5.."}')).toThrow(/matcher operator/);
     expect(() => metricNames('x{kind="a}')).toThrow(/unterminated/);
+    expect(() => metricNames('sum by x')).toThrow(/by needs a label list/);
   });
 });
 
