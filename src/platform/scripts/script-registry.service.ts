@@ -69,7 +69,12 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
       async function () {
         this.reset();
         if (wanted === 0) return this.set(0);
-        const fewest = (await service.connectedReplicas().catch(() => undefined))?.[0];
+        // Whatever fails (a master that does not answer) leaves the gauge empty, never the scrape failed.
+        const fewest = (
+          await Promise.resolve()
+            .then(() => service.connectedReplicas())
+            .catch(() => undefined)
+        )?.[0];
         if (fewest !== undefined) this.set(Math.max(0, wanted - fewest));
       },
     );
