@@ -7,7 +7,10 @@
 #
 # (a) compose:    parses docker-compose.yml as YAML (js-yaml from node_modules, else python3 PyYAML, else a
 #                 line-based fallback) and asserts the structure; resolves ${VAR:-default} the way compose does
-#                 with an empty environment, i.e. what a fresh checkout gets from `docker compose up`.
+#                 with an empty environment, i.e. what a fresh checkout gets from `docker compose up`. The `scale`
+#                 profile: its services (app instances, nginx, a Redis primary and replica, three sentinels), the
+#                 config files it mounts (ops/compose/) agreeing with them, every variable an app sets being one
+#                 the service's env schema or a module's config slice reads.
 # (b) Dockerfile: hadolint when installed; always a structural lint (named multi-stage build, cache-friendly
 #                 npm ci, prune, non-root runtime, HEALTHCHECK and CMD in exec form, no ADD of URLs, no baked
 #                 secrets) plus the required .dockerignore entries.
@@ -218,8 +221,117 @@ function cmdCompose() {
   }
   if (a.healthcheck) check(a.healthcheck.disable !== true, 'app does not disable the image HEALTHCHECK');
 
+  checkScaleProfile(doc, walk, env);
   writeJson(path.join(WORK, 'compose.json'), { redisCommand: rcmd, appEnv: env, stopGraceS: grace, readOnly: a.read_only === true });
   done();
+}
+
+/** A service with its YAML merge keys (`<<: *anchor`) applied the way compose does: the service's own keys win. */
+function merged(svc) {
+  if (!svc || typeof svc !== 'object') return svc;
+  const bases = [].concat(svc['<<'] ?? []);
+  const own = Object.fromEntries(Object.entries(svc).filter(([k]) => k !== '<<'));
+  return Object.assign({}, ...bases.map(merged), own);
+}
+
+/** Every variable the service reads: the fields of the platform's env schema and of each module's config slice. */
+function envSchemaNames() {
+  const files = [path.join(ROOT, 'src/platform/config/env.schema.ts')];
+  const walkDir = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const f = path.join(d, e.name); if (e.isDirectory()) walkDir(f); else if (/\.config\.ts$/.test(e.name)) files.push(f); } };
+  walkDir(path.join(ROOT, 'src'));
+  const names = new Set();
+  for (const f of files) for (const m of fs.readFileSync(f, 'utf8').matchAll(/^  ([A-Z][A-Z0-9_]*)[?!]?:/gm)) names.add(m[1]);
+  return names;
+}
+
+/**
+ * The `scale` profile: three app instances (two at least) behind an nginx load balancer, on Redis Sentinel (a
+ * primary, a replica, three sentinels). Its services exist and are in the profile (so a plain `docker compose up`
+ * starts none of them), the config files they mount exist and agree with the services (the sentinels watch the
+ * primary under the master name the apps ask for; nginx balances over exactly the app instances), and every
+ * variable an app instance sets is one the service reads.
+ */
+function checkScaleProfile(doc, walk, defaultAppEnv) {
+  const all = Object.fromEntries(Object.entries(doc.services ?? {}).map(([n, svc]) => [n, walk(merged(svc), `services.${n}`)]));
+  const inScale = (n) => [].concat(all[n]?.profiles ?? []).includes('scale');
+  const scale = Object.keys(all).filter(inScale);
+  check(!inScale('redis') && !inScale('app') && !all.redis?.profiles && !all.app?.profiles, 'the default services (redis, app) are in no profile: `docker compose up` is unchanged');
+  if (scale.length === 0) return bad('profile "scale" has services');
+  const apps = scale.filter((n) => /^app-\d+$/.test(n));
+  const sentinels = scale.filter((n) => /^sentinel-\d+$/.test(n));
+  for (const n of ['redis-primary', 'redis-replica', 'lb']) check(inScale(n), `scale: service "${n}" in the profile`);
+  check(apps.length >= 2 && apps.length <= 3, `scale: two or three app instances (${apps.join(', ')})`);
+  check(sentinels.length === 3, `scale: three sentinels (${sentinels.join(', ')})`);
+  const schema = envSchemaNames();
+  check(schema.has('REDIS_SENTINELS') && schema.has('NODE_ENV'), `the env schema is read (${schema.size} variables)`);
+
+  // Files the profile mounts: every bind mount's source exists.
+  for (const n of scale) {
+    for (const v of all[n].volumes ?? []) {
+      const src = typeof v === 'string' ? v.split(':')[0] : v.source;
+      if (/^[./]/.test(src)) check(fs.existsSync(path.join(ROOT, src)), `scale: ${n} mounts ${src}, which exists`);
+    }
+  }
+
+  // Redis nodes: AOF and noeviction as the standalone one; the replica follows the primary.
+  const argsOf = (n) => (Array.isArray(all[n]?.command) ? all[n].command.map(String) : String(all[n]?.command ?? '').trim().split(/\s+/));
+  for (const n of ['redis-primary', 'redis-replica']) {
+    const c = argsOf(n);
+    const arg = (f) => c[c.indexOf(f) + 1];
+    check(c[0] === 'redis-server' && arg('--appendonly') === 'yes' && arg('--maxmemory-policy') === 'noeviction', `scale: ${n} runs redis-server with AOF and noeviction`);
+    check([].concat(all[n].healthcheck?.test ?? []).join(' ').includes('ping'), `scale: ${n} has a ping healthcheck`);
+  }
+  const rc = argsOf('redis-replica');
+  check(rc[rc.indexOf('--replicaof') + 1] === 'redis-primary' && rc[rc.indexOf('--replicaof') + 2] === '6379', 'scale: redis-replica --replicaof redis-primary 6379');
+
+  // Sentinels: the mounted config watches redis-primary:6379 with a quorum of two, under the apps' master name.
+  const confOf = (n) => {
+    const v = (all[n].volumes ?? []).map((x) => (typeof x === 'string' ? x.split(':')[0] : x.source)).find((x) => /sentinel\.conf$/.test(x));
+    return v && fs.existsSync(path.join(ROOT, v)) ? fs.readFileSync(path.join(ROOT, v), 'utf8') : '';
+  };
+  const masterNames = new Set();
+  for (const n of sentinels) {
+    const m = /^sentinel monitor (\S+) (\S+) (\d+) (\d+)$/m.exec(confOf(n));
+    check(m && m[2] === 'redis-primary' && m[3] === '6379' && Number(m[4]) === 2, `scale: ${n} monitors redis-primary:6379 with quorum 2`, m ? m[0] : 'no sentinel monitor line');
+    check(/^sentinel resolve-hostnames yes$/m.test(confOf(n)), `scale: ${n} resolves service names`);
+    check(/redis-sentinel\b/.test([].concat(all[n].command ?? []).join(' ')), `scale: ${n} runs redis-sentinel`);
+    if (m) masterNames.add(m[1]);
+  }
+
+  // App instances: the Sentinel topology (exactly one), the sentinels of this profile, production, hardened.
+  const sentinelList = sentinels.map((n) => `${n}:26379`).sort().join(',');
+  for (const n of apps) {
+    const a = all[n];
+    const env = toMap(a.environment);
+    const unknown = Object.keys(env).filter((k) => !schema.has(k));
+    check(unknown.length === 0, `scale: ${n} sets only variables the service reads`, `unknown: ${unknown.join(', ')}`);
+    check(env.NODE_ENV === 'production', `scale: ${n} NODE_ENV=production`);
+    check(!env.REDIS_URL && !env.REDIS_CLUSTER_NODES, `scale: ${n} sets no REDIS_URL / REDIS_CLUSTER_NODES (exactly one topology)`);
+    check(String(env.REDIS_SENTINELS ?? '').split(',').sort().join(',') === sentinelList, `scale: ${n} REDIS_SENTINELS lists the profile's sentinels (${env.REDIS_SENTINELS})`);
+    check(masterNames.size === 1 && masterNames.has(env.REDIS_SENTINEL_MASTER), `scale: ${n} REDIS_SENTINEL_MASTER is the sentinels' master (${env.REDIS_SENTINEL_MASTER})`);
+    check(Number(env.DURABILITY_REPLICAS ?? 0) <= 1, `scale: ${n} DURABILITY_REPLICAS (${env.DURABILITY_REPLICAS ?? 0}) within the profile's one replica`);
+    for (const k of ['JWT_SECRET', 'MERCHANT_SECRETS', 'SERVICE_TOKENS', 'ADMIN_API_KEYS'])
+      check(env[k] === defaultAppEnv[k], `scale: ${n} ${k} is the app's (one set of example secrets)`);
+    check(a.image === all.app.image && a.build !== undefined, `scale: ${n} builds the app's image (${a.image})`);
+    check(a.init === true && a.read_only === true, `scale: ${n} init and read-only as the app`);
+    for (const d of ['redis-replica', ...sentinels]) check(a.depends_on?.[d]?.condition === 'service_healthy', `scale: ${n} waits for ${d} to be healthy`);
+  }
+  const defaultUnknown = Object.keys(defaultAppEnv).filter((k) => !schema.has(k));
+  check(defaultUnknown.length === 0, 'app sets only variables the service reads', `unknown: ${defaultUnknown.join(', ')}`);
+
+  // Load balancer: nginx over exactly the app instances, published on loopback only.
+  const lb = all.lb;
+  if (!lb) return;
+  check(/^nginx:/.test(String(lb.image)), `scale: lb is nginx (${lb.image})`);
+  const confSrc = (lb.volumes ?? []).map((x) => (typeof x === 'string' ? x.split(':')[0] : x.source)).find((x) => /nginx\.conf$/.test(x));
+  const conf = confSrc && fs.existsSync(path.join(ROOT, confSrc)) ? fs.readFileSync(path.join(ROOT, confSrc), 'utf8') : '';
+  const upstream = [...conf.replace(/#.*$/gm, '').matchAll(/^\s*server\s+([\w.-]+):(\d+)/gm)].map((m) => `${m[1]}:${m[2]}`).sort();
+  check(upstream.join(',') === apps.map((n) => `${n}:3000`).sort().join(','), `scale: nginx balances over exactly the app instances (${upstream.join(', ')})`);
+  const listen = /^\s*listen\s+(\d+)/m.exec(conf)?.[1];
+  const lbPorts = (lb.ports ?? []).map(String);
+  check(lbPorts.length > 0 && lbPorts.every((p) => /^127\.0\.0\.1:\d+:\d+$/.test(p) && p.endsWith(`:${listen}`)), `scale: lb publishes nginx's port ${listen} on loopback only (${lbPorts.join(', ')})`);
+  for (const n of apps) check(lb.depends_on?.[n]?.condition === 'service_healthy', `scale: lb waits for ${n} to be healthy`);
+  for (const v of Object.keys(doc.volumes ?? {})) info(`volume ${v}`);
 }
 
 // ---------------------------------------------------------------- Dockerfile parsing ----------------------------

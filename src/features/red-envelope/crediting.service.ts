@@ -10,9 +10,9 @@ import { WorkerRegistry } from '../../engines/workers/worker-registry';
 import { memoOf } from './red-envelope-activity.command';
 import { DEAD_LETTERED, RainStalls } from './rain-stalls';
 import { RedEnvelopeConfig } from './red-envelope.config';
-import { RedEnvelopeMetrics } from './red-envelope.metrics';
+import { RedEnvelopeMetrics, type RainProgress } from './red-envelope.metrics';
 import { RedEnvelopeStore, type Settled } from './red-envelope.store';
-import type { ActivityRecord } from './red-envelope.types';
+import type { ActivityRecord, PoolStats } from './red-envelope.types';
 
 /** Most envelopes settled in one script call. */
 const SETTLE_BATCH_MAX = 500;
@@ -61,6 +61,7 @@ export class CreditingService {
     private readonly stalls: RainStalls,
     private readonly registry: WorkerRegistry,
   ) {
+    metrics.setProgressSource(() => this.progress());
     // The source of the declared consumer below: its runners are started here, one per rain (see start).
     registry.provide(`stream:${CREDIT_STREAMS}`, {
       defaults: STREAM_RETRY,
@@ -119,6 +120,26 @@ export class CreditingService {
     this.runners.delete(activityId);
     await r?.stop();
     for (const id of this.settlers.keys()) if (id.startsWith(`${activityId}:`)) this.settlers.delete(id);
+  }
+
+  /** The envelopes of each rain this instance credits, summed over its sub-pools (the progress gauge). */
+  private async progress(): Promise<RainProgress[]> {
+    const out: RainProgress[] = [];
+    for (const id of this.runners.keys()) {
+      const a = await this.store.activity(id);
+      if (!a) continue;
+      const pools = await Promise.all(Array.from({ length: a.subPools }, (_, k) => this.store.stats(this.store.pool(a, k))));
+      const sum = (pick: (p: PoolStats) => number) => pools.reduce((n, p) => n + pick(p), 0);
+      out.push({
+        activityId: id,
+        left: sum((p) => p.leftCount),
+        grabbed: sum((p) => p.grabbedCount),
+        pending: sum((p) => p.pendingCount),
+        credited: sum((p) => p.creditedCount),
+        dead: sum((p) => p.deadCount),
+      });
+    }
+    return out;
   }
 
   isRunning(activityId: string): boolean {

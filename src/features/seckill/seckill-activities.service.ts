@@ -8,6 +8,7 @@ import type { ActivityLimits } from './seckill-activity.command';
 import type { ActivityCommand } from './seckill.commands';
 import { SeckillConfig } from './seckill.config';
 import { seckillConflict, SeckillNotFoundError } from './seckill.errors';
+import { SeckillMetrics } from './seckill.metrics';
 import { SeckillStore } from './seckill.store';
 import type { ActivityRecord, ProductRecord, ShardStock } from './seckill.types';
 import { SPREAD_TAGS } from '../../platform/redis/slot-tags';
@@ -19,6 +20,9 @@ const lockName = (activityId: string) => `seckill-activity:${activityId}`;
 
 /** Product shards loaded or read at once by one admin request. */
 const PARALLEL = 256;
+
+/** Sales the stock gauge reports at most (those ending soonest): a scrape reads every shard of each. */
+const STOCK_GAUGE_SALES = 20;
 
 /** A product's live stock: the sum of its shards. */
 export interface ProductStock {
@@ -52,7 +56,10 @@ export class ActivitiesService {
     private readonly catalog: ActivityCatalog,
     private readonly locks: LockService,
     private readonly config: SeckillConfig,
-  ) {}
+    metrics: SeckillMetrics,
+  ) {
+    metrics.setStockSource(() => this.liveStock());
+  }
 
   get limits(): ActivityLimits {
     return { maxProducts: this.config.maxProducts, maxShards: this.config.maxShards };
@@ -116,6 +123,17 @@ export class ActivitiesService {
       const s = await this.store.stock(this.store.shard(a.activityId, p, k));
       if (s) add(out.get(p.productId)!, s);
     });
+    return out;
+  }
+
+  /** The stock of the sales that have not ended (at most STOCK_GAUGE_SALES of them, soonest end first), for the stock gauge. */
+  private async liveStock(): Promise<{ activityId: string; products: Map<string, ProductStock> }[]> {
+    const ids = await this.store.activityIds(Date.now(), STOCK_GAUGE_SALES);
+    const out: { activityId: string; products: Map<string, ProductStock> }[] = [];
+    for (const id of ids) {
+      const a = await this.store.activity(id);
+      if (a) out.push({ activityId: id, products: await this.stockOf(a) });
+    }
     return out;
   }
 

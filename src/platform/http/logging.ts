@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import pino from 'pino';
+import type PinoPretty from 'pino-pretty';
 import { AppConfig } from '../config/app-config';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -206,8 +207,37 @@ function batchedStdout(): pino.DestinationStream {
   };
 }
 
-/** The service's root logger (pino): JSON lines to stdout in batches, never a request's headers. */
-export function serviceLogger(config: AppConfig): pino.Logger {
+/**
+ * How the log lines look: `pretty` (pino-pretty's readable lines) when a person reads them, i.e. stdout is a
+ * terminal and the service does not run in production; JSON lines everywhere else (a pipe, a file, a container's
+ * log driver, production whatever its stdout).
+ */
+export function logFormat(env: AppConfig['env'], stdoutIsTTY: boolean | undefined): 'pretty' | 'json' {
+  return env !== 'production' && stdoutIsTTY === true ? 'pretty' : 'json';
+}
+
+/**
+ * pino-pretty as the logger's destination, in process and synchronous (a line is on the terminal when the call
+ * returns, as in development one expects), writing to `destination`. Undefined when pino-pretty is not installed (a
+ * development run on an install without the dev dependencies): the lines stay JSON.
+ */
+export function prettyDestination(destination: number | NodeJS.WritableStream = 1): pino.DestinationStream | undefined {
+  let build: typeof PinoPretty;
+  try {
+    build = require('pino-pretty') as typeof PinoPretty;
+  } catch {
+    return undefined;
+  }
+  return build({ destination, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+}
+
+/**
+ * The service's root logger (pino), never a request's headers: JSON lines to stdout in batches, or readable lines
+ * when `logFormat` says a person reads them.
+ */
+export function serviceLogger(config: AppConfig, stdoutIsTTY = process.stdout.isTTY): pino.Logger {
+  const destination =
+    config.logLevel === 'silent' ? undefined : ((logFormat(config.env, stdoutIsTTY) === 'pretty' ? prettyDestination() : undefined) ?? batchedStdout());
   return pino(
     {
       level: config.logLevel,
@@ -219,7 +249,7 @@ export function serviceLogger(config: AppConfig): pino.Logger {
         err: pino.stdSerializers.err,
       },
     },
-    config.logLevel === 'silent' ? undefined : batchedStdout(),
+    destination,
   );
 }
 

@@ -31,6 +31,10 @@ export class RedisService {
     readonly metrics: MetricsService,
   ) {
     this.client = this.create('command');
+    const connected = () => this.isConnected;
+    metrics.gauge('redis_up', 'Whether the command connection to Redis is up (1) or not (0): connecting, reconnecting, closed', [], function () {
+      this.set(connected() ? 1 : 0);
+    });
   }
 
   get isCluster(): boolean {

@@ -48,18 +48,38 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
       const wanted = def.contract.durable ? replicas[def.contract.durable] : 0;
       if (wanted > 0) this.waitFor.set(def.id, wanted);
     }
+    // Registered whatever the setting, so dashboards and alerts find the series (at 0 with no durable writes).
+    const metrics = this.redis.metrics;
+    const replicaMetrics = {
+      latency: metrics.histogram(
+        'durability_wait_seconds',
+        'Time durable writes waited for their replicas (WAIT)',
+        [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      ),
+      unconfirmed: metrics.counter('durability_unconfirmed_writes_total', 'Durable writes answered WRITE_UNCONFIRMED (too few replicas in time), by script', [
+        'script',
+      ]),
+    };
+    const wanted = Math.max(0, ...this.waitFor.values());
+    const service = this.redis;
+    metrics.gauge(
+      'durability_replicas_missing',
+      'Replicas the emptiest Redis master lacks for DURABILITY_REPLICAS / DURABILITY_MESSAGES_REPLICAS (0: enough, or no durable writes); asked of Redis at scrape time, absent when it does not answer',
+      [],
+      async function () {
+        this.reset();
+        if (wanted === 0) return this.set(0);
+        // Whatever fails (a master that does not answer) leaves the gauge empty, never the scrape failed.
+        const fewest = (
+          await Promise.resolve()
+            .then(() => service.connectedReplicas())
+            .catch(() => undefined)
+        )?.[0];
+        if (fewest !== undefined) this.set(Math.max(0, wanted - fewest));
+      },
+    );
     if (this.waitFor.size > 0) {
-      const metrics = this.redis.metrics;
-      this.replicaWait = new ReplicaWait(this.redis.client, timeoutMs, this.redis.config.redis.retryAfterS * 1000, {
-        latency: metrics.histogram(
-          'durability_wait_seconds',
-          'Time durable writes waited for their replicas (WAIT)',
-          [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-        ),
-        unconfirmed: metrics.counter('durability_unconfirmed_writes_total', 'Durable writes answered WRITE_UNCONFIRMED (too few replicas in time), by script', [
-          'script',
-        ]),
-      });
+      this.replicaWait = new ReplicaWait(this.redis.client, timeoutMs, this.redis.config.redis.retryAfterS * 1000, replicaMetrics);
     }
     // A restarted or new node has an empty script cache: load again whenever the connection comes back.
     this.redis.client.on('ready', () => {
