@@ -1,5 +1,5 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject, type OperationObject, type ParameterObject } from '@nestjs/swagger';
 import { SECURITY } from './security-schemes';
 import { AppConfig } from '../config/app-config';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../config/load-config';
@@ -103,7 +103,28 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
   addValidationRules(document, app);
   addErrorExamples(document, app);
   addTransportErrors(document);
+  leaveParametersBlank(document);
   return document;
+}
+
+/**
+ * "Try it out" fills each parameter with its example, and an example acts on the wrong data: an optional query
+ * parameter so filled narrows what the caller asked for (`GET /wallet?cursor=17` hides the newest entries), and a
+ * path id so filled acts on the example's resource. Path parameters and optional query parameters are documented
+ * without one (each path parameter's description says what to paste). Runs last: the DTOs' examples still make the
+ * error examples.
+ */
+export function leaveParametersBlank(document: OpenAPIObject): void {
+  for (const item of Object.values(document.paths)) {
+    for (const op of Object.values(item) as OperationObject[]) {
+      for (const p of (op?.parameters ?? []) as ParameterObject[]) {
+        if (p.in !== 'path' && !(p.in === 'query' && !p.required)) continue;
+        delete p.example;
+        delete p.examples;
+        if (p.schema && !('$ref' in p.schema)) delete p.schema.example;
+      }
+    }
+  }
 }
 
 /** Swagger UI at /docs with one security scheme per kind of caller, each usable from "Authorize". */

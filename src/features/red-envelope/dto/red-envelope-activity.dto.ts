@@ -46,6 +46,7 @@ export class CreateRedEnvelopeActivityDto {
 }
 
 export class RedEnvelopeActivityIdParamDto {
+  /** The `activityId` your rain was created with */
   @ActivityIdField('nye-quiz') activityId!: string;
 }
 

@@ -107,6 +107,7 @@ export class ActivityDto {
 }
 
 export class ActivityIdParamDto {
+  /** The `activityId` your sale was created with */
   @ActivityIdField('w48-data') activityId!: string;
 }
 

@@ -11,7 +11,10 @@ import { MAX_MEMO, WALLET_ENTRY_KINDS } from '../wallet.types';
 import { IsDisplayText } from '../../../platform/http/display-text';
 
 export class OwnerIdParamDto {
-  /** The wallet's owner: `account:<accountId>` or `merchant:<merchantId>` (ids: 1-64 of A-Z a-z 0-9 _ . : -, not "." or "..") */
+  /**
+   * The wallet's owner: `account:<accountId>` or `merchant:<merchantId>` (ids: 1-64 of A-Z a-z 0-9 _ . : -, not "." or ".."). In development:
+   * `account:acc_1001` (the app user), `merchant:m_demo` (the merchant that sponsors the rain example)
+   */
   @ApiProperty({ example: 'account:acc_1001', maxLength: 73 })
   @IsIdString(73, OWNER_REF_RE, 'ownerId must be account:<id> or merchant:<id>, the id 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
   ownerId!: string;
