@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
-import { IsDateTime } from '../../platform/http/date-time';
+import { ExampleFromNow, IsDateTime } from '../../platform/http/date-time';
 import { IsDisplayText, NOT_BLANK_RE } from '../../platform/http/display-text';
 import { IsIdString } from '../../platform/http/id-string';
 import { ACTIVITY_ID_RE, MERCHANT_ID_RE } from '../../platform/core/ids';
@@ -39,8 +39,8 @@ export const TitleField = (maxLength: number, example: string): FieldDecorator =
     IsDisplayText('title'),
   );
 
-/** One end of the sale's window (`startsAt`, `endsAt`): a date and time with a time zone. */
-export const WindowEndField = (field: 'startsAt' | 'endsAt', example: string): FieldDecorator => stacked(ApiProperty({ example }), IsDateTime(field));
+/** One end of the sale's window (`startsAt`, `endsAt`): a date and time with a time zone, its example `fromNowMs` from now. */
+export const WindowEndField = (field: 'startsAt' | 'endsAt', fromNowMs: number): FieldDecorator => stacked(ExampleFromNow(fromNowMs), IsDateTime(field));
 
 /** The currency of the sale's amounts: an ISO 4217 code. */
 export const CurrencyField = (): FieldDecorator =>

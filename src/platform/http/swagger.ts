@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config';
 import { DEV_DEFAULTS, parseNamedSecrets } from '../config/load-config';
 import { addErrorExamples, addTransportErrors } from './error-examples';
 import { addValidationRules } from './schema-rules';
+import { withExamplesFromNow } from './date-time';
 
 /**
  * Runs in the browser (Swagger UI "Try it out"): when the MerchantSecret
@@ -104,7 +105,7 @@ export function buildOpenApiDocument(app: NestFastifyApplication): OpenAPIObject
   addErrorExamples(document, app);
   addTransportErrors(document);
   leaveParametersBlank(document);
-  return document;
+  return withExamplesFromNow(document);
 }
 
 /**
@@ -127,6 +128,9 @@ export function leaveParametersBlank(document: OpenAPIObject): void {
   }
 }
 
+/** The examples' dates, set from the moment the document is served (a sale that starts now and ends in 2 hours). */
+const patchDocumentOnRequest = (_req: unknown, _res: unknown, document: OpenAPIObject) => withExamplesFromNow(document);
+
 /** Swagger UI at /docs with one security scheme per kind of caller, each usable from "Authorize". */
 export function setupSwagger(app: NestFastifyApplication): void {
   const document = buildOpenApiDocument(app);
@@ -134,7 +138,8 @@ export function setupSwagger(app: NestFastifyApplication): void {
     jsonDocumentUrl: 'docs/openapi.json',
     // Not persisted: Swagger UI would keep every credential, the merchant secret too, in localStorage.
     swaggerOptions: { persistAuthorization: false, requestInterceptor: signMerchantRequest },
+    patchDocumentOnRequest,
   });
   // The same document at SwaggerModule's default address, where Nest users and tools look for it.
-  SwaggerModule.setup('docs', app, document, { ui: false, raw: ['json'] });
+  SwaggerModule.setup('docs', app, document, { ui: false, raw: ['json'], patchDocumentOnRequest });
 }

@@ -56,7 +56,7 @@ export class CreateOrderDto {
   expireMinutes?: number;
 
   /** The only app account that may pay the order (bound from the start); absent: the first account to create a plan */
-  @ApiPropertyOptional({ example: 'u_1001', maxLength: 64 })
+  @ApiPropertyOptional({ example: 'acc_1001', maxLength: 64 })
   @IsOptionalField()
   @IsIdString(64, ACCOUNT_ID_RE, 'payerAccountId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
   payerAccountId?: string;

@@ -40,7 +40,7 @@ export class EntriesQueryDto {
 
 export class TopUpDto {
   /** Minor units (cents for CNY/USD) */
-  @ApiProperty({ type: 'integer', example: 10000, minimum: MIN_AMOUNT, maximum: MAX_AMOUNT })
+  @ApiProperty({ type: 'integer', example: 50000, minimum: MIN_AMOUNT, maximum: MAX_AMOUNT })
   @IsInt()
   @Min(MIN_AMOUNT)
   @Max(MAX_AMOUNT)
