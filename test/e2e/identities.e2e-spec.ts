@@ -223,4 +223,30 @@ describe('Identities', () => {
       expect(res.body.message).toMatch(/exactly one/);
     });
   });
+
+  describe('development tokens (POST /dev/token)', () => {
+    it('outside production, gives an app-user token without the terminal: whoami then names that account', async () => {
+      const res = await request(t.server).post('/dev/token').send({ accountId: 'acc_1001' });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ accountId: 'acc_1001', token: expect.any(String), expiresAt: expect.any(String) });
+      expect(Date.parse(res.body.expiresAt) - Date.now()).toBeGreaterThan(86_000_000);
+      expect((await whoami({ authorization: `Bearer ${res.body.token}` })).body).toEqual({ kind: 'user', id: 'acc_1001' });
+      const bad = await request(t.server).post('/dev/token').send({ accountId: 'a b' });
+      expect([bad.status, bad.body.details]).toEqual([400, [{ field: 'accountId', errors: [expect.stringMatching(/^accountId must be/)] }]]);
+    });
+
+    it('in production, is absent: 404, and neither the OpenAPI document nor its "Getting started" offers it', async () => {
+      const prod = await startTestApp(redis.url, { NODE_ENV: 'production' });
+      try {
+        const res = await request(prod.server).post('/dev/token').send({ accountId: 'acc_1001' });
+        expect(res.status).toBe(404);
+        const doc = (await request(prod.server).get('/docs/openapi.json').expect(200)).body;
+        expect(Object.keys(doc.paths).filter((p) => p.startsWith('/dev'))).toEqual([]);
+        expect(JSON.stringify(doc)).not.toContain('/dev/token');
+        expect(doc.info.description).toContain('## Getting started');
+      } finally {
+        await prod.close();
+      }
+    });
+  });
 });

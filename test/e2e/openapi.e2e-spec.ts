@@ -53,7 +53,8 @@ interface Operation {
 interface Doc {
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, Schema>; securitySchemes: Record<string, { description: string }> };
-  tags: Array<{ name: string }>;
+  tags: Array<{ name: string; description?: string }>;
+  info: { description: string };
 }
 
 const KIND_OF_SCHEME: Record<string, Kind> = {
@@ -128,17 +129,39 @@ describe('OpenAPI document', () => {
     const ops = names.map((n, i) => [n, i] as const).filter(([n]) => /^ops\b/.test(n));
     expect(userFacing.map(([n]) => n).sort()).toEqual([
       'close reminders (merchants)',
+      'flash sales (app)',
       'messages (app)',
       'messages (business systems)',
       'orders (merchants)',
       'payments (app)',
       'red envelopes (app)',
-      'seckill (app)',
       'wallet (app)',
     ]);
     expect(ops.length).toBeGreaterThan(0);
     expect(Math.max(...userFacing.map(([, i]) => i))).toBeLessThan(Math.min(...ops.map(([, i]) => i)));
     expect(names.slice(0, userFacing.length)).toEqual(userFacing.map(([n]) => n));
+  });
+
+  it('opens with "Getting started": the identity of each group, one at a time, and (in development) a token without the terminal', () => {
+    const description = doc.info.description;
+    const start = description.slice(description.indexOf('## Getting started'));
+    expect(description).toContain('## Getting started');
+    for (const scheme of Object.values(SECURITY)) expect(start).toContain(`**${scheme}**`);
+    expect(start).toContain('one identity at a time');
+    expect(start).toContain('exactly one kind of credential');
+    expect(start).toContain('`POST /dev/token`');
+    expect(Object.keys(doc.paths)).toContain('/dev/token');
+  });
+
+  it('says what every tag is for, and names flash sales one way', () => {
+    expect(doc.tags.filter((tag) => !tag.description).map((tag) => tag.name)).toEqual([]);
+    expect(doc.tags.map((tag) => tag.name).filter((name) => /seckill|flash/i.test(name))).toEqual(['flash sales (app)', 'ops: flash sales']);
+  });
+
+  it('turns on the operation filter and folds the schemas away in Swagger UI', async () => {
+    const init = (await request(t.server).get('/docs/swagger-ui-init.js').expect(200)).text;
+    expect(init).toMatch(/"filter":\s*true/);
+    expect(init).toMatch(/"defaultModelsExpandDepth":\s*-1/);
   });
 
   it('says in "Authorize" where each development credential comes from', () => {
