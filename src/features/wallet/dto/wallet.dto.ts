@@ -1,10 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../../platform/http/optional-field';
 import { QueryInt } from '../../../platform/http/validation';
 import { IsIdString } from '../../../platform/http/id-string';
 import { REFERENCE_RE } from '../../../platform/core/ids';
-import { CURRENCIES, CURRENCY_RE, MAX_AMOUNT, MIN_AMOUNT } from '../../../platform/core/money';
+import { MAX_AMOUNT, MIN_AMOUNT } from '../../../platform/core/money';
+import { IsCurrencyCode } from '../../../platform/http/currency';
 import { OWNER_REF_RE } from '../wallet.keys';
 import { MAX_PAGE } from '../wallet.service';
 import { MAX_MEMO, WALLET_ENTRY_KINDS } from '../wallet.types';
@@ -47,11 +48,7 @@ export class TopUpDto {
   amount!: number;
 
   /** ISO 4217 */
-  @ApiProperty({ example: 'CNY', maxLength: 3 })
-  @IsString()
-  @MaxLength(3)
-  @Matches(CURRENCY_RE, { message: 'currency must be an ISO 4217 code (3 capital letters)' })
-  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 currency code' })
+  @IsCurrencyCode()
   currency!: string;
 
   /** Makes the top-up idempotent: the same reference again moves nothing */
