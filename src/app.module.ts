@@ -12,6 +12,7 @@ import { AppConfig } from './platform/config/app-config';
 import { ConfigModule } from './platform/config/config.module';
 import { DelayQueueModule } from './engines/delay-queue/delay-queue.module';
 import { DiagnosticsModule } from './platform/diagnostics/diagnostics.module';
+import { DevTokenModule, servesDevRoutes } from './platform/auth/dev-token.module';
 import { HealthModule } from './platform/health/health.module';
 import { LocksModule } from './engines/locks/locks.module';
 import { MessagesModule } from './features/messages';
@@ -52,6 +53,8 @@ export class AppModule {
         CloseReminderModule,
         SeckillModule,
         RedEnvelopeModule,
+        // Development only: never part of a production service.
+        ...(servesDevRoutes(config) ? [DevTokenModule] : []),
       ],
       providers: [
         { provide: APP_GUARD, useClass: AuthGuard },

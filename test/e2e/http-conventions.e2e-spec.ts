@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { RedisServerHandle, startRedisServer } from '../harness/redis-server';
 import { rawExchange } from '../support/raw-http';
-import { CREDS, startTestApp, TestApp, userToken } from '../support/test-app';
+import { CREDS, merchantHeaders, startTestApp, TestApp, userToken } from '../support/test-app';
+import { currencyMessage } from '../../src/platform/core/money';
+import { HEADERS } from '../../src/platform/http/security-schemes';
 
 const ERROR_KEYS = ['statusCode', 'error', 'message', 'requestId'];
 
@@ -150,6 +152,28 @@ describe('HTTP conventions', () => {
       const res = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send('{"label":');
       expect(res.status).toBe(400);
       expectErrorShape(res.body, 400);
+    });
+
+    it.each([
+      ['a missing comma', '{\n  "label": "home"\n  "ttlSeconds": 60\n}', 'unexpected "\\"" at line 3, column 3 (character 23)'],
+      ['a trailing comma', '{"label": "home",}', 'unexpected "}" at line 1, column 18 (character 18)'],
+      ['single quotes', "{'label': 'home'}", 'unexpected "\'" at line 1, column 2 (character 2)'],
+      ['a body cut short', '{"label":', 'it ends too soon, at line 1, column 10 (character 10)'],
+    ])('says where malformed JSON breaks (%s): the line, the column and what is there', async (_what, body, where) => {
+      const res = await request(t.server).post('/diagnostics/touch').set(auth).set('content-type', 'application/json').send(body);
+      expect([res.status, res.body.error, res.body.message]).toEqual([400, 'BAD_REQUEST', `Request body is not valid JSON: ${where}`]);
+    });
+
+    it.each([
+      ['an order', '/merchant/orders', { merchantOrderNo: 'cur-1', amount: 100, subject: 'Tea' }],
+      ['a top-up', '/admin/wallets/account:acc_cur/top-ups', { amount: 100, reference: 'cur-1' }],
+    ])('tells a wrong currency of %s one thing, once, whatever is wrong with it', async (_what, path, fields) => {
+      for (const currency of ['cny', 'XXQ', 'CN', 'CNYY']) {
+        const body = JSON.stringify({ ...fields, currency });
+        const headers = path.startsWith('/merchant') ? merchantHeaders('POST', path, body) : { [HEADERS.admin]: CREDS.adminKey };
+        const res = await request(t.server).post(path).set(headers).set('content-type', 'application/json').send(body);
+        expect([res.status, res.body.details]).toEqual([400, [{ field: 'currency', errors: [currencyMessage()] }]]);
+      }
     });
 
     it.each([

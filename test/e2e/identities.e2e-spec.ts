@@ -35,6 +35,16 @@ describe('Identities', () => {
       expect(res.body).toEqual({ kind: 'user', id: 'acc_42' });
     });
 
+    it('tells a token pasted with "Bearer " into Swagger UI (which adds it) to paste the token alone', async () => {
+      for (const header of [`Bearer Bearer ${userToken('acc_42')}`, `Bearer bearer ${userToken('acc_42')}`]) {
+        const res = await whoami({ authorization: header });
+        expect([res.status, res.body.message]).toEqual([
+          401,
+          'Authorization says "Bearer " twice: paste the token alone (Swagger UI\'s "Authorize" adds "Bearer " for AppUserJwt)',
+        ]);
+      }
+    });
+
     it.each(['bearer', 'BEARER', 'bEaReR'])('takes the scheme in any case (%s), as HTTP auth schemes are case-insensitive', async (scheme) => {
       const res = await whoami({ authorization: `${scheme} ${userToken('acc_42')}` });
       expect([res.status, res.body]).toEqual([200, { kind: 'user', id: 'acc_42' }]);
@@ -98,6 +108,16 @@ describe('Identities', () => {
   });
 
   describe('merchants (HMAC-signed requests)', () => {
+    it('tells a merchant id sent without a signature to fill in MerchantSecret (what Swagger UI sends with MerchantId alone)', async () => {
+      const res = await whoami({ 'x-merchant-id': CREDS.merchantId });
+      expect([res.status, res.body.error]).toEqual([401, 'UNAUTHORIZED']);
+      expect(res.body.message).toBe(
+        'X-Merchant-Id came without a signature: sign the request with your merchant secret (in Swagger UI, fill in MerchantSecret under "Authorize" as well; the page signs each request with it)',
+      );
+      const partial = await whoami({ 'x-merchant-id': CREDS.merchantId, 'x-signature': 'ab' });
+      expect(partial.body.message).toMatch(/^Merchant requests need X-Merchant-Id, X-Timestamp, X-Nonce and X-Signature: .*fill in MerchantSecret/);
+    });
+
     it('accepts a correctly signed GET and POST', async () => {
       const get = await whoami(merchantHeaders('GET', '/diagnostics/whoami', ''));
       expect(get.status).toBe(200);
@@ -221,6 +241,32 @@ describe('Identities', () => {
       const res = await whoami({ authorization: `Bearer ${userToken('acc_1')}`, 'x-admin-key': CREDS.adminKey });
       expect(res.status).toBe(401);
       expect(res.body.message).toMatch(/exactly one/);
+    });
+  });
+
+  describe('development tokens (POST /dev/token)', () => {
+    it('outside production, gives an app-user token without the terminal: whoami then names that account', async () => {
+      const res = await request(t.server).post('/dev/token').send({ accountId: 'acc_1001' });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ accountId: 'acc_1001', token: expect.any(String), expiresAt: expect.any(String) });
+      expect(Date.parse(res.body.expiresAt) - Date.now()).toBeGreaterThan(86_000_000);
+      expect((await whoami({ authorization: `Bearer ${res.body.token}` })).body).toEqual({ kind: 'user', id: 'acc_1001' });
+      const bad = await request(t.server).post('/dev/token').send({ accountId: 'a b' });
+      expect([bad.status, bad.body.details]).toEqual([400, [{ field: 'accountId', errors: [expect.stringMatching(/^accountId must be/)] }]]);
+    });
+
+    it('in production, is absent: 404, and neither the OpenAPI document nor its "Getting started" offers it', async () => {
+      const prod = await startTestApp(redis.url, { NODE_ENV: 'production' });
+      try {
+        const res = await request(prod.server).post('/dev/token').send({ accountId: 'acc_1001' });
+        expect(res.status).toBe(404);
+        const doc = (await request(prod.server).get('/docs/openapi.json').expect(200)).body;
+        expect(Object.keys(doc.paths).filter((p) => p.startsWith('/dev'))).toEqual([]);
+        expect(JSON.stringify(doc)).not.toContain('/dev/token');
+        expect(doc.info.description).toContain('## Getting started');
+      } finally {
+        await prod.close();
+      }
     });
   });
 });

@@ -44,7 +44,7 @@ interface Response {
 }
 interface Operation {
   operationId?: string;
-  parameters?: Array<{ name: string; in: string; required?: boolean; example?: unknown; schema?: Schema }>;
+  parameters?: Array<{ name: string; in: string; required?: boolean; example?: unknown; examples?: unknown; description?: string; schema?: Schema }>;
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<string, Response>;
   security?: Array<Record<string, string[]>>;
@@ -53,7 +53,8 @@ interface Operation {
 interface Doc {
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, Schema>; securitySchemes: Record<string, { description: string }> };
-  tags: Array<{ name: string }>;
+  tags: Array<{ name: string; description?: string }>;
+  info: { description: string };
 }
 
 const KIND_OF_SCHEME: Record<string, Kind> = {
@@ -128,17 +129,39 @@ describe('OpenAPI document', () => {
     const ops = names.map((n, i) => [n, i] as const).filter(([n]) => /^ops\b/.test(n));
     expect(userFacing.map(([n]) => n).sort()).toEqual([
       'close reminders (merchants)',
+      'flash sales (app)',
       'messages (app)',
       'messages (business systems)',
       'orders (merchants)',
       'payments (app)',
       'red envelopes (app)',
-      'seckill (app)',
       'wallet (app)',
     ]);
     expect(ops.length).toBeGreaterThan(0);
     expect(Math.max(...userFacing.map(([, i]) => i))).toBeLessThan(Math.min(...ops.map(([, i]) => i)));
     expect(names.slice(0, userFacing.length)).toEqual(userFacing.map(([n]) => n));
+  });
+
+  it('opens with "Getting started": the identity of each group, one at a time, and (in development) a token without the terminal', () => {
+    const description = doc.info.description;
+    const start = description.slice(description.indexOf('## Getting started'));
+    expect(description).toContain('## Getting started');
+    for (const scheme of Object.values(SECURITY)) expect(start).toContain(`**${scheme}**`);
+    expect(start).toContain('one identity at a time');
+    expect(start).toContain('exactly one kind of credential');
+    expect(start).toContain('`POST /dev/token`');
+    expect(Object.keys(doc.paths)).toContain('/dev/token');
+  });
+
+  it('says what every tag is for, and names flash sales one way', () => {
+    expect(doc.tags.filter((tag) => !tag.description).map((tag) => tag.name)).toEqual([]);
+    expect(doc.tags.map((tag) => tag.name).filter((name) => /seckill|flash/i.test(name))).toEqual(['flash sales (app)', 'ops: flash sales']);
+  });
+
+  it('turns on the operation filter and folds the schemas away in Swagger UI', async () => {
+    const init = (await request(t.server).get('/docs/swagger-ui-init.js').expect(200)).text;
+    expect(init).toMatch(/"filter":\s*true/);
+    expect(init).toMatch(/"defaultModelsExpandDepth":\s*-1/);
   });
 
   it('says in "Authorize" where each development credential comes from', () => {
@@ -252,8 +275,55 @@ describe('OpenAPI document', () => {
     expect(problems).toEqual([]);
   });
 
+  it('leaves path parameters and optional query parameters blank in "Try it out" (no example), and says what to paste in each path parameter', () => {
+    const filled: string[] = [];
+    const undescribed: string[] = [];
+    const checked = { path: 0, query: 0 };
+    for (const { id, op } of operations()) {
+      for (const p of op.parameters ?? []) {
+        if (p.in !== 'path' && !(p.in === 'query' && !p.required)) continue;
+        checked[p.in as 'path' | 'query']++;
+        if (p.example !== undefined || p.examples !== undefined || resolve(p.schema)?.example !== undefined) filled.push(`${id} ${p.in} ${p.name}`);
+        if (p.in === 'path' && !p.description) undescribed.push(`${id} ${p.name}`);
+      }
+    }
+    expect(checked.path).toBeGreaterThan(20);
+    expect(checked.query).toBeGreaterThan(5);
+    expect(filled).toEqual([]);
+    expect(undescribed).toEqual([]);
+    // What a new user met: a filter of their own reservations, a cursor past the newest entries, a sale to reserve from.
+    const param = (path: string, method: string, name: string) => doc.paths[path][method].parameters!.find((p) => p.name === name)!;
+    expect(param('/seckill/reservations', 'get', 'activityId')).toMatchObject({ in: 'query', required: false });
+    expect(param('/wallet', 'get', 'cursor')).toMatchObject({ in: 'query', required: false });
+    expect(param('/seckill/activities/{activityId}/products/{productId}/reservations', 'post', 'activityId').description).toMatch(/your sale was created with/);
+  });
+
   /** A value of a documented parameter or property: its example, default or first enum value. */
   const sample = (s: Schema | undefined, example?: unknown) => example ?? s?.example ?? s?.default ?? s?.enum?.[0];
+  /**
+   * A well-formed value of each path parameter (the document leaves them blank), naming what a fresh service does
+   * not have.
+   */
+  const PATH_VALUES: Record<string, string> = {
+    queue: 'close-reminder',
+    id: 'order-1001',
+    name: 'inventory:sku-42',
+    merchantId: 'm_coffee',
+    orderId: 'ord_3f9a0c1b2d4e5f60718293a4',
+    planId: 'ord_3f9a0c1b2d4e5f60718293a4_p1',
+    merchantOrderNo: 'M20261122-0001',
+    activityId: 'w48-data',
+    productId: 'data-10g',
+    reservationId: 'sk_5d41402abc4b2a76b9719d91',
+    ownerId: 'account:acc_1001',
+    msgId: '1795302000000000',
+    accountId: 'acc_1001',
+  };
+  const pathValue = (p: { name: string; example?: unknown; schema?: Schema }) => {
+    const v = sample(resolve(p.schema), p.example ?? PATH_VALUES[p.name]);
+    if (v === undefined) throw new Error(`no value for the path parameter ${p.name}: add one to PATH_VALUES`);
+    return v;
+  };
 
   /** Sends `method path` with valid inputs from the examples, `override` applied, and a credential of `kind` (or none). */
   async function send(
@@ -266,7 +336,7 @@ describe('OpenAPI document', () => {
     const location = override.field === undefined ? undefined : ((op.parameters ?? []).find((p) => p.name === override.field)?.in ?? 'body');
     const url = path.replace(/\{([^}]+)\}/g, (_, name: string) => {
       const p = op.parameters!.find((x) => x.in === 'path' && x.name === name)!;
-      return encodeURIComponent(String(location === 'path' && name === override.field ? override.value : sample(p.schema, p.example)));
+      return encodeURIComponent(String(location === 'path' && name === override.field ? override.value : pathValue(p)));
     });
     const withQuery = location === 'query' ? `${url}?${override.field}=${encodeURIComponent(String(override.value))}` : url;
     const schema = bodySchema(op);

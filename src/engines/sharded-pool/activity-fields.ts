@@ -1,10 +1,10 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
-import { IsDateTime } from '../../platform/http/date-time';
+import { IsInt, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { ExampleFromNow, IsDateTime } from '../../platform/http/date-time';
 import { IsDisplayText, NOT_BLANK_RE } from '../../platform/http/display-text';
 import { IsIdString } from '../../platform/http/id-string';
 import { ACTIVITY_ID_RE, MERCHANT_ID_RE } from '../../platform/core/ids';
-import { CURRENCIES } from '../../platform/core/money';
+import { IsCurrencyCode } from '../../platform/http/currency';
 
 /**
  * The request fields every sale on a sharded pool has (a flash sale, a red-envelope rain): its id, the merchant
@@ -39,12 +39,11 @@ export const TitleField = (maxLength: number, example: string): FieldDecorator =
     IsDisplayText('title'),
   );
 
-/** One end of the sale's window (`startsAt`, `endsAt`): a date and time with a time zone. */
-export const WindowEndField = (field: 'startsAt' | 'endsAt', example: string): FieldDecorator => stacked(ApiProperty({ example }), IsDateTime(field));
+/** One end of the sale's window (`startsAt`, `endsAt`): a date and time with a time zone, its example `fromNowMs` from now. */
+export const WindowEndField = (field: 'startsAt' | 'endsAt', fromNowMs: number): FieldDecorator => stacked(ExampleFromNow(fromNowMs), IsDateTime(field));
 
 /** The currency of the sale's amounts: an ISO 4217 code. */
-export const CurrencyField = (): FieldDecorator =>
-  stacked(ApiProperty({ enum: CURRENCIES, example: 'CNY' }), IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 code' }));
+export const CurrencyField = (): FieldDecorator => IsCurrencyCode();
 
 /** A whole number from 1 to `maximum` (an amount in minor units, a stock, a count of envelopes). */
 export const PositiveIntField = (maximum: number, example: number): FieldDecorator =>

@@ -32,7 +32,7 @@ const noReservation: ErrorsThrown = { description: 'No such reservation for this
  * Flash sales, for app users: the account comes from the token. Listing pages are cached for 2 s (their
  * `available` may be that old); a reservation is decided by one script on the product's shard, never from the cache.
  */
-@ApiTags('seckill (app)')
+@ApiTags('flash sales (app)')
 @Auth('user')
 @ApiErrors({
   429: 'Rate limited; see Retry-After',

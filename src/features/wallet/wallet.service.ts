@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InvalidArgumentError } from '../../platform/core/domain.error';
 import { codePoints } from '../../platform/core/text';
 import { REFERENCE_RE } from '../../platform/core/ids';
-import { CURRENCY_RE, MAX_AMOUNT, MIN_AMOUNT } from '../../platform/core/money';
+import { CURRENCY_RE, currencyMessage, MAX_AMOUNT, MIN_AMOUNT } from '../../platform/core/money';
 import { OWNER_ID_RE, type WalletOwner } from './wallet.keys';
 import { BalanceLimitError, InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from './wallet.errors';
 import { WalletMetrics } from './wallet.metrics';
@@ -112,7 +112,7 @@ function checkKind(kind: string): void {
 
 function checkCommand(cmd: WalletCommand): void {
   checkOwner(cmd.owner);
-  if (typeof cmd.currency !== 'string' || !CURRENCY_RE.test(cmd.currency)) throw new InvalidArgumentError('currency must be an ISO 4217 code', 'currency');
+  if (typeof cmd.currency !== 'string' || !CURRENCY_RE.test(cmd.currency)) throw new InvalidArgumentError(currencyMessage(), 'currency');
   if (!Number.isInteger(cmd.amount) || cmd.amount < MIN_AMOUNT || cmd.amount > MAX_AMOUNT)
     throw new InvalidArgumentError(`amount must be an integer ${MIN_AMOUNT}-${MAX_AMOUNT} (minor units)`, 'amount');
   checkReference(cmd.reference);

@@ -9,10 +9,12 @@ import { Caller, CallerKind } from '../http/caller';
 import { JwtVerifier } from './jwt-verifier.service';
 import { MerchantVerifier } from './merchant-verifier.service';
 import { SecretMatcher } from './secret-matcher';
-import { HEADERS } from '../http/security-schemes';
+import { HEADERS, SECURITY } from '../http/security-schemes';
 
 /** A compact JWS: three base64url parts (the signature may be empty, and is then refused by the verifier). */
 const BEARER_ANY_CASE = /^bearer /i;
+/** A token pasted with its scheme into a field that adds the scheme (Swagger UI's "Authorize"): `Bearer Bearer eyJ…`. */
+const BEARER_TWICE = `Authorization says "Bearer " twice: paste the token alone (Swagger UI's "Authorize" adds "Bearer " for ${SECURITY.user})`;
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /** Whether the raw headers (name, value, name, value…) hold Authorization more than once. */
@@ -144,6 +146,7 @@ export class AuthGuard implements CanActivate {
       const token = typeof header === 'string' && (header.startsWith('Bearer ') || BEARER_ANY_CASE.test(header)) ? header.slice(7) : '';
       // One cache lookup for the common case, a token verified before (it had this shape then: only a new one needs the check).
       const known = this.jwt.verifiedSub(token);
+      if (known === undefined && BEARER_ANY_CASE.test(token)) throw new UnauthenticatedError(BEARER_TWICE);
       if (known === undefined && (token.length > 8192 || !JWT_SHAPE.test(token))) throw new UnauthenticatedError('Authorization must be "Bearer <JWT>"');
       // Node keeps the first of repeated Authorization headers and drops the others: a request carrying two is refused, not read by its first.
       if (repeatsAuthorization(req.raw.rawHeaders)) throw new UnauthenticatedError('Send one Authorization header');

@@ -8,7 +8,7 @@ import { KeyBuilder } from '../redis/key-builder';
 import { RedisService } from '../redis/redis.service';
 import { nonceKey } from './auth.keys';
 import { signatureMatches } from './merchant-signature';
-import { HEADERS } from '../http/security-schemes';
+import { HEADERS, SECURITY } from '../http/security-schemes';
 
 export const NONCE_RE = /^[A-Za-z0-9_-]{16,64}$/;
 /** The one answer to a signature that does not match, and to a merchant id that does not exist. */
@@ -27,6 +27,14 @@ const header = (req: FastifyRequest, name: string): string | undefined => {
  * nonce and body hash, and a nonce never seen before (remembered in Redis for
  * twice the window, so a replay inside the window is refused).
  */
+/**
+ * A merchant request without all four signing headers. X-Merchant-Id alone is what Swagger UI sends when only
+ * MerchantId is filled in under "Authorize": it signs the request only with MerchantSecret filled in too.
+ */
+const unsignedMessage = (idOnly: boolean): string =>
+  (idOnly ? 'X-Merchant-Id came without a signature' : 'Merchant requests need X-Merchant-Id, X-Timestamp, X-Nonce and X-Signature') +
+  `: sign the request with your merchant secret (in Swagger UI, fill in ${SECURITY.merchantSecret} under "Authorize" as well; the page signs each request with it)`;
+
 @Injectable()
 export class MerchantVerifier {
   /**
@@ -51,7 +59,7 @@ export class MerchantVerifier {
     const nonce = header(req, HEADERS.nonce);
     const signature = header(req, HEADERS.signature);
     if (!merchantId || !timestamp || !nonce || !signature) {
-      throw new UnauthenticatedError('Merchant requests need X-Merchant-Id, X-Timestamp, X-Nonce and X-Signature');
+      throw new UnauthenticatedError(unsignedMessage(!!merchantId && !timestamp && !nonce && !signature));
     }
     const known = SIGNED_MERCHANT_ID_RE.test(merchantId) ? this.config.merchantSecrets.get(merchantId) : undefined;
     const secret = known ?? this.decoySecret;

@@ -8,3 +8,6 @@ export const MAX_AMOUNT = 10_000_000_000;
 export const CURRENCIES: readonly string[] = Intl.supportedValuesOf('currency');
 /** The shape of an ISO 4217 code. */
 export const CURRENCY_RE = /^[A-Z]{3}$/;
+
+/** What a wrong currency is told, whatever is wrong with it (its shape or the code): one message, said once. */
+export const currencyMessage = (field = 'currency'): string => `${field} must be an ISO 4217 currency code (3 capital letters, e.g. CNY)`;

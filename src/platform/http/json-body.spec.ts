@@ -1,4 +1,5 @@
-import { jsonNestsDeeperThan, loneSurrogateField, MAX_JSON_DEPTH, maySurrogate } from './json-body';
+import fc from 'fast-check';
+import { invalidJson, jsonBreaksAt, jsonNestsDeeperThan, loneSurrogateField, MAX_JSON_DEPTH, maySurrogate } from './json-body';
 
 const deeper = (text: string, max = 3) => jsonNestsDeeperThan(Buffer.from(text), max);
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
@@ -62,5 +63,36 @@ describe(maySurrogate.name, () => {
     expect(may('{"label":"home"}')).toBe(false);
     expect(may('{"a":"\\n\\t\\u0041\\u00e9\\\\"}')).toBe(false);
     expect(may('{"a":"ud800 \\\\"}')).toBe(false);
+  });
+});
+
+describe(jsonBreaksAt.name, () => {
+  const parses = (text: string) => {
+    try {
+      JSON.parse(text);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('agrees with JSON.parse on every JSON text, and on that text cut short, with a character more, or one changed', () => {
+    fc.assert(
+      fc.property(fc.json(), fc.nat(), fc.constantFrom(...' ,:{}[]"\\0-.eE+tfnux\'\n\u0001'), (json, n, c) => {
+        expect(jsonBreaksAt(json)).toBe(-1);
+        const at = n % (json.length + 1);
+        for (const text of [json.slice(0, at), json.slice(0, at) + c + json.slice(at), json.slice(0, at) + c + json.slice(at + 1)]) {
+          expect(jsonBreaksAt(text) === -1).toBe(parses(text));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('points at the first character that cannot continue the text, or at its end', () => {
+    expect(jsonBreaksAt('{"a":1,}')).toBe(7);
+    expect(jsonBreaksAt('{"a": tru}')).toBe(9);
+    expect(jsonBreaksAt('{"a":1')).toBe(6);
+    expect(invalidJson('{\n  "a": 1\n  "b": 2\n}').message).toBe('Request body is not valid JSON: unexpected "\\"" at line 3, column 3 (character 14)');
   });
 });

@@ -127,6 +127,110 @@ export const forbiddenKey = () => new ApiError(400, 'BAD_REQUEST', 'Request body
 
 export const bodyTooDeep = () => new ApiError(400, 'BODY_TOO_DEEP', `Request body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
 
+/** Thrown by `jsonBreaksAt`'s walk: the index where the text stops being JSON. */
+class BreaksAt {
+  constructor(readonly at: number) {}
+}
+
+const JSON_ESCAPES = new Set(['"', '\\', '/', 'b', 'f', 'n', 'r', 't']);
+const isDigit = (c: string | undefined) => c !== undefined && c >= '0' && c <= '9';
+const isHex = (c: string | undefined) => c !== undefined && /^[0-9a-fA-F]$/.test(c);
+
+/**
+ * Where JSON text (RFC 8259) first breaks: the index of the first character that cannot continue it, the length when
+ * it ends too soon, or -1 when it is valid. Runs only on text the parser refused, whose nesting was bounded before
+ * (MAX_JSON_DEPTH), so the walk's recursion is too.
+ */
+export function jsonBreaksAt(text: string): number {
+  let i = text.charCodeAt(0) === 0xfeff ? 1 : 0; // a byte order mark, which the parser skips too
+  const fail = (): never => {
+    throw new BreaksAt(i);
+  };
+  const space = () => {
+    while (text[i] === ' ' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r') i++;
+  };
+  const expect = (c: string) => (text[i] === c ? i++ : fail());
+  const digits = () => {
+    if (!isDigit(text[i])) fail();
+    while (isDigit(text[i])) i++;
+  };
+  const string = () => {
+    expect('"');
+    for (;;) {
+      if (i >= text.length || text.charCodeAt(i) < 0x20) fail();
+      const c = text[i++];
+      if (c === '"') return;
+      if (c !== '\\') continue;
+      if (text[i] === 'u') {
+        i++;
+        for (let k = 0; k < 4; k++)
+          if (isHex(text[i])) i++;
+          else fail();
+      } else if (JSON_ESCAPES.has(text[i])) i++;
+      else fail();
+    }
+  };
+  const value = (): void => {
+    space();
+    const c = text[i];
+    if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']';
+      i++;
+      space();
+      if (text[i] === close) return void i++;
+      for (;;) {
+        if (c === '{') {
+          space();
+          string();
+          space();
+          expect(':');
+        }
+        value();
+        space();
+        if (text[i] === ',') i++;
+        else return void expect(close);
+      }
+    }
+    if (c === '"') return string();
+    for (const literal of ['true', 'false', 'null']) if (c === literal[0]) return void [...literal].forEach(expect);
+    if (c !== '-' && !isDigit(c)) fail();
+    if (c === '-') i++;
+    if (text[i] === '0') i++;
+    else digits();
+    if (text[i] === '.') {
+      i++;
+      digits();
+    }
+    if (text[i] === 'e' || text[i] === 'E') {
+      i++;
+      if (text[i] === '+' || text[i] === '-') i++;
+      digits();
+    }
+  };
+  try {
+    value();
+    space();
+    if (i < text.length) fail();
+    return -1;
+  } catch (err) {
+    if (err instanceof BreaksAt) return err.at;
+    throw err;
+  }
+}
+
+/** A body that is not JSON, told where it breaks: the line and column (from 1), and the character found there. */
+export function invalidJson(text: string): ApiError {
+  const at = jsonBreaksAt(text);
+  if (at === -1) return new ApiError(400, 'BAD_REQUEST', 'Request body is not valid JSON');
+  const before = text.slice(0, at);
+  const line = before.split('\n').length;
+  const column = at - before.lastIndexOf('\n');
+  const where = `line ${line}, column ${column} (character ${at + 1})`;
+  if (at >= text.length) return new ApiError(400, 'BAD_REQUEST', `Request body is not valid JSON: it ends too soon, at ${where}`);
+  const found = String.fromCodePoint(text.codePointAt(at)!);
+  return new ApiError(400, 'BAD_REQUEST', `Request body is not valid JSON: unexpected ${JSON.stringify(found)} at ${where}`);
+}
+
 function isValidJson(body: string | Buffer): boolean {
   try {
     JSON.parse(String(body));
@@ -154,7 +258,7 @@ export function registerJsonBodyParser(fastify: FastifyInstance): void {
   const parseSecure = fastify.getDefaultJsonParser('error', 'error');
   // Fastify answers a prototype-poisoning key as "not valid JSON"; valid JSON refused is told why (the error path only).
   const parseJson = (req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) =>
-    parseSecure(req, body, (err: Error | null, value?: unknown) => done(err && isValidJson(body) ? forbiddenKey() : err, value));
+    parseSecure(req, body, (err: Error | null, value?: unknown) => done(err && (isValidJson(body) ? forbiddenKey() : invalidJson(String(body))), value));
   fastify.removeContentTypeParser('text/plain');
   // An empty body of any type is no body (clients send `curl -d ''` as a form, and many send a Content-Type with every
   // POST, body or not); a route that needs one says so.

@@ -5,7 +5,7 @@ import { IsOptionalField } from '../../../platform/http/optional-field';
 import { ITEM_ID_RE, QUEUE_NAME_RE } from '../delay-queue.keys';
 
 export class QueueParamDto {
-  /** Queue name */
+  /** A queue's name, as `GET /admin/delay-queues` lists them */
   @ApiProperty({ example: 'close-reminder' })
   @IsString()
   @MaxLength(64)
@@ -14,7 +14,7 @@ export class QueueParamDto {
 }
 
 export class ItemParamDto extends QueueParamDto {
-  /** Item id */
+  /** The item's id: the one it was scheduled with (the dead-letter page lists the dead ones) */
   @ApiProperty({ example: 'order-1001' })
   @IsString()
   @MaxLength(200)

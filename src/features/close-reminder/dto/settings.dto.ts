@@ -32,6 +32,7 @@ const IsTemplate = (options?: ValidationOptions) =>
 const ID_MESSAGE = 'merchantId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."';
 
 export class MerchantIdParamDto {
+  /** The merchant whose settings these are (`m_demo` in development) */
   @ApiProperty({ example: 'm_coffee', maxLength: 64 })
   @IsIdString(64, MERCHANT_ID_RE, ID_MESSAGE)
   merchantId!: string;

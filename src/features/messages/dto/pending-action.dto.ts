@@ -22,10 +22,12 @@ export class StartPendingActionDto {
 }
 
 export class PendingActionParamDto {
+  /** The kind of pending action */
   @IsString()
   @IsIn(PENDING_ACTION_NAMES)
   bizType!: string;
 
+  /** The account the action was started for */
   @ApiProperty({ example: 'acc_1001', maxLength: 64 })
   @IsAccountId()
   accountId!: string;

@@ -23,6 +23,7 @@ export class PullQueryDto {
 }
 
 export class MsgIdParamDto {
+  /** A `msgId` of your message list (`GET /messages`) */
   @ApiProperty({ example: '1795302000000000' })
   @IsString()
   @MaxLength(17)

@@ -1,9 +1,10 @@
 import { ApiProperty, ApiPropertyOptional, OmitType } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
+import { IsInt, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
 import { IsOptionalField } from '../../../platform/http/optional-field';
 import { IsIdString } from '../../../platform/http/id-string';
 import { ACCOUNT_ID_RE, MERCHANT_ORDER_NO_RE, ORDER_COMMAND_MERCHANT_ID_RE, SYSTEM_ORDER_NO_RE } from '../../../platform/core/ids';
-import { CURRENCIES, CURRENCY_RE, MAX_AMOUNT } from '../../../platform/core/money';
+import { MAX_AMOUNT } from '../../../platform/core/money';
+import { IsCurrencyCode } from '../../../platform/http/currency';
 import { DEFAULT_EXPIRE_MINUTES, MAX_EXPIRE_MINUTES, MAX_SUBJECT_LENGTH } from '../order.commands';
 import { IsDisplayText, NOT_BLANK_RE } from '../../../platform/http/display-text';
 
@@ -32,10 +33,7 @@ export class CreateOrderDto {
   amount!: number;
 
   /** ISO 4217 currency code */
-  @ApiProperty({ example: 'CNY', minLength: 3, maxLength: 3 })
-  @IsString()
-  @Matches(CURRENCY_RE, { message: 'currency must be three upper-case letters (ISO 4217)' })
-  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 currency code' })
+  @IsCurrencyCode()
   currency!: string;
 
   /** What is being bought, shown to the payer */
@@ -56,7 +54,7 @@ export class CreateOrderDto {
   expireMinutes?: number;
 
   /** The only app account that may pay the order (bound from the start); absent: the first account to create a plan */
-  @ApiPropertyOptional({ example: 'u_1001', maxLength: 64 })
+  @ApiPropertyOptional({ example: 'acc_1001', maxLength: 64 })
   @IsOptionalField()
   @IsIdString(64, ACCOUNT_ID_RE, 'payerAccountId must be 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
   payerAccountId?: string;

@@ -4,22 +4,24 @@ import { IsInt, Max, Min } from 'class-validator';
 import { IsOptionalField } from '../../../platform/http/optional-field';
 import { MAX_AMOUNT } from '../../../platform/core/money';
 
+const MINUTE_MS = 60_000;
+
 export class CreateRedEnvelopeActivityDto {
   @ActivityIdField('nye-quiz') activityId!: string;
   /** The merchant whose wallet funds the rain */
-  @MerchantIdField('sponsorMerchantId', 'm_sponsor') sponsorMerchantId!: string;
+  @MerchantIdField('sponsorMerchantId', 'm_demo') sponsorMerchantId!: string;
   @TitleField(64, 'New year quiz rain') title!: string;
 
   @CurrencyField() currency!: string;
 
-  /** Minor units, split over `count` envelopes */
-  @PositiveIntField(MAX_AMOUNT, 1_000_000) totalAmount!: number;
+  /** Minor units, split over `count` envelopes; taken from the sponsor's wallet (top it up first) */
+  @PositiveIntField(MAX_AMOUNT, 10_000) totalAmount!: number;
 
   /** At most RED_ENVELOPE_MAX_COUNT */
-  @PositiveIntField(10_000_000, 10_000) count!: number;
+  @PositiveIntField(10_000_000, 100) count!: number;
 
-  @WindowEndField('startsAt', '2026-12-31T20:00:00+08:00') startsAt!: string;
-  @WindowEndField('endsAt', '2026-12-31T20:10:00+08:00') endsAt!: string;
+  @WindowEndField('startsAt', 0) startsAt!: string;
+  @WindowEndField('endsAt', 30 * MINUTE_MS) endsAt!: string;
 
   /** The smallest envelope, minor units */
   @ApiPropertyOptional({ example: 1, default: 1 })
@@ -46,6 +48,7 @@ export class CreateRedEnvelopeActivityDto {
 }
 
 export class RedEnvelopeActivityIdParamDto {
+  /** The `activityId` your rain was created with */
   @ActivityIdField('nye-quiz') activityId!: string;
 }
 
@@ -64,7 +67,7 @@ export class StallDto {
 
 export class RedEnvelopeActivityViewDto {
   @ApiProperty({ example: 'nye-quiz' }) activityId!: string;
-  @ApiProperty({ example: 'm_sponsor' }) sponsorMerchantId!: string;
+  @ApiProperty({ example: 'm_demo' }) sponsorMerchantId!: string;
   @ApiProperty({ example: 'New year quiz rain' }) title!: string;
   @ApiProperty({ example: 'CNY' }) currency!: string;
   @ApiProperty({ example: 1_000_000 }) totalAmount!: number;

@@ -21,14 +21,17 @@ export class ReserveDto {
 }
 
 export class ProductParamsDto {
+  /** The `activityId` your sale was created with */
   @ActivityIdField('w48-data') activityId!: string;
 
+  /** A `productId` of that sale, as its product listing names them */
   @ApiProperty({ example: 'data-10g', maxLength: 64 })
   @IsIdString(64, PRODUCT_ID_RE, 'productId must be 1-64 characters of A-Z a-z 0-9 _ -')
   productId!: string;
 }
 
 export class ReservationIdParamDto {
+  /** The `reservationId` the reserve answered, or one of `GET /seckill/reservations` (`sk_` and 24 hex digits) */
   @ApiProperty({ example: 'sk_5d41402abc4b2a76b9719d91', maxLength: 27 })
   @IsIdString(27, RESERVATION_ID_RE, 'reservationId must be sk_ and 24 hex digits')
   reservationId!: string;

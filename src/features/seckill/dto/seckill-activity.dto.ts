@@ -16,6 +16,7 @@ export const MAX_ELIGIBLE = 50_000;
 export const MAX_PRODUCTS_IN_BODY = 10_000;
 export const MAX_STOCK = 10_000_000;
 export const MAX_PER_USER_LIMIT = 1000;
+const HOUR_MS = 3_600_000;
 const isAccountId = (a: unknown) => typeof a === 'string' && ACCOUNT_ID_RE.test(a);
 
 export class ProductDto {
@@ -52,10 +53,10 @@ export class ProductDto {
 export class ActivityDto {
   @ActivityIdField('w48-data') activityId!: string;
   /** The merchant whose orders the buyers pay */
-  @MerchantIdField('merchantId', 'm_telecom') merchantId!: string;
+  @MerchantIdField('merchantId', 'm_demo') merchantId!: string;
   @TitleField(128, 'Wednesday 10:00 data sale') title!: string;
-  @WindowEndField('startsAt', '2026-11-25T10:00:00+08:00') startsAt!: string;
-  @WindowEndField('endsAt', '2026-11-29T23:59:59+08:00') endsAt!: string;
+  @WindowEndField('startsAt', 0) startsAt!: string;
+  @WindowEndField('endsAt', 2 * HOUR_MS) endsAt!: string;
 
   /** How long a buyer has to pay a reservation */
   @ApiPropertyOptional({ example: 15, default: 15, minimum: 1, maximum: 1440 })
@@ -107,6 +108,7 @@ export class ActivityDto {
 }
 
 export class ActivityIdParamDto {
+  /** The `activityId` your sale was created with */
   @ActivityIdField('w48-data') activityId!: string;
 }
 
@@ -126,7 +128,7 @@ export class ProductLiveDto {
 
 export class ActivityViewDto {
   @ApiProperty({ example: 'w48-data' }) activityId!: string;
-  @ApiProperty({ example: 'm_telecom' }) merchantId!: string;
+  @ApiProperty({ example: 'm_demo' }) merchantId!: string;
   @ApiProperty({ example: 'Wednesday 10:00 data sale' }) title!: string;
   @ApiProperty({ example: '2026-11-25T02:00:00.000Z' }) startsAt!: string;
   @ApiProperty({ example: '2026-11-29T15:59:59.000Z' }) endsAt!: string;

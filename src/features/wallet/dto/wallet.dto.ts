@@ -1,17 +1,21 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { IsOptionalField } from '../../../platform/http/optional-field';
 import { QueryInt } from '../../../platform/http/validation';
 import { IsIdString } from '../../../platform/http/id-string';
 import { REFERENCE_RE } from '../../../platform/core/ids';
-import { CURRENCIES, CURRENCY_RE, MAX_AMOUNT, MIN_AMOUNT } from '../../../platform/core/money';
+import { MAX_AMOUNT, MIN_AMOUNT } from '../../../platform/core/money';
+import { IsCurrencyCode } from '../../../platform/http/currency';
 import { OWNER_REF_RE } from '../wallet.keys';
 import { MAX_PAGE } from '../wallet.service';
 import { MAX_MEMO, WALLET_ENTRY_KINDS } from '../wallet.types';
 import { IsDisplayText } from '../../../platform/http/display-text';
 
 export class OwnerIdParamDto {
-  /** The wallet's owner: `account:<accountId>` or `merchant:<merchantId>` (ids: 1-64 of A-Z a-z 0-9 _ . : -, not "." or "..") */
+  /**
+   * The wallet's owner: `account:<accountId>` or `merchant:<merchantId>` (ids: 1-64 of A-Z a-z 0-9 _ . : -, not "." or ".."). In development:
+   * `account:acc_1001` (the app user), `merchant:m_demo` (the merchant that sponsors the rain example)
+   */
   @ApiProperty({ example: 'account:acc_1001', maxLength: 73 })
   @IsIdString(73, OWNER_REF_RE, 'ownerId must be account:<id> or merchant:<id>, the id 1-64 characters of A-Z a-z 0-9 _ . : -, not "." or ".."')
   ownerId!: string;
@@ -37,18 +41,14 @@ export class EntriesQueryDto {
 
 export class TopUpDto {
   /** Minor units (cents for CNY/USD) */
-  @ApiProperty({ type: 'integer', example: 10000, minimum: MIN_AMOUNT, maximum: MAX_AMOUNT })
+  @ApiProperty({ type: 'integer', example: 50000, minimum: MIN_AMOUNT, maximum: MAX_AMOUNT })
   @IsInt()
   @Min(MIN_AMOUNT)
   @Max(MAX_AMOUNT)
   amount!: number;
 
   /** ISO 4217 */
-  @ApiProperty({ example: 'CNY', maxLength: 3 })
-  @IsString()
-  @MaxLength(3)
-  @Matches(CURRENCY_RE, { message: 'currency must be an ISO 4217 code (3 capital letters)' })
-  @IsIn(CURRENCIES, { message: 'currency must be an ISO 4217 currency code' })
+  @IsCurrencyCode()
   currency!: string;
 
   /** Makes the top-up idempotent: the same reference again moves nothing */
