@@ -68,7 +68,13 @@ describe('ops gauges on GET /metrics', () => {
     const id = activityId('ops');
     await kit.create(activityBody(id, [{ productId: 'p1', stock: 5, shards: 2 }]));
     expect((await kit.reserve('acc_ops_1', id, 'p1')).status).toBe(201);
-    const text = await scrape(kit.t);
+    // The live sales are read from the catalog the instance refreshes: a sale just created shows within moments.
+    const live = `activity="${id}",product="p1",state="available"`;
+    let text = await scrape(kit.t);
+    for (let i = 0; i < 50 && sample(text, 'seckill_stock_units', live) === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      text = await scrape(kit.t);
+    }
     expect(sample(text, 'seckill_stock_units', `activity="${id}",product="p1",state="available"`)).toBe(4);
     expect(sample(text, 'seckill_stock_units', `activity="${id}",product="p1",state="reserved"`)).toBe(1);
     expect(sample(text, 'seckill_stock_units', `activity="${id}",product="p1",state="sold"`)).toBe(0);
