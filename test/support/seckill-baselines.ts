@@ -307,6 +307,8 @@ export interface BaselineRunResult extends DesignCounters {
   grantedMatchesHeld: boolean;
   /** Requests that threw (connection errors); not counted as ok or refused. */
   errors: number;
+  /** The first error's message, when there was one. */
+  firstError?: string;
   wallS: number;
   /** Requests answered per second over the run. */
   rps: number;
@@ -333,6 +335,7 @@ export async function runBaselineLoad(design: SeckillDesign, options: Partial<Se
   const granted = new Map<number, number>();
   let unitsGranted = 0;
   let errors = 0;
+  let firstError: string | undefined;
   let refusedWithStockLeft = 0;
   const t0 = performance.now();
   await forEachLimit(plan.length, o.concurrency, async (i) => {
@@ -342,8 +345,9 @@ export async function runBaselineLoad(design: SeckillDesign, options: Partial<Se
         granted.set(p.buyer, (granted.get(p.buyer) ?? 0) + p.quantity);
         unitsGranted += p.quantity;
       } else if (o.stock - unitsGranted >= p.quantity) refusedWithStockLeft++;
-    } catch {
+    } catch (err) {
       errors++;
+      firstError ??= (err as Error).message;
     }
   });
   const wallS = (performance.now() - t0) / 1000;
@@ -380,6 +384,7 @@ export async function runBaselineLoad(design: SeckillDesign, options: Partial<Se
     perBuyerLimit: o.perBuyerLimit,
     grantedMatchesHeld: unitsGranted === final.sold,
     errors,
+    firstError,
     wallS,
     rps: wallS > 0 ? plan.length / wallS : 0,
     commandsPerRequest: c.requests > 0 ? c.commands / c.requests : 0,
