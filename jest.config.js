@@ -6,6 +6,8 @@
  * as the built service).
  * Every Redis the tests use is started by the harness in test/harness.
  */
+const { availableParallelism } = require('node:os');
+
 // ts-jest, with the @nestjs/swagger plugin on DTOs and controllers as in `nest build` (see the transformer).
 const tsJest = ['<rootDir>/test/support/swagger-jest-transformer.js', { tsconfig: 'tsconfig.json' }];
 const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, moduleFileExtensions: ['ts', 'js', 'json'] };
@@ -14,8 +16,10 @@ const base = { testEnvironment: 'node', transform: { '^.+\\.ts$': tsJest }, modu
 module.exports = {
   // Integration and e2e suites start real redis-server processes; a global option (ignored per project).
   testTimeout: 60000,
-  // With two cores Jest runs the suites inside its own process (in band); a failed test that leaves a reconnecting client
-  // behind would then keep that process, and the run, alive after the verdict. End the run with its verdict.
+  // The suites mostly wait (on redis-server, on the built service they start, on leases and timers): in one process they
+  // keep two cores about 20% busy. Three workers on two cores run them in about a third of the time; more cores, more.
+  maxWorkers: Math.max(3, availableParallelism() - 1),
+  // A failed test that leaves a reconnecting client behind would keep its worker, and the run, alive after the verdict.
   forceExit: true,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   projects: [

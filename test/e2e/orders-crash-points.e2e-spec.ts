@@ -301,8 +301,7 @@ describe('orders: crash points', () => {
       );
       const order = await raw.hgetall(orderKey);
       const closeReason = c.flow === 'close' ? 'MERCHANT' : 'EXPIRED';
-      if (c.order === 'CLOSED')
-        expect([order.closeReason, Number(order.closedAt) <= deadline || c.flow === 'close']).toEqual([closeReason, true]);
+      if (c.order === 'CLOSED') expect([order.closeReason, Number(order.closedAt) <= deadline || c.flow === 'close']).toEqual([closeReason, true]);
       // Exactly once: one event of each kind.
       expect(await eventsOf(orderId)).toEqual(['order.created', c.order === 'PAID' ? 'order.paid' : 'order.closed']);
       const seen = (await (await get()).json()) as { status: string };

@@ -123,7 +123,8 @@ const isNoGroup = (err: unknown) => err instanceof Error && err.message.includes
  * maxDeliveries-th delivery moves it to its dead-letter stream and acks it, atomically
  * (lua/engines/streams/fail-2.lua). The entries of one read are handled up to `concurrency` at a time per
  * stream (default one, in order), streams in parallel, and the next read waits for all of them; the
- * ones handled are then acked with one XACK per stream.
+ * ones handled are then acked with one XACK per stream. An XACK that fails (Redis away) is retried before the next
+ * read, so an entry handled is not handled again by this consumer.
  *
  * A missing group (deleted, or Redis restarted empty) is created again, at the configured start (with
  * `now`, entries added while it was missing are not delivered). While Redis is unreachable the
@@ -155,6 +156,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
   /** Failed entries held back for their backoff, by stream: entry id → when it is due (local clock). */
   private readonly parked = new Map<string, Map<string, number>>();
   private parkLoop?: Promise<void>;
+  /** Entries handled whose XACK failed (Redis away), by stream: acked before the next read, never handled again. */
+  private readonly unacked = new Map<string, Array<[StreamEntry, EntryOutcome]>>();
 
   constructor(
     private readonly options: StreamGroupOptions,
@@ -231,6 +234,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     }
     await Promise.all(this.readers);
     await this.parkLoop;
+    // Best effort: what stays unacked is handed over again after the visibility timeout.
+    await this.ackLeftOver().catch(() => undefined);
     // After the last handler has counted: nothing of this runner reports any more.
     if (this.options.forgetMetricsOnStop) this.deps.metrics.forget(this);
   }
@@ -257,6 +262,7 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
     let groupsMissing = false;
     while (!this.stopped) {
       try {
+        if (this.unacked.size > 0) await this.ackLeftOver();
         if (groupsMissing) {
           await this.createGroups(keys);
           groupsMissing = false;
@@ -283,7 +289,8 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
           history = last.size === 0 ? undefined : keys.map((k, i) => last.get(k) ?? history![i]);
         }
         if (reply) await this.handleAll(reply);
-        this.recovered();
+        // An ack that failed is part of the outage: it is retried (and logged as over) once it lands.
+        if (this.unacked.size === 0) this.recovered();
         failures = 0;
         // A partial batch of new entries: let the next ones gather before reading again.
         const fresh = ids[0] === '>' ? (reply ?? []).reduce((n, [, e]) => Math.max(n, e.length), 0) : 0;
@@ -351,12 +358,28 @@ export class StreamGroupRunner implements BackgroundWorker, PendingSource {
       }
     };
     const workers = await Promise.allSettled(Array.from({ length: Math.min(this.concurrency, entries.length) }, work));
-    if (handled.length > 0) {
-      await this.deps.redis.command((c) => c.xack(stream, this.options.group, ...handled.map(([e]) => e.id)));
-      for (const [entry, outcome] of handled) this.outcome(outcome, entry);
-    }
+    if (handled.length > 0) await this.ack(stream, handled);
     const failed = workers.find((w): w is PromiseRejectedResult => w.status === 'rejected');
     if (failed) throw failed.reason;
+  }
+
+  /** One XACK for the entries handled; when it fails they wait in `unacked` for the next attempt (before the next read). */
+  private async ack(stream: string, handled: Array<[StreamEntry, EntryOutcome]>): Promise<void> {
+    try {
+      await this.deps.redis.command((c) => c.xack(stream, this.options.group, ...handled.map(([e]) => e.id)));
+    } catch (err) {
+      this.unacked.set(stream, [...(this.unacked.get(stream) ?? []), ...handled]);
+      throw err;
+    }
+    for (const [entry, outcome] of handled) this.outcome(outcome, entry);
+  }
+
+  /** Acks what failed XACKs left; throws (keeping the rest) while Redis is still away. */
+  private async ackLeftOver(): Promise<void> {
+    for (const [stream, handled] of [...this.unacked]) {
+      this.unacked.delete(stream);
+      await this.ack(stream, handled);
+    }
   }
 
   /** Runs the handler on one entry: `acked`/`skipped` when it is to be acked, undefined when it failed (already recorded). */
