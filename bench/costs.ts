@@ -362,7 +362,8 @@ export const { main } = defineBench<Result>({
     const requestsOf = (op: Op, kind: Kind): (() => LoadRequest) => {
       let n = 0;
       const floor = kind !== 'service';
-      const newUser = () => bearerTokens([`u${op[0]}${floor ? 'f' : 's'}${tag}-${n++}`])[0];
+      // A user per request and row: a row must not meet the grabs of another row's users (ALREADY_GRABBED is a cheaper path).
+      const newUser = () => bearerTokens([`u-${op}-${kind}-${tag}-${n++}`])[0];
       const next: Record<Op, () => LoadRequest> = {
         reserve: () => {
           const i = n++;

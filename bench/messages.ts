@@ -28,7 +28,9 @@ type Phase = (typeof PHASES)[number];
 const WHAT: Record<Phase, string> = { write: 'Writes (POST /messages)', pull: `Pulls (GET /messages, ${PAGE} a page)` };
 const WRITE_HEADERS = { 'content-type': 'application/json', 'x-service-token': BENCH_SERVICE_TOKEN };
 /** Answers other than 201 (write) or 200 (pull), and errors. */
-const bad = (r: Row | undefined, p: Phase) => (r ? r.errors + r.requests - (r.statuses[p === 'write' ? '201' : '200'] ?? 0) : 0);
+/** Answers other than the phase's success (every round counted), and socket errors. */
+const bad = (r: Row | undefined, p: Phase) =>
+  r ? r.errors + Object.entries(r.statuses).reduce((n, [code, count]) => n + (code === (p === 'write' ? '201' : '200') ? 0 : count), 0) : 0;
 const cpuRatio = (f: Row | undefined, u: Row | undefined) => (f?.serverUs !== undefined && u?.serverUs !== undefined ? f.serverUs / u.serverUs : undefined);
 
 /** A business system's message #n (a payment notice, ~250 bytes as stored); costs writes it too. */

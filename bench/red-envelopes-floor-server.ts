@@ -4,14 +4,18 @@
  * service created; no auth, validation, logging, metrics, rate limit or crediting. `POST /grab/:activityId {account}`
  * answers 200 `{status, envelopeId?, amount?}`. With FLOOR_IDENTITY=jwt the account comes from the bearer token, verified
  * by the service's JwtVerifier (401 without a valid one): the floor plus the identity every app endpoint must have.
- * Env: PORT, REDIS_URL, KEY_PREFIX, LUA_DIR, FLOOR_IDENTITY and the service's JWT_* settings.
+ * With FLOOR_CREDIT=inline a grab that got an envelope is also credited, as the service's crediting does it but in the
+ * cheapest way (no consumer group): the wallet's credit script on the same keys, reference, kind and memo, then the
+ * envelope settled as credited (the grabs of one event-loop turn in one call, as the service batches them).
+ * Env: PORT, REDIS_URL, KEY_PREFIX, LUA_DIR, FLOOR_IDENTITY, FLOOR_CREDIT and the service's JWT_* settings.
  */
 import Fastify from 'fastify';
 import { JwtVerifier } from '../src/platform/auth/jwt-verifier.service';
 import type { AppConfig } from '../src/platform/config/app-config';
 import { loadConfig } from '../src/platform/config/load-config';
 import { KeyBuilder } from '../src/platform/redis/key-builder';
-import { activityKey, poolKeys, type RainRecord as ActivityRecord } from '../src/features/red-envelope';
+import { activityKey, memoOf, poolKeys, type RainRecord as ActivityRecord } from '../src/features/red-envelope';
+import { walletKeys } from '../src/features/wallet';
 import { connectScriptRedis, serveUntilSignal } from './lib/bare-server';
 
 async function main(): Promise<void> {
@@ -27,6 +31,24 @@ async function main(): Promise<void> {
       );
     return placements.get(id)!;
   };
+  const credit = process.env.FLOOR_CREDIT === 'inline' ? command('wallet/credit') : undefined;
+  const settle = command('red-envelope/settle');
+  type Pool = ReturnType<typeof poolKeys>;
+  // The envelopes credited in one event-loop turn, by sub-pool, settled together.
+  const toSettle = new Map<string, { k: Pool; ids: string[] }>();
+  const settleSoon = (k: Pool, id: string) => {
+    let batch = toSettle.get(k.env);
+    if (!batch) {
+      const b = { k, ids: [] as string[] };
+      toSettle.set(k.env, b);
+      setImmediate(() => {
+        toSettle.delete(k.env);
+        void settle(b.k.env, b.k.stats, 'credited', ...b.ids);
+      });
+      batch = b;
+    }
+    batch.ids.push(id);
+  };
   const verifier = process.env.FLOOR_IDENTITY === 'jwt' ? new JwtVerifier(loadConfig(process.env)) : undefined;
   const app = Fastify({ logger: false });
   app.post<{ Params: { activityId: string }; Body?: { account?: string } }>('/grab/:activityId', async (req, reply) => {
@@ -39,8 +61,14 @@ async function main(): Promise<void> {
         return reply.code(401).send({ error: 'UNAUTHORIZED' });
       }
     }
-    const k = poolKeys(keys, await placementOf(req.params.activityId), 0);
+    const a = await placementOf(req.params.activityId);
+    const k = poolKeys(keys, a, 0);
     const [status, envelopeId, amount] = (await grab(k.pool, k.grabs, k.claims, k.env, k.stats, k.credits, account, 0)) as [string, string?, number?];
+    if (credit && envelopeId !== undefined && status === 'GRABBED') {
+      const w = walletKeys(keys, { kind: 'account', id: account });
+      await credit(w.balances, w.ledger, w.refs, a.currency, Number(amount), envelopeId, 'red-envelope', memoOf(a.title));
+      settleSoon(k, envelopeId);
+    }
     return envelopeId === undefined ? { status } : { status, envelopeId, amount };
   });
   await serveUntilSignal('red-envelopes-floor-server', Number(process.env.PORT ?? 3100), app, redis);

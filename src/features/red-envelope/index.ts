@@ -6,4 +6,5 @@
  */
 export { RedEnvelopeModule } from './red-envelope.module';
 export { activityKey, poolKeys } from './red-envelope.keys';
+export { memoOf } from './red-envelope-activity.command';
 export type { ActivityRecord as RainRecord } from './red-envelope.types';

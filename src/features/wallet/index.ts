@@ -4,5 +4,6 @@
  */
 export { WalletModule } from './wallet.module';
 export { WalletService } from './wallet.service';
+export { walletKeys } from './wallet.keys';
 export type { WalletEntry } from './wallet.types';
 export { InsufficientFundsError, ReferenceReusedError, ReferenceVoidedError } from './wallet.errors';
