@@ -74,12 +74,29 @@ describe('red-envelope fall-over under concurrent taps', () => {
       // The home sub-pool's envelopes go first; then 30 users homed there tap four times each, all at once, for 22 envelopes.
       for (const u of homedOn(`cdrain${round}`, id, 16, home, 2)) expect((await rain.grab(u, id)).body.status).toBe('GRABBED');
       const users = homedOn(`ctap${round}`, id, 16, home, 30);
-      const answers = await Promise.all(users.flatMap((u) => [0, 1, 2, 3].map(async () => ({ u, body: (await rain.grab(u, id)).body }))));
+      const tap = async (u: string) => {
+        const res = await rain.grab(u, id);
+        return { u, status: res.status, body: res.body as { status?: string; envelopeId?: string } };
+      };
+      const answers = await Promise.all(users.flatMap((u) => [0, 1, 2, 3].map(() => tap(u))));
+      // A tap answered 503 (a command past its deadline on a loaded machine) is tapped again, as the app does, until
+      // its user has an answer that says what they hold.
+      for (let retry = 0; retry < 20; retry++) {
+        const settled = new Set(answers.filter((a) => a.status === 200).map((a) => a.u));
+        const unsettled = [...new Set(answers.filter((a) => a.status === 503 && !settled.has(a.u)).map((a) => a.u))];
+        if (unsettled.length === 0) break;
+        for (const u of unsettled) answers.push(await tap(u));
+      }
+      expect({ round, unexpected: answers.filter((a) => a.status !== 200 && a.status !== 503) }).toEqual({ round, unexpected: [] });
       const byUser = new Map<string, Set<string>>();
-      for (const { u, body } of answers) if (body.envelopeId) byUser.set(u, (byUser.get(u) ?? new Set()).add(body.envelopeId as string));
+      for (const { u, body } of answers) if (body.envelopeId) byUser.set(u, (byUser.get(u) ?? new Set()).add(body.envelopeId));
       expect({ round, twice: [...byUser.entries()].filter(([, got]) => got.size > 1) }).toEqual({ round, twice: [] });
       expect(byUser.size).toBe(22);
-      expect(answers.filter((a) => a.body.status === 'GRABBED')).toHaveLength(22);
+      // Each envelope answered GRABBED once (a tap whose 503 came after its grab landed is answered ALREADY_GRABBED again).
+      const grabbed = answers.filter((a) => a.body.status === 'GRABBED').length;
+      expect(grabbed).toBeLessThanOrEqual(22);
+      if (!answers.some((a) => a.status === 503)) expect(grabbed).toBe(22);
+      expect(new Set(answers.map((a) => a.body.envelopeId).filter(Boolean)).size).toBe(22);
       expect(await rain.credited(id)).toMatchObject({ grabbed: { count: 24 }, left: { count: 0 }, balanced: true });
     }
   });
