@@ -5,9 +5,9 @@
  * Refuses to run with NODE_ENV=production: production tokens come from the identity provider.
  */
 import { existsSync } from 'node:fs';
-import { sign } from 'jsonwebtoken';
 import { ACCOUNT_ID_RE } from '../src/platform/core/ids';
 import { DEV_DEFAULTS } from '../src/platform/config/load-config';
+import { devTokenSigner } from '../src/platform/auth/dev-token';
 
 if (existsSync('.env')) process.loadEnvFile('.env');
 const [accountId, ttl = '86400'] = process.argv.slice(2);
@@ -24,10 +24,6 @@ if (process.env.JWT_ALGORITHM && process.env.JWT_ALGORITHM !== 'HS256') {
   console.error(`JWT_ALGORITHM is ${process.env.JWT_ALGORITHM}: mint tokens with the private key of your identity provider`);
   process.exit(2);
 }
-const secret = process.env.JWT_SECRET || DEV_DEFAULTS.JWT_SECRET;
 // The service requires iss and aud when JWT_ISSUER / JWT_AUDIENCE are set: a token without them would be refused.
-const claims = {
-  ...(process.env.JWT_ISSUER ? { issuer: process.env.JWT_ISSUER } : {}),
-  ...(process.env.JWT_AUDIENCE ? { audience: process.env.JWT_AUDIENCE } : {}),
-};
-process.stdout.write(sign({ sub: accountId }, secret, { algorithm: 'HS256', expiresIn: Number(ttl), ...claims }) + '\n');
+const mint = devTokenSigner({ key: process.env.JWT_SECRET || DEV_DEFAULTS.JWT_SECRET, issuer: process.env.JWT_ISSUER, audience: process.env.JWT_AUDIENCE });
+process.stdout.write(mint(accountId, Number(ttl)).token + '\n');

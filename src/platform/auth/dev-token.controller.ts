@@ -1,10 +1,10 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { createSigner } from 'fast-jwt';
 import { AppConfig } from '../config/app-config';
 import { ApiErrors } from '../http/error-responses';
 import { DEV_TAG } from '../http/swagger';
 import { Public } from './auth.decorators';
+import { devTokenSigner, type DevToken } from './dev-token';
 import { DevTokenDto, DevTokenRequestDto } from './dto/dev-token.dto';
 
 /**
@@ -17,11 +17,10 @@ import { DevTokenDto, DevTokenRequestDto } from './dto/dev-token.dto';
 @ApiErrors({ 400: 'Invalid body; the fields are named', 429: 'Rate limited; see Retry-After' })
 @Controller('dev')
 export class DevTokenController {
-  private readonly sign: (payload: { sub: string; exp: number }) => string;
+  private readonly mint: (accountId: string, ttlSeconds: number) => DevToken;
 
   constructor(config: AppConfig) {
-    const { key, issuer, audience } = config.jwt;
-    this.sign = createSigner({ key, algorithm: 'HS256', ...(issuer ? { iss: issuer } : {}), ...(audience ? { aud: audience } : {}) });
+    this.mint = devTokenSigner(config.jwt);
   }
 
   @Post('token')
@@ -29,7 +28,6 @@ export class DevTokenController {
   @ApiOperation({ summary: 'Development only: a token for an app user, to paste into AppUserJwt under "Authorize"' })
   @ApiOkResponse({ type: DevTokenDto })
   token(@Body() dto: DevTokenRequestDto): DevTokenDto {
-    const exp = Math.floor(Date.now() / 1000) + (dto.ttlSeconds ?? 86_400);
-    return { accountId: dto.accountId, token: this.sign({ sub: dto.accountId, exp }), expiresAt: new Date(exp * 1000).toISOString() };
+    return this.mint(dto.accountId, dto.ttlSeconds ?? 86_400);
   }
 }

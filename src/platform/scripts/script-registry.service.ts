@@ -70,12 +70,12 @@ export class ScriptRegistry implements OnApplicationBootstrap, OnApplicationShut
         this.reset();
         if (wanted === 0) return this.set(0);
         // Whatever fails (a master that does not answer) leaves the gauge empty, never the scrape failed.
-        const fewest = (
-          await Promise.resolve()
-            .then(() => service.connectedReplicas())
-            .catch(() => undefined)
-        )?.[0];
-        if (fewest !== undefined) this.set(Math.max(0, wanted - fewest));
+        try {
+          const [fewest] = await service.connectedReplicas();
+          if (fewest !== undefined) this.set(Math.max(0, wanted - fewest));
+        } catch {
+          // left empty
+        }
       },
     );
     if (this.waitFor.size > 0) {
