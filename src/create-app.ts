@@ -24,6 +24,7 @@ export { AppModule } from './app.module';
 export { loadConfig } from './platform/config/load-config';
 export { MessagesService } from './features/messages';
 export { OrderEventsService, OrdersService } from './features/orders';
+export { ScriptRegistry } from './platform/scripts/script-registry.service';
 
 /**
  * The application without HTTP, for a client in the same process: every module initialised and, unless `workers`,
