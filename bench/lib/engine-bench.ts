@@ -8,7 +8,7 @@
  * engine's public interface (`../src/engines/<name>`), as any module of the service does.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as TS from 'typescript';
@@ -16,14 +16,19 @@ import { parseCommandStats } from './command-stats';
 import { machineCpuSeconds, selfCpuSeconds } from './proc';
 
 const SRC = join(__dirname, '..', '..', 'src') + '/';
-/** Transpiled files by content hash: the hand-off's eleven worker processes load the same files the benchmark did. */
+/**
+ * Transpiled files, named by path hash and content hash: the hand-off's eleven worker processes load the same files the
+ * benchmark did. A file's older versions are removed when a new one is written, so the cache holds one per source file.
+ */
 const CACHE = join(tmpdir(), 'redis-pay-bench-src');
+const sha = (s: string) => createHash('sha256').update(s).digest('hex').slice(0, 24);
 type Loader = (m: NodeJS.Module & { _compile(code: string, file: string): void }, file: string) => void;
 const loaders = require.extensions as unknown as Record<string, Loader>;
 const tsxLoader = loaders['.ts'];
 function transpile(file: string): string {
   const source = readFileSync(file, 'utf8');
-  const cached = join(CACHE, createHash('sha256').update(file).update(source).digest('hex') + '.js');
+  const [of, name] = [`${sha(file)}-`, `${sha(file)}-${sha(source)}.js`];
+  const cached = join(CACHE, name);
   try {
     return readFileSync(cached, 'utf8');
   } catch {
@@ -37,7 +42,10 @@ function transpile(file: string): string {
     };
     const out = ts.transpileModule(source, { fileName: file, compilerOptions: options }).outputText;
     mkdirSync(CACHE, { recursive: true });
-    writeFileSync(cached, out);
+    for (const old of readdirSync(CACHE)) if (old.startsWith(of) && !old.startsWith(name)) rmSync(join(CACHE, old), { force: true });
+    // Written whole, then renamed: a worker process reading it meanwhile sees no file or the whole file, never half.
+    writeFileSync(`${cached}.${process.pid}`, out);
+    renameSync(`${cached}.${process.pid}`, cached);
     return out;
   }
 }
