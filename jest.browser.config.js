@@ -1,7 +1,7 @@
 /**
- * The browser tier, `npm run test:browser` (CI runs it after `npm test`): Swagger UI at /docs driven in a headless
- * Chromium, the system's (Debian's `chromium` package; CHROMIUM_PATH to point elsewhere), against the built service.
- * Kept out of `npm test`, which needs no browser.
+ * The browser tier (`npm test` runs it after Jest's projects; `npm run test:browser` alone): Swagger UI at /docs driven
+ * in a headless Chromium, the system's (Debian's `chromium` package; CHROMIUM_PATH to point elsewhere), against the
+ * built service.
  */
 const { projects, reporters } = require('./jest.config.js');
 const e2e = projects.find((p) => p.displayName === 'e2e');

@@ -1,0 +1,29 @@
+/**
+ * `npm test`: every tier. Jest's projects (unit, integration, module, e2e), then the browser tier (Swagger UI in a
+ * headless Chromium, jest.browser.config.js), both run even when the first fails; the exit code is the first failure's.
+ * The browser is the system's: Debian's `chromium`, installed with apt-get when missing, or the one CHROMIUM_PATH names.
+ * `npm test -- <jest arguments>` runs Jest alone with them (one file, one project, a name pattern).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { CHROMIUM_CANDIDATES } from '../../test/browser/swagger-ui-page';
+import { which } from './managed-redis';
+
+const jest = require.resolve('jest/bin/jest');
+const run = (args: string[]) => spawnSync(process.execPath, [jest, ...args], { stdio: 'inherit' }).status ?? 1;
+
+function ensureChromium(): void {
+  if (process.env.CHROMIUM_PATH || CHROMIUM_CANDIDATES.some((p) => existsSync(p))) return;
+  console.log("[test] installing Debian's chromium package with apt-get (needs root), for the browser tier...");
+  if (!which('apt-get')) throw new Error('no Chromium and no apt-get: install Chromium or set CHROMIUM_PATH');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env });
+}
+
+const args = process.argv.slice(2);
+const tiers = run(args);
+if (args.length > 0) process.exit(tiers);
+ensureChromium();
+const browser = run(['--config', 'jest.browser.config.js']);
+process.exit(tiers || browser);
