@@ -17,13 +17,22 @@ function ensureChromium(): void {
   console.log("[test] installing Debian's chromium package with apt-get (needs root), for the browser tier...");
   if (!which('apt-get')) throw new Error('no Chromium and no apt-get: install Chromium or set CHROMIUM_PATH');
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env });
+  try {
+    execFileSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+  } catch (err) {
+    throw new Error(`apt-get could not install chromium (${(err as Error).message.split('\n')[0]}): install Chromium or set CHROMIUM_PATH`, { cause: err });
+  }
 }
 
 const args = process.argv.slice(2);
 const tiers = run(args);
 if (args.length > 0) process.exit(tiers);
-ensureChromium();
+try {
+  ensureChromium();
+} catch (err) {
+  console.error(`[test] browser tier not run: ${(err as Error).message}`);
+  process.exit(tiers || 1);
+}
 const browser = run(['--config', 'jest.browser.config.js']);
 process.exit(tiers || browser);
