@@ -107,6 +107,14 @@ export class ManagedRedis {
   }
 }
 
+/** Installs Debian `packages` with apt-get (root, non-interactive); throws when apt-get is missing or fails. */
+export function aptInstall(packages: string[]): void {
+  if (!which('apt-get')) throw new Error('apt-get is not available');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', ...packages], { stdio: 'inherit', env });
+}
+
 /**
  * Installs Debian's redis-server and redis-tools (plus any `extra` packages)
  * with apt-get (root), saying so on the console. Returns the redis-server path.
@@ -115,9 +123,7 @@ export function installRedis(say: Say, extra: string[] = []): string {
   say(`[managed-redis] installing the OS packages ${['redis-server', 'redis-tools', ...extra].join(', ')} with apt-get (needs root)...`);
   if (!which('apt-get')) throw new Error('redis-server is missing and apt-get is not available: install Redis 7 or set REDIS_URL');
   try {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server', 'redis-tools', ...extra], { stdio: 'inherit', env });
+    aptInstall(['redis-server', 'redis-tools', ...extra]);
   } catch (err) {
     throw new Error(`could not install redis-server (${(err as Error).message}); install it or set REDIS_URL`, { cause: err });
   }

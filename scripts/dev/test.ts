@@ -4,24 +4,20 @@
  * The browser is the system's: Debian's `chromium`, installed with apt-get when missing, or the one CHROMIUM_PATH names.
  * `npm test -- <jest arguments>` runs Jest alone with them (one file, one project, a name pattern).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { CHROMIUM_CANDIDATES } from '../../test/browser/swagger-ui-page';
-import { which } from './managed-redis';
+import { spawnSync } from 'node:child_process';
+import { chromiumPath } from '../../test/browser/chromium-path';
+import { aptInstall } from './managed-redis';
 
 const jest = require.resolve('jest/bin/jest');
 const run = (args: string[]) => spawnSync(process.execPath, [jest, ...args], { stdio: 'inherit' }).status ?? 1;
 
 function ensureChromium(): void {
-  if (process.env.CHROMIUM_PATH || CHROMIUM_CANDIDATES.some((p) => existsSync(p))) return;
+  if (chromiumPath()) return;
   console.log("[test] installing Debian's chromium package with apt-get (needs root), for the browser tier...");
-  if (!which('apt-get')) throw new Error('no Chromium and no apt-get: install Chromium or set CHROMIUM_PATH');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   try {
-    execFileSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+    aptInstall(['chromium']);
   } catch (err) {
-    throw new Error(`apt-get could not install chromium (${(err as Error).message.split('\n')[0]}): install Chromium or set CHROMIUM_PATH`, { cause: err });
+    throw new Error(`could not install chromium (${(err as Error).message.split('\n')[0]}): install Chromium or set CHROMIUM_PATH`, { cause: err });
   }
 }
 

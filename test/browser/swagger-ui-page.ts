@@ -1,14 +1,10 @@
-import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
-
-/** Where Debian's `chromium` package (and others) put the browser; CHROMIUM_PATH wins. */
-export const CHROMIUM_CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable'];
+import { chromiumPath, NO_CHROMIUM } from './chromium-path';
 
 /** The system Chromium, headless. No browser is downloaded: without one the suite says how to install it. */
 export async function launchChromium(): Promise<Browser> {
-  const path = process.env.CHROMIUM_PATH || CHROMIUM_CANDIDATES.find((p) => existsSync(p));
-  if (!path)
-    throw new Error(`No Chromium found (looked at ${CHROMIUM_CANDIDATES.join(', ')}); install Debian's: apt-get install chromium, or set CHROMIUM_PATH`);
+  const path = chromiumPath();
+  if (!path) throw new Error(NO_CHROMIUM);
   // As root (CI) Chromium refuses to start with its sandbox.
   return chromium.launch({ executablePath: path, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }
