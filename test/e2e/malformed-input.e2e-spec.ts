@@ -10,6 +10,7 @@ import {
   credentialHeaders,
   echoes,
   fieldSpellings,
+  inOneSecond,
   jsonBodySchema,
   MalformedCase,
   OpenApiDocument,
@@ -117,11 +118,14 @@ describe('Malformed input, generated from the OpenAPI document', () => {
 
   /** The document the running app serves (the first of its two addresses that answers; both, when both do, the same). */
   async function fetchDocument(): Promise<OpenApiDocument> {
-    const found: OpenApiDocument[] = [];
-    for (const url of ['/docs/openapi.json', '/docs-json']) {
-      const res = await inject('GET', url, {});
-      if (res.status === 200) found.push(JSON.parse(res.body) as OpenApiDocument);
-    }
+    const found = await inOneSecond(async () => {
+      const docs: OpenApiDocument[] = [];
+      for (const url of ['/docs/openapi.json', '/docs-json']) {
+        const res = await inject('GET', url, {});
+        if (res.status === 200) docs.push(JSON.parse(res.body) as OpenApiDocument);
+      }
+      return docs;
+    });
     if (found.length === 0) throw new Error('neither /docs/openapi.json nor /docs-json serves the OpenAPI document');
     if (found.length === 2) expect(found[1]).toEqual(found[0]);
     return found[0];

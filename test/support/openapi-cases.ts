@@ -733,3 +733,16 @@ export function echoes(text: string, input: string, run = 1000): boolean {
   for (let i = 0; i <= Math.min(64, input.length - run); i++) if (text.includes(input.slice(i, i + run))) return true;
   return false;
 }
+
+/**
+ * Runs `read` (requests for the OpenAPI document) again, up to 5 times, until it starts and ends in the same
+ * wall-clock second: the document's "from now" date examples are set to the whole second it is served in, so two
+ * copies read across a second boundary differ there and nowhere else.
+ */
+export async function inOneSecond<T>(read: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const second = Math.floor(Date.now() / 1000);
+    const result = await read();
+    if (Math.floor(Date.now() / 1000) === second || attempt === 5) return result;
+  }
+}
